@@ -1,0 +1,264 @@
+"""EvaluationDataset: an ordered list of samples of one kind, with JSONL, pandas and Vertex I/O."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from pydantic import ValidationError
+
+from turneval.errors import InvalidSampleError
+from turneval.messages import AIMessage, HumanMessage, Message, ToolCall
+from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["EvaluationDataset", "sample_from_dict"]
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "sample"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def sample_from_dict(row: Mapping[str, Any], *, index: int | str | None = None) -> Sample:
+    """Build a sample from its dict: multi-turn when ``user_input`` is a list, else single-turn.
+
+    Raises:
+        InvalidSampleError: naming ``index`` and the offending field.
+    """
+    where = f"row {index}" if index is not None else "sample"
+    if not isinstance(row, Mapping):
+        raise InvalidSampleError(
+            f"{where}: expected an object (dict), got {type(row).__name__}", sample_id=index
+        )
+    kind = MultiTurnSample if isinstance(row.get("user_input"), list) else SingleTurnSample
+    try:
+        return kind.model_validate(row)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = str(first["loc"][0]) if first["loc"] else None
+        raise InvalidSampleError(
+            f"{where} ({kind.__name__}): {_describe(exc)}", sample_id=index, field=field
+        ) from exc
+
+
+def _trajectory(value: Any, *, index: int, key: str) -> list[ToolCall]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InvalidSampleError(
+                f"row {index}: {key} is a string but not valid JSON ({exc.msg})",
+                sample_id=index,
+                field=key,
+            ) from exc
+    if not isinstance(value, list):
+        raise InvalidSampleError(
+            f"row {index}: {key} must be a list of {{'tool_name', 'tool_input'}} objects, "
+            f"got {type(value).__name__}",
+            sample_id=index,
+            field=key,
+        )
+    calls = []
+    for position, item in enumerate(value):
+        if not isinstance(item, Mapping) or "tool_name" not in item:
+            raise InvalidSampleError(
+                f"row {index}: {key}[{position}] must be an object with 'tool_name' "
+                "(and optional 'tool_input')",
+                sample_id=index,
+                field=key,
+            )
+        args = item.get("tool_input") or {}
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError as exc:
+                raise InvalidSampleError(
+                    f"row {index}: {key}[{position}].tool_input is not valid JSON ({exc.msg})",
+                    sample_id=index,
+                    field=key,
+                ) from exc
+        try:
+            calls.append(ToolCall(name=item["tool_name"], args=args))
+        except ValidationError as exc:
+            raise InvalidSampleError(
+                f"row {index}: {key}[{position}]: {_describe(exc)}", sample_id=index, field=key
+            ) from exc
+    return calls
+
+
+class EvaluationDataset:
+    """An ordered collection of samples, all single-turn or all multi-turn.
+
+    Supports ``len``, iteration and indexing (an int gives a sample, a slice a dataset).
+    """
+
+    __slots__ = ("samples",)
+
+    def __init__(self, samples: Iterable[Sample]) -> None:
+        """Hold ``samples``; mixing single- and multi-turn samples raises naming the index."""
+        self.samples: list[Sample] = list(samples)
+        kind: type | None = None
+        for index, sample in enumerate(self.samples):
+            if not isinstance(sample, (SingleTurnSample, MultiTurnSample)):
+                raise InvalidSampleError(
+                    f"sample {index}: expected SingleTurnSample or MultiTurnSample, "
+                    f"got {type(sample).__name__}",
+                    sample_id=index,
+                )
+            if kind is None:
+                kind = type(sample)
+            elif type(sample) is not kind:
+                raise InvalidSampleError(
+                    f"sample {index}: a dataset holds one sample type; it is a "
+                    f"{type(sample).__name__} among {kind.__name__}s",
+                    sample_id=index,
+                )
+
+    @property
+    def is_multi_turn(self) -> bool:
+        """Whether the samples are multi-turn (False for an empty dataset)."""
+        return bool(self.samples) and isinstance(self.samples[0], MultiTurnSample)
+
+    def __len__(self) -> int:
+        """Number of samples."""
+        return len(self.samples)
+
+    def __iter__(self) -> Iterator[Sample]:
+        """Iterate over the samples in order."""
+        return iter(self.samples)
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+    @overload
+    def __getitem__(self, index: slice) -> EvaluationDataset: ...
+    def __getitem__(self, index: int | slice) -> Sample | EvaluationDataset:
+        """A sample by position, or a sub-dataset by slice."""
+        if isinstance(index, slice):
+            return EvaluationDataset(self.samples[index])
+        return self.samples[index]
+
+    def __repr__(self) -> str:
+        """Short description: kind and size."""
+        kind = "multi-turn" if self.is_multi_turn else "single-turn"
+        return f"EvaluationDataset({len(self)} {kind} samples)"
+
+    # -- lists and JSONL ---------------------------------------------------------------------
+
+    @classmethod
+    def from_list(cls, rows: Iterable[Mapping[str, Any]]) -> EvaluationDataset:
+        """Build from dicts; errors name the row index and field."""
+        return cls(sample_from_dict(row, index=index) for index, row in enumerate(rows))
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """Dicts that :meth:`from_list` reads back to equal samples (``None`` fields left out)."""
+        return [sample.model_dump(mode="json", exclude_none=True) for sample in self.samples]
+
+    @classmethod
+    def from_jsonl(cls, path: str | PathLike[str]) -> EvaluationDataset:
+        """Read one JSON object per line (blank lines skipped); errors name the line number."""
+        samples = []
+        with Path(path).open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InvalidSampleError(
+                        f"{path}: line {number} is not valid JSON ({exc.msg}, column {exc.colno})",
+                        sample_id=f"line {number}",
+                    ) from exc
+                samples.append(sample_from_dict(row, index=f"line {number}"))
+        return cls(samples)
+
+    def to_jsonl(self, path: str | PathLike[str]) -> None:
+        """Write one JSON object per line, UTF-8."""
+        with Path(path).open("w", encoding="utf-8") as handle:
+            for sample in self.samples:
+                handle.write(sample.model_dump_json(exclude_none=True))
+                handle.write("\n")
+
+    # -- pandas (optional extra) -------------------------------------------------------------
+
+    @classmethod
+    def from_pandas(cls, frame: pd.DataFrame) -> EvaluationDataset:
+        """Build from a DataFrame with one sample per row (NaN/None cells are left unset)."""
+        rows = []
+        for record in frame.to_dict(orient="records"):
+            rows.append({str(key): value for key, value in record.items() if not _is_missing(value)})
+        return cls.from_list(rows)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per sample; ``user_input`` of multi-turn samples holds message dicts."""
+        import pandas as pd
+
+        return pd.DataFrame(self.to_list())
+
+    # -- Vertex AI ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_vertex(cls, rows: Iterable[Mapping[str, Any]] | pd.DataFrame) -> EvaluationDataset:
+        """Build multi-turn samples from Vertex AI agent-evaluation rows.
+
+        ``prompt`` becomes a HumanMessage, ``predicted_trajectory`` one AIMessage with its tool
+        calls, ``response`` a final AIMessage and ``reference_trajectory`` the reference tool
+        calls; trajectory items are ``{"tool_name", "tool_input"}`` (``tool_input`` defaults to
+        ``{}``; both lists may also be JSON strings). ``reference`` is kept. Every key is
+        optional, but a row must yield at least one message.
+        """
+        if not isinstance(rows, Iterable) or hasattr(rows, "to_dict"):
+            rows = rows.to_dict(orient="records")  # a DataFrame
+        samples: list[Sample] = []
+        for index, row in enumerate(rows):
+            row = {key: value for key, value in row.items() if not _is_missing(value)}
+            messages: list[Message] = []
+            if "prompt" in row:
+                messages.append(HumanMessage(content=str(row["prompt"])))
+            if "predicted_trajectory" in row:
+                calls = _trajectory(row["predicted_trajectory"], index=index, key="predicted_trajectory")
+                if calls:
+                    messages.append(AIMessage(tool_calls=calls))
+            if "response" in row:
+                messages.append(AIMessage(content=str(row["response"])))
+            if not messages:
+                raise InvalidSampleError(
+                    f"row {index}: yields no message; give at least one of 'prompt', "
+                    "'predicted_trajectory' or 'response'",
+                    sample_id=index,
+                )
+            reference_calls = None
+            if "reference_trajectory" in row:
+                reference_calls = _trajectory(
+                    row["reference_trajectory"], index=index, key="reference_trajectory"
+                )
+            reference = row.get("reference")
+            samples.append(
+                MultiTurnSample(
+                    user_input=messages,
+                    reference=None if reference is None else str(reference),
+                    reference_tool_calls=reference_calls,
+                )
+            )
+        return cls(samples)
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return value != value  # NaN
+    return False
+
+
+def as_dataset(data: EvaluationDataset | Sequence[Sample]) -> EvaluationDataset:
+    """Accept a dataset or a plain sequence of samples."""
+    return data if isinstance(data, EvaluationDataset) else EvaluationDataset(data)

@@ -1,0 +1,88 @@
+"""Exceptions raised by turneval.
+
+The hierarchy::
+
+    TurnevalError
+    ├── ConfigError (also ValueError)          a metric or run was configured wrongly
+    ├── InvalidSampleError (also ValueError)   a sample lacks or misuses a field
+    ├── JudgeError                             an LLM judge could not give a verdict
+    │   ├── JudgeCallError                     the call failed after its retries
+    │   └── JudgeOutputError                   the output could not be parsed/validated
+    ├── AgentRunError                          an agent under evaluation failed
+    └── SyncInAsyncContextError (also RuntimeError)
+                                               a sync wrapper was called inside an event loop
+
+Programmer errors (bad configuration) raise before a run starts. Inside a run, a failure is
+recorded on its row with its type and message, and the run goes on.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentRunError",
+    "ConfigError",
+    "InvalidSampleError",
+    "JudgeCallError",
+    "JudgeError",
+    "JudgeOutputError",
+    "SyncInAsyncContextError",
+    "TurnevalError",
+]
+
+
+class TurnevalError(Exception):
+    """Root of every exception turneval raises on purpose."""
+
+
+class ConfigError(TurnevalError, ValueError):
+    """A metric, judge or run was configured with an invalid value."""
+
+
+class InvalidSampleError(TurnevalError, ValueError):
+    """A sample cannot be scored: a field is missing, malformed or of the wrong kind.
+
+    Attributes:
+        sample_id: Index or identifier of the offending sample or row, when known.
+        field: Name of the offending field, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        sample_id: int | str | None = None,
+        field: str | None = None,
+    ) -> None:
+        """Build the error; ``message`` should already say what was expected."""
+        super().__init__(message)
+        self.sample_id = sample_id
+        self.field = field
+
+
+class JudgeError(TurnevalError):
+    """An LLM judge could not produce a verdict."""
+
+
+class JudgeCallError(JudgeError):
+    """The judge model call failed, after any retries of transient errors."""
+
+
+class JudgeOutputError(JudgeError):
+    """The judge answered, but its output could not be parsed or validated.
+
+    Attributes:
+        raw_output: The model's last raw output, kept for inspection.
+    """
+
+    def __init__(self, message: str, *, raw_output: str | None = None) -> None:
+        """Build the error, keeping the model's raw output."""
+        super().__init__(message)
+        self.raw_output = raw_output
+
+
+class AgentRunError(TurnevalError):
+    """The agent under evaluation raised, timed out or returned something unusable."""
+
+
+class SyncInAsyncContextError(TurnevalError, RuntimeError):
+    """A synchronous wrapper was called from inside a running event loop; await the async form."""

@@ -1,0 +1,168 @@
+"""The metric base: one async core per metric, the ragas-compatible entry points around it.
+
+A metric is a small pydantic model whose fields are its configuration (unknown keywords fail at
+construction). It implements ``async _evaluate(sample) -> Outcome``; this module is the only place
+that wraps that core: :meth:`Metric.ascore` returns the detailed :class:`MetricResult`,
+``multi_turn_ascore``/``single_turn_ascore`` the bare float (ragas' signature), and the sync
+forms are one-line runners of those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from turneval.errors import InvalidSampleError, SyncInAsyncContextError
+from turneval.results import MetricResult
+from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
+
+__all__ = [
+    "Explained",
+    "Metric",
+    "MultiTurnMetric",
+    "Outcome",
+    "SingleTurnMetric",
+    "require",
+    "run_sync",
+]
+
+T = TypeVar("T")
+
+
+class Outcome(ABC):
+    """What a metric's core computes: the value now, the explanation on demand."""
+
+    __slots__ = ()
+
+    value: float
+
+    @abstractmethod
+    def explain(self) -> tuple[str, dict[str, Any]]:
+        """Return ``(reason, details)`` for the detailed result."""
+
+
+@dataclass(slots=True)
+class Explained(Outcome):
+    """An outcome whose reason and details are already known."""
+
+    value: float
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def explain(self) -> tuple[str, dict[str, Any]]:
+        """Return the stored reason and details."""
+        return self.reason, self.details
+
+
+def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """Run an async function to completion from sync code.
+
+    Raises:
+        SyncInAsyncContextError: when called inside a running event loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(function, *args)
+    raise SyncInAsyncContextError(
+        f"{getattr(function, '__qualname__', function)!s} was called through its sync wrapper "
+        "inside a running event loop; await the async form instead"
+    )
+
+
+def require(metric: Metric, sample: Sample, field_name: str) -> Any:
+    """Return ``sample.<field_name>``, raising :class:`InvalidSampleError` when it is ``None``."""
+    value = getattr(sample, field_name, None)
+    if value is None:
+        raise InvalidSampleError(
+            f"metric {metric.name!r} needs the sample field {field_name!r}, which is missing",
+            field=field_name,
+        )
+    return value
+
+
+class Metric(BaseModel, ABC):
+    """Base of every metric: configuration as validated fields, one async core.
+
+    Subclasses set ``name`` (a field with a default, so it can be overridden), declare which
+    sample types they accept in ``sample_types`` and implement :meth:`_evaluate`.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True
+    )
+
+    name: str
+    sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
+
+    @abstractmethod
+    async def _evaluate(self, sample: Any) -> Outcome:
+        """Score one sample; raise :class:`InvalidSampleError` for unusable input."""
+
+    def _check_type(self, sample: object) -> None:
+        if not isinstance(sample, self.sample_types):
+            expected = " or ".join(kind.__name__ for kind in self.sample_types)
+            raise InvalidSampleError(
+                f"metric {self.name!r} scores {expected}, got {type(sample).__name__}",
+                field="sample",
+            )
+
+    async def _value(self, sample: Any, timeout: float | None) -> float:
+        self._check_type(sample)
+        if timeout is None:
+            return (await self._evaluate(sample)).value
+        with anyio.fail_after(timeout):
+            return (await self._evaluate(sample)).value
+
+    async def ascore(self, sample: Sample) -> MetricResult:
+        """Score ``sample`` with the reason and details; the runner's entry point."""
+        self._check_type(sample)
+        outcome = await self._evaluate(sample)
+        reason, details = outcome.explain()
+        return MetricResult(self.name, float(outcome.value), reason, details)
+
+    def score(self, sample: Sample) -> MetricResult:
+        """Sync form of :meth:`ascore`."""
+        return run_sync(self.ascore, sample)
+
+
+class MultiTurnMetric(Metric, ABC):
+    """A metric of conversations (:class:`MultiTurnSample`)."""
+
+    sample_types: ClassVar[tuple[type[Any], ...]] = (MultiTurnSample,)
+
+    async def multi_turn_ascore(
+        self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
+    ) -> float:
+        """Score a conversation; ragas' signature (``callbacks`` is accepted and unused)."""
+        return await self._value(sample, timeout)
+
+    def multi_turn_score(
+        self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
+    ) -> float:
+        """Sync form of :meth:`multi_turn_ascore`."""
+        return run_sync(self._value, sample, timeout)
+
+
+class SingleTurnMetric(Metric, ABC):
+    """A metric of single prompt/response pairs (:class:`SingleTurnSample`)."""
+
+    sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample,)
+
+    async def single_turn_ascore(
+        self, sample: SingleTurnSample, callbacks: Any = None, timeout: float | None = None
+    ) -> float:
+        """Score a single-turn sample; ragas' signature (``callbacks`` is accepted and unused)."""
+        return await self._value(sample, timeout)
+
+    def single_turn_score(
+        self, sample: SingleTurnSample, callbacks: Any = None, timeout: float | None = None
+    ) -> float:
+        """Sync form of :meth:`single_turn_ascore`."""
+        return run_sync(self._value, sample, timeout)

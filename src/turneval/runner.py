@@ -1,0 +1,215 @@
+"""evaluate/aevaluate: score every sample with every metric, one row per sample, in order."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from turneval.aggregate import MetricSummary, summarize
+from turneval.dataset import EvaluationDataset, as_dataset
+from turneval.errors import ConfigError, InvalidSampleError
+from turneval.metrics import BUILTIN_METRICS, Metric
+from turneval.metrics.base import run_sync
+from turneval.results import MetricResult
+from turneval.samples import Sample
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "EvaluationResult",
+    "MetricFailure",
+    "SampleResult",
+    "aevaluate",
+    "evaluate",
+    "resolve_metrics",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricFailure:
+    """A metric that failed on one sample: the error's type and message, kept on the row."""
+
+    name: str
+    sample_index: int
+    error_type: str
+    message: str
+
+    def __str__(self) -> str:
+        """``"<ErrorType>: <message>"``."""
+        return f"{self.error_type}: {self.message}"
+
+
+@dataclass(slots=True)
+class SampleResult:
+    """Everything measured on one sample: a result or a failure per metric."""
+
+    index: int
+    sample: Sample
+    results: dict[str, MetricResult] = field(default_factory=dict)
+    failures: dict[str, MetricFailure] = field(default_factory=dict)
+
+    def score(self, name: str) -> float:
+        """The metric's value, NaN where it failed (ragas' convention at this boundary)."""
+        result = self.results.get(name)
+        return result.value if result is not None else math.nan
+
+
+class EvaluationResult:
+    """The rows of a run, in input order, and their summaries."""
+
+    def __init__(self, rows: list[SampleResult], metric_names: list[str]) -> None:
+        """Hold ``rows`` (one per input sample) scored with ``metric_names``."""
+        self.rows = rows
+        self.metric_names = metric_names
+
+    def __len__(self) -> int:
+        """Number of rows (= input samples)."""
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        """Metric means at a glance."""
+        means = ", ".join(
+            f"{name}: {'n/a' if s.mean is None else f'{s.mean:.4f}'}"
+            for name, s in self.summary().items()
+        )
+        return f"EvaluationResult({len(self.rows)} rows; {means})"
+
+    def scores(self, name: str) -> list[float]:
+        """One value per row for metric ``name``, NaN where it failed."""
+        if name not in self.metric_names:
+            raise KeyError(f"no metric named {name!r}; the run has {self.metric_names}")
+        return [row.score(name) for row in self.rows]
+
+    def summary(self) -> dict[str, MetricSummary]:
+        """Per metric: mean, std (ddof=1), count (scored rows) and failed."""
+        summaries = {}
+        for name in self.metric_names:
+            values = [row.results[name].value for row in self.rows if name in row.results]
+            failed = sum(1 for row in self.rows if name in row.failures)
+            summaries[name] = summarize(name, values, failed)
+        return summaries
+
+    def records(self) -> list[dict[str, Any]]:
+        """One flat dict per row: ``<name>``, ``<name>_reason``, ``<name>_error`` per metric."""
+        records = []
+        for row in self.rows:
+            record: dict[str, Any] = {"index": row.index}
+            for name in self.metric_names:
+                result, failure = row.results.get(name), row.failures.get(name)
+                record[name] = result.value if result is not None else math.nan
+                record[f"{name}_reason"] = result.reason if result is not None else None
+                record[f"{name}_error"] = str(failure) if failure is not None else None
+            records.append(record)
+        return records
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per sample in input order (needs the ``pandas`` extra)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.records())
+
+    def to_jsonl(self, path: str | PathLike[str]) -> None:
+        """Write :meth:`records` as JSON lines (NaN written as ``null``), with details."""
+        with Path(path).open("w", encoding="utf-8") as handle:
+            for row, record in zip(self.rows, self.records()):
+                for name in self.metric_names:
+                    if isinstance(record[name], float) and math.isnan(record[name]):
+                        record[name] = None
+                    if name in row.results:
+                        record[f"{name}_details"] = row.results[name].details
+                handle.write(json.dumps(record, ensure_ascii=False, default=str))
+                handle.write("\n")
+
+
+def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
+    """Metric objects from objects or names; unknown or duplicate names raise ConfigError."""
+    by_name = {cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS}
+    resolved: list[Metric] = []
+    for item in metrics:
+        if isinstance(item, str):
+            if item not in by_name:
+                raise ConfigError(
+                    f"unknown metric name {item!r}; known names: {', '.join(sorted(by_name))}"
+                )
+            resolved.append(by_name[item]())
+        elif isinstance(item, Metric):
+            resolved.append(item)
+        else:
+            raise ConfigError(f"metrics must be Metric objects or names, got {type(item).__name__}")
+    names = [metric.name for metric in resolved]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ConfigError(
+            f"two metrics share the name(s) {duplicates}; pass name=... to tell them apart"
+        )
+    if not resolved:
+        raise ConfigError("no metric given")
+    return resolved
+
+
+async def _score_sample(index: int, sample: Sample, metrics: Sequence[Metric]) -> SampleResult:
+    row = SampleResult(index, sample)
+    for metric in metrics:
+        try:
+            row.results[metric.name] = await metric.ascore(sample)
+        except Exception as exc:  # noqa: BLE001 - recorded on the row, the run goes on
+            if isinstance(exc, InvalidSampleError) and exc.sample_id is None:
+                exc.sample_id = index
+            row.failures[metric.name] = MetricFailure(
+                metric.name, index, type(exc).__name__, str(exc)
+            )
+    return row
+
+
+async def aevaluate(
+    dataset: EvaluationDataset | Sequence[Sample],
+    metrics: Iterable[Metric | str],
+    *,
+    max_concurrency: int = 16,
+) -> EvaluationResult:
+    """Score every sample with every metric; one row per sample, in input order.
+
+    A metric that fails on a sample records its error on that row (its score is NaN in the
+    tables) and the run goes on.
+
+    Args:
+        dataset: An :class:`EvaluationDataset` or a sequence of samples.
+        metrics: Metric objects or built-in names (``"tool_call_f1"``, ...).
+        max_concurrency: How many samples are scored at once.
+    """
+    if max_concurrency < 1:
+        raise ConfigError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    data = as_dataset(dataset)
+    resolved = resolve_metrics(metrics)
+    rows: list[SampleResult | None] = [None] * len(data)
+    pending = iter(enumerate(data.samples))
+
+    async def worker() -> None:
+        for index, sample in pending:  # shared iterator: each sample is taken once
+            rows[index] = await _score_sample(index, sample, resolved)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(min(max_concurrency, max(len(data), 1))):
+            group.start_soon(worker)
+    complete = [row for row in rows if row is not None]
+    assert len(complete) == len(rows)
+    return EvaluationResult(complete, [metric.name for metric in resolved])
+
+
+def evaluate(
+    dataset: EvaluationDataset | Sequence[Sample],
+    metrics: Iterable[Metric | str],
+    *,
+    max_concurrency: int = 16,
+) -> EvaluationResult:
+    """Sync form of :func:`aevaluate`."""
+    return run_sync(partial(aevaluate, dataset, metrics, max_concurrency=max_concurrency))

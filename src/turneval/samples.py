@@ -1,0 +1,117 @@
+"""Samples: one conversation (multi-turn) or one prompt/response pair (single-turn) to score."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from turneval.messages import AIMessage, Message, SystemMessage, ToolCall, ToolMessage
+
+__all__ = ["MultiTurnSample", "Sample", "SingleTurnSample"]
+
+_CONFIG = ConfigDict(extra="forbid")
+
+
+class SingleTurnSample(BaseModel):
+    """One prompt and response, with optional reference, contexts and baseline.
+
+    Attributes:
+        user_input: The prompt (Vertex: ``instruction``/``prompt``).
+        response: The model's answer (Vertex: ``prediction``).
+        reference: The expected answer.
+        retrieved_contexts: Passages the answer may draw on (Vertex: ``context``).
+        baseline_response: A baseline model's answer, for pairwise judges.
+        rubrics: Named grading rubrics for judge metrics.
+        metadata: Free-form data carried to the results.
+    """
+
+    model_config = _CONFIG
+
+    user_input: str | None = None
+    response: str | None = None
+    reference: str | None = None
+    retrieved_contexts: list[str] | None = None
+    baseline_response: str | None = None
+    rubrics: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class MultiTurnSample(BaseModel):
+    """A conversation to score, with what it should have done.
+
+    Validated on construction: ``user_input`` is non-empty, a :class:`SystemMessage` may only
+    come first, and every :class:`ToolMessage` follows an :class:`AIMessage` with tool calls
+    (or another ToolMessage); when both sides carry ids, ``tool_call_id`` must name one of
+    those calls. A violation raises a pydantic ``ValidationError`` naming the message index.
+
+    Attributes:
+        user_input: The conversation.
+        reference: The outcome the conversation should reach (goal metrics).
+        reference_tool_calls: The calls the AI should make (tool-call and trajectory metrics).
+        reference_topics: The topics the AI should stay within (topic adherence).
+        rubrics: Named grading rubrics for judge metrics.
+        metadata: Free-form data carried to the results.
+    """
+
+    model_config = _CONFIG
+
+    user_input: list[Message]
+    reference: str | None = None
+    reference_tool_calls: list[ToolCall] | None = None
+    reference_topics: list[str] | None = None
+    rubrics: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _check_conversation(self) -> MultiTurnSample:
+        messages = self.user_input
+        if not messages:
+            raise ValueError("user_input must hold at least one message")
+        open_calls: list[ToolCall] | None = None  # calls a ToolMessage may answer
+        for index, message in enumerate(messages):
+            if isinstance(message, SystemMessage) and index:
+                raise ValueError(
+                    f"user_input[{index}]: a SystemMessage is only allowed at index 0"
+                )
+            if isinstance(message, ToolMessage):
+                if open_calls is None:
+                    raise ValueError(
+                        f"user_input[{index}]: ToolMessage must follow an AIMessage with "
+                        "tool_calls (or another ToolMessage)"
+                    )
+                _check_tool_call_id(index, message, open_calls)
+            elif isinstance(message, AIMessage) and message.tool_calls:
+                open_calls = message.tool_calls
+            else:
+                open_calls = None
+        return self
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The predicted calls: every AIMessage's tool calls, flattened in order."""
+        return [
+            call
+            for message in self.user_input
+            if message.type == "ai" and message.tool_calls
+            for call in message.tool_calls
+        ]
+
+    def pretty_repr(self) -> str:
+        """Render the conversation, one message after another, for prompts and reports."""
+        return "\n".join(message.pretty_repr() for message in self.user_input)
+
+
+def _check_tool_call_id(index: int, message: ToolMessage, calls: list[ToolCall]) -> None:
+    if message.tool_call_id is None:
+        return
+    ids = [call.id for call in calls if call.id is not None]
+    if ids and message.tool_call_id not in ids:
+        raise ValueError(
+            f"user_input[{index}]: ToolMessage.tool_call_id={message.tool_call_id!r} "
+            f"answers no preceding tool call (ids: {', '.join(map(repr, ids))})"
+        )
+
+
+Sample: TypeAlias = SingleTurnSample | MultiTurnSample
+"""Either kind of sample."""
