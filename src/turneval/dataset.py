@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -123,6 +123,11 @@ class EvaluationDataset:
                     sample_id=index,
                 )
 
+    @classmethod
+    def coerce(cls, data: EvaluationDataset | Iterable[Sample]) -> EvaluationDataset:
+        """Return ``data`` if it is a dataset, else a dataset of its samples."""
+        return data if isinstance(data, EvaluationDataset) else cls(data)
+
     @property
     def is_multi_turn(self) -> bool:
         """Whether the samples are multi-turn (False for an empty dataset)."""
@@ -194,14 +199,17 @@ class EvaluationDataset:
         """Build from a DataFrame with one sample per row (NaN/None cells are left unset)."""
         rows = []
         for record in frame.to_dict(orient="records"):
-            rows.append({str(key): value for key, value in record.items() if not _is_missing(value)})
+            rows.append(
+                {str(key): value for key, value in record.items() if not _is_missing(value)}
+            )
         return cls.from_list(rows)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample; ``user_input`` of multi-turn samples holds message dicts."""
         import pandas as pd
 
-        return pd.DataFrame(self.to_list())
+        frame: pd.DataFrame = pd.DataFrame(self.to_list())
+        return frame
 
     # -- Vertex AI ---------------------------------------------------------------------------
 
@@ -215,16 +223,19 @@ class EvaluationDataset:
         ``{}``; both lists may also be JSON strings). ``reference`` is kept. Every key is
         optional, but a row must yield at least one message.
         """
-        if not isinstance(rows, Iterable) or hasattr(rows, "to_dict"):
-            rows = rows.to_dict(orient="records")  # a DataFrame
+        records: Iterable[Mapping[Any, Any]] = (
+            rows.to_dict(orient="records") if hasattr(rows, "to_dict") else rows
+        )
         samples: list[Sample] = []
-        for index, row in enumerate(rows):
-            row = {key: value for key, value in row.items() if not _is_missing(value)}
+        for index, record in enumerate(records):
+            row = {str(key): value for key, value in record.items() if not _is_missing(value)}
             messages: list[Message] = []
             if "prompt" in row:
                 messages.append(HumanMessage(content=str(row["prompt"])))
             if "predicted_trajectory" in row:
-                calls = _trajectory(row["predicted_trajectory"], index=index, key="predicted_trajectory")
+                calls = _trajectory(
+                    row["predicted_trajectory"], index=index, key="predicted_trajectory"
+                )
                 if calls:
                     messages.append(AIMessage(tool_calls=calls))
             if "response" in row:
@@ -257,8 +268,3 @@ def _is_missing(value: Any) -> bool:
     if isinstance(value, float):
         return value != value  # NaN
     return False
-
-
-def as_dataset(data: EvaluationDataset | Sequence[Sample]) -> EvaluationDataset:
-    """Accept a dataset or a plain sequence of samples."""
-    return data if isinstance(data, EvaluationDataset) else EvaluationDataset(data)

@@ -32,7 +32,12 @@ class MetricResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the four fields."""
-        return {"name": self.name, "value": self.value, "reason": self.reason, "details": self.details}
+        return {
+            "name": self.name,
+            "value": self.value,
+            "reason": self.reason,
+            "details": self.details,
+        }
 
 
 def ratio(label: str, numerator: int, denominator: int, value: float) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from turneval.aggregate import MetricSummary, summarize
-from turneval.dataset import EvaluationDataset, as_dataset
+from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.metrics import BUILTIN_METRICS, Metric
 from turneval.metrics.base import run_sync
@@ -115,12 +115,17 @@ class EvaluationResult:
         """One row per sample in input order (needs the ``pandas`` extra)."""
         import pandas as pd
 
-        return pd.DataFrame(self.records())
+        records = self.records()
+        frame: pd.DataFrame = pd.DataFrame(records)
+        for name in self.metric_names:  # object columns keep None (not NaN) where empty
+            for column in (f"{name}_reason", f"{name}_error"):
+                frame[column] = pd.Series([record[column] for record in records], dtype=object)
+        return frame
 
     def to_jsonl(self, path: str | PathLike[str]) -> None:
         """Write :meth:`records` as JSON lines (NaN written as ``null``), with details."""
         with Path(path).open("w", encoding="utf-8") as handle:
-            for row, record in zip(self.rows, self.records()):
+            for row, record in zip(self.rows, self.records(), strict=True):
                 for name in self.metric_names:
                     if isinstance(record[name], float) and math.isnan(record[name]):
                         record[name] = None
@@ -132,7 +137,9 @@ class EvaluationResult:
 
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
     """Metric objects from objects or names; unknown or duplicate names raise ConfigError."""
-    by_name = {cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS}
+    by_name: dict[str, type[Metric]] = {
+        cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS
+    }
     resolved: list[Metric] = []
     for item in metrics:
         if isinstance(item, str):
@@ -140,7 +147,7 @@ def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
                 raise ConfigError(
                     f"unknown metric name {item!r}; known names: {', '.join(sorted(by_name))}"
                 )
-            resolved.append(by_name[item]())
+            resolved.append(by_name[item].model_validate({}))
         elif isinstance(item, Metric):
             resolved.append(item)
         else:
@@ -161,7 +168,7 @@ async def _score_sample(index: int, sample: Sample, metrics: Sequence[Metric]) -
     for metric in metrics:
         try:
             row.results[metric.name] = await metric.ascore(sample)
-        except Exception as exc:  # noqa: BLE001 - recorded on the row, the run goes on
+        except Exception as exc:  # recorded on the row; the run goes on
             if isinstance(exc, InvalidSampleError) and exc.sample_id is None:
                 exc.sample_id = index
             row.failures[metric.name] = MetricFailure(
@@ -188,7 +195,7 @@ async def aevaluate(
     """
     if max_concurrency < 1:
         raise ConfigError(f"max_concurrency must be >= 1, got {max_concurrency}")
-    data = as_dataset(dataset)
+    data = EvaluationDataset.coerce(dataset)
     resolved = resolve_metrics(metrics)
     rows: list[SampleResult | None] = [None] * len(data)
     pending = iter(enumerate(data.samples))

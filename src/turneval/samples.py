@@ -71,9 +71,7 @@ class MultiTurnSample(BaseModel):
         open_calls: list[ToolCall] | None = None  # calls a ToolMessage may answer
         for index, message in enumerate(messages):
             if isinstance(message, SystemMessage) and index:
-                raise ValueError(
-                    f"user_input[{index}]: a SystemMessage is only allowed at index 0"
-                )
+                raise ValueError(f"user_input[{index}]: a SystemMessage is only allowed at index 0")
             if isinstance(message, ToolMessage):
                 if open_calls is None:
                     raise ValueError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator
@@ -31,23 +31,23 @@ def json_key(value: Any) -> Hashable:
     """
     kind = type(value)
     if kind is str or kind is int or kind is float or value is None:
-        return value
+        return value  # type: ignore[no-any-return]
     if kind is bool:
         return (_BOOL, value)
     if kind is dict:
         return (_DICT, tuple(sorted((key, json_key(item)) for key, item in value.items())))
     if kind is list or kind is tuple:
         return (_LIST, tuple(json_key(item) for item in value))
-    return value  # not JSON: fall back to the value itself
+    return value  # type: ignore[no-any-return]  # not JSON: the value itself
 
 
 def call_key(call: ToolCall) -> Hashable:
     """The key of a call: its name and its args as a JSON value."""
-    items = []
+    items: list[tuple[str, Hashable]] = []
     for key, value in call.args.items():
         kind = type(value)
         if kind is str or kind is int or kind is float or value is None:
-            items.append((key, value))
+            items.append((key, cast(Hashable, value)))  # scalars are their own key
         else:
             items.append((key, json_key(value)))
     items.sort()

@@ -71,8 +71,8 @@ def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
     except RuntimeError:
         return anyio.run(function, *args)
     raise SyncInAsyncContextError(
-        f"{getattr(function, '__qualname__', function)!s} was called through its sync wrapper "
-        "inside a running event loop; await the async form instead"
+        "a sync turneval call was made inside a running event loop; await "
+        f"{getattr(function, '__qualname__', function)!s}(...) instead"
     )
 
 
@@ -147,7 +147,7 @@ class MultiTurnMetric(Metric, ABC):
         self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
     ) -> float:
         """Sync form of :meth:`multi_turn_ascore`."""
-        return run_sync(self._value, sample, timeout)
+        return run_sync(self.multi_turn_ascore, sample, callbacks, timeout)
 
 
 class SingleTurnMetric(Metric, ABC):
@@ -165,4 +165,4 @@ class SingleTurnMetric(Metric, ABC):
         self, sample: SingleTurnSample, callbacks: Any = None, timeout: float | None = None
     ) -> float:
         """Sync form of :meth:`single_turn_ascore`."""
-        return run_sync(self._value, sample, timeout)
+        return run_sync(self.single_turn_ascore, sample, callbacks, timeout)

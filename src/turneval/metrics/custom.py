@@ -5,11 +5,11 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from turneval.errors import ConfigError
 from turneval.metrics.base import Explained, MultiTurnMetric, SingleTurnMetric
-from turneval.samples import MultiTurnSample, Sample
+from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 __all__ = ["CustomMetric", "sample_instance"]
 
@@ -53,6 +53,8 @@ class CustomMetric(MultiTurnMetric, SingleTurnMetric):
         metric_function: The scoring function.
     """
 
+    sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
+
     name: str
     metric_function: Callable[[dict[str, Any]], Any]
 
@@ -63,7 +65,7 @@ class CustomMetric(MultiTurnMetric, SingleTurnMetric):
         **kwargs: Any,
     ) -> None:
         """Accept ``name`` and ``metric_function`` positionally or by keyword (as Vertex)."""
-        super().__init__(name=name, metric_function=metric_function, **kwargs)
+        super().__init__(**{"name": name, "metric_function": metric_function, **kwargs})
 
     async def _evaluate(self, sample: Sample) -> Explained:
         result = self.metric_function(sample_instance(sample))

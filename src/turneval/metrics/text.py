@@ -67,14 +67,14 @@ def _from_distance(scorer: Any) -> Callable[[str, str], float]:
     normalized_distance = scorer.normalized_distance
 
     def similarity(reference: str, prediction: str) -> float:
-        return 1 - normalized_distance(reference, prediction)
+        return 1 - float(normalized_distance(reference, prediction))
 
     return similarity
 
 
 def _from_ratio(ratio: Callable[..., float]) -> Callable[[str, str], float]:
     def similarity(reference: str, prediction: str) -> float:
-        return ratio(reference, prediction, processor=None) / 100
+        return float(ratio(reference, prediction, processor=None)) / 100
 
     return similarity
 

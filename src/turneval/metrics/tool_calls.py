@@ -54,7 +54,10 @@ class _AccuracyOutcome(Outcome):
                 details,
             )
         if not self.pair_scores:
-            return f"tool-name sequences differ ({order}): {names_pred} vs {names_ref}: 0.0", details
+            return (
+                f"tool-name sequences differ ({order}): {names_pred} vs {names_ref}: 0.0",
+                details,
+            )
         details["pairs"] = [
             {
                 "predicted": pred.pretty_repr(),
@@ -63,7 +66,7 @@ class _AccuracyOutcome(Outcome):
                 "arg_scores": keys,
             }
             for pred, ref, score, keys in zip(
-                self.predicted, self.reference, self.pair_scores, self.key_scores
+                self.predicted, self.reference, self.pair_scores, self.key_scores, strict=True
             )
         ]
         terms = " + ".join(f"{score:.3f}" for score in self.pair_scores)
@@ -121,7 +124,7 @@ class ToolCallAccuracy(MultiTurnMetric):
             predicted = sorted(predicted, key=_sort_key)
             reference = sorted(reference, key=_sort_key)
         if len(predicted) != len(reference) or any(
-            pred.name != ref.name for pred, ref in zip(predicted, reference)
+            pred.name != ref.name for pred, ref in zip(predicted, reference, strict=True)
         ):
             return _AccuracyOutcome(0.0, strict, predicted, reference)
         compare = self._comparator
@@ -129,16 +132,16 @@ class ToolCallAccuracy(MultiTurnMetric):
         pair_scores: list[float] = []
         key_scores: list[dict[str, float]] = []
         total = 0.0
-        for pred, ref in zip(predicted, reference):
+        for pred, ref in zip(predicted, reference, strict=True):
             ref_args, pred_args = ref.args, pred.args
             scores: dict[str, float] = {}
             if not ref_args:
                 pair = 0.0 if pred_args else 1.0
             else:
                 pair = 0.0
-                for key, value in ref_args.items():
+                for key, ref_value in ref_args.items():
                     if key in pred_args:
-                        ref_text, pred_text = str(value), str(pred_args[key])
+                        ref_text, pred_text = str(ref_value), str(pred_args[key])
                         if sync is not None:
                             score = compare.checked(sync(ref_text, pred_text), ref_text, pred_text)
                         else:
@@ -197,4 +200,3 @@ class ToolCallF1(CallMatchingMetric):
             return _F1Outcome(0.0, comparison, pairs)
         precision, recall = matched / n_pred, matched / n_ref
         return _F1Outcome(2 * precision * recall / (precision + recall), comparison, pairs)
-

@@ -1,0 +1,16 @@
+import inspect
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> None:
+    # Async tests run under anyio without a marker on each; marked before parametrization.
+    if name.startswith("test") and inspect.iscoroutinefunction(obj):
+        pytest.mark.anyio(obj)

@@ -1,0 +1,171 @@
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from turneval import (
+    AIMessage,
+    EvaluationDataset,
+    HumanMessage,
+    InvalidSampleError,
+    MultiTurnSample,
+    SingleTurnSample,
+    ToolCall,
+)
+
+from ._builders import call, conversation
+
+# The Vertex AI agent-evaluation seed dataset (two examples).
+VERTEX_ROWS = [
+    {
+        "predicted_trajectory": [
+            {
+                "tool_name": "set_device_info",
+                "tool_input": {"device_id": "device_3", "updates": {"status": "OFF"}},
+            }
+        ],
+        "reference_trajectory": [
+            {
+                "tool_name": "set_device_info",
+                "tool_input": {"device_id": "device_2", "updates": {"status": "OFF"}},
+            }
+        ],
+    },
+    {
+        "predicted_trajectory": [
+            {"tool_name": "get_user_preferences", "tool_input": {"user_id": "user_z"}},
+            {
+                "tool_name": "set_temperature",
+                "tool_input": {"location": "Living Room", "temperature": 23},
+            },
+        ],
+        "reference_trajectory": [
+            {"tool_name": "get_user_preferences", "tool_input": {"user_id": "user_y"}},
+            {
+                "tool_name": "set_temperature",
+                "tool_input": {"location": "Living Room", "temperature": 23},
+            },
+        ],
+    },
+]
+
+
+def test_list_round_trip_and_container_protocol() -> None:
+    samples = [
+        conversation([call("a", x=1)], reference=[call("a", x=1)]),
+        conversation([call("b", y=[1, {"z": None}])], reference=[]),
+    ]
+    dataset = EvaluationDataset(samples)
+    assert len(dataset) == 2 and list(dataset) == samples and dataset[1] is samples[1]
+    assert isinstance(dataset[0:1], EvaluationDataset) and len(dataset[0:1]) == 1
+    assert dataset.is_multi_turn
+    again = EvaluationDataset.from_list(dataset.to_list())
+    assert again.samples == samples
+
+
+def test_mixing_sample_types_names_the_index() -> None:
+    with pytest.raises(
+        InvalidSampleError, match="sample 1: a dataset holds one sample type"
+    ) as info:
+        EvaluationDataset([SingleTurnSample(response="a"), conversation([])])
+    assert info.value.sample_id == 1
+
+
+def test_from_list_error_names_row_and_field() -> None:
+    rows = [
+        {"user_input": [{"type": "human", "content": "q"}]},
+        {"user_input": [{"type": "human", "content": "q"}], "reference_tool_calls": [{"args": {}}]},
+    ]
+    with pytest.raises(
+        InvalidSampleError,
+        match=r"row 1 \(MultiTurnSample\): reference_tool_calls\.0\.name: Field required",
+    ) as info:
+        EvaluationDataset.from_list(rows)
+    assert info.value.sample_id == 1 and info.value.field == "reference_tool_calls"
+
+
+def test_jsonl_round_trip_and_bad_line_number(tmp_path: Path) -> None:
+    dataset = EvaluationDataset([conversation([call("a", n=1.5)], reference=[call("a", n=1.5)])])
+    path = tmp_path / "data.jsonl"
+    dataset.to_jsonl(path)
+    assert EvaluationDataset.from_jsonl(path).samples == dataset.samples
+    good = path.read_text()
+    path.write_text(good + "\n" + "{not json}\n")
+    with pytest.raises(InvalidSampleError, match=r"line 3 is not valid JSON"):
+        EvaluationDataset.from_jsonl(path)
+    path.write_text(good + json.dumps({"user_input": [{"type": "ai", "content": 3}]}) + "\n")
+    with pytest.raises(InvalidSampleError, match=r"row line 2 .*user_input\.0\.ai\.content"):
+        EvaluationDataset.from_jsonl(path)
+
+
+def test_pandas_round_trip() -> None:
+    dataset = EvaluationDataset(
+        [
+            SingleTurnSample(user_input="q1", response="r1", reference="x"),
+            SingleTurnSample(user_input="q2", response="r2", retrieved_contexts=["c1", "c2"]),
+        ]
+    )
+    frame = dataset.to_pandas()
+    assert list(frame["response"]) == ["r1", "r2"]
+    assert EvaluationDataset.from_pandas(frame).samples == dataset.samples
+    multi = EvaluationDataset([conversation([call("a", k="v")], reference=[call("a", k="v")])])
+    assert EvaluationDataset.from_pandas(multi.to_pandas()).samples == multi.samples
+
+
+def test_from_vertex_seed_rows() -> None:
+    dataset = EvaluationDataset.from_vertex(VERTEX_ROWS)
+    first = dataset[0]
+    assert isinstance(first, MultiTurnSample)
+    assert first.user_input == [
+        AIMessage(
+            tool_calls=[
+                ToolCall(
+                    name="set_device_info",
+                    args={"device_id": "device_3", "updates": {"status": "OFF"}},
+                )
+            ]
+        )
+    ]
+    assert first.reference_tool_calls == [
+        ToolCall(
+            name="set_device_info", args={"device_id": "device_2", "updates": {"status": "OFF"}}
+        )
+    ]
+    assert EvaluationDataset.from_vertex(pd.DataFrame(VERTEX_ROWS)).samples == dataset.samples
+
+
+def test_from_vertex_optional_keys() -> None:
+    dataset = EvaluationDataset.from_vertex(
+        [
+            {
+                "prompt": "turn it off",
+                "response": "Done.",
+                "reference": "device off",
+                "predicted_trajectory": json.dumps([{"tool_name": "off"}]),
+            },
+            {"response": "Hello"},
+        ]
+    )
+    first, second = dataset
+    assert isinstance(first, MultiTurnSample) and isinstance(second, MultiTurnSample)
+    assert first.user_input == [
+        HumanMessage(content="turn it off"),
+        AIMessage(tool_calls=[ToolCall(name="off", args={})]),
+        AIMessage(content="Done."),
+    ]
+    assert first.reference == "device off" and first.reference_tool_calls is None
+    assert second.user_input == [AIMessage(content="Hello")]
+
+
+def test_from_vertex_errors_name_the_row() -> None:
+    with pytest.raises(InvalidSampleError, match="row 1: yields no message"):
+        EvaluationDataset.from_vertex([{"prompt": "x"}, {"reference": "only"}])
+    with pytest.raises(
+        InvalidSampleError, match=r"row 0: predicted_trajectory\[0\] must be an object"
+    ):
+        EvaluationDataset.from_vertex([{"predicted_trajectory": [{"name": "f"}]}])
+    with pytest.raises(
+        InvalidSampleError, match="row 0: reference_trajectory is a string but not valid JSON"
+    ):
+        EvaluationDataset.from_vertex([{"prompt": "p", "reference_trajectory": "[{"}])

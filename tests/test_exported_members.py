@@ -1,0 +1,83 @@
+import importlib
+
+import pytest
+
+MODULES = [
+    "turneval",
+    "turneval.errors",
+    "turneval.messages",
+    "turneval.samples",
+    "turneval.dataset",
+    "turneval.metrics",
+    "turneval.metrics.base",
+    "turneval.metrics.text",
+    "turneval.metrics.tool_calls",
+    "turneval.metrics.trajectory",
+    "turneval.metrics.custom",
+    "turneval.runner",
+    "turneval.aggregate",
+    "turneval.results",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_is_sorted_complete_and_documented(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = module.__all__
+    assert exported == sorted(exported), f"{name}.__all__ is not sorted"
+    public = {
+        attr
+        for attr, value in vars(module).items()
+        if not attr.startswith("_")
+        and getattr(value, "__module__", None) == name
+        and (isinstance(value, type) or callable(value))
+    }
+    assert public <= set(exported), (
+        f"{name} defines public names missing from __all__: {public - set(exported)}"
+    )
+    for attr in exported:
+        value = getattr(module, attr)
+        if isinstance(value, type) or callable(value):
+            assert value.__doc__, f"{name}.{attr} has no docstring"
+
+
+def test_metrics_package_exports_every_metric_class() -> None:
+    from turneval.metrics import BUILTIN_METRICS, Metric
+
+    metrics = importlib.import_module("turneval.metrics")
+    names = {m.model_fields["name"].default for m in BUILTIN_METRICS}
+    assert names == {
+        "exact_match",
+        "non_llm_string_similarity",
+        "tool_call_accuracy",
+        "tool_call_f1",
+        "trajectory_any_order_match",
+        "trajectory_exact_match",
+        "trajectory_in_order_match",
+        "trajectory_precision",
+        "trajectory_recall",
+    }
+    for attr in metrics.__all__:
+        value = getattr(metrics, attr)
+        if isinstance(value, type) and issubclass(value, Metric) and "name" in value.model_fields:
+            assert value.__name__ in metrics.__all__
+
+
+def test_ragas_import_paths() -> None:
+    from turneval.dataset_schema import EvaluationDataset, MultiTurnSample, SingleTurnSample
+    from turneval.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+    from turneval.metrics import ToolCallAccuracy, ToolCallF1
+
+    assert all(
+        [
+            EvaluationDataset,
+            MultiTurnSample,
+            SingleTurnSample,
+            AIMessage,
+            HumanMessage,
+            ToolCall,
+            ToolMessage,
+            ToolCallAccuracy,
+            ToolCallF1,
+        ]
+    )
