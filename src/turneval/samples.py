@@ -88,12 +88,13 @@ class MultiTurnSample(BaseModel):
     @property
     def tool_calls(self) -> list[ToolCall]:
         """The predicted calls: every AIMessage's tool calls, flattened in order."""
-        return [
-            call
-            for message in self.user_input
-            if message.type == "ai" and message.tool_calls
-            for call in message.tool_calls
-        ]
+        calls: list[ToolCall] = []
+        for message in self.user_input:  # a hot path of every tool-call metric
+            if type(message) is AIMessage:
+                found = message.tool_calls
+                if found:
+                    calls += found
+        return calls
 
     def pretty_repr(self) -> str:
         """Render the conversation, one message after another, for prompts and reports."""

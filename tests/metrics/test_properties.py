@@ -188,3 +188,28 @@ def test_comparator_matching_is_maximum(graph: tuple[int, int, set[tuple[int, in
     assert (
         len({left for left, _ in matched}) == len({right for _, right in matched}) == len(matched)
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(call_lists, call_lists)
+def test_json_matching_count_and_pairs_are_maximum(
+    predicted: list[ToolCall], reference: list[ToolCall]
+) -> None:
+    from turneval.metrics._matching import json_comparison
+
+    comparison = json_comparison(predicted, reference)
+    edges = {
+        (i, j)
+        for i, p in enumerate(predicted)
+        for j, r in enumerate(reference)
+        if calls_equal(p, r)
+    }
+    best = brute_force_matching(edges, len(predicted), len(reference))
+    pairs = comparison.maximum_matching()
+    assert comparison.matched_count() == len(pairs) == best
+    assert all(pair in edges for pair in pairs)
+    assert len({i for i, _ in pairs}) == len({j for _, j in pairs}) == len(pairs)
+    # The pairwise relation agrees with the oracle everywhere.
+    for i in range(len(predicted)):
+        for j in range(len(reference)):
+            assert comparison.equal(i, j) == ((i, j) in edges)

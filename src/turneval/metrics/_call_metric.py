@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC
+from functools import cached_property
 from typing import Any
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
-from turneval.metrics._matching import CallComparison, compare_calls
-from turneval.metrics.base import MultiTurnMetric, require
+from turneval.metrics._matching import CallComparison, json_comparison, scored_comparison
+from turneval.metrics.base import MultiTurnMetric, missing_field
 from turneval.samples import MultiTurnSample
 
 __all__ = ["CallMatchingMetric"]
@@ -27,21 +28,34 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
 
     arg_comparison_metric: Any = None
     match_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
-    _comparator: ArgComparator | None = PrivateAttr(default=None)
 
     @field_validator("arg_comparison_metric")
     @classmethod
     def _check_comparator(cls, value: Any) -> Any:
         return check_comparator(value)
 
-    @model_validator(mode="after")
-    def _resolve(self) -> CallMatchingMetric:
-        # Runs at construction and again on assignment (validate_assignment=True).
-        self._comparator = resolve_comparator(self.arg_comparison_metric)
-        return self
+    @cached_property
+    def _comparator(self) -> ArgComparator | None:
+        # Cleared by Metric.__setattr__ when arg_comparison_metric is reassigned.
+        return resolve_comparator(self.arg_comparison_metric)
 
-    async def _compare(self, sample: MultiTurnSample) -> CallComparison:
-        reference = require(self, sample, "reference_tool_calls")
-        return await compare_calls(
-            sample.tool_calls, reference, self._comparator, self.match_threshold
+    def _compare(self, sample: MultiTurnSample) -> CallComparison | None:
+        """The relation under JSON equality, or None when a comparator must be awaited.
+
+        Metrics write ``self._compare(sample) or await self._scored(sample)``, which keeps the
+        default path free of a coroutine per sample.
+        """
+        reference = sample.reference_tool_calls
+        if reference is None:
+            raise missing_field(self, "reference_tool_calls")
+        if self._comparator is None:
+            return json_comparison(sample.tool_calls, reference)
+        return None
+
+    async def _scored(self, sample: MultiTurnSample) -> CallComparison:
+        """The relation under the comparator (its scores may need awaiting)."""
+        comparator = self._comparator
+        assert comparator is not None and sample.reference_tool_calls is not None
+        return await scored_comparison(
+            sample.tool_calls, sample.reference_tool_calls, comparator, self.match_threshold
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 from turneval.errors import ConfigError
 from turneval.metrics.base import SingleTurnMetric
-from turneval.metrics.text import StringMetric
+from turneval.metrics.text import ExactMatch, StringMetric
 from turneval.samples import SingleTurnSample
 
 __all__ = ["ArgComparator", "check_comparator", "resolve_comparator"]
@@ -23,12 +23,16 @@ class ArgComparator:
     """A resolved comparator: exactly one of ``sync``/``async_`` is set.
 
     Hot loops call ``sync`` directly when it is set and await ``async_`` otherwise; both take
-    ``(reference, prediction)`` strings. Every score is checked to be a float in [0, 1].
+    ``(reference, prediction)`` strings. Scores of user comparators are checked to be floats in
+    [0, 1]; ``trusted`` ones (our string metrics) are in range by construction. ``exact`` marks
+    plain string equality, which hot loops may inline.
     """
 
     label: str
     sync: SyncCompare | None = None
     async_: AsyncCompare | None = None
+    trusted: bool = False
+    exact: bool = False
 
     def checked(self, value: Any, reference: str, prediction: str) -> float:
         """Return ``value`` as a float, or raise :class:`ConfigError` if it is not in [0, 1]."""
@@ -46,6 +50,8 @@ class ArgComparator:
     async def __call__(self, reference: str, prediction: str) -> float:
         """Score ``prediction`` against ``reference``."""
         if self.sync is not None:
+            if self.trusted:
+                return self.sync(reference, prediction)
             return self.checked(self.sync(reference, prediction), reference, prediction)
         assert self.async_ is not None
         return self.checked(await self.async_(reference, prediction), reference, prediction)
@@ -73,7 +79,8 @@ def resolve_comparator(value: Any) -> ArgComparator | None:
     if value is None:
         return None
     if isinstance(value, StringMetric):
-        return ArgComparator(f"{type(value).__name__}", sync=value.compare)
+        exact = type(value) is ExactMatch
+        return ArgComparator(type(value).__name__, sync=value.compare, trusted=True, exact=exact)
     if isinstance(value, SingleTurnMetric):
         metric = value
 

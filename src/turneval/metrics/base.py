@@ -28,6 +28,7 @@ __all__ = [
     "MultiTurnMetric",
     "Outcome",
     "SingleTurnMetric",
+    "missing_field",
     "require",
     "run_sync",
 ]
@@ -76,14 +77,19 @@ def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
     )
 
 
+def missing_field(metric: Metric, field_name: str) -> InvalidSampleError:
+    """The error for a sample that lacks ``field_name``, naming the metric and the field."""
+    return InvalidSampleError(
+        f"metric {metric.name!r} needs the sample field {field_name!r}, which is missing",
+        field=field_name,
+    )
+
+
 def require(metric: Metric, sample: Sample, field_name: str) -> Any:
     """Return ``sample.<field_name>``, raising :class:`InvalidSampleError` when it is ``None``."""
     value = getattr(sample, field_name, None)
     if value is None:
-        raise InvalidSampleError(
-            f"metric {metric.name!r} needs the sample field {field_name!r}, which is missing",
-            field=field_name,
-        )
+        raise missing_field(metric, field_name)
     return value
 
 
@@ -101,6 +107,17 @@ class Metric(BaseModel, ABC):
     name: str
     sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Validate the assignment, then drop values derived from the old configuration.
+
+        Metrics keep derived state (e.g. a resolved comparator) in ``functools.cached_property``
+        attributes, which live in the instance ``__dict__`` beside the fields.
+        """
+        super().__setattr__(name, value)
+        fields = type(self).model_fields
+        for key in [key for key in self.__dict__ if key not in fields]:
+            del self.__dict__[key]
+
     @abstractmethod
     async def _evaluate(self, sample: Any) -> Outcome:
         """Score one sample; raise :class:`InvalidSampleError` for unusable input."""
@@ -114,7 +131,9 @@ class Metric(BaseModel, ABC):
             )
 
     async def _value(self, sample: Any, timeout: float | None) -> float:
-        self._check_type(sample)
+        """Score ``sample`` and return the bare value (``timeout`` in seconds)."""
+        if not isinstance(sample, self.sample_types):
+            self._check_type(sample)
         if timeout is None:
             return (await self._evaluate(sample)).value
         with anyio.fail_after(timeout):

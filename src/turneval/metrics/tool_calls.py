@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
-from pydantic import PrivateAttr, field_validator, model_validator
+from pydantic import field_validator
 
 from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
 from turneval.metrics._matching import CallComparison, describe_matching
-from turneval.metrics.base import MultiTurnMetric, Outcome, require
+from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
 from turneval.metrics.text import ExactMatch
 from turneval.results import ratio
 from turneval.samples import MultiTurnSample
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
+
+
+_by_name = attrgetter("name")
 
 
 def _sort_key(call: ToolCall) -> tuple[str, ...]:
@@ -34,7 +39,7 @@ class _AccuracyOutcome(Outcome):
     predicted: list[ToolCall]
     reference: list[ToolCall]
     pair_scores: list[float] = field(default_factory=list)
-    key_scores: list[dict[str, float]] = field(default_factory=list)
+    arg_scores: list[float] = field(default_factory=list)  # flat, in reference-arg order
 
     def explain(self) -> tuple[str, dict[str, Any]]:
         order = "strict order" if self.strict_order else "any order (sorted by name and args)"
@@ -58,15 +63,16 @@ class _AccuracyOutcome(Outcome):
                 f"tool-name sequences differ ({order}): {names_pred} vs {names_ref}: 0.0",
                 details,
             )
+        scores = iter(self.arg_scores)
         details["pairs"] = [
             {
                 "predicted": pred.pretty_repr(),
                 "reference": ref.pretty_repr(),
                 "args_score": score,
-                "arg_scores": keys,
+                "arg_scores": {key: next(scores) for key in ref.args},
             }
-            for pred, ref, score, keys in zip(
-                self.predicted, self.reference, self.pair_scores, self.key_scores, strict=True
+            for pred, ref, score in zip(
+                self.predicted, self.reference, self.pair_scores, strict=True
             )
         ]
         terms = " + ".join(f"{score:.3f}" for score in self.pair_scores)
@@ -97,7 +103,6 @@ class ToolCallAccuracy(MultiTurnMetric):
     name: str = "tool_call_accuracy"
     arg_comparison_metric: Any = ExactMatch()
     strict_order: bool = True
-    _comparator: ArgComparator = PrivateAttr()
 
     @field_validator("arg_comparison_metric")
     @classmethod
@@ -106,35 +111,42 @@ class ToolCallAccuracy(MultiTurnMetric):
             raise ValueError("arg_comparison_metric cannot be None; use ExactMatch() for equality")
         return check_comparator(value)
 
-    @model_validator(mode="after")
-    def _resolve(self) -> ToolCallAccuracy:
+    @cached_property
+    def _comparator(self) -> ArgComparator:
+        # Cleared by Metric.__setattr__ when arg_comparison_metric is reassigned.
         comparator = resolve_comparator(self.arg_comparison_metric)
         assert comparator is not None
-        self._comparator = comparator
-        return self
+        return comparator
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
-        reference: list[ToolCall] = require(self, sample, "reference_tool_calls")
+        reference: list[ToolCall] | None = sample.reference_tool_calls
+        if reference is None:
+            raise missing_field(self, "reference_tool_calls")
         predicted = sample.tool_calls
         strict = self.strict_order
         if not predicted or not reference:
             value = 0.0 if predicted or reference else 1.0
             return _AccuracyOutcome(value, strict, predicted, reference)
+        pred_names = [call.name for call in predicted]
+        ref_names = [call.name for call in reference]
         if not strict:
-            predicted = sorted(predicted, key=_sort_key)
-            reference = sorted(reference, key=_sort_key)
-        if len(predicted) != len(reference) or any(
-            pred.name != ref.name for pred, ref in zip(predicted, reference, strict=True)
-        ):
+            # Sorting by (name, args...) aligns the names iff the sorted name lists are equal,
+            # so the (costlier) argument keys are only built for aligned samples; with unique
+            # names the name alone decides the order.
+            if sorted(pred_names) != sorted(ref_names):
+                return _AccuracyOutcome(0.0, strict, predicted, reference)
+            order = _sort_key if len(set(ref_names)) < len(ref_names) else _by_name
+            predicted, reference = sorted(predicted, key=order), sorted(reference, key=order)
+        elif pred_names != ref_names:
             return _AccuracyOutcome(0.0, strict, predicted, reference)
         compare = self._comparator
-        sync = compare.sync
+        # The common comparators run inline; others are called (sync) or awaited (async).
+        exact, sync = compare.exact, compare.sync if compare.trusted else None
         pair_scores: list[float] = []
-        key_scores: list[dict[str, float]] = []
+        arg_scores: list[float] = []
         total = 0.0
         for pred, ref in zip(predicted, reference, strict=True):
             ref_args, pred_args = ref.args, pred.args
-            scores: dict[str, float] = {}
             if not ref_args:
                 pair = 0.0 if pred_args else 1.0
             else:
@@ -142,39 +154,39 @@ class ToolCallAccuracy(MultiTurnMetric):
                 for key, ref_value in ref_args.items():
                     if key in pred_args:
                         ref_text, pred_text = str(ref_value), str(pred_args[key])
-                        if sync is not None:
-                            score = compare.checked(sync(ref_text, pred_text), ref_text, pred_text)
+                        if exact:
+                            score = 1.0 if ref_text == pred_text else 0.0
+                        elif sync is not None:
+                            score = sync(ref_text, pred_text)
                         else:
                             score = await compare(ref_text, pred_text)
                         pair += score
                     else:
                         score = 0.0
-                    scores[key] = score
+                    arg_scores.append(score)
                 pair /= len(ref_args)
             pair_scores.append(pair)
-            key_scores.append(scores)
             total += pair
         value = total / len(reference)
-        return _AccuracyOutcome(value, strict, predicted, reference, pair_scores, key_scores)
+        return _AccuracyOutcome(value, strict, predicted, reference, pair_scores, arg_scores)
 
 
 @dataclass(slots=True)
 class _F1Outcome(Outcome):
     value: float
     comparison: CallComparison
-    pairs: list[tuple[int, int]]
+    matched: int
 
     def explain(self) -> tuple[str, dict[str, Any]]:
         n_pred, n_ref = len(self.comparison.predicted), len(self.comparison.reference)
-        details = describe_matching(self.comparison, self.pairs)
+        details = describe_matching(self.comparison, self.comparison.maximum_matching())
         if not n_pred and not n_ref:
             return "no predicted and no reference tool calls: F1=1.000", details
-        matched = len(self.pairs)
-        precision = matched / n_pred if n_pred else 0.0
-        recall = matched / n_ref if n_ref else 0.0
+        precision = self.matched / n_pred if n_pred else 0.0
+        recall = self.matched / n_ref if n_ref else 0.0
         reason = (
-            f"{ratio('precision', matched, n_pred, precision)}, "
-            f"{ratio('recall', matched, n_ref, recall)}, F1={self.value:.3f}"
+            f"{ratio('precision', self.matched, n_pred, precision)}, "
+            f"{ratio('recall', self.matched, n_ref, recall)}, F1={self.value:.3f}"
         )
         details.update(precision=precision, recall=recall)
         return reason, details
@@ -190,13 +202,12 @@ class ToolCallF1(CallMatchingMetric):
     name: str = "tool_call_f1"
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
-        comparison = await self._compare(sample)
+        comparison = self._compare(sample) or await self._scored(sample)
         n_pred, n_ref = len(comparison.predicted), len(comparison.reference)
         if not n_pred or not n_ref:
-            return _F1Outcome(0.0 if n_pred or n_ref else 1.0, comparison, [])
-        pairs = comparison.maximum_matching()
-        matched = len(pairs)
+            return _F1Outcome(0.0 if n_pred or n_ref else 1.0, comparison, 0)
+        matched = comparison.matched_count()
         if not matched:
-            return _F1Outcome(0.0, comparison, pairs)
+            return _F1Outcome(0.0, comparison, 0)
         precision, recall = matched / n_pred, matched / n_ref
-        return _F1Outcome(2 * precision * recall / (precision + recall), comparison, pairs)
+        return _F1Outcome(2 * precision * recall / (precision + recall), comparison, matched)

@@ -7,13 +7,14 @@ Precision and recall count multisets under a maximum one-to-one matching.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from turneval.metrics._call_metric import CallMatchingMetric
-from turneval.metrics._matching import CallComparison, describe_matching
+from turneval.metrics._matching import CallComparison, Pair, describe_matching
 from turneval.metrics.base import Explained, MultiTurnMetric, Outcome
 from turneval.results import ratio
 from turneval.samples import MultiTurnSample
@@ -30,20 +31,56 @@ __all__ = [
 
 @dataclass(slots=True)
 class _TrajectoryOutcome(Outcome):
+    """Value now; pairs (when not already known) and the reason only when explained."""
+
     value: float
     comparison: CallComparison
-    pairs: list[tuple[int, int]]
-    summary: str
+    describe: Callable[[_TrajectoryOutcome, list[Pair]], str]
+    pairs: list[Pair] | None = None
 
     def explain(self) -> tuple[str, dict[str, Any]]:
-        details = describe_matching(self.comparison, self.pairs)
+        pairs = self.pairs if self.pairs is not None else self.comparison.maximum_matching()
+        details = describe_matching(self.comparison, pairs)
         details["predicted_trajectory"] = [c.pretty_repr() for c in self.comparison.predicted]
         details["reference_trajectory"] = [c.pretty_repr() for c in self.comparison.reference]
-        return self.summary, details
+        return self.describe(self, pairs), details
+
+    @property
+    def sizes(self) -> str:
+        """``"n predicted vs m reference calls"``."""
+        n_pred, n_ref = len(self.comparison.predicted), len(self.comparison.reference)
+        return f"{n_pred} predicted vs {n_ref} reference calls"
 
 
-def _sizes(comparison: CallComparison) -> str:
-    return f"{len(comparison.predicted)} predicted vs {len(comparison.reference)} reference calls"
+def _describe_exact(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
+    verdict = "equal" if outcome.value else "not equal"
+    return f"{outcome.sizes}, {verdict} position by position: {outcome.value:.0f}"
+
+
+def _describe_in_order(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
+    if not outcome.value:
+        return f"{outcome.sizes}; the reference is not a subsequence: 0"
+    return f"{outcome.sizes}; all {len(pairs)} reference calls found in order: 1"
+
+
+def _describe_any_order(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
+    n_ref = len(outcome.comparison.reference)
+    return f"{len(pairs)}/{n_ref} reference calls matched in any order: {outcome.value:.0f}"
+
+
+def _describe_precision(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
+    n_pred = len(outcome.comparison.predicted)
+    if not n_pred:
+        n_ref = len(outcome.comparison.reference)
+        return f"no predicted calls, {n_ref} reference: {outcome.value:.1f}"
+    return ratio("precision", len(pairs), n_pred, outcome.value)
+
+
+def _describe_recall(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
+    n_ref = len(outcome.comparison.reference)
+    if not n_ref:
+        return "no reference calls: recall 1.0"
+    return ratio("recall", len(pairs), n_ref, outcome.value)
 
 
 class TrajectoryExactMatch(CallMatchingMetric):
@@ -52,19 +89,13 @@ class TrajectoryExactMatch(CallMatchingMetric):
     name: str = "trajectory_exact_match"
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
-        comparison = await self._compare(sample)
-        exact = comparison.exact()
-        if exact:
-            pairs = [(index, index) for index in range(len(comparison.reference))]
-            summary = f"{_sizes(comparison)}, equal position by position: 1"
-        else:
-            pairs = [
-                (index, index)
-                for index in range(min(len(comparison.predicted), len(comparison.reference)))
-                if comparison.equal(index, index)
-            ]
-            summary = f"{_sizes(comparison)}, not equal position by position: 0"
-        return _TrajectoryOutcome(float(exact), comparison, pairs, summary)
+        comparison = self._compare(sample) or await self._scored(sample)
+        common = range(min(len(comparison.predicted), len(comparison.reference)))
+        if comparison.exact():
+            pairs = [(index, index) for index in common]
+            return _TrajectoryOutcome(1.0, comparison, _describe_exact, pairs)
+        pairs = [(index, index) for index in common if comparison.equal(index, index)]
+        return _TrajectoryOutcome(0.0, comparison, _describe_exact, pairs)
 
 
 class TrajectoryInOrderMatch(CallMatchingMetric):
@@ -73,13 +104,11 @@ class TrajectoryInOrderMatch(CallMatchingMetric):
     name: str = "trajectory_in_order_match"
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
-        comparison = await self._compare(sample)
+        comparison = self._compare(sample) or await self._scored(sample)
         pairs = comparison.in_order()
         if pairs is None:
-            summary = f"{_sizes(comparison)}; the reference is not a subsequence: 0"
-            return _TrajectoryOutcome(0.0, comparison, [], summary)
-        summary = f"{_sizes(comparison)}; all {len(pairs)} reference calls found in order: 1"
-        return _TrajectoryOutcome(1.0, comparison, pairs, summary)
+            return _TrajectoryOutcome(0.0, comparison, _describe_in_order, [])
+        return _TrajectoryOutcome(1.0, comparison, _describe_in_order, pairs)
 
 
 class TrajectoryAnyOrderMatch(CallMatchingMetric):
@@ -88,12 +117,9 @@ class TrajectoryAnyOrderMatch(CallMatchingMetric):
     name: str = "trajectory_any_order_match"
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
-        comparison = await self._compare(sample)
-        pairs = comparison.maximum_matching()
-        n_ref = len(comparison.reference)
-        value = float(len(pairs) == n_ref)
-        summary = f"{len(pairs)}/{n_ref} reference calls matched in any order: {value:.0f}"
-        return _TrajectoryOutcome(value, comparison, pairs, summary)
+        comparison = self._compare(sample) or await self._scored(sample)
+        value = float(comparison.matched_count() == len(comparison.reference))
+        return _TrajectoryOutcome(value, comparison, _describe_any_order)
 
 
 class TrajectoryPrecision(CallMatchingMetric):
@@ -102,16 +128,13 @@ class TrajectoryPrecision(CallMatchingMetric):
     name: str = "trajectory_precision"
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
-        comparison = await self._compare(sample)
-        pairs = comparison.maximum_matching()
+        comparison = self._compare(sample) or await self._scored(sample)
         n_pred = len(comparison.predicted)
         if not n_pred:
             value = 0.0 if comparison.reference else 1.0
-            summary = f"no predicted calls, {len(comparison.reference)} reference: {value:.1f}"
         else:
-            value = len(pairs) / n_pred
-            summary = ratio("precision", len(pairs), n_pred, value)
-        return _TrajectoryOutcome(value, comparison, pairs, summary)
+            value = comparison.matched_count() / n_pred
+        return _TrajectoryOutcome(value, comparison, _describe_precision)
 
 
 class TrajectoryRecall(CallMatchingMetric):
@@ -120,16 +143,10 @@ class TrajectoryRecall(CallMatchingMetric):
     name: str = "trajectory_recall"
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
-        comparison = await self._compare(sample)
-        pairs = comparison.maximum_matching()
+        comparison = self._compare(sample) or await self._scored(sample)
         n_ref = len(comparison.reference)
-        if not n_ref:
-            value = 1.0
-            summary = "no reference calls: recall 1.0"
-        else:
-            value = len(pairs) / n_ref
-            summary = ratio("recall", len(pairs), n_ref, value)
-        return _TrajectoryOutcome(value, comparison, pairs, summary)
+        value = comparison.matched_count() / n_ref if n_ref else 1.0
+        return _TrajectoryOutcome(value, comparison, _describe_recall)
 
 
 class TrajectorySingleToolUse(MultiTurnMetric):

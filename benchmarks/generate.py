@@ -1,0 +1,234 @@
+"""Seeded generator of realistic multi-turn tool-use samples (JSONL, turneval/ragas message format).
+
+Three agent domains (home assistant, customer support, content creation). Each sample has a
+reference trajectory and a predicted one derived from it by realistic faults: parallel calls,
+retries after a tool error, swapped order, missing and extra calls, changed and dropped args,
+typed values (int/float/str/bool) and nested values (objects, lists).
+
+    python benchmarks/generate.py --n 2000 --seed 7 --out benchmarks/.data/samples.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+Call = dict[str, Any]
+
+ROOMS = ["Living Room", "Bedroom", "Kitchen", "Office", "Garage"]
+DEVICES = [f"device_{i}" for i in range(1, 9)]
+USERS = [f"user_{c}" for c in "abcdefghxyz"]
+ORDERS = [f"ORD-{n}" for n in range(1000, 1040)]
+CHANNELS = ["instagram", "tiktok", "newsletter", "linkedin"]
+
+
+def home(rng: random.Random) -> tuple[str, list[Call]]:
+    room = rng.choice(ROOMS)
+    temperature = rng.choice([19, 20, 21, 22, 23, 21.5, 22.5])
+    calls: list[Call] = [
+        {"name": "get_user_preferences", "args": {"user_id": rng.choice(USERS)}},
+        {"name": "set_temperature", "args": {"location": room, "temperature": temperature}},
+    ]
+    if rng.random() < 0.5:
+        device = rng.choice(DEVICES)
+        calls.append({"name": "get_device_info", "args": {"device_id": device}})
+        calls.append(
+            {
+                "name": "set_device_info",
+                "args": {
+                    "device_id": device,
+                    "updates": {
+                        "status": rng.choice(["ON", "OFF"]),
+                        "schedule": {"on": "23:00", "off": "08:00"},
+                    },
+                },
+            }
+        )
+    return f"Set the {room.lower()} to {temperature} degrees and sort out my devices.", calls
+
+
+def support(rng: random.Random) -> tuple[str, list[Call]]:
+    orders = rng.sample(ORDERS, k=rng.randint(1, 3))
+    calls: list[Call] = [
+        {"name": "lookup_customer", "args": {"email": f"{rng.choice(USERS)}@example.com"}}
+    ]
+    calls += [
+        {"name": "cancel_order", "args": {"order_id": order, "refund": True}} for order in orders
+    ]
+    if rng.random() < 0.6:
+        calls.append(
+            {
+                "name": "escalate_ticket",
+                "args": {
+                    "ticket_id": rng.randint(100, 999),
+                    "priority": rng.choice(["high", "urgent"]),
+                    "tags": rng.sample(["billing", "shipping", "refund", "vip"], k=2),
+                },
+            }
+        )
+    return "Can you cancel my pending orders and escalate the open support requests?", calls
+
+
+def content(rng: random.Random) -> tuple[str, list[Call]]:
+    campaign = f"campaign_{rng.randint(1, 50)}"
+    channel = rng.choice(CHANNELS)
+    calls: list[Call] = [
+        {"name": "get_campaign", "args": {"campaign_id": campaign}},
+        {
+            "name": "update_campaign",
+            "args": {
+                "campaign_id": campaign,
+                "channels": [channel],
+                "budget_multiplier": 0.5,
+                "schedule": {"dates": ["2024-12-25"], "repeat": False},
+            },
+        },
+    ]
+    if rng.random() < 0.4:
+        calls.append(
+            {
+                "name": "notify_team",
+                "args": {
+                    "message": f"Rescheduled {campaign} to run once on {channel} on 25 December."
+                },
+            }
+        )
+    return (
+        f"Reschedule {campaign} to run once on {channel} with half the budget, only on December 25th.",
+        calls,
+    )
+
+
+def _edit_text(rng: random.Random, text: str) -> str:
+    if not text:
+        return "x"
+    position = rng.randrange(len(text))
+    choice = rng.random()
+    if choice < 0.4:
+        return text[:position] + text[position + 1 :]
+    if choice < 0.7:
+        return text[:position] + rng.choice("aeiouxyz ") + text[position:]
+    return text.upper() if rng.random() < 0.5 else text + " please"
+
+
+def _perturb_value(rng: random.Random, value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value) if rng.random() < 0.5 else (not value)
+    if isinstance(value, int):
+        return rng.choice([float(value), str(value), value + 1])
+    if isinstance(value, float):
+        return rng.choice([int(value), str(value), round(value + 0.5, 1)])
+    if isinstance(value, str):
+        return _edit_text(rng, value)
+    if isinstance(value, list):
+        return list(reversed(value)) if len(value) > 1 else value + ["extra"]
+    if isinstance(value, dict):
+        reordered = dict(reversed(list(value.items())))
+        if rng.random() < 0.5 and reordered:
+            key = rng.choice(list(reordered))
+            reordered[key] = _perturb_value(rng, reordered[key])
+        return reordered
+    return value
+
+
+def predict(rng: random.Random, reference: list[Call]) -> list[Call]:
+    predicted = copy.deepcopy(reference)
+    faults = rng.choices(
+        ["none", "swap", "missing", "extra", "retry", "change_arg", "drop_arg", "reorder_keys"],
+        weights=[30, 10, 10, 10, 8, 20, 7, 5],
+        k=rng.choice([1, 1, 1, 2]),
+    )
+    for fault in faults:
+        if fault == "swap" and len(predicted) > 1:
+            i = rng.randrange(len(predicted) - 1)
+            predicted[i], predicted[i + 1] = predicted[i + 1], predicted[i]
+        elif fault == "missing" and len(predicted) > 1:
+            predicted.pop(rng.randrange(len(predicted)))
+        elif fault == "extra":
+            predicted.insert(
+                rng.randrange(len(predicted) + 1),
+                {"name": "search_docs", "args": {"query": "policy"}},
+            )
+        elif fault == "retry" and predicted:
+            i = rng.randrange(len(predicted))
+            predicted.insert(i, copy.deepcopy(predicted[i]))
+        elif fault == "change_arg" and predicted:
+            call = rng.choice(predicted)
+            if call["args"]:
+                key = rng.choice(list(call["args"]))
+                call["args"][key] = _perturb_value(rng, call["args"][key])
+        elif fault == "drop_arg" and predicted:
+            call = rng.choice(predicted)
+            if call["args"]:
+                del call["args"][rng.choice(list(call["args"]))]
+        elif fault == "reorder_keys" and predicted:
+            call = rng.choice(predicted)
+            call["args"] = dict(reversed(list(call["args"].items())))
+    return predicted
+
+
+def conversation(rng: random.Random, prompt: str, predicted: list[Call]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"type": "human", "content": prompt}]
+    position = 0
+    while position < len(predicted):
+        size = (
+            1 if rng.random() < 0.6 else min(rng.randint(2, 3), len(predicted) - position)
+        )  # parallel calls
+        batch = predicted[position : position + size]
+        messages.append(
+            {
+                "type": "ai",
+                "content": rng.choice(["", "Let me check.", "On it."]),
+                "tool_calls": batch,
+            }
+        )
+        for call in batch:
+            failed = rng.random() < 0.05
+            messages.append(
+                {"type": "tool", "content": "error: timeout" if failed else f"{call['name']} ok"}
+            )
+        position += size
+        if rng.random() < 0.2:
+            messages.append({"type": "ai", "content": "Anything else before I continue?"})
+            messages.append({"type": "human", "content": "Yes, go ahead."})
+    messages.append({"type": "ai", "content": "All done. Anything else?"})
+    if rng.random() < 0.3:
+        messages.append({"type": "human", "content": "thanks"})
+    return messages
+
+
+def generate(n: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        prompt, reference = rng.choice([home, support, content])(rng)
+        predicted = predict(rng, reference) if rng.random() > 0.03 else []
+        if rng.random() < 0.02:
+            reference = []
+        rows.append(
+            {"user_input": conversation(rng, prompt, predicted), "reference_tool_calls": reference}
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / ".data" / "samples.jsonl"
+    )
+    args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", encoding="utf-8") as handle:
+        for row in generate(args.n, args.seed):
+            handle.write(json.dumps(row) + "\n")
+    print(f"wrote {args.n} samples to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

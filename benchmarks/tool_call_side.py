@@ -1,0 +1,145 @@
+"""One side of the tool-call benchmark, run inside that library's own venv.
+
+    python tool_call_side.py --lib turneval|ragas --data samples.jsonl --passes 3
+
+Loads the samples (untimed), then for each variant times the same loop,
+``for s in samples: await metric.multi_turn_ascore(s)`` (ragas' collections path:
+``await metric.ascore(user_input=..., reference_tool_calls=...)``), and prints JSON:
+``{variant: {"per_s": [rate of each pass], "scores": [first pass scores]}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+warnings.simplefilter("ignore")  # ragas warns on every length mismatch; silence is cheaper for it
+
+Score = Callable[[Any], Awaitable[float]]
+
+
+def load(path: str) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def turneval_variants(rows: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Score]]:
+    from turneval import MultiTurnSample
+    from turneval.metrics import (
+        NonLLMStringSimilarity,
+        ToolCallAccuracy,
+        ToolCallF1,
+        TrajectoryAnyOrderMatch,
+        TrajectoryExactMatch,
+        TrajectoryInOrderMatch,
+        TrajectoryPrecision,
+        TrajectoryRecall,
+        TrajectorySingleToolUse,
+    )
+
+    samples = [MultiTurnSample.model_validate(row) for row in rows]
+    metrics = {
+        "tool_call_accuracy[strict]": ToolCallAccuracy(),
+        "tool_call_accuracy[unordered]": ToolCallAccuracy(strict_order=False),
+        "tool_call_accuracy[levenshtein]": ToolCallAccuracy(
+            arg_comparison_metric=NonLLMStringSimilarity()
+        ),
+        "tool_call_f1": ToolCallF1(),
+        "trajectory_exact_match": TrajectoryExactMatch(),
+        "trajectory_in_order_match": TrajectoryInOrderMatch(),
+        "trajectory_any_order_match": TrajectoryAnyOrderMatch(),
+        "trajectory_precision": TrajectoryPrecision(),
+        "trajectory_recall": TrajectoryRecall(),
+        "trajectory_single_tool_use": TrajectorySingleToolUse(tool_name="set_temperature"),
+    }
+    return samples, {name: metric.multi_turn_ascore for name, metric in metrics.items()}
+
+
+def ragas_variants(rows: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Score]]:
+    from ragas.dataset_schema import MultiTurnSample
+    from ragas.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+    from ragas.metrics import ToolCallAccuracy, ToolCallF1
+    from ragas.metrics import collections as modern
+    from ragas.metrics._string import NonLLMStringSimilarity
+
+    def message(data: dict[str, Any]) -> Any:
+        if data["type"] == "human":
+            return HumanMessage(content=data["content"])
+        if data["type"] == "tool":
+            return ToolMessage(content=data["content"])
+        calls = [ToolCall(name=c["name"], args=c["args"]) for c in data.get("tool_calls") or []]
+        return AIMessage(content=data["content"], tool_calls=calls or None)
+
+    samples = [
+        MultiTurnSample(
+            user_input=[message(m) for m in row["user_input"]],
+            reference_tool_calls=[
+                ToolCall(name=c["name"], args=c["args"]) for c in row["reference_tool_calls"]
+            ],
+        )
+        for row in rows
+    ]
+    levenshtein = ToolCallAccuracy()
+    levenshtein.arg_comparison_metric = NonLLMStringSimilarity()
+    legacy = {
+        "tool_call_accuracy[strict]": ToolCallAccuracy(),
+        "tool_call_accuracy[unordered]": ToolCallAccuracy(strict_order=False),
+        "tool_call_accuracy[levenshtein]": levenshtein,
+        "tool_call_f1": ToolCallF1(),
+    }
+    variants: dict[str, Score] = {name: metric.multi_turn_ascore for name, metric in legacy.items()}
+    collections = {
+        "collections:tool_call_accuracy[strict]": modern.ToolCallAccuracy(),
+        "collections:tool_call_accuracy[unordered]": modern.ToolCallAccuracy(strict_order=False),
+        "collections:tool_call_f1": modern.ToolCallF1(),
+    }
+    for name, metric in collections.items():
+
+        async def score(sample: Any, metric: Any = metric) -> float:
+            result = await metric.ascore(
+                user_input=sample.user_input, reference_tool_calls=sample.reference_tool_calls
+            )
+            return float(result.value)
+
+        variants[name] = score
+    return samples, variants
+
+
+async def run(samples: list[Any], variants: dict[str, Score], passes: int) -> dict[str, Any]:
+    report: dict[str, Any] = {}
+    for name, score in variants.items():
+        rates, first = [], []
+        for index in range(passes):
+            scores = []
+            start = time.perf_counter()
+            for sample in samples:
+                scores.append(await score(sample))
+            elapsed = time.perf_counter() - start
+            rates.append(len(samples) / elapsed)
+            if index == 0:
+                first = scores
+        report[name] = {"per_s": rates, "scores": first}
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lib", choices=["turneval", "ragas"], required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+    rows = load(args.data)
+    build = turneval_variants if args.lib == "turneval" else ragas_variants
+    samples, variants = build(rows)
+    print(json.dumps(asyncio.run(run(samples, variants, args.passes))))
+
+
+if __name__ == "__main__":
+    main()
