@@ -1,0 +1,40 @@
+"""Every Python block in the README and docs runs, and so does the quickstart script."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def blocks() -> list[tuple[str, str]]:
+    found = []
+    for path in DOCS:
+        for number, match in enumerate(BLOCK.finditer(path.read_text()), start=1):
+            found.append((f"{path.relative_to(ROOT)}#{number}", match.group(1)))
+    return found
+
+
+@pytest.mark.parametrize(("where", "code"), blocks(), ids=[where for where, _ in blocks()])
+def test_doc_block_runs(where: str, code: str) -> None:
+    exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})
+
+
+def test_there_are_doc_blocks() -> None:
+    assert len(blocks()) >= 6
+
+
+def test_quickstart_example_prints_each_seed_score() -> None:
+    output = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout
+    assert "tool_call_f1                 0.800  precision=2/3=0.667, recall=2/2=1.000, F1=0.800" in output
+    assert "tool_call_accuracy           1.000" in output
+    assert "trajectory_precision         0.500  precision=1/2=0.500" in output
+    assert "trajectory_precision         mean=0.250" in output
