@@ -39,7 +39,9 @@ WEATHER = MultiTurnSample(
         HumanMessage(content="Can you translate that to Celsius?"),
         AIMessage(
             content="Let me convert that to Celsius for you.",
-            tool_calls=[ToolCall(name="temperature_conversion", args={"temperature_fahrenheit": 75})],
+            tool_calls=[
+                ToolCall(name="temperature_conversion", args={"temperature_fahrenheit": 75})
+            ],
         ),
         ToolMessage(content="75°F is approximately 23.9°C."),
         AIMessage(content="75°F is approximately 23.9°C."),

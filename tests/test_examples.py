@@ -32,9 +32,15 @@ def test_there_are_doc_blocks() -> None:
 def test_quickstart_example_prints_each_seed_score() -> None:
     output = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "quickstart.py")],
-        check=True, capture_output=True, text=True, timeout=60,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     ).stdout
-    assert "tool_call_f1                 0.800  precision=2/3=0.667, recall=2/2=1.000, F1=0.800" in output
+    assert (
+        "tool_call_f1                 0.800  precision=2/3=0.667, recall=2/2=1.000, F1=0.800"
+        in output
+    )
     assert "tool_call_accuracy           1.000" in output
     assert "trajectory_precision         0.500  precision=1/2=0.500" in output
     assert "trajectory_precision         mean=0.250" in output
