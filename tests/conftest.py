@@ -14,3 +14,18 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) 
     # Async tests run under anyio without a marker on each; marked before parametrization.
     if name.startswith("test") and inspect.iscoroutinefunction(obj):
         pytest.mark.anyio(obj)
+
+
+@pytest.fixture(scope="session")
+def openai_stub_server() -> Any:
+    from ._openai_stub import OpenAIStub
+
+    stub = OpenAIStub()
+    yield stub
+    stub.close()
+
+
+@pytest.fixture
+def openai_stub(openai_stub_server: Any) -> Any:
+    openai_stub_server.reset()
+    return openai_stub_server

@@ -14,6 +14,13 @@ MODULES = [
     "turneval.metrics.tool_calls",
     "turneval.metrics.trajectory",
     "turneval.metrics.custom",
+    "turneval.metrics.topic",
+    "turneval.metrics.goal",
+    "turneval.judge",
+    "turneval.judge.core",
+    "turneval.judge.cache",
+    "turneval.judge.usage",
+    "turneval.llms",
     "turneval.runner",
     "turneval.aggregate",
     "turneval.results",
@@ -47,6 +54,9 @@ def test_metrics_package_exports_every_metric_class() -> None:
     metrics = importlib.import_module("turneval.metrics")
     names = {m.model_fields["name"].default for m in BUILTIN_METRICS}
     assert names == {
+        "agent_goal_accuracy_with_reference",
+        "agent_goal_accuracy_without_reference",
+        "topic_adherence",
         "exact_match",
         "non_llm_string_similarity",
         "tool_call_accuracy",

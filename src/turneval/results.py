@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from turneval.judge.usage import Usage
+
 __all__ = ["MetricResult", "ratio"]
 
 
@@ -18,12 +20,14 @@ class MetricResult:
         value: The score, a finite float (in [0, 1] for every built-in but the 1-5 rubric judges).
         reason: How the score was reached, with its arithmetic (``precision=2/3=0.667 ...``).
         details: Structured evidence, e.g. which calls were matched.
+        usage: Judge tokens and calls spent on this result (None for rule-based metrics).
     """
 
     name: str
     value: float
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    usage: Usage | None = None
 
     def __post_init__(self) -> None:
         """Reject non-finite values: a failure is recorded as an error, never as NaN."""

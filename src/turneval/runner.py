@@ -16,6 +16,7 @@ import anyio
 from turneval.aggregate import MetricSummary, summarize
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, InvalidSampleError
+from turneval.judge import JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
 from turneval.metrics import BUILTIN_METRICS, Metric
 from turneval.metrics.base import run_sync
 from turneval.results import MetricResult
@@ -62,14 +63,29 @@ class SampleResult:
         result = self.results.get(name)
         return result.value if result is not None else math.nan
 
+    @property
+    def usage(self) -> Usage:
+        """Judge usage summed over this row's metrics."""
+        total = Usage()
+        for result in self.results.values():
+            if result.usage is not None:
+                total = total + result.usage
+        return total
+
 
 class EvaluationResult:
     """The rows of a run, in input order, and their summaries."""
 
-    def __init__(self, rows: list[SampleResult], metric_names: list[str]) -> None:
-        """Hold ``rows`` (one per input sample) scored with ``metric_names``."""
+    def __init__(
+        self, rows: list[SampleResult], metric_names: list[str], usage: Usage | None = None
+    ) -> None:
+        """Hold ``rows`` (one per input sample) scored with ``metric_names``.
+
+        ``usage`` is the run's judge usage (every request, including those of failed rows).
+        """
         self.rows = rows
         self.metric_names = metric_names
+        self.usage = usage if usage is not None else Usage()
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
@@ -93,9 +109,11 @@ class EvaluationResult:
         """Per metric: mean, std (ddof=1), count (scored rows) and failed."""
         summaries = {}
         for name in self.metric_names:
-            values = [row.results[name].value for row in self.rows if name in row.results]
+            results = [row.results[name] for row in self.rows if name in row.results]
             failed = sum(1 for row in self.rows if name in row.failures)
-            summaries[name] = summarize(name, values, failed)
+            usages = [result.usage for result in results if result.usage is not None]
+            usage = sum(usages, Usage()) if usages else None
+            summaries[name] = summarize(name, [r.value for r in results], failed, usage)
         return summaries
 
     def records(self) -> list[dict[str, Any]]:
@@ -163,17 +181,31 @@ def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
     return resolved
 
 
+async def _score_cell(row: SampleResult, metric: Metric) -> None:
+    try:
+        row.results[metric.name] = await metric.ascore(row.sample)
+    except Exception as exc:  # recorded on the row; the run goes on
+        if isinstance(exc, InvalidSampleError) and exc.sample_id is None:
+            exc.sample_id = row.index
+        row.failures[metric.name] = MetricFailure(
+            metric.name, row.index, type(exc).__name__, str(exc)
+        )
+
+
 async def _score_sample(index: int, sample: Sample, metrics: Sequence[Metric]) -> SampleResult:
     row = SampleResult(index, sample)
+    judged = [metric for metric in metrics if metric.uses_llm]
     for metric in metrics:
-        try:
-            row.results[metric.name] = await metric.ascore(sample)
-        except Exception as exc:  # recorded on the row; the run goes on
-            if isinstance(exc, InvalidSampleError) and exc.sample_id is None:
-                exc.sample_id = index
-            row.failures[metric.name] = MetricFailure(
-                metric.name, index, type(exc).__name__, str(exc)
-            )
+        if not metric.uses_llm:
+            await _score_cell(row, metric)
+    if len(judged) == 1:
+        await _score_cell(row, judged[0])
+    elif judged:  # independent judge calls of one sample run concurrently
+        async with anyio.create_task_group() as group:
+            for metric in judged:
+                group.start_soon(_score_cell, row, metric)
+    # Results in the metrics' order, whatever order the judged ones finished in.
+    row.results = {m.name: row.results[m.name] for m in metrics if m.name in row.results}
     return row
 
 
@@ -181,7 +213,10 @@ async def aevaluate(
     dataset: EvaluationDataset | Sequence[Sample],
     metrics: Iterable[Metric | str],
     *,
+    llm: Any = None,
+    cache: SQLiteCache | None = None,
     max_concurrency: int = 16,
+    max_llm_concurrency: int = 8,
 ) -> EvaluationResult:
     """Score every sample with every metric; one row per sample, in input order.
 
@@ -191,12 +226,29 @@ async def aevaluate(
     Args:
         dataset: An :class:`EvaluationDataset` or a sequence of samples.
         metrics: Metric objects or built-in names (``"tool_call_f1"``, ...).
+        llm: Default judge (a LangChain chat model) for judged metrics built without one.
+        cache: A :class:`~turneval.llms.SQLiteCache`; identical judge requests are answered
+            from it (a second identical run makes no LLM request).
         max_concurrency: How many samples are scored at once.
+        max_llm_concurrency: How many judge requests are in flight at once, across all
+            metrics and samples.
     """
-    if max_concurrency < 1:
-        raise ConfigError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    if max_concurrency < 1 or max_llm_concurrency < 1:
+        raise ConfigError(
+            f"max_concurrency and max_llm_concurrency must be >= 1, got {max_concurrency} "
+            f"and {max_llm_concurrency}"
+        )
     data = EvaluationDataset.coerce(dataset)
     resolved = resolve_metrics(metrics)
+    if llm is not None:
+        resolve_llm(llm)  # a wrong type fails here, before any sample
+    for metric in resolved:
+        if metric.uses_llm and getattr(metric, "llm", None) is None and llm is None:
+            raise ConfigError(
+                f"metric {metric.name!r} needs an LLM judge: pass llm=... to the metric or to "
+                "evaluate(..., llm=...)"
+            )
+    run = JudgeRun(llm=llm, max_concurrency=max_llm_concurrency, cache=cache)
     rows: list[SampleResult | None] = [None] * len(data)
     pending = iter(enumerate(data.samples))
 
@@ -204,19 +256,33 @@ async def aevaluate(
         for index, sample in pending:  # shared iterator: each sample is taken once
             rows[index] = await _score_sample(index, sample, resolved)
 
-    async with anyio.create_task_group() as group:
-        for _ in range(min(max_concurrency, max(len(data), 1))):
-            group.start_soon(worker)
+    with judge_run(run):
+        async with anyio.create_task_group() as group:
+            for _ in range(min(max_concurrency, max(len(data), 1))):
+                group.start_soon(worker)
     complete = [row for row in rows if row is not None]
     assert len(complete) == len(rows)
-    return EvaluationResult(complete, [metric.name for metric in resolved])
+    return EvaluationResult(complete, [metric.name for metric in resolved], run.usage)
 
 
 def evaluate(
     dataset: EvaluationDataset | Sequence[Sample],
     metrics: Iterable[Metric | str],
     *,
+    llm: Any = None,
+    cache: SQLiteCache | None = None,
     max_concurrency: int = 16,
+    max_llm_concurrency: int = 8,
 ) -> EvaluationResult:
     """Sync form of :func:`aevaluate`."""
-    return run_sync(partial(aevaluate, dataset, metrics, max_concurrency=max_concurrency))
+    return run_sync(
+        partial(
+            aevaluate,
+            dataset,
+            metrics,
+            llm=llm,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            max_llm_concurrency=max_llm_concurrency,
+        )
+    )

@@ -1,10 +1,13 @@
 """Every metric, and ``BUILTIN_METRICS``, the tuple names are resolved from."""
 
 from turneval.metrics._call_metric import CallMatchingMetric
+from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, Metric, MultiTurnMetric, Outcome, SingleTurnMetric
 from turneval.metrics.custom import CustomMetric
+from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
 from turneval.metrics.text import DistanceMeasure, ExactMatch, NonLLMStringSimilarity, StringMetric
 from turneval.metrics.tool_calls import ToolCallAccuracy, ToolCallF1
+from turneval.metrics.topic import TopicAdherenceScore
 from turneval.metrics.trajectory import (
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
@@ -15,12 +18,15 @@ from turneval.metrics.trajectory import (
 )
 
 __all__ = [
+    "AgentGoalAccuracyWithReference",
+    "AgentGoalAccuracyWithoutReference",
     "BUILTIN_METRICS",
     "CallMatchingMetric",
     "CustomMetric",
     "DistanceMeasure",
     "ExactMatch",
     "Explained",
+    "JudgedMetric",
     "Metric",
     "MultiTurnMetric",
     "NonLLMStringSimilarity",
@@ -29,6 +35,7 @@ __all__ = [
     "StringMetric",
     "ToolCallAccuracy",
     "ToolCallF1",
+    "TopicAdherenceScore",
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",
     "TrajectoryInOrderMatch",
@@ -38,14 +45,18 @@ __all__ = [
 ]
 
 BUILTIN_METRICS: tuple[type[Metric], ...] = (
+    AgentGoalAccuracyWithReference,
+    AgentGoalAccuracyWithoutReference,
     ExactMatch,
     NonLLMStringSimilarity,
     ToolCallAccuracy,
     ToolCallF1,
+    TopicAdherenceScore,
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
     TrajectoryInOrderMatch,
     TrajectoryPrecision,
     TrajectoryRecall,
 )
-"""Metrics that can be built from their name with no argument (``evaluate(metrics=["..."])``)."""
+"""Metrics buildable from their name alone (``evaluate(metrics=["..."])``); judged ones use
+``evaluate``'s ``llm``."""

@@ -19,6 +19,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from turneval.errors import InvalidSampleError, SyncInAsyncContextError
+from turneval.judge.usage import Usage
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
@@ -55,6 +56,7 @@ class Explained(Outcome):
     value: float
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    usage: Usage | None = None
 
     def explain(self) -> tuple[str, dict[str, Any]]:
         """Return the stored reason and details."""
@@ -71,9 +73,10 @@ def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return anyio.run(function, *args)
+    target = getattr(function, "func", function)  # a functools.partial names its function
     raise SyncInAsyncContextError(
         "a sync turneval call was made inside a running event loop; await "
-        f"{getattr(function, '__qualname__', function)!s}(...) instead"
+        f"{getattr(target, '__qualname__', target)!s}(...) instead"
     )
 
 
@@ -106,6 +109,7 @@ class Metric(BaseModel, ABC):
 
     name: str
     sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
+    uses_llm: ClassVar[bool] = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Validate the assignment, then drop values derived from the old configuration.
@@ -144,7 +148,8 @@ class Metric(BaseModel, ABC):
         self._check_type(sample)
         outcome = await self._evaluate(sample)
         reason, details = outcome.explain()
-        return MetricResult(self.name, float(outcome.value), reason, details)
+        usage = getattr(outcome, "usage", None)
+        return MetricResult(self.name, float(outcome.value), reason, details, usage)
 
     def score(self, sample: Sample) -> MetricResult:
         """Sync form of :meth:`ascore`."""

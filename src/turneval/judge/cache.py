@@ -1,0 +1,79 @@
+"""A persistent judge cache in SQLite (stdlib): identical requests are answered from disk."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SQLiteCache"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judge_cache (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    created REAL NOT NULL DEFAULT (julianday('now'))
+)
+"""
+
+
+class SQLiteCache:
+    """Judge answers keyed by model identity and parameters, messages and output schema.
+
+    Each answer is committed as it arrives (a crashed run resumes without paying twice). The
+    database runs in WAL mode with a busy timeout, so several processes or threads may read and
+    write it at once; writes of the same key keep the first answer.
+
+    Args:
+        path: The database file; created with its parent folder if missing.
+    """
+
+    def __init__(self, path: str | PathLike[str]) -> None:
+        """Open (or create) the cache at ``path``."""
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._connection = sqlite3.connect(
+            self.path, timeout=30.0, check_same_thread=False, isolation_level=None
+        )
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("PRAGMA busy_timeout=30000")
+        self._connection.execute(_SCHEMA)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored answer for ``key``, or None."""
+        with self._lock:
+            row = self._connection.execute(
+                "SELECT value FROM judge_cache WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        """Store ``value`` for ``key`` and commit at once (a first answer is never replaced)."""
+        text = json.dumps(value, ensure_ascii=False)
+        with self._lock:
+            self._connection.execute(
+                "INSERT OR IGNORE INTO judge_cache (key, value) VALUES (?, ?)", (key, text)
+            )
+
+    def __len__(self) -> int:
+        """Number of stored answers."""
+        with self._lock:
+            return int(self._connection.execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0])
+
+    def clear(self) -> None:
+        """Remove every stored answer."""
+        with self._lock:
+            self._connection.execute("DELETE FROM judge_cache")
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._connection.close()
+
+    def __repr__(self) -> str:
+        """The cache's path."""
+        return f"SQLiteCache({str(self.path)!r})"

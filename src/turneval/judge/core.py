@@ -1,0 +1,419 @@
+"""The judge: one LangChain chat model asked for a pydantic verdict, reliably.
+
+* Structured output through ``with_structured_output(schema, include_raw=True)`` where the model
+  supports it; otherwise JSON in text, parsed and validated. A parse/validation failure is shown
+  to the model and retried (bounded); still failing raises :class:`JudgeOutputError` with the
+  raw output kept. Never a silent 0.
+* Transient errors (429 honouring ``Retry-After``, 5xx, timeouts, connection errors) are retried
+  with exponential backoff and jitter; others raise :class:`JudgeCallError` at once. The
+  provider client's own retries are switched off so they never stack with ours.
+* Every request waits for the run's shared limiter (one for all judges, metrics and samples).
+* Token usage comes from the model's ``usage_metadata``; with a :class:`SQLiteCache`, identical
+  requests are answered from disk.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import random
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import anyio
+from langchain_core.exceptions import OutputParserException
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, ValidationError
+
+from turneval.errors import ConfigError, JudgeCallError, JudgeOutputError
+from turneval.judge._errors import classify
+from turneval.judge.cache import SQLiteCache
+from turneval.judge.usage import Usage
+
+__all__ = [
+    "Judge",
+    "JudgeReply",
+    "JudgeRun",
+    "LangchainLLMWrapper",
+    "current_run",
+    "judge_run",
+    "parse_json_reply",
+    "resolve_llm",
+]
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class LangchainLLMWrapper:
+    """ragas-compatible wrapper: ``LangchainLLMWrapper(ChatOpenAI(...))``.
+
+    turneval metrics take the LangChain chat model itself too; the wrapper only carries it.
+    """
+
+    def __init__(self, langchain_llm: BaseChatModel) -> None:
+        """Wrap ``langchain_llm``."""
+        if not isinstance(langchain_llm, BaseChatModel):
+            raise ConfigError(
+                f"LangchainLLMWrapper needs a LangChain BaseChatModel, got "
+                f"{type(langchain_llm).__name__}"
+            )
+        self.langchain_llm = langchain_llm
+
+    def __repr__(self) -> str:
+        """Show the wrapped model."""
+        return f"LangchainLLMWrapper({self.langchain_llm!r})"
+
+
+def resolve_llm(llm: Any) -> BaseChatModel:
+    """The chat model behind ``llm`` (a BaseChatModel or a LangchainLLMWrapper)."""
+    if isinstance(llm, LangchainLLMWrapper):
+        return llm.langchain_llm
+    if isinstance(llm, BaseChatModel):
+        return llm
+    raise ConfigError(
+        "llm must be a LangChain chat model (e.g. ChatOpenAI(model=...)) or a "
+        f"LangchainLLMWrapper, got {type(llm).__name__}"
+    )
+
+
+@dataclass
+class JudgeRun:
+    """What judges share during one run: the default model, limiter, cache and usage."""
+
+    llm: Any = None
+    max_concurrency: int = 8
+    cache: SQLiteCache | None = None
+    usage: Usage = field(default_factory=Usage)
+    _limiter: anyio.CapacityLimiter | None = None
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        """The limiter all judge requests of the run wait for (created in the run's loop)."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.max_concurrency)
+        return self._limiter
+
+
+_RUN: contextvars.ContextVar[JudgeRun | None] = contextvars.ContextVar(
+    "turneval_judge_run", default=None
+)
+
+
+def current_run() -> JudgeRun | None:
+    """The judge run in effect, if any."""
+    return _RUN.get()
+
+
+@contextmanager
+def judge_run(run: JudgeRun) -> Iterator[JudgeRun]:
+    """Make ``run`` the shared judge context for the code inside (``evaluate`` does this)."""
+    token = _RUN.set(run)
+    try:
+        yield run
+    finally:
+        _RUN.reset(token)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeReply(Generic[T]):
+    """A validated verdict with its raw text and usage."""
+
+    parsed: T
+    raw: str
+    usage: Usage
+    cached: bool = False
+
+
+@dataclass
+class _Tally:
+    usage: Usage = field(default_factory=Usage)
+
+
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+_JSON_INSTRUCTIONS = (
+    "Answer with one JSON object only, no prose and no code fence, matching this JSON schema:\n"
+)
+
+
+def _without_provider_retries(llm: BaseChatModel) -> BaseChatModel:
+    """A copy of ``llm`` with the client's own retries off and temperature 0 when unset."""
+    update: dict[str, Any] = {}
+    if getattr(llm, "max_retries", None):
+        update["max_retries"] = 0
+    if "temperature" in type(llm).model_fields and getattr(llm, "temperature", 0) is None:
+        update["temperature"] = 0.0
+    if not update and not hasattr(llm, "root_async_client"):
+        return llm
+    copy = llm.model_copy(update=update)
+    # langchain-openai builds its OpenAI clients once, with max_retries baked in.
+    for root, resource in (("root_client", "client"), ("root_async_client", "async_client")):
+        client = getattr(copy, root, None)
+        if client is not None and hasattr(client, "with_options"):
+            rebuilt = client.with_options(max_retries=0)
+            object.__setattr__(copy, root, rebuilt)
+            object.__setattr__(copy, resource, rebuilt.chat.completions)
+    return copy
+
+
+def _identity(llm: BaseChatModel) -> dict[str, Any]:
+    params: dict[str, Any]
+    try:
+        params = dict(llm._identifying_params)
+    except Exception:  # pragma: no cover - models without identifying params
+        params = {}
+    for name in ("temperature", "top_p", "seed", "max_tokens"):
+        if name in type(llm).model_fields:
+            params.setdefault(name, getattr(llm, name, None))
+    return {"class": f"{type(llm).__module__}.{type(llm).__qualname__}", "params": params}
+
+
+def _usage_of(message: Any) -> Usage:
+    metadata = getattr(message, "usage_metadata", None) or {}
+    return Usage(
+        int(metadata.get("input_tokens", 0) or 0), int(metadata.get("output_tokens", 0) or 0), 1
+    )
+
+
+def _text_of(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part if isinstance(part, str) else str(part.get("text", "")) for part in content
+        )
+    return str(content)
+
+
+def parse_json_reply(text: str, schema: type[T]) -> T:
+    """Parse ``text`` (JSON, possibly in a code fence or with prose around it) into ``schema``."""
+    match = _JSON_OBJECT.search(text)
+    if match is None:
+        raise ValueError("no JSON object found in the answer")
+    return schema.model_validate_json(match.group(0))
+
+
+class Judge:
+    """Asks one chat model for verdicts of a given pydantic schema.
+
+    Args:
+        llm: A LangChain chat model or a :class:`LangchainLLMWrapper`.
+        max_retries: Retries of transient errors per verdict.
+        timeout: Seconds allowed for one request.
+        max_parse_retries: Extra attempts after an unparseable or invalid answer.
+        backoff: Base delay in seconds of the exponential backoff (doubling, with jitter).
+        max_backoff: Cap of one backoff delay.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        max_retries: int = 4,
+        timeout: float = 60.0,
+        max_parse_retries: int = 2,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+    ) -> None:
+        """Prepare the judge (the model is copied with its own retries off)."""
+        if max_retries < 0 or max_parse_retries < 0 or timeout <= 0 or backoff < 0:
+            raise ConfigError("retries must be >= 0, timeout > 0 and backoff >= 0")
+        self.llm = _without_provider_retries(resolve_llm(llm))
+        self.identity = _identity(self.llm)
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.max_parse_retries = max_parse_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._structured: Any = None
+        self._structured_schema: type[BaseModel] | None = None
+        self._supports_structured = True
+
+    def _runnable(self, schema: type[BaseModel]) -> Any:
+        if not self._supports_structured:
+            return None
+        if self._structured_schema is not schema:
+            try:
+                self._structured = self.llm.with_structured_output(schema, include_raw=True)
+            except NotImplementedError:
+                self._supports_structured = False
+                return None
+            self._structured_schema = schema
+        return self._structured
+
+    def cache_key(self, messages: list[BaseMessage], schema: type[BaseModel]) -> str:
+        """Key of a request: model identity and parameters, messages and output schema."""
+        payload = {
+            "model": self.identity,
+            "messages": [[m.type, _text_of(m)] for m in messages],
+            "schema": schema.model_json_schema(),
+            "structured": self._supports_structured,
+        }
+        text = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    async def ask(self, system: str, user: str, schema: type[T]) -> JudgeReply[T]:
+        """Ask for a verdict of type ``schema``.
+
+        Raises:
+            JudgeCallError: the model could not be reached (after retries of transient errors).
+            JudgeOutputError: the answers could not be parsed or validated.
+        """
+        run = current_run()
+        runnable = self._runnable(schema)
+        messages: list[BaseMessage] = [SystemMessage(content=system), HumanMessage(content=user)]
+        if runnable is None:
+            schema_text = json.dumps(schema.model_json_schema(), ensure_ascii=False)
+            messages[-1] = HumanMessage(content=f"{user}\n\n{_JSON_INSTRUCTIONS}{schema_text}")
+        cache = run.cache if run is not None else None
+        key = self.cache_key(messages, schema) if cache is not None else ""
+        if cache is not None:
+            hit = await anyio.to_thread.run_sync(cache.get, key)
+            if hit is not None:
+                usage = Usage(cached_calls=1)
+                self._record(run, usage)
+                return JudgeReply(schema.model_validate(hit["parsed"]), hit["raw"], usage, True)
+        tally = _Tally()
+        try:
+            parsed, raw = await self._parse_loop(runnable, messages, schema, run, tally)
+        finally:
+            self._record(run, tally.usage)
+        if cache is not None:
+            value = {"raw": raw, "parsed": parsed.model_dump(mode="json")}
+            await anyio.to_thread.run_sync(cache.set, key, value)
+        return JudgeReply(parsed, raw, tally.usage)
+
+    async def _parse_loop(
+        self,
+        runnable: Any,
+        messages: list[BaseMessage],
+        schema: type[T],
+        run: JudgeRun | None,
+        tally: _Tally,
+    ) -> tuple[T, str]:
+        """Request, parse and validate; show the model its error and retry (bounded)."""
+        raw = ""
+        detail = "no answer"
+        for _ in range(self.max_parse_retries + 1):
+            try:
+                reply = await self._request(runnable, messages, run, tally)
+            except _OutputProblem as problem:  # the client parsed (and rejected) the answer
+                raw, detail = problem.raw, problem.detail
+                messages = _with_feedback(messages, raw, detail)
+                continue
+            raw_message = reply["raw"] if runnable is not None else reply
+            raw = _text_of(raw_message)
+            try:
+                if runnable is not None and reply.get("parsed") is not None:
+                    return schema.model_validate(reply["parsed"]), raw
+                source = (
+                    _structured_arguments(raw_message) if runnable is not None else None
+                ) or raw
+                return parse_json_reply(source, schema), raw
+            except (ValueError, ValidationError) as error:
+                detail = _describe(error)
+                messages = _with_feedback(messages, raw, detail)
+        raise JudgeOutputError(
+            f"judge output could not be parsed after {self.max_parse_retries + 1} attempt(s): "
+            f"{detail}",
+            raw_output=raw,
+        )
+
+    @staticmethod
+    def _record(run: JudgeRun | None, usage: Usage) -> None:
+        if run is not None:
+            run.usage = run.usage + usage
+
+    async def _request(
+        self, runnable: Any, messages: list[BaseMessage], run: JudgeRun | None, tally: _Tally
+    ) -> Any:
+        """One model request, retried on transient errors; its usage goes to ``tally``."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                with anyio.fail_after(self.timeout):
+                    if run is not None:
+                        async with run.limiter:
+                            reply = await self._invoke(runnable, messages)
+                    else:
+                        reply = await self._invoke(runnable, messages)
+            except (ValidationError, OutputParserException) as error:
+                # Clients that parse inside the request (OpenAI's json_schema) raise here.
+                tally.usage = tally.usage + Usage(calls=1)
+                raise _OutputProblem(_raw_from(error), _describe(error)) from error
+            except Exception as error:
+                tally.usage = tally.usage + Usage(calls=1)
+                kind = classify(error)
+                if not kind.transient or attempt == self.max_retries:
+                    what = "timed out" if isinstance(error, TimeoutError) else "failed"
+                    raise JudgeCallError(
+                        f"judge call {what} after {attempt + 1} attempt(s): "
+                        f"{type(error).__name__}: {error}"
+                    ) from error
+                delay = kind.retry_after
+                if delay is None:
+                    delay = min(self.max_backoff, self.backoff * 2**attempt)
+                    delay *= 0.5 + random.random() / 2  # jitter
+                await anyio.sleep(delay)
+                continue
+            tally.usage = tally.usage + _usage_of(reply["raw"] if runnable is not None else reply)
+            return reply
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _invoke(self, runnable: Any, messages: list[BaseMessage]) -> Any:
+        if runnable is not None:
+            return await runnable.ainvoke(messages)
+        return await self.llm.ainvoke(messages)
+
+
+class _OutputProblem(Exception):
+    def __init__(self, raw: str, detail: str) -> None:
+        super().__init__(detail)
+        self.raw = raw
+        self.detail = detail
+
+
+def _raw_from(error: Exception) -> str:
+    output = getattr(error, "llm_output", None)
+    if isinstance(output, str):
+        return output
+    if isinstance(error, ValidationError):
+        for item in error.errors(include_url=False):
+            if isinstance(item.get("input"), str):
+                return str(item["input"])
+    return ""
+
+
+def _with_feedback(messages: list[BaseMessage], raw: str, detail: str) -> list[BaseMessage]:
+    """The conversation so far, the model's unusable answer, and what was wrong with it."""
+    return [
+        *messages,
+        AIMessage(content=raw or "(empty answer)"),
+        HumanMessage(
+            content=f"That answer could not be used: {detail}. Answer again with only a JSON "
+            "object that matches the schema."
+        ),
+    ]
+
+
+def _describe(error: Exception) -> str:
+    """A parse error as the model should read it: each invalid field and why."""
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(part) for part in item['loc']) or 'answer'}: {item['msg']}"
+            for item in error.errors(include_url=False)
+        )
+    return str(error) or type(error).__name__
+
+
+def _structured_arguments(message: Any) -> str | None:
+    """The JSON arguments of a tool-calling structured answer, when the model used a tool."""
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        return json.dumps(calls[0].get("args", {}))
+    return None
