@@ -29,7 +29,9 @@ demo: install
 	$(BIN)/python examples/quickstart.py
 
 bench: install
-	$(BIN)/python benchmarks/run_tool_call_bench.py
+	RAGAS_PYTHON=$$(benchmarks/setup_ragas.sh | tail -n 1) && export RAGAS_PYTHON && \
+	$(BIN)/python benchmarks/run_tool_call_bench.py && \
+	$(BIN)/python benchmarks/run_judge_bench.py
 
 docs: install
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[docs]"

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from _harness import DEFAULT_RAGAS_PYTHON, alternate, run_side  # noqa: E402
 from generate import generate  # noqa: E402
 
 ACCURACY = [
@@ -38,25 +37,10 @@ COLLECTIONS = {
 }
 
 
-def run_side(python: str, lib: str, data: Path, passes: int) -> dict[str, Any]:
-    env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
-    out = subprocess.run(
-        [
-            python,
-            str(HERE / "tool_call_side.py"),
-            "--lib",
-            lib,
-            "--data",
-            str(data),
-            "--passes",
-            str(passes),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
+def side(python: str, lib: str, data: Path, passes: int) -> dict[str, Any]:
+    return run_side(
+        python, "tool_call_side.py", "--lib", lib, "--data", str(data), "--passes", str(passes)
     )
-    return json.loads(out.stdout)
 
 
 # -- F1 differences: each must be one of those SPEC §3.1 lists ---------------------------------
@@ -104,10 +88,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3, help="timed passes per variant per round")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--ragas-python",
-        default=os.environ.get("RAGAS_PYTHON", str(HERE / ".ragas-venv/bin/python")),
-    )
+    parser.add_argument("--ragas-python", default=DEFAULT_RAGAS_PYTHON)
     args = parser.parse_args()
 
     data = HERE / ".data" / f"samples-{args.n}-{args.seed}.jsonl"
@@ -116,14 +97,9 @@ def main() -> None:
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     ours_python = sys.executable
 
-    rounds: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    for index in range(args.rounds):
-        order = [("ragas", args.ragas_python), ("turneval", ours_python)]
-        if index % 2:
-            order.reverse()
-        results = {lib: run_side(python, lib, data, args.passes) for lib, python in order}
-        rounds.append((results["turneval"], results["ragas"]))
-        print(f"round {index + 1}/{args.rounds} done", file=sys.stderr)
+    sides = [("ragas", args.ragas_python), ("turneval", ours_python)]
+    results = alternate(args.rounds, sides, side, data, args.passes)
+    rounds = [(result["turneval"], result["ragas"]) for result in results]
 
     ours0, theirs0 = rounds[0]
     print(f"## Parity on {len(rows)} samples (seed {args.seed})\n")
