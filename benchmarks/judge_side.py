@@ -72,11 +72,11 @@ class CountingFake(BaseChatModel):
         return "counting-fake"
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        return self.bind(
-            tools_json=json.dumps(
-                [getattr(t, "model_json_schema", lambda: t)() for t in tools], default=str
-            )
-        )
+        schemas = [
+            tool.model_json_schema() if hasattr(tool, "model_json_schema") else tool
+            for tool in tools
+        ]
+        return self.bind(tools_json=json.dumps(schemas, default=str))
 
     def _generate(
         self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
