@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install test lint typecheck unit demo bench docs clean
+.PHONY: install browser test lint typecheck unit demo bench docs clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,13 +20,19 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-unit: install
+# The HTML report is tested in headless Chromium: Debian's package, installed when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium for the report tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+unit: install browser
 	$(BIN)/pytest
 
 test: lint typecheck unit
 
 demo: install
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/turneval demo --out demo-output $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
 
 bench: install
 	RAGAS_PYTHON=$$(benchmarks/setup_ragas.sh | tail -n 1) && export RAGAS_PYTHON && \

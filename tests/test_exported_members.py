@@ -22,6 +22,9 @@ MODULES = [
     "turneval.judge.usage",
     "turneval.llms",
     "turneval.runner",
+    "turneval.compare",
+    "turneval.report",
+    "turneval.stream",
     "turneval.aggregate",
     "turneval.results",
 ]

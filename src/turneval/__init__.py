@@ -4,19 +4,21 @@ from turneval.aggregate import MetricSummary
 from turneval.dataset import EvaluationDataset
 from turneval.errors import (
     ConfigError,
+    EvaluationAbortedError,
     InvalidSampleError,
     JudgeCallError,
     JudgeOutputError,
     TurnevalError,
 )
 from turneval.messages import AIMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
-from turneval.results import MetricResult
-from turneval.runner import EvaluationResult, MetricFailure, SampleResult, aevaluate, evaluate
+from turneval.results import EvaluationResult, MetricFailure, MetricResult, Prices, SampleResult
+from turneval.runner import aevaluate, evaluate
 from turneval.samples import MultiTurnSample, SingleTurnSample
 
 __all__ = [
     "AIMessage",
     "ConfigError",
+    "EvaluationAbortedError",
     "EvaluationDataset",
     "EvaluationResult",
     "HumanMessage",
@@ -27,6 +29,7 @@ __all__ = [
     "MetricResult",
     "MetricSummary",
     "MultiTurnSample",
+    "Prices",
     "SampleResult",
     "SingleTurnSample",
     "SystemMessage",

@@ -10,7 +10,9 @@ import numpy as np
 
 from turneval.judge.usage import Usage
 
-__all__ = ["MetricSummary", "summarize"]
+__all__ = ["MetricSummary", "bootstrap_ci", "paired_permutation_test", "summarize"]
+
+_DISTINCT_LIMIT = 20_000  # above this many distinct values, resample indices instead of counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +25,8 @@ class MetricSummary:
         std: Sample standard deviation (ddof=1); None when fewer than two rows were scored.
         count: Number of rows scored.
         failed: Number of rows where the metric failed.
+        ci_low: Lower end of the 95% bootstrap confidence interval of the mean (None if n < 2).
+        ci_high: Upper end of that interval.
         usage: Judge usage summed over the rows (None for rule-based metrics).
     """
 
@@ -31,6 +35,8 @@ class MetricSummary:
     std: float | None
     count: int
     failed: int
+    ci_low: float | None = None
+    ci_high: float | None = None
     usage: Usage | None = None
 
     def __getitem__(self, key: str) -> Any:
@@ -46,13 +52,76 @@ class MetricSummary:
         return fields
 
 
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap confidence interval of the mean; None with fewer than two values.
+
+    Resampling n values with replacement is drawing how many times each *distinct* value is
+    taken: a multinomial over the distinct values. Scores usually take few distinct values, so
+    this costs O(resamples x distinct) instead of O(resamples x n) and handles millions of rows;
+    with many distinct values it resamples indices in blocks. Seeded: the same values give the
+    same interval.
+    """
+    array = np.asarray(values, dtype=float)
+    n = array.size
+    if n < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    distinct, counts = np.unique(array, return_counts=True)
+    if distinct.size == 1:
+        return float(distinct[0]), float(distinct[0])
+    if distinct.size <= _DISTINCT_LIMIT:
+        draws = rng.multinomial(n, counts / n, size=resamples)
+        means = draws @ distinct / n
+    else:
+        means = np.empty(resamples)
+        block = max(1, 2_000_000 // n)
+        for start in range(0, resamples, block):
+            stop = min(resamples, start + block)
+            picks = rng.integers(0, n, size=(stop - start, n))
+            means[start:stop] = array[picks].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def paired_permutation_test(
+    differences: Sequence[float] | np.ndarray, *, resamples: int = 10_000, seed: int = 0
+) -> float:
+    """Two-sided p-value that paired differences have mean 0 (random sign flips, seeded).
+
+    Under the null each difference is as likely positive as negative; the p-value is the share
+    of sign-flipped means at least as far from 0 as the observed one (with the +1 correction).
+    """
+    diffs = np.asarray(differences, dtype=float)
+    diffs = diffs[diffs != 0]
+    if diffs.size == 0:
+        return 1.0
+    observed = abs(diffs.mean())
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    block = max(1, 2_000_000 // diffs.size)
+    for start in range(0, resamples, block):
+        size = min(block, resamples - start)
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(size, diffs.size))
+        extreme += int((np.abs(signs @ diffs / diffs.size) >= observed - 1e-12).sum())
+    return (extreme + 1) / (resamples + 1)
+
+
 def summarize(
-    name: str, values: Sequence[float], failed: int, usage: Usage | None = None
+    name: str, values: Sequence[float] | np.ndarray, failed: int, usage: Usage | None = None
 ) -> MetricSummary:
     """Summarise the scored ``values`` of one metric, its failures and judge usage."""
-    count = len(values)
-    if not count:
-        return MetricSummary(name, None, None, 0, failed, usage)
     array = np.asarray(values, dtype=float)
+    count = int(array.size)
+    if not count:
+        return MetricSummary(name, None, None, 0, failed, usage=usage)
     std = float(array.std(ddof=1)) if count > 1 else None
-    return MetricSummary(name, float(array.mean()), std, count, failed, usage)
+    interval = bootstrap_ci(array)
+    low, high = interval if interval is not None else (None, None)
+    return MetricSummary(name, float(array.mean()), std, count, failed, low, high, usage)

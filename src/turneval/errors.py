@@ -9,6 +9,7 @@ The hierarchy::
     │   ├── JudgeCallError                     the call failed after its retries
     │   └── JudgeOutputError                   the output could not be parsed/validated
     ├── AgentRunError                          an agent under evaluation failed
+    ├── EvaluationAbortedError                 fail_on_error stopped a run (partial result kept)
     └── SyncInAsyncContextError (also RuntimeError)
                                                a sync wrapper was called inside an event loop
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "AgentRunError",
     "ConfigError",
+    "EvaluationAbortedError",
     "InvalidSampleError",
     "JudgeCallError",
     "JudgeError",
@@ -82,6 +84,19 @@ class JudgeOutputError(JudgeError):
 
 class AgentRunError(TurnevalError):
     """The agent under evaluation raised, timed out or returned something unusable."""
+
+
+class EvaluationAbortedError(TurnevalError):
+    """``fail_on_error`` stopped a run early.
+
+    Attributes:
+        result: The rows scored before the run stopped (an ``EvaluationResult``).
+    """
+
+    def __init__(self, message: str, *, result: object = None) -> None:
+        """Build the error, keeping the partial result."""
+        super().__init__(message)
+        self.result = result
 
 
 class SyncInAsyncContextError(TurnevalError, RuntimeError):

@@ -1,14 +1,31 @@
-"""Typed result records: one metric on one sample."""
+"""Typed result records: one metric on one sample, one sample, one run."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from turneval.judge.usage import Usage
 
-__all__ = ["MetricResult", "ratio"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from turneval.aggregate import MetricSummary
+    from turneval.samples import Sample
+
+__all__ = [
+    "EvaluationResult",
+    "MetricFailure",
+    "MetricResult",
+    "Prices",
+    "SampleResult",
+    "ratio",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +52,189 @@ class MetricResult:
             raise ValueError(f"metric {self.name!r} produced a non-finite value {self.value!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the four fields."""
+        """A JSON-ready dict of the fields."""
+        usage = None if self.usage is None else self.usage.to_dict()
         return {
             "name": self.name,
             "value": self.value,
             "reason": self.reason,
             "details": self.details,
+            "usage": usage,
         }
 
 
 def ratio(label: str, numerator: int, denominator: int, value: float) -> str:
     """Format ``label=k/n=0.667`` as used in reasons."""
     return f"{label}={numerator}/{denominator}={value:.3f}"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricFailure:
+    """A metric that failed on one sample: the error's type and message, kept on the row."""
+
+    name: str
+    sample_index: int
+    error_type: str
+    message: str
+
+    def __str__(self) -> str:
+        """``"<ErrorType>: <message>"``."""
+        return f"{self.error_type}: {self.message}"
+
+
+@dataclass(slots=True)
+class SampleResult:
+    """Everything measured on one sample: a result or a failure per metric."""
+
+    index: int
+    sample: Sample | None
+    results: dict[str, MetricResult] = field(default_factory=dict)
+    failures: dict[str, MetricFailure] = field(default_factory=dict)
+
+    def score(self, name: str) -> float:
+        """The metric's value, NaN where it failed (ragas' convention at this boundary)."""
+        result = self.results.get(name)
+        return result.value if result is not None else math.nan
+
+    @property
+    def usage(self) -> Usage:
+        """Judge usage summed over this row's metrics."""
+        return sum((r.usage for r in self.results.values() if r.usage is not None), Usage())
+
+    def record(self, metric_names: list[str], *, details: bool = False) -> dict[str, Any]:
+        """A flat, JSON-ready dict: ``<name>``, ``<name>_reason``, ``<name>_error`` per metric.
+
+        Values are None where the metric failed; ``details=True`` adds ``<name>_details``.
+        """
+        record: dict[str, Any] = {"index": self.index}
+        for name in metric_names:
+            result, failure = self.results.get(name), self.failures.get(name)
+            record[name] = result.value if result is not None else None
+            record[f"{name}_reason"] = result.reason if result is not None else None
+            record[f"{name}_error"] = str(failure) if failure is not None else None
+            if details and result is not None:
+                record[f"{name}_details"] = result.details
+        return record
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """Judge prices per one million tokens, to turn usage into cost."""
+
+    input_per_million: float
+    output_per_million: float
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage``."""
+        return usage.cost(self.input_per_million, self.output_per_million)
+
+
+class EvaluationResult:
+    """The rows of a run, in input order, and their summaries."""
+
+    def __init__(
+        self, rows: list[SampleResult], metric_names: list[str], usage: Usage | None = None
+    ) -> None:
+        """Hold ``rows`` (one per input sample) scored with ``metric_names``.
+
+        ``usage`` is the run's judge usage (every request, including those of failed rows).
+        """
+        self.rows = rows
+        self.metric_names = metric_names
+        self.usage = usage if usage is not None else Usage()
+
+    def __len__(self) -> int:
+        """Number of rows (= input samples)."""
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        """Metric means at a glance."""
+        means = ", ".join(
+            f"{name}: {'n/a' if s.mean is None else f'{s.mean:.4f}'}"
+            for name, s in self.summary().items()
+        )
+        return f"EvaluationResult({len(self.rows)} rows; {means})"
+
+    def scores(self, name: str) -> list[float]:
+        """One value per row for metric ``name``, NaN where it failed."""
+        if name not in self.metric_names:
+            raise KeyError(f"no metric named {name!r}; the run has {self.metric_names}")
+        return [row.score(name) for row in self.rows]
+
+    def summary(self) -> dict[str, MetricSummary]:
+        """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage."""
+        from turneval.aggregate import summarize
+
+        summaries = {}
+        for name in self.metric_names:
+            results = [row.results[name] for row in self.rows if name in row.results]
+            failed = sum(1 for row in self.rows if name in row.failures)
+            usages = [result.usage for result in results if result.usage is not None]
+            usage = sum(usages, Usage()) if usages else None
+            summaries[name] = summarize(name, [r.value for r in results], failed, usage)
+        return summaries
+
+    def cost(self, prices: Prices | Mapping[str, float]) -> float:
+        """The run's judge cost: ``Prices`` or ``{"input": .., "output": ..}`` per 1M tokens."""
+        if not isinstance(prices, Prices):
+            prices = Prices(prices["input"], prices["output"])
+        return prices.cost(self.usage)
+
+    def records(self, *, details: bool = False) -> list[dict[str, Any]]:
+        """One flat dict per row (see :meth:`SampleResult.record`)."""
+        return [row.record(self.metric_names, details=details) for row in self.rows]
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per sample in input order: values (NaN where failed), reasons, errors."""
+        import pandas as pd
+
+        records = self.records()
+        frame: pd.DataFrame = pd.DataFrame(records)
+        for name in self.metric_names:
+            frame[name] = pd.Series(
+                [math.nan if r[name] is None else r[name] for r in records], dtype=float
+            )
+            for column in (f"{name}_reason", f"{name}_error"):  # object: None stays None
+                frame[column] = pd.Series([record[column] for record in records], dtype=object)
+        return frame
+
+    def to_jsonl(self, path: str | PathLike[str], *, details: bool = True) -> None:
+        """Write one JSON object per row (failed values as ``null``), with details by default."""
+        with Path(path).open("w", encoding="utf-8") as handle:
+            for record in self.records(details=details):
+                handle.write(json.dumps(record, ensure_ascii=False, default=str))
+                handle.write("\n")
+
+    @classmethod
+    def from_jsonl(cls, path: str | PathLike[str]) -> EvaluationResult:
+        """Read back the rows a run wrote (``to_jsonl`` or the CLI's results.jsonl).
+
+        Samples are not stored there, so rows have ``sample=None``; values, reasons and errors
+        are restored.
+        """
+        rows: list[SampleResult] = []
+        names: list[str] = []
+        with Path(path).open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                if not names:
+                    names = [key for key in record if f"{key}_reason" in record]
+                row = SampleResult(int(record.get("index", number - 1)), None)
+                for name in names:
+                    if record.get(name) is not None:
+                        row.results[name] = MetricResult(
+                            name, float(record[name]), record.get(f"{name}_reason") or ""
+                        )
+                    elif record.get(f"{name}_error"):
+                        error_type, _, message = str(record[f"{name}_error"]).partition(": ")
+                        row.failures[name] = MetricFailure(name, row.index, error_type, message)
+                rows.append(row)
+        return cls(rows, names)
+
+    def to_html(self, path: str | PathLike[str], *, title: str = "turneval report") -> None:
+        """Write a self-contained HTML report (no network): summary, histograms, drill-down."""
+        from turneval.report import render_html
+
+        Path(path).write_text(render_html(self, title=title), encoding="utf-8")

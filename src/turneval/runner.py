@@ -2,162 +2,43 @@
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from os import PathLike
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-from turneval.aggregate import MetricSummary, summarize
 from turneval.dataset import EvaluationDataset
-from turneval.errors import ConfigError, InvalidSampleError
-from turneval.judge import JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
+from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
+from turneval.judge import JudgeRun, SQLiteCache, judge_run, resolve_llm
 from turneval.metrics import BUILTIN_METRICS, Metric
 from turneval.metrics.base import run_sync
-from turneval.results import MetricResult
+from turneval.results import EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import Sample
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 __all__ = [
-    "EvaluationResult",
-    "MetricFailure",
-    "SampleResult",
+    "MIN_ROWS_FOR_FRACTION",
     "aevaluate",
+    "check_judges",
     "evaluate",
+    "metric_names",
     "resolve_metrics",
+    "score_sample",
 ]
 
-
-@dataclass(frozen=True, slots=True)
-class MetricFailure:
-    """A metric that failed on one sample: the error's type and message, kept on the row."""
-
-    name: str
-    sample_index: int
-    error_type: str
-    message: str
-
-    def __str__(self) -> str:
-        """``"<ErrorType>: <message>"``."""
-        return f"{self.error_type}: {self.message}"
+MIN_ROWS_FOR_FRACTION = 20
+"""``fail_on_error=<fraction>`` is first checked once this many rows are done."""
 
 
-@dataclass(slots=True)
-class SampleResult:
-    """Everything measured on one sample: a result or a failure per metric."""
-
-    index: int
-    sample: Sample
-    results: dict[str, MetricResult] = field(default_factory=dict)
-    failures: dict[str, MetricFailure] = field(default_factory=dict)
-
-    def score(self, name: str) -> float:
-        """The metric's value, NaN where it failed (ragas' convention at this boundary)."""
-        result = self.results.get(name)
-        return result.value if result is not None else math.nan
-
-    @property
-    def usage(self) -> Usage:
-        """Judge usage summed over this row's metrics."""
-        total = Usage()
-        for result in self.results.values():
-            if result.usage is not None:
-                total = total + result.usage
-        return total
-
-
-class EvaluationResult:
-    """The rows of a run, in input order, and their summaries."""
-
-    def __init__(
-        self, rows: list[SampleResult], metric_names: list[str], usage: Usage | None = None
-    ) -> None:
-        """Hold ``rows`` (one per input sample) scored with ``metric_names``.
-
-        ``usage`` is the run's judge usage (every request, including those of failed rows).
-        """
-        self.rows = rows
-        self.metric_names = metric_names
-        self.usage = usage if usage is not None else Usage()
-
-    def __len__(self) -> int:
-        """Number of rows (= input samples)."""
-        return len(self.rows)
-
-    def __repr__(self) -> str:
-        """Metric means at a glance."""
-        means = ", ".join(
-            f"{name}: {'n/a' if s.mean is None else f'{s.mean:.4f}'}"
-            for name, s in self.summary().items()
-        )
-        return f"EvaluationResult({len(self.rows)} rows; {means})"
-
-    def scores(self, name: str) -> list[float]:
-        """One value per row for metric ``name``, NaN where it failed."""
-        if name not in self.metric_names:
-            raise KeyError(f"no metric named {name!r}; the run has {self.metric_names}")
-        return [row.score(name) for row in self.rows]
-
-    def summary(self) -> dict[str, MetricSummary]:
-        """Per metric: mean, std (ddof=1), count (scored rows) and failed."""
-        summaries = {}
-        for name in self.metric_names:
-            results = [row.results[name] for row in self.rows if name in row.results]
-            failed = sum(1 for row in self.rows if name in row.failures)
-            usages = [result.usage for result in results if result.usage is not None]
-            usage = sum(usages, Usage()) if usages else None
-            summaries[name] = summarize(name, [r.value for r in results], failed, usage)
-        return summaries
-
-    def records(self) -> list[dict[str, Any]]:
-        """One flat dict per row: ``<name>``, ``<name>_reason``, ``<name>_error`` per metric."""
-        records = []
-        for row in self.rows:
-            record: dict[str, Any] = {"index": row.index}
-            for name in self.metric_names:
-                result, failure = row.results.get(name), row.failures.get(name)
-                record[name] = result.value if result is not None else math.nan
-                record[f"{name}_reason"] = result.reason if result is not None else None
-                record[f"{name}_error"] = str(failure) if failure is not None else None
-            records.append(record)
-        return records
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per sample in input order (needs the ``pandas`` extra)."""
-        import pandas as pd
-
-        records = self.records()
-        frame: pd.DataFrame = pd.DataFrame(records)
-        for name in self.metric_names:  # object columns keep None (not NaN) where empty
-            for column in (f"{name}_reason", f"{name}_error"):
-                frame[column] = pd.Series([record[column] for record in records], dtype=object)
-        return frame
-
-    def to_jsonl(self, path: str | PathLike[str]) -> None:
-        """Write :meth:`records` as JSON lines (NaN written as ``null``), with details."""
-        with Path(path).open("w", encoding="utf-8") as handle:
-            for row, record in zip(self.rows, self.records(), strict=True):
-                for name in self.metric_names:
-                    if isinstance(record[name], float) and math.isnan(record[name]):
-                        record[name] = None
-                    if name in row.results:
-                        record[f"{name}_details"] = row.results[name].details
-                handle.write(json.dumps(record, ensure_ascii=False, default=str))
-                handle.write("\n")
+def metric_names() -> dict[str, type[Metric]]:
+    """Built-in metrics by name."""
+    return {cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS}
 
 
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
     """Metric objects from objects or names; unknown or duplicate names raise ConfigError."""
-    by_name: dict[str, type[Metric]] = {
-        cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS
-    }
+    by_name = metric_names()
     resolved: list[Metric] = []
     for item in metrics:
         if isinstance(item, str):
@@ -181,32 +62,95 @@ def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
     return resolved
 
 
-async def _score_cell(row: SampleResult, metric: Metric) -> None:
+def check_judges(metrics: Sequence[Metric], llm: Any) -> None:
+    """Raise ConfigError before a run if a judged metric would have no model."""
+    if llm is not None:
+        resolve_llm(llm)  # a wrong type fails here, before any sample
+    for metric in metrics:
+        if metric.uses_llm and getattr(metric, "llm", None) is None and llm is None:
+            raise ConfigError(
+                f"metric {metric.name!r} needs an LLM judge: pass llm=... to the metric or to "
+                "evaluate(..., llm=...)"
+            )
+
+
+def _failure(row: SampleResult, name: str, exc: BaseException) -> None:
+    if isinstance(exc, InvalidSampleError) and exc.sample_id is None:
+        exc.sample_id = row.index
+    row.failures[name] = MetricFailure(name, row.index, type(exc).__name__, str(exc))
+
+
+async def _score_cell(row: SampleResult, metric: Metric, details: bool) -> None:
     try:
-        row.results[metric.name] = await metric.ascore(row.sample)
+        sample: Any = row.sample
+        row.results[metric.name] = await metric.ascore(sample, details=details)
     except Exception as exc:  # recorded on the row; the run goes on
-        if isinstance(exc, InvalidSampleError) and exc.sample_id is None:
-            exc.sample_id = row.index
-        row.failures[metric.name] = MetricFailure(
-            metric.name, row.index, type(exc).__name__, str(exc)
-        )
+        _failure(row, metric.name, exc)
 
 
-async def _score_sample(index: int, sample: Sample, metrics: Sequence[Metric]) -> SampleResult:
-    row = SampleResult(index, sample)
+async def _score_all(row: SampleResult, metrics: Sequence[Metric], details: bool) -> None:
     judged = [metric for metric in metrics if metric.uses_llm]
     for metric in metrics:
         if not metric.uses_llm:
-            await _score_cell(row, metric)
+            await _score_cell(row, metric, details)
     if len(judged) == 1:
-        await _score_cell(row, judged[0])
+        await _score_cell(row, judged[0], details)
     elif judged:  # independent judge calls of one sample run concurrently
         async with anyio.create_task_group() as group:
             for metric in judged:
-                group.start_soon(_score_cell, row, metric)
+                group.start_soon(_score_cell, row, metric, details)
+
+
+async def score_sample(
+    index: int,
+    sample: Sample,
+    metrics: Sequence[Metric],
+    timeout: float | None = None,
+    details: bool = True,
+) -> SampleResult:
+    """Score one sample with every metric; failures (and a timeout) are recorded on the row."""
+    row = SampleResult(index, sample)
+    if timeout is None:
+        await _score_all(row, metrics, details)
+    else:
+        with anyio.move_on_after(timeout):
+            await _score_all(row, metrics, details)
+        for metric in metrics:
+            if metric.name not in row.results and metric.name not in row.failures:
+                _failure(
+                    row, metric.name, TimeoutError(f"sample exceeded its {timeout:g}s timeout")
+                )
     # Results in the metrics' order, whatever order the judged ones finished in.
     row.results = {m.name: row.results[m.name] for m in metrics if m.name in row.results}
     return row
+
+
+def _progress(total: int, show: bool | None) -> Any:
+    if show is False or (show is None and not sys.stderr.isatty()):
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        if show:
+            raise ConfigError(
+                "show_progress=True needs tqdm: pip install 'turneval[progress]'"
+            ) from None
+        return None
+    return tqdm(total=total, unit="sample", desc="turneval")
+
+
+def _fail_check(fail_on_error: bool | float) -> Callable[[int, int], bool]:
+    """``(failed_rows, done_rows) -> abort?`` for ``fail_on_error``."""
+    if fail_on_error is True:
+        return lambda failed, done: failed > 0
+    if fail_on_error is False:
+        return lambda failed, done: False
+    fraction = float(fail_on_error)
+    if not 0.0 <= fraction < 1.0:
+        raise ConfigError(
+            f"fail_on_error must be a bool or a fraction in [0, 1), got {fail_on_error}"
+        )
+    return lambda failed, done: done >= MIN_ROWS_FOR_FRACTION and failed / done > fraction
 
 
 async def aevaluate(
@@ -217,6 +161,11 @@ async def aevaluate(
     cache: SQLiteCache | None = None,
     max_concurrency: int = 16,
     max_llm_concurrency: int = 8,
+    timeout: float | None = None,
+    fail_on_error: bool | float = False,
+    show_progress: bool | None = None,
+    on_row: Callable[[SampleResult], None] | None = None,
+    details: bool = True,
 ) -> EvaluationResult:
     """Score every sample with every metric; one row per sample, in input order.
 
@@ -232,37 +181,67 @@ async def aevaluate(
         max_concurrency: How many samples are scored at once.
         max_llm_concurrency: How many judge requests are in flight at once, across all
             metrics and samples.
+        timeout: Seconds allowed per sample; metrics unfinished by then fail with TimeoutError.
+        fail_on_error: False: never abort. True: abort at the first failed row. A fraction f:
+            abort once more than f of the rows done have failed (checked from 20 rows on).
+            Aborting raises :class:`EvaluationAbortedError` carrying the rows done so far.
+        show_progress: A tqdm progress bar (the ``progress`` extra); None shows it only when
+            stderr is a terminal.
+        on_row: Called with each finished row (in completion order).
+        details: Keep each result's ``details`` (matched calls, ...); False saves their cost.
     """
     if max_concurrency < 1 or max_llm_concurrency < 1:
         raise ConfigError(
             f"max_concurrency and max_llm_concurrency must be >= 1, got {max_concurrency} "
             f"and {max_llm_concurrency}"
         )
+    if timeout is not None and timeout <= 0:
+        raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+    should_abort = _fail_check(fail_on_error)
     data = EvaluationDataset.coerce(dataset)
     resolved = resolve_metrics(metrics)
-    if llm is not None:
-        resolve_llm(llm)  # a wrong type fails here, before any sample
-    for metric in resolved:
-        if metric.uses_llm and getattr(metric, "llm", None) is None and llm is None:
-            raise ConfigError(
-                f"metric {metric.name!r} needs an LLM judge: pass llm=... to the metric or to "
-                "evaluate(..., llm=...)"
-            )
+    check_judges(resolved, llm)
     run = JudgeRun(llm=llm, max_concurrency=max_llm_concurrency, cache=cache)
+    names = [metric.name for metric in resolved]
     rows: list[SampleResult | None] = [None] * len(data)
     pending = iter(enumerate(data.samples))
+    bar = _progress(len(data), show_progress)
+    tally = {"done": 0, "failed": 0}
+    aborted: list[str] = []
 
-    async def worker() -> None:
+    async def worker(cancel: anyio.CancelScope) -> None:
         for index, sample in pending:  # shared iterator: each sample is taken once
-            rows[index] = await _score_sample(index, sample, resolved)
+            row = await score_sample(index, sample, resolved, timeout, details)
+            rows[index] = row
+            tally["done"] += 1
+            tally["failed"] += bool(row.failures)
+            if bar is not None:
+                bar.update(1)
+            if on_row is not None:
+                on_row(row)
+            if should_abort(tally["failed"], tally["done"]):
+                first = next(iter(row.failures.values()), None)
+                aborted.append(
+                    f"fail_on_error={fail_on_error!r}: {tally['failed']} of {tally['done']} rows "
+                    f"failed; last: row {index}: {first}"
+                )
+                cancel.cancel()
+                return
 
-    with judge_run(run):
-        async with anyio.create_task_group() as group:
-            for _ in range(min(max_concurrency, max(len(data), 1))):
-                group.start_soon(worker)
-    complete = [row for row in rows if row is not None]
-    assert len(complete) == len(rows)
-    return EvaluationResult(complete, [metric.name for metric in resolved], run.usage)
+    try:
+        with judge_run(run):
+            async with anyio.create_task_group() as group:
+                for _ in range(min(max_concurrency, max(len(data), 1))):
+                    group.start_soon(worker, group.cancel_scope)
+    finally:
+        if bar is not None:
+            bar.close()
+    done = [row for row in rows if row is not None]
+    result = EvaluationResult(done, names, run.usage)
+    if aborted:
+        raise EvaluationAbortedError(aborted[0], result=result)
+    assert len(done) == len(rows)
+    return result
 
 
 def evaluate(
@@ -273,8 +252,13 @@ def evaluate(
     cache: SQLiteCache | None = None,
     max_concurrency: int = 16,
     max_llm_concurrency: int = 8,
+    timeout: float | None = None,
+    fail_on_error: bool | float = False,
+    show_progress: bool | None = None,
+    on_row: Callable[[SampleResult], None] | None = None,
+    details: bool = True,
 ) -> EvaluationResult:
-    """Sync form of :func:`aevaluate`."""
+    """Sync form of :func:`aevaluate` (same arguments)."""
     return run_sync(
         partial(
             aevaluate,
@@ -284,5 +268,10 @@ def evaluate(
             cache=cache,
             max_concurrency=max_concurrency,
             max_llm_concurrency=max_llm_concurrency,
+            timeout=timeout,
+            fail_on_error=fail_on_error,
+            show_progress=show_progress,
+            on_row=on_row,
+            details=details,
         )
     )

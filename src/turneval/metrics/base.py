@@ -45,8 +45,8 @@ class Outcome(ABC):
     value: float
 
     @abstractmethod
-    def explain(self) -> tuple[str, dict[str, Any]]:
-        """Return ``(reason, details)`` for the detailed result."""
+    def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
+        """Return ``(reason, details)``; with ``details=False`` the details may be left empty."""
 
 
 @dataclass(slots=True)
@@ -58,9 +58,9 @@ class Explained(Outcome):
     details: dict[str, Any] = field(default_factory=dict)
     usage: Usage | None = None
 
-    def explain(self) -> tuple[str, dict[str, Any]]:
+    def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         """Return the stored reason and details."""
-        return self.reason, self.details
+        return self.reason, self.details if details else {}
 
 
 def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -143,13 +143,13 @@ class Metric(BaseModel, ABC):
         with anyio.fail_after(timeout):
             return (await self._evaluate(sample)).value
 
-    async def ascore(self, sample: Sample) -> MetricResult:
-        """Score ``sample`` with the reason and details; the runner's entry point."""
+    async def ascore(self, sample: Sample, *, details: bool = True) -> MetricResult:
+        """Score ``sample`` with its reason and (unless ``details=False``) its details."""
         self._check_type(sample)
         outcome = await self._evaluate(sample)
-        reason, details = outcome.explain()
+        reason, evidence = outcome.explain(details)
         usage = getattr(outcome, "usage", None)
-        return MetricResult(self.name, float(outcome.value), reason, details, usage)
+        return MetricResult(self.name, float(outcome.value), reason, evidence, usage)
 
     def score(self, sample: Sample) -> MetricResult:
         """Sync form of :meth:`ascore`."""

@@ -41,46 +41,49 @@ class _AccuracyOutcome(Outcome):
     pair_scores: list[float] = field(default_factory=list)
     arg_scores: list[float] = field(default_factory=list)  # flat, in reference-arg order
 
-    def explain(self) -> tuple[str, dict[str, Any]]:
+    def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         order = "strict order" if self.strict_order else "any order (sorted by name and args)"
         names_pred = [call.name for call in self.predicted]
         names_ref = [call.name for call in self.reference]
-        details: dict[str, Any] = {
-            "strict_order": self.strict_order,
-            "predicted_names": names_pred,
-            "reference_names": names_ref,
-        }
+        evidence: dict[str, Any] = {}
+        if details:
+            evidence = {
+                "strict_order": self.strict_order,
+                "predicted_names": names_pred,
+                "reference_names": names_ref,
+            }
         if not self.predicted and not self.reference:
-            return "no predicted and no reference tool calls: 1.0", details
+            return "no predicted and no reference tool calls: 1.0", evidence
         if not self.predicted or not self.reference:
             return (
                 f"{len(self.predicted)} predicted vs {len(self.reference)} reference tool calls: "
                 "one side is empty, 0.0",
-                details,
+                evidence,
             )
         if not self.pair_scores:
             return (
                 f"tool-name sequences differ ({order}): {names_pred} vs {names_ref}: 0.0",
-                details,
+                evidence,
             )
-        scores = iter(self.arg_scores)
-        details["pairs"] = [
-            {
-                "predicted": pred.pretty_repr(),
-                "reference": ref.pretty_repr(),
-                "args_score": score,
-                "arg_scores": {key: next(scores) for key in ref.args},
-            }
-            for pred, ref, score in zip(
-                self.predicted, self.reference, self.pair_scores, strict=True
-            )
-        ]
         terms = " + ".join(f"{score:.3f}" for score in self.pair_scores)
         reason = (
             f"names aligned ({order}); mean args score = ({terms})/{len(self.pair_scores)} "
             f"= {self.value:.3f}"
         )
-        return reason, details
+        if details:
+            scores = iter(self.arg_scores)
+            evidence["pairs"] = [
+                {
+                    "predicted": pred.pretty_repr(),
+                    "reference": ref.pretty_repr(),
+                    "args_score": score,
+                    "arg_scores": {key: next(scores) for key in ref.args},
+                }
+                for pred, ref, score in zip(
+                    self.predicted, self.reference, self.pair_scores, strict=True
+                )
+            ]
+        return reason, evidence
 
 
 class ToolCallAccuracy(MultiTurnMetric):
@@ -177,19 +180,22 @@ class _F1Outcome(Outcome):
     comparison: CallComparison
     matched: int
 
-    def explain(self) -> tuple[str, dict[str, Any]]:
+    def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         n_pred, n_ref = len(self.comparison.predicted), len(self.comparison.reference)
-        details = describe_matching(self.comparison, self.comparison.maximum_matching())
+        evidence: dict[str, Any] = {}
+        if details:
+            evidence = describe_matching(self.comparison, self.comparison.maximum_matching())
         if not n_pred and not n_ref:
-            return "no predicted and no reference tool calls: F1=1.000", details
+            return "no predicted and no reference tool calls: F1=1.000", evidence
         precision = self.matched / n_pred if n_pred else 0.0
         recall = self.matched / n_ref if n_ref else 0.0
         reason = (
             f"{ratio('precision', self.matched, n_pred, precision)}, "
             f"{ratio('recall', self.matched, n_ref, recall)}, F1={self.value:.3f}"
         )
-        details.update(precision=precision, recall=recall)
-        return reason, details
+        if details:
+            evidence.update(precision=precision, recall=recall)
+        return reason, evidence
 
 
 class ToolCallF1(CallMatchingMetric):

@@ -38,12 +38,14 @@ class _TrajectoryOutcome(Outcome):
     describe: Callable[[_TrajectoryOutcome, list[Pair]], str]
     pairs: list[Pair] | None = None
 
-    def explain(self) -> tuple[str, dict[str, Any]]:
+    def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         pairs = self.pairs if self.pairs is not None else self.comparison.maximum_matching()
-        details = describe_matching(self.comparison, pairs)
-        details["predicted_trajectory"] = [c.pretty_repr() for c in self.comparison.predicted]
-        details["reference_trajectory"] = [c.pretty_repr() for c in self.comparison.reference]
-        return self.describe(self, pairs), details
+        if not details:
+            return self.describe(self, pairs), {}
+        evidence = describe_matching(self.comparison, pairs)
+        evidence["predicted_trajectory"] = [c.pretty_repr() for c in self.comparison.predicted]
+        evidence["reference_trajectory"] = [c.pretty_repr() for c in self.comparison.reference]
+        return self.describe(self, pairs), evidence
 
     @property
     def sizes(self) -> str:

@@ -1,0 +1,309 @@
+"""A self-contained HTML report: no network, every piece of sample text escaped.
+
+The page carries a Content-Security-Policy that only allows its own nonce'd script, so even an
+unescaped ``<script>`` could not run; escaping is the first defence, the policy the second.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import secrets
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from turneval.judge.usage import Usage
+from turneval.messages import AIMessage, ToolCall, ToolMessage
+from turneval.samples import MultiTurnSample, SingleTurnSample
+
+if TYPE_CHECKING:
+    from turneval.aggregate import MetricSummary
+    from turneval.results import EvaluationResult, SampleResult
+
+__all__ = ["render_html", "render_report"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2433;background:#fafbfc}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
+.muted{color:#6b7385}table{border-collapse:collapse;background:#fff}
+th,td{border:1px solid #dfe3ea;padding:4px 8px;text-align:left;vertical-align:top}
+th[data-sort]{cursor:pointer;user-select:none;background:#f0f3f8}th[data-sort]:after{content:" \\2195";color:#9aa3b5}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.good{background:#e3f6e8}.mid{background:#fff4d6}.bad{background:#fde4e1}.err{background:#f3e8ff}
+.hists{display:flex;flex-wrap:wrap;gap:16px}.hist{background:#fff;border:1px solid #dfe3ea;padding:8px}
+.drill td{background:#f7f9fc}.conv{max-width:720px}.msg{margin:4px 0;padding:6px 8px;border-radius:6px;white-space:pre-wrap;word-break:break-word}
+.human{background:#e8f0fe}.ai{background:#eef7ee}.tool{background:#f4f4f4;font-family:monospace;font-size:12px}
+.system{background:#fff4d6}.call{font-family:monospace;font-size:12px;background:#fff;border:1px dashed #c9d1de;padding:3px 6px;margin:3px 0}
+.role{font-weight:600;margin-right:6px}.grid{display:grid;grid-template-columns:minmax(300px,720px) minmax(260px,1fr);gap:16px}
+.metric{border:1px solid #dfe3ea;background:#fff;padding:6px 8px;margin-bottom:6px}.error{color:#8a1c1c;white-space:pre-wrap}
+button.open{font-size:12px}
+"""
+
+_JS = """
+(function () {
+  function sortBy(th) {
+    var key = th.getAttribute('data-sort');
+    var table = th.closest('table');
+    var dir = th.getAttribute('data-dir') === 'asc' ? 'desc' : 'asc';
+    th.setAttribute('data-dir', dir);
+    var groups = Array.prototype.slice.call(table.querySelectorAll('tbody.sample'));
+    groups.sort(function (a, b) {
+      var x = parseFloat(a.getAttribute('data-' + key));
+      var y = parseFloat(b.getAttribute('data-' + key));
+      if (isNaN(x) && isNaN(y)) return 0;
+      if (isNaN(x)) return 1;
+      if (isNaN(y)) return -1;
+      return dir === 'asc' ? x - y : y - x;
+    });
+    groups.forEach(function (g) { table.appendChild(g); });
+  }
+  function toggle(button, open) {
+    var row = button.closest('tbody').querySelector('tr.drill');
+    row.hidden = open === undefined ? !row.hidden : !open;
+    button.setAttribute('aria-expanded', String(!row.hidden));
+    button.textContent = row.hidden ? 'open' : 'close';
+  }
+  document.querySelectorAll('th[data-sort]').forEach(function (th) {
+    th.addEventListener('click', function () { sortBy(th); });
+  });
+  document.querySelectorAll('button.open').forEach(function (b) {
+    b.addEventListener('click', function () { toggle(b); });
+  });
+  var match = /^#sample-(\\d+)$/.exec(window.location.hash);
+  if (match) {
+    var target = document.getElementById('sample-' + match[1]);
+    if (target) { toggle(target.querySelector('button.open'), true); target.scrollIntoView(); }
+  }
+  document.body.setAttribute('data-ready', '1');
+})();
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return (
+        "n/a"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else f"{value:.{digits}f}"
+    )
+
+
+def _shade(value: float | None) -> str:
+    if value is None or math.isnan(value) or not 0.0 <= value <= 1.0:
+        return ""
+    return "good" if value >= 0.8 else "mid" if value >= 0.5 else "bad"
+
+
+def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
+    width, height, pad = 260, 110, 18
+    if values.size == 0:
+        return f'<div class="hist"><b>{_e(name)}</b><div class="muted">no scored rows</div></div>'
+    low, high = (
+        (0.0, 1.0)
+        if values.min() >= 0 and values.max() <= 1
+        else (float(values.min()), float(values.max()))
+    )
+    if high == low:
+        high = low + 1.0
+    counts, edges = np.histogram(values, bins=bins, range=(low, high))
+    top = max(int(counts.max()), 1)
+    bar = (width - 2 * pad) / bins
+    rects = []
+    for index, count in enumerate(counts):
+        h = (height - 2 * pad) * int(count) / top
+        x = pad + index * bar
+        y = height - pad - h
+        label = f"{edges[index]:.2f}–{edges[index + 1]:.2f}: {int(count)}"
+        rects.append(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" fill="#4f7cd8">'
+            f"<title>{_e(label)}</title></rect>"
+        )
+    axis = (
+        f'<text x="{pad}" y="{height - 4}" font-size="10">{low:g}</text>'
+        f'<text x="{width - pad}" y="{height - 4}" font-size="10" text-anchor="end">{high:g}</text>'
+        f'<text x="{pad}" y="12" font-size="10">max bin {top}</text>'
+    )
+    svg = (
+        f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(name)} histogram">'
+        + "".join(rects)
+        + axis
+        + "</svg>"
+    )
+    return f'<div class="hist"><b>{_e(name)}</b><br>{svg}</div>'
+
+
+def _call(call: ToolCall) -> str:
+    args = json.dumps(call.args, ensure_ascii=False)
+    return f'<div class="call">{_e(call.name)}({_e(args)})</div>'
+
+
+def _conversation(sample: Any) -> str:
+    if isinstance(sample, MultiTurnSample):
+        parts = []
+        for message in sample.user_input:
+            body = _e(message.content)
+            calls = (
+                "".join(_call(c) for c in message.tool_calls or [])
+                if isinstance(message, AIMessage)
+                else ""
+            )
+            extra = ""
+            if isinstance(message, ToolMessage) and message.tool_call_id:
+                extra = f' <span class="muted">(call {_e(message.tool_call_id)})</span>'
+            parts.append(
+                f'<div class="msg {message.type}"><span class="role">{_e(message.type)}</span>'
+                f"{extra}{body}{calls}</div>"
+            )
+        if sample.reference_tool_calls is not None:
+            parts.append(
+                "<b>Reference tool calls</b>"
+                + "".join(_call(c) for c in sample.reference_tool_calls)
+            )
+        for label, value in (
+            ("Reference", sample.reference),
+            ("Reference topics", sample.reference_topics),
+        ):
+            if value is not None:
+                parts.append(f"<div><b>{label}:</b> {_e(value)}</div>")
+        return "".join(parts)
+    if isinstance(sample, SingleTurnSample):
+        fields = sample.model_dump(exclude_none=True)
+        return "".join(
+            f'<div class="msg tool"><span class="role">{_e(k)}</span>{_e(v)}</div>'
+            for k, v in fields.items()
+        )
+    return '<div class="muted">sample not kept</div>'
+
+
+def _drill(row: SampleResult, names: Sequence[str]) -> str:
+    metrics = []
+    for name in names:
+        result, failure = row.results.get(name), row.failures.get(name)
+        if result is not None:
+            metrics.append(
+                f'<div class="metric"><b>{_e(name)}</b> = {_fmt(result.value)}<br>{_e(result.reason)}</div>'
+            )
+        elif failure is not None:
+            metrics.append(
+                f'<div class="metric err"><b>{_e(name)}</b> failed<div class="error">{_e(failure)}</div></div>'
+            )
+    return (
+        f'<div class="grid"><div class="conv">{_conversation(row.sample)}</div>'
+        f"<div>{''.join(metrics)}</div></div>"
+    )
+
+
+def render_report(
+    *,
+    title: str,
+    metric_names: Sequence[str],
+    summaries: Mapping[str, MetricSummary],
+    values: Mapping[str, np.ndarray],
+    rows: Sequence[SampleResult],
+    total_rows: int,
+    usage: Usage | None = None,
+) -> str:
+    """The report from its parts (the streaming CLI keeps only a bounded set of ``rows``)."""
+    nonce = secrets.token_urlsafe(16)
+    names = list(metric_names)
+    summary_rows = []
+    for name in names:
+        s = summaries[name]
+        ci = "n/a" if s.ci_low is None else f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]"
+        tokens = (
+            ""
+            if s.usage is None
+            else f"{s.usage.total_tokens:,} ({s.usage.calls} calls, {s.usage.cached_calls} cached)"
+        )
+        summary_rows.append(
+            f"<tr><td>{_e(name)}</td><td class='num {_shade(s.mean)}'>{_fmt(s.mean)}</td>"
+            f"<td class='num'>{ci}</td><td class='num'>{_fmt(s.std)}</td>"
+            f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{_e(tokens)}</td></tr>"
+        )
+    heads = "".join(
+        f'<th data-sort="k{i}" title="{_e(n)}">{_e(n)}</th>' for i, n in enumerate(names)
+    )
+    groups = []
+    for row in rows:
+        cells, attrs = [], [f'data-index="{row.index}"', f'data-failures="{len(row.failures)}"']
+        for i, name in enumerate(names):
+            result = row.results.get(name)
+            if result is None:
+                attrs.append(f'data-k{i}="NaN"')
+                cells.append(
+                    "<td class='num err'>error</td>" if name in row.failures else "<td></td>"
+                )
+            else:
+                attrs.append(f'data-k{i}="{result.value!r}"')
+                cells.append(f"<td class='num {_shade(result.value)}'>{_fmt(result.value)}</td>")
+        groups.append(
+            f'<tbody class="sample" id="sample-{row.index}" {" ".join(attrs)}>'
+            f"<tr><td class='num'>{row.index}</td>{''.join(cells)}<td class='num'>{len(row.failures)}</td>"
+            f'<td><button class="open" type="button" aria-expanded="false">open</button></td></tr>'
+            f'<tr class="drill" hidden><td colspan="{len(names) + 3}">{_drill(row, names)}</td></tr></tbody>'
+        )
+    shown = (
+        f"{len(rows)} of {total_rows} rows shown"
+        if len(rows) < total_rows
+        else f"{total_rows} rows"
+    )
+    usage_line = (
+        ""
+        if usage is None or not (usage.calls or usage.cached_calls)
+        else (
+            f" · judge: {usage.calls} requests, {usage.cached_calls} cached, {usage.input_tokens:,} input + "
+            f"{usage.output_tokens:,} output tokens"
+        )
+    )
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    csp = (
+        f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'nonce-{nonce}'"
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{_e(title)}</h1>
+<div class="muted">{total_rows} samples · {len(names)} metrics{_e(usage_line)} · generated {generated}</div>
+<h2>Summary</h2>
+<table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th></tr></thead>
+<tbody>{"".join(summary_rows)}</tbody></table>
+<h2>Distributions</h2>
+<div class="hists">{"".join(_histogram(n, values.get(n, np.empty(0))) for n in names)}</div>
+<h2>Samples <span class="muted">({shown}; click a column to sort, "open" to see the conversation)</span></h2>
+<table id="samples"><thead><tr><th data-sort="index">#</th>{heads}<th data-sort="failures">errors</th><th></th></tr></thead>
+{"".join(groups)}</table>
+<script nonce="{nonce}">{_JS}</script>
+</body></html>
+"""
+
+
+def render_html(
+    result: EvaluationResult, *, title: str = "turneval report", max_rows: int = 5000
+) -> str:
+    """The report of an :class:`EvaluationResult` (at most ``max_rows`` sample rows)."""
+    names = result.metric_names
+    values = {
+        name: np.asarray(
+            [row.results[name].value for row in result.rows if name in row.results], dtype=float
+        )
+        for name in names
+    }
+    return render_report(
+        title=title,
+        metric_names=names,
+        summaries=result.summary(),
+        values=values,
+        rows=result.rows[:max_rows],
+        total_rows=len(result.rows),
+        usage=result.usage,
+    )

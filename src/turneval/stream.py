@@ -1,0 +1,313 @@
+"""Evaluate a JSONL file of any size: read, score and write as it goes, in bounded memory.
+
+Lines are read in chunks; each chunk is scored by :func:`~turneval.runner.aevaluate`, in this
+process or (rule-based metrics only) in worker processes, with at most ``2 x workers`` chunks in
+flight. Rows are written to ``results.jsonl`` in input order and flushed line by line, so a
+partial file is never corrupt. A line that is not valid JSON or not a valid sample becomes a row
+whose error names the line and field; every other line is scored as usual.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from array import array
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+from pydantic import ValidationError
+
+from turneval.aggregate import MetricSummary, summarize
+from turneval.dataset import sample_from_dict
+from turneval.errors import InvalidSampleError
+from turneval.judge import SQLiteCache, Usage
+from turneval.metrics import Metric
+from turneval.report import render_report
+from turneval.results import MetricFailure, SampleResult
+from turneval.runner import aevaluate, check_judges, resolve_metrics
+from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
+
+__all__ = ["StreamResult", "evaluate_jsonl"]
+
+
+@dataclass
+class StreamResult:
+    """What a streamed run leaves in memory: summaries and a bounded sample of rows."""
+
+    metric_names: list[str]
+    total_rows: int
+    bad_lines: int
+    usage: Usage
+    summaries: dict[str, MetricSummary]
+    values: dict[str, np.ndarray]
+    report_rows: list[SampleResult] = field(default_factory=list)
+
+
+@dataclass
+class _Chunk:
+    records: list[str]  # results.jsonl lines, in order
+    values: dict[str, list[float]]
+    failed: dict[str, int]
+    usage: Usage  # every judge request of the chunk
+    metric_usage: dict[str, Usage]
+    report_rows: list[SampleResult]
+    bad_lines: int
+
+
+_MULTI_TURN = re.compile(r'"user_input"\s*:\s*\[')
+
+
+def _parse(line: str, number: int) -> Sample:
+    kind = MultiTurnSample if _MULTI_TURN.search(line) else SingleTurnSample
+    try:  # the fast path: pydantic parses and validates the JSON in one pass (Rust)
+        return kind.model_validate_json(line)
+    except ValidationError:
+        pass  # the slow path below finds the error and names the line and field
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidSampleError(
+            f"line {number}: not valid JSON ({exc.msg}, column {exc.colno})", sample_id=number
+        ) from exc
+    return sample_from_dict(row, index=f"line {number}")
+
+
+async def _score_chunk(
+    lines: Sequence[tuple[int, str]],
+    first_index: int,
+    metrics: list[Metric],
+    keep: int,
+    details: bool,
+    llm: Any,
+    cache_path: str | None,
+    concurrency: int,
+    llm_concurrency: int,
+    timeout: float | None,
+) -> _Chunk:
+    names = [metric.name for metric in metrics]
+    rows: list[SampleResult | None] = [None] * len(lines)
+    good: list[tuple[int, Sample]] = []
+    bad = 0
+    for position, (number, line) in enumerate(lines):
+        try:
+            good.append((position, _parse(line, number)))
+        except (InvalidSampleError, ValidationError) as exc:
+            bad += 1
+            row = SampleResult(first_index + position, None)
+            for name in names:
+                row.failures[name] = MetricFailure(name, row.index, "InvalidSampleError", str(exc))
+            rows[position] = row
+    usage = Usage()
+    if good:
+        cache = SQLiteCache(cache_path) if cache_path else None
+        result = await aevaluate(
+            [sample for _, sample in good],
+            metrics,
+            llm=llm,
+            cache=cache,
+            max_concurrency=concurrency,
+            max_llm_concurrency=llm_concurrency,
+            timeout=timeout,
+            show_progress=False,
+            details=details,
+        )
+        usage = result.usage
+        for (position, _), row in zip(good, result.rows, strict=True):
+            row.index = first_index + position
+            for failure in row.failures.values():
+                object.__setattr__(failure, "sample_index", row.index)
+            rows[position] = row
+    values: dict[str, list[float]] = {name: [] for name in names}
+    failed = dict.fromkeys(names, 0)
+    metric_usage = {name: Usage() for name in names}
+    records = []
+    for position, scored in enumerate(rows):
+        assert scored is not None
+        record = scored.record(names, details=details)
+        record["line"] = lines[position][0]
+        records.append(json.dumps(record, ensure_ascii=False, default=str))
+        for name in names:
+            cell = scored.results.get(name)
+            if cell is None:
+                failed[name] += 1
+                continue
+            values[name].append(cell.value)
+            if cell.usage is not None:
+                metric_usage[name] = metric_usage[name] + cell.usage
+    kept = [scored for scored in rows[:keep] if scored is not None]
+    return _Chunk(records, values, failed, usage, metric_usage, kept, bad)
+
+
+_WORKER_METRICS: list[Metric] = []
+
+
+def _init_worker(metrics: list[Metric]) -> None:
+    _WORKER_METRICS[:] = metrics
+
+
+def _score_in_worker(
+    lines: list[tuple[int, str]], first_index: int, keep: int, details: bool, timeout: float | None
+) -> _Chunk:
+    return anyio.run(
+        _score_chunk, lines, first_index, _WORKER_METRICS, keep, details, None, None, 1, 1, timeout
+    )
+
+
+def _chunks(path: Path, size: int) -> Iterator[list[tuple[int, str]]]:
+    chunk: list[tuple[int, str]] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                chunk.append((number, line))
+                if len(chunk) == size:
+                    yield chunk
+                    chunk = []
+    if chunk:
+        yield chunk
+
+
+def evaluate_jsonl(
+    path: str | os.PathLike[str],
+    metrics: Sequence[Metric | str],
+    out_dir: str | os.PathLike[str],
+    *,
+    llm: Any = None,
+    cache: str | os.PathLike[str] | None = None,
+    concurrency: int = 16,
+    llm_concurrency: int = 8,
+    workers: int | None = None,
+    chunk_size: int = 1000,
+    report_rows: int = 2000,
+    details: bool = False,
+    timeout: float | None = None,
+    title: str | None = None,
+    progress: bool = False,
+) -> StreamResult:
+    """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
+
+    Args:
+        path: A JSONL file, one sample per line.
+        metrics: Metric objects or names.
+        out_dir: Created if missing.
+        llm: Default judge model for judged metrics.
+        cache: Path of a SQLite judge cache (a re-run pays for nothing twice).
+        concurrency: Samples scored at once (in this process).
+        llm_concurrency: Judge requests in flight at once.
+        workers: Worker processes for rule-based metrics (default: one per core, at most 2 x
+            chunks in flight); judged metrics always run in this process.
+        chunk_size: Lines per chunk.
+        report_rows: Rows kept for the HTML report's per-sample table.
+        details: Also write each metric's ``details`` to results.jsonl.
+        timeout: Seconds allowed per sample.
+        title: The report's title.
+        progress: Print a progress line to stderr.
+    """
+    source = Path(path)
+    if not source.is_file():
+        raise InvalidSampleError(f"{source}: no such file", field="path")
+    resolved = resolve_metrics(metrics)
+    check_judges(resolved, llm)
+    names = [metric.name for metric in resolved]
+    judged = any(metric.uses_llm for metric in resolved)
+    if workers is None:
+        workers = 1 if judged else min(2, os.cpu_count() or 1)
+    if judged:
+        workers = 1
+    target = Path(out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    values = {name: array("d") for name in names}
+    failed = dict.fromkeys(names, 0)
+    usage = Usage()
+    metric_usage = {name: Usage() for name in names}
+    kept: list[SampleResult] = []
+    total = bad = 0
+    cache_path = None if cache is None else str(cache)
+
+    def absorb(chunk: _Chunk, handle: Any) -> None:
+        nonlocal usage, total, bad
+        for record in chunk.records:
+            handle.write(record + "\n")
+            handle.flush()
+        for name in names:
+            values[name].extend(chunk.values[name])
+            failed[name] += chunk.failed[name]
+            metric_usage[name] = metric_usage[name] + chunk.metric_usage[name]
+        usage = usage + chunk.usage
+        kept.extend(chunk.report_rows[: max(report_rows - len(kept), 0)])
+        total += len(chunk.records)
+        bad += chunk.bad_lines
+        if progress:
+            print(f"\rturneval: {total:,} samples", end="", file=sys.stderr, flush=True)
+
+    with (target / "results.jsonl").open("w", encoding="utf-8") as handle:
+        index = 0
+        if workers <= 1:
+            for lines in _chunks(source, chunk_size):
+                keep = max(report_rows - len(kept), 0)
+                chunk = anyio.run(
+                    _score_chunk,
+                    lines,
+                    index,
+                    resolved,
+                    keep,
+                    details,
+                    llm,
+                    cache_path,
+                    concurrency,
+                    llm_concurrency,
+                    timeout,
+                )
+                absorb(chunk, handle)
+                index += len(lines)
+        else:
+            with ProcessPoolExecutor(
+                workers, initializer=_init_worker, initargs=(resolved,)
+            ) as pool:
+                window: deque[Future[_Chunk]] = deque()
+                for lines in _chunks(source, chunk_size):
+                    keep = max(report_rows - index, 0)
+                    window.append(
+                        pool.submit(_score_in_worker, lines, index, keep, details, timeout)
+                    )
+                    index += len(lines)
+                    if len(window) >= 2 * workers:
+                        absorb(window.popleft().result(), handle)
+                while window:
+                    absorb(window.popleft().result(), handle)
+    if progress:
+        print(file=sys.stderr)
+    arrays = {name: np.frombuffer(values[name], dtype=float) for name in names}
+    uses_llm = {metric.name: metric.uses_llm for metric in resolved}
+    summaries = {
+        name: summarize(
+            name, arrays[name], failed[name], metric_usage[name] if uses_llm[name] else None
+        )
+        for name in names
+    }
+    result = StreamResult(names, total, bad, usage, summaries, arrays, kept)
+    summary = {
+        "samples": total,
+        "bad_lines": bad,
+        "metrics": {name: summaries[name].to_dict() for name in names},
+        "usage": usage.to_dict(),
+    }
+    (target / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    html = render_report(
+        title=title or f"turneval: {source.name}",
+        metric_names=names,
+        summaries=summaries,
+        values=arrays,
+        rows=kept,
+        total_rows=total,
+        usage=usage,
+    )
+    (target / "report.html").write_text(html, encoding="utf-8")
+    return result

@@ -1,0 +1,162 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from turneval.cli import main
+from turneval.demo import DOMAINS, build_rows
+
+from ._builders import call, conversation
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_file(tmp_path: Path) -> Path:
+    samples = [
+        conversation([call("a"), call("b")], reference=[call("a"), call("b")]),
+        conversation([call("b")], reference=[call("a"), call("b")]),
+    ]
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(s.model_dump_json(exclude_none=True) + "\n" for s in samples))
+    return path
+
+
+def test_evaluate_writes_outputs_and_prints_the_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    code = main(
+        [
+            "evaluate",
+            str(data_file(tmp_path)),
+            "--metric",
+            "tool_call_f1",
+            "--metric",
+            "trajectory_single_tool_use:tool_name=b",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "tool_call_f1" in printed and "0.8333" in printed  # (1 + 2/3) / 2
+    assert {p.name for p in out.iterdir()} == {"results.jsonl", "summary.json", "report.html"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"]["trajectory_single_tool_use"]["mean"] == 1.0
+
+
+def test_fail_under_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [
+        "evaluate",
+        str(data_file(tmp_path)),
+        "--metric",
+        "tool_call_f1",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    ]
+    assert main([*args, "--fail-under", "tool_call_f1=0.8"]) == 0
+    assert main([*args, "--fail-under", "tool_call_f1=0.9"]) == 1
+    assert "FAIL: tool_call_f1 mean 0.8333 < 0.9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--metric", "tool_call_f2"], "unknown metric 'tool_call_f2'"),
+        (["--metric", "tool_call_f1", "--fail-under", "recall=0.5"], "--fail-under names 'recall'"),
+        (
+            ["--metric", "tool_call_f1", "--fail-under", "tool_call_f1=high"],
+            "'high' is not a number",
+        ),
+        (["--metric", "trajectory_single_tool_use"], "needs its tool"),
+        (["--metric", "tool_call_f1:match_threshold=3"], "less than or equal to 1"),
+        (["--metric", "topic_adherence"], "needs an LLM judge"),
+    ],
+)
+def test_bad_usage_exits_2_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    assert main(["evaluate", str(data_file(tmp_path)), "--out", str(tmp_path / "o"), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_file_and_argparse_errors_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["evaluate", str(tmp_path / "nope.jsonl"), "--metric", "tool_call_f1"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["evaluate", "x.jsonl"])  # --metric is required
+    assert info.value.code == 2
+
+
+def test_metrics_lists_every_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["metrics"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in lines]
+    assert (
+        "tool_call_f1" in names and "trajectory_single_tool_use" in names and names == sorted(names)
+    )
+    assert any(
+        line.startswith("topic_adherence") and line.endswith("[LLM judge]") for line in lines
+    )
+
+
+def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = data_file(tmp_path)
+    assert (
+        main(
+            [
+                "evaluate",
+                str(data),
+                "--metric",
+                "tool_call_f1",
+                "--out",
+                str(tmp_path / "a"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "compare",
+                str(tmp_path / "a" / "results.jsonl"),
+                str(tmp_path / "a" / "results.jsonl"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        "| tool_call_f1 | 0.8333 | 0.8333 | +0.0000 | 1.0000 | 0 | 0 |" in capsys.readouterr().out
+    )
+
+
+def test_demo_datasets_are_committed_as_generated() -> None:
+    for domain in DOMAINS:
+        rows = build_rows(domain)
+        assert len(rows) >= 30
+        committed = (ROOT / "examples" / "data" / f"{domain.name}.jsonl").read_text().splitlines()
+        assert [json.loads(line) for line in committed] == json.loads(json.dumps(rows))
+        assert all(row["reference_tool_calls"] and row["reference_topics"] for row in rows)
+
+
+def test_demo_command_runs_offline(tmp_path: Path) -> None:
+    env_free = {k: v for k, v in __import__("os").environ.items() if k != "OPENAI_API_KEY"}
+    out = subprocess.run(
+        [sys.executable, "-m", "turneval.cli", "demo", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env_free,
+        check=True,
+    ).stdout
+    assert "on_device: 32 samples" in out and "customer_support: 32 samples" in out
+    assert "tool_call_accuracy_unordered" in out and "set OPENAI_API_KEY" in out
+    for domain in DOMAINS:
+        assert (tmp_path / domain.name / "report.html").stat().st_size > 10_000

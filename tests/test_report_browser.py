@@ -1,0 +1,136 @@
+"""The HTML report in headless Chromium (Debian's package, installed by `make test`)."""
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, ToolMessage, evaluate
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None and os.environ.get("CI"):
+    raise RuntimeError(
+        "CI needs Chromium for the report tests: make test installs Debian's chromium"
+    )
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (make test installs it)"
+)
+
+PAYLOAD = (
+    '<script>document.body.setAttribute("data-pwned", "script")</script>'
+    "<img src=x onerror=\"document.body.setAttribute('data-pwned', 'img')\">"
+)
+
+
+@pytest.fixture(scope="module")
+def browser(report: Path) -> Iterator[Any]:
+    # Depends on ``report``: Playwright's sync API runs an event loop in this thread, inside
+    # which the sync ``evaluate`` (rightly) refuses to run, so the report is built first.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield instance
+        instance.close()
+
+
+def open_page(browser: Any, path: Path, fragment: str = "") -> tuple[Any, list[str]]:
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            problems.append(message.text) if message.type in {"error", "warning"} else None
+        ),
+    )
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.goto(path.as_uri() + fragment)
+    page.wait_for_selector("body[data-ready='1']")
+    return page, problems
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    hostile = MultiTurnSample(
+        user_input=[
+            HumanMessage(content=PAYLOAD),
+            AIMessage(
+                content="",
+                tool_calls=[
+                    ToolCall(name="lookup", args={"q": "</div><script>alert(1)</script>"}, id="c1")
+                ],
+            ),
+            ToolMessage(content="<b>bold?</b>", tool_call_id="c1"),
+            AIMessage(content="done"),
+        ],
+        reference_tool_calls=[ToolCall(name="lookup", args={"q": "x"})],
+    )
+    plain = MultiTurnSample(
+        user_input=[
+            HumanMessage(content="hi"),
+            AIMessage(tool_calls=[ToolCall(name="lookup", args={"q": "x"})]),
+        ],
+        reference_tool_calls=[ToolCall(name="lookup", args={"q": "x"})],
+    )
+    missing = MultiTurnSample(user_input=[HumanMessage(content="no reference")])
+    result = evaluate([hostile, plain, missing], ["tool_call_f1", "trajectory_precision"])
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    result.to_html(path)
+    return path
+
+
+def test_the_detector_sees_script_errors(browser: Any, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.html"
+    broken.write_text(
+        "<html><body><script>document.body.setAttribute('data-ready','1'); undefinedThing();</script></body></html>"
+    )
+    _, problems = open_page(browser, broken)
+    assert any("undefinedThing" in problem for problem in problems)
+
+
+def test_loads_without_console_errors_and_injected_markup_stays_text(
+    browser: Any, report: Path
+) -> None:
+    page, problems = open_page(browser, report)
+    assert problems == []
+    assert page.evaluate("document.body.getAttribute('data-pwned')") is None
+    assert page.locator("script").count() == 1  # only the report's own
+    assert page.locator("img").count() == 0
+
+
+def test_drill_down_opens_and_renders_the_conversation(browser: Any, report: Path) -> None:
+    page, problems = open_page(browser, report)
+    drill = page.locator("#sample-0 tr.drill")
+    assert drill.is_hidden()
+    page.click("#sample-0 button.open")
+    assert drill.is_visible()
+    text = drill.inner_text()
+    assert PAYLOAD in text and "</div><script>alert(1)</script>" in text and "<b>bold?</b>" in text
+    assert "tool_call_f1 = 0.000" in text and "precision=0/1=0.000" in text
+    page.click("#sample-2 button.open")
+    assert "InvalidSampleError" in page.locator("#sample-2 tr.drill").inner_text()
+    assert page.evaluate("document.body.getAttribute('data-pwned')") is None and problems == []
+
+
+def test_a_fragment_opens_a_sample_and_columns_sort(browser: Any, report: Path) -> None:
+    page, problems = open_page(browser, report, "#sample-1")
+    assert page.locator("#sample-1 tr.drill").is_visible()
+    order = lambda: page.eval_on_selector_all("tbody.sample", "els => els.map(e => e.id)")  # noqa: E731
+    page.click("th[data-sort='k0']")  # tool_call_f1 ascending: 0.0, 1.0, then the failed row
+    assert order() == ["sample-0", "sample-1", "sample-2"]
+    page.click("th[data-sort='k0']")  # descending; failures stay last
+    assert order() == ["sample-1", "sample-0", "sample-2"]
+    assert problems == []
