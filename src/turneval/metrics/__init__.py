@@ -5,8 +5,21 @@ from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, Metric, MultiTurnMetric, Outcome, SingleTurnMetric
 from turneval.metrics.custom import CustomMetric
 from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
-from turneval.metrics.text import DistanceMeasure, ExactMatch, NonLLMStringSimilarity, StringMetric
+from turneval.metrics.text import (
+    BleuScore,
+    DistanceMeasure,
+    ExactMatch,
+    NonLLMStringSimilarity,
+    RougeScore,
+    StringMetric,
+)
 from turneval.metrics.tool_calls import ToolCallAccuracy, ToolCallF1
+from turneval.metrics.tool_json import (
+    ToolCallValid,
+    ToolNameMatch,
+    ToolParameterKeyMatch,
+    ToolParameterKVMatch,
+)
 from turneval.metrics.topic import TopicAdherenceScore
 from turneval.metrics.trajectory import (
     TrajectoryAnyOrderMatch,
@@ -21,6 +34,7 @@ __all__ = [
     "AgentGoalAccuracyWithReference",
     "AgentGoalAccuracyWithoutReference",
     "BUILTIN_METRICS",
+    "BleuScore",
     "CallMatchingMetric",
     "CustomMetric",
     "DistanceMeasure",
@@ -31,10 +45,15 @@ __all__ = [
     "MultiTurnMetric",
     "NonLLMStringSimilarity",
     "Outcome",
+    "RougeScore",
     "SingleTurnMetric",
     "StringMetric",
     "ToolCallAccuracy",
     "ToolCallF1",
+    "ToolCallValid",
+    "ToolNameMatch",
+    "ToolParameterKVMatch",
+    "ToolParameterKeyMatch",
     "TopicAdherenceScore",
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",
@@ -47,10 +66,16 @@ __all__ = [
 BUILTIN_METRICS: tuple[type[Metric], ...] = (
     AgentGoalAccuracyWithReference,
     AgentGoalAccuracyWithoutReference,
+    BleuScore,
     ExactMatch,
     NonLLMStringSimilarity,
+    RougeScore,
     ToolCallAccuracy,
     ToolCallF1,
+    ToolCallValid,
+    ToolNameMatch,
+    ToolParameterKVMatch,
+    ToolParameterKeyMatch,
     TopicAdherenceScore,
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,

@@ -5,14 +5,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
-from typing import Any
+from functools import cached_property
+from typing import Any, Literal
 
+from pydantic import model_validator
 from rapidfuzz import distance, fuzz
 
+from turneval.errors import ConfigError
 from turneval.metrics.base import Explained, SingleTurnMetric, require
 from turneval.samples import SingleTurnSample
 
-__all__ = ["DistanceMeasure", "ExactMatch", "NonLLMStringSimilarity", "StringMetric"]
+__all__ = [
+    "BleuScore",
+    "DistanceMeasure",
+    "ExactMatch",
+    "NonLLMStringSimilarity",
+    "RougeScore",
+    "StringMetric",
+]
 
 
 class StringMetric(SingleTurnMetric, ABC):
@@ -105,3 +115,95 @@ class NonLLMStringSimilarity(StringMetric):
     def compare(self, reference: str, prediction: str) -> float:
         """Similarity of the two strings under ``distance_measure``."""
         return _MEASURES[self.distance_measure](reference, prediction)
+
+
+def _extra(module: str) -> Any:
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError as exc:  # pragma: no cover - the extra is installed in development
+        raise ConfigError(
+            f"this metric needs {module.split('.')[0]}: pip install 'turneval[text]'"
+        ) from exc
+
+
+class BleuScore(StringMetric):
+    """Sentence BLEU in [0, 1]: sacrebleu's ``sentence_bleu(response, [reference]).score / 100``.
+
+    sacrebleu's defaults: 13a tokenisation, case-sensitive, exponential smoothing, effective
+    order. One scorer object is built per metric and reused.
+    """
+
+    name: str = "bleu"
+
+    @cached_property
+    def _bleu(self) -> Any:
+        metrics = _extra("sacrebleu.metrics")
+        return metrics.BLEU(effective_order=True)
+
+    def compare(self, reference: str, prediction: str) -> float:
+        """BLEU of ``prediction`` against the single ``reference``.
+
+        Clipped to 1.0: sacrebleu returns 100.00000000000004 for some perfect matches.
+        """
+        return min(float(self._bleu.sentence_score(prediction, [reference]).score) / 100, 1.0)
+
+
+RougeType = Literal[
+    "rouge1",
+    "rouge2",
+    "rouge3",
+    "rouge4",
+    "rouge5",
+    "rouge6",
+    "rouge7",
+    "rouge8",
+    "rouge9",
+    "rougeL",
+    "rougeLsum",
+]
+
+
+class RougeScore(StringMetric):
+    """ROUGE F-measure, computed by Google's ``rouge-score`` package with the same options.
+
+    Attributes:
+        rouge_type: ``rouge1`` ... ``rouge9`` (n-grams), ``rougeL`` (longest common
+            subsequence) or ``rougeLsum`` (summary-level LCS over newline-separated sentences).
+        use_stemmer: Porter-stem tokens before matching.
+        split_summaries: For ``rougeLsum``, split sentences with NLTK when they are not
+            newline-separated. This needs NLTK's ``punkt_tab`` data, which NLTK downloads from
+            its own site (``python -m nltk.downloader punkt_tab``); without it, construction
+            raises :class:`ConfigError`.
+    """
+
+    name: str = "rouge"
+    rouge_type: RougeType = "rougeL"
+    use_stemmer: bool = False
+    split_summaries: bool = False
+
+    @model_validator(mode="after")
+    def _check_sentence_data(self) -> RougeScore:
+        if self.rouge_type == "rougeLsum" and self.split_summaries:
+            nltk = _extra("nltk")
+            try:
+                nltk.data.find("tokenizers/punkt_tab/english/")
+            except LookupError:
+                raise ConfigError(
+                    "RougeScore(rouge_type='rougeLsum', split_summaries=True) splits sentences "
+                    "with NLTK's punkt_tab data, which is not installed: run "
+                    "'python -m nltk.downloader punkt_tab' (or set NLTK_DATA), or separate "
+                    "sentences with newlines and keep split_summaries=False"
+                ) from None
+        return self
+
+    @cached_property
+    def _scorer(self) -> Any:
+        # Cleared by Metric.__setattr__ when an option changes.
+        rouge_scorer = _extra("rouge_score.rouge_scorer")
+        return rouge_scorer.RougeScorer(
+            [self.rouge_type], use_stemmer=self.use_stemmer, split_summaries=self.split_summaries
+        )
+
+    def compare(self, reference: str, prediction: str) -> float:
+        """ROUGE F-measure of ``prediction`` against ``reference``."""
+        return float(self._scorer.score(reference, prediction)[self.rouge_type].fmeasure)
