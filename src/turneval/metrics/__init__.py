@@ -5,6 +5,7 @@ from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, Metric, MultiTurnMetric, Outcome, SingleTurnMetric
 from turneval.metrics.custom import CustomMetric
 from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
+from turneval.metrics.grounding import Groundedness, ToolOutputGroundedness
 from turneval.metrics.text import (
     BleuScore,
     DistanceMeasure,
@@ -40,6 +41,7 @@ __all__ = [
     "DistanceMeasure",
     "ExactMatch",
     "Explained",
+    "Groundedness",
     "JudgedMetric",
     "Metric",
     "MultiTurnMetric",
@@ -52,6 +54,7 @@ __all__ = [
     "ToolCallF1",
     "ToolCallValid",
     "ToolNameMatch",
+    "ToolOutputGroundedness",
     "ToolParameterKVMatch",
     "ToolParameterKeyMatch",
     "TopicAdherenceScore",
@@ -68,6 +71,7 @@ BUILTIN_METRICS: tuple[type[Metric], ...] = (
     AgentGoalAccuracyWithoutReference,
     BleuScore,
     ExactMatch,
+    Groundedness,
     NonLLMStringSimilarity,
     RougeScore,
     ToolCallAccuracy,
@@ -76,6 +80,7 @@ BUILTIN_METRICS: tuple[type[Metric], ...] = (
     ToolNameMatch,
     ToolParameterKVMatch,
     ToolParameterKeyMatch,
+    ToolOutputGroundedness,
     TopicAdherenceScore,
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
