@@ -44,3 +44,21 @@ def test_quickstart_example_prints_each_seed_score() -> None:
     assert "tool_call_accuracy           1.000" in output
     assert "trajectory_precision         0.500  precision=1/2=0.500" in output
     assert "trajectory_precision         mean=0.250" in output
+
+
+def test_langgraph_example_evaluates_a_real_agent() -> None:
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENAI_API_KEY"}
+    output = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "langgraph_agent.py")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    ).stdout
+    assert "failure                      mean=0.000" in output
+    # The scripted model's bug (it does not recognise "air conditioning") shows up on sample 4.
+    assert (
+        "#4 failure=0 steps=3 tool_call_f1=0.500  precision=1/2=0.500, recall=1/2=0.500" in output
+    )
+    assert "#1 failure=0 steps=3 tool_call_f1=1.000" in output

@@ -19,6 +19,8 @@ MODULES = [
     "turneval.metrics.tool_json",
     "turneval.metrics.grounding",
     "turneval.grounding",
+    "turneval.agents",
+    "turneval.testing",
     "turneval.judge",
     "turneval.judge.core",
     "turneval.judge.cache",

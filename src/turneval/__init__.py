@@ -1,5 +1,6 @@
 """turneval: evaluate multi-turn LLM conversations and tool-using agents."""
 
+from turneval.agents import EvalTask
 from turneval.aggregate import MetricSummary
 from turneval.dataset import EvaluationDataset
 from turneval.errors import (
@@ -18,6 +19,7 @@ from turneval.samples import MultiTurnSample, SingleTurnSample
 __all__ = [
     "AIMessage",
     "ConfigError",
+    "EvalTask",
     "EvaluationAbortedError",
     "EvaluationDataset",
     "EvaluationResult",

@@ -84,12 +84,21 @@ class MetricFailure:
 
 @dataclass(slots=True)
 class SampleResult:
-    """Everything measured on one sample: a result or a failure per metric."""
+    """Everything measured on one sample: a result or a failure per metric.
+
+    When an agent was run on the sample (``EvalTask``), also its ``latency_s``, ``failure``
+    (0/1) with ``agent_error``, its token usage ``agent_usage`` and ``steps`` (AI messages).
+    """
 
     index: int
     sample: Sample | None
     results: dict[str, MetricResult] = field(default_factory=dict)
     failures: dict[str, MetricFailure] = field(default_factory=dict)
+    latency_s: float | None = None  # set when an agent was run (EvalTask)
+    failure: int | None = None
+    agent_error: str | None = None
+    agent_usage: Usage | None = None
+    steps: int | None = None
 
     def score(self, name: str) -> float:
         """The metric's value, NaN where it failed (ragas' convention at this boundary)."""
@@ -114,6 +123,17 @@ class SampleResult:
             record[f"{name}_error"] = str(failure) if failure is not None else None
             if details and result is not None:
                 record[f"{name}_details"] = result.details
+        if self.latency_s is not None:
+            usage = self.agent_usage or Usage()
+            record.update(
+                latency_in_seconds=self.latency_s,
+                failure=self.failure,
+                agent_error=self.agent_error,
+                agent_input_tokens=usage.input_tokens,
+                agent_output_tokens=usage.output_tokens,
+                agent_total_tokens=usage.total_tokens,
+                steps=self.steps,
+            )
         return record
 
 
@@ -162,10 +182,22 @@ class EvaluationResult:
         return [row.score(name) for row in self.rows]
 
     def summary(self) -> dict[str, MetricSummary]:
-        """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage."""
+        """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage.
+
+        When an agent was run, also ``latency_in_seconds`` (mean, std, ...), ``failure`` (its
+        mean is the failure rate) and ``agent_total_tokens``.
+        """
         from turneval.aggregate import summarize
 
         summaries = {}
+        ran = [row for row in self.rows if row.latency_s is not None]
+        if ran:
+            summaries["latency_in_seconds"] = summarize(
+                "latency_in_seconds", [r.latency_s or 0.0 for r in ran], 0
+            )
+            summaries["failure"] = summarize("failure", [float(r.failure or 0) for r in ran], 0)
+            tokens = [float((r.agent_usage or Usage()).total_tokens) for r in ran]
+            summaries["agent_total_tokens"] = summarize("agent_total_tokens", tokens, 0)
         for name in self.metric_names:
             results = [row.results[name] for row in self.rows if name in row.results]
             failed = sum(1 for row in self.rows if name in row.failures)

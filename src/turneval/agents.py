@@ -1,0 +1,261 @@
+"""Run an agent over a dataset, then score what it did (Vertex AI's ``EvalTask``).
+
+For each sample, its human turns are replayed to the agent (the whole script, turn by turn, or
+only the first as a single prompt); the agent's messages become the evaluated conversation,
+with the sample's references kept. Every row also gets ``latency_in_seconds``, ``failure``
+(0/1, with the error kept), the agent's token usage and its number of steps (AI messages). An
+agent that raises or exceeds the timeout gives a failed row, never a crashed run.
+
+The agent may be:
+
+* a LangGraph compiled graph whose state has ``messages`` (invoked with ``{"messages": ...}``);
+* any LangChain ``Runnable`` taking a list of messages (a chat model, a chain, an agent); its
+  output may be a message, a list of messages, or a dict with ``messages`` or ``output``;
+* any sync or async callable taking the conversation so far (turneval messages) and returning
+  the new messages, or the whole conversation (turneval or LangChain messages).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from turneval.dataset import EvaluationDataset
+from turneval.errors import AgentRunError, ConfigError
+from turneval.judge import JudgeRun, SQLiteCache, Usage, judge_run
+from turneval.messages import (
+    AIMessage,
+    HumanMessage,
+    Message,
+    SystemMessage,
+    from_langchain,
+    to_langchain,
+)
+from turneval.metrics import Metric
+from turneval.metrics.base import run_sync
+from turneval.results import EvaluationResult, MetricFailure, SampleResult
+from turneval.runner import _progress, check_judges, resolve_metrics, score_sample
+from turneval.samples import MultiTurnSample, Sample
+
+__all__ = ["AgentRun", "EvalTask", "arun_agent"]
+
+
+@dataclass(slots=True)
+class AgentRun:
+    """What one run of the agent produced."""
+
+    messages: list[Message]
+    latency_s: float
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+
+
+def _is_graph(agent: Any) -> bool:
+    try:
+        from langgraph.graph.state import CompiledStateGraph
+    except ImportError:  # pragma: no cover - langgraph is optional
+        return False
+    return isinstance(agent, CompiledStateGraph)
+
+
+def _to_turneval(items: Any) -> list[Message]:
+    items = list(items)
+    if (
+        items
+        and not isinstance(items[0], (SystemMessage, HumanMessage, AIMessage))
+        and hasattr(items[0], "type")
+        and hasattr(items[0], "additional_kwargs")
+    ):
+        return from_langchain(items)
+    return list(items)
+
+
+def _new_messages(output: Any, history: list[Message]) -> list[Message]:
+    """The agent's new messages, from whatever it returned."""
+    if isinstance(output, dict):
+        if "messages" in output:
+            output = output["messages"]
+        elif "output" in output:
+            return [AIMessage(content=str(output["output"]))]
+        else:
+            raise AgentRunError(
+                f"the agent returned a dict without 'messages' or 'output' (keys: {sorted(output)})"
+            )
+    if not isinstance(output, (list, tuple)):
+        output = [output]
+    messages = _to_turneval(output)
+    prefix = len(history)
+    if len(messages) >= prefix and [m.type for m in messages[:prefix]] == [m.type for m in history]:
+        if [m.content for m in messages[:prefix]] == [m.content for m in history]:
+            return messages[prefix:]  # the whole conversation came back
+    return messages
+
+
+async def _invoke(agent: Any, history: list[Message]) -> list[Message]:
+    if _is_graph(agent):
+        return _new_messages(await agent.ainvoke({"messages": to_langchain(history)}), history)
+    if hasattr(agent, "ainvoke"):
+        return _new_messages(await agent.ainvoke(to_langchain(history)), history)
+    if not callable(agent):
+        raise ConfigError(
+            f"the agent must be a Runnable, a LangGraph graph or a callable, got {type(agent).__name__}"
+        )
+    if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(type(agent).__call__):
+        output = await agent(list(history))
+    else:
+        output = await anyio.to_thread.run_sync(agent, list(history), abandon_on_cancel=True)
+        if inspect.isawaitable(output):
+            output = await output
+    return _new_messages(output, history)
+
+
+def _usage(messages: Iterable[Message]) -> tuple[Usage, int]:
+    usage, steps = Usage(), 0
+    for message in messages:
+        if isinstance(message, AIMessage):
+            steps += 1
+            meta = (message.metadata or {}).get("usage_metadata") or {}
+            usage = usage + Usage(
+                int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
+            )
+    return usage, steps
+
+
+async def arun_agent(
+    agent: Any, sample: MultiTurnSample, *, timeout: float | None = None, multi_turn: bool = True
+) -> AgentRun:
+    """Replay ``sample``'s human turns to ``agent`` and capture the conversation.
+
+    A leading system message is kept; with ``multi_turn=False`` only the first human turn is
+    sent. Never raises for the agent's own failures: they are returned in ``error``.
+    """
+    humans = [m for m in sample.user_input if isinstance(m, HumanMessage)]
+    if not humans:
+        raise AgentRunError("the sample has no human turn to send to the agent")
+    turns = humans if multi_turn else humans[:1]
+    history: list[Message] = (
+        [sample.user_input[0]] if isinstance(sample.user_input[0], SystemMessage) else []
+    )
+    produced: list[Message] = []
+    start = time.perf_counter()
+    error = None
+    try:
+        with anyio.fail_after(timeout) if timeout is not None else nullcontext():
+            for human in turns:
+                history.append(human)
+                new = await _invoke(agent, history)
+                history.extend(new)
+                produced.extend(new)
+    except TimeoutError:
+        error = f"TimeoutError: the agent did not finish within {timeout:g}s"
+    except Exception as exc:  # the agent's failure is the row's, not the run's
+        error = f"{type(exc).__name__}: {exc}"
+    latency = time.perf_counter() - start
+    usage, steps = _usage(produced)
+    return AgentRun(history, latency, error, usage, steps)
+
+
+class EvalTask:
+    """A dataset and metrics; ``evaluate(runnable=agent)`` runs the agent first (Vertex AI).
+
+    Args:
+        dataset: Multi-turn samples whose human turns are replayed to the agent, with their
+            references (an :class:`EvaluationDataset` or a sequence of samples).
+        metrics: Metric objects or names.
+        llm: Default judge for judged metrics.
+        cache: A :class:`~turneval.llms.SQLiteCache` for judge answers.
+        max_concurrency: Samples (agent runs) in flight at once.
+        max_llm_concurrency: Judge requests in flight at once.
+        timeout: Seconds allowed for one agent run (all its turns).
+        multi_turn: Replay every human turn (True) or only the first (a single prompt).
+        show_progress: A tqdm progress bar; None shows it only on a terminal.
+    """
+
+    def __init__(
+        self,
+        dataset: EvaluationDataset | Sequence[Sample],
+        metrics: Iterable[Metric | str],
+        *,
+        llm: Any = None,
+        cache: SQLiteCache | None = None,
+        max_concurrency: int = 8,
+        max_llm_concurrency: int = 8,
+        timeout: float | None = None,
+        multi_turn: bool = True,
+        show_progress: bool | None = None,
+    ) -> None:
+        """Check the configuration now; nothing runs before :meth:`evaluate`."""
+        self.dataset = EvaluationDataset.coerce(dataset)
+        self.metrics = resolve_metrics(metrics)
+        check_judges(self.metrics, llm)
+        if max_concurrency < 1 or max_llm_concurrency < 1:
+            raise ConfigError("max_concurrency and max_llm_concurrency must be >= 1")
+        if timeout is not None and timeout <= 0:
+            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+        self.llm, self.cache = llm, cache
+        self.max_concurrency, self.max_llm_concurrency = max_concurrency, max_llm_concurrency
+        self.timeout, self.multi_turn, self.show_progress = timeout, multi_turn, show_progress
+
+    async def _row(self, index: int, sample: Sample, agent: Any) -> SampleResult:
+        if agent is None:
+            return await score_sample(index, sample, self.metrics)
+        if not isinstance(sample, MultiTurnSample):
+            raise ConfigError(
+                f"sample {index}: an agent needs multi-turn samples (human turns to replay)"
+            )
+        run = await arun_agent(agent, sample, timeout=self.timeout, multi_turn=self.multi_turn)
+        produced = sample.model_copy(update={"user_input": run.messages})  # references kept
+        if run.error is None:
+            try:  # the captured conversation must be a valid one (tool results after calls, ...)
+                MultiTurnSample.model_validate(produced.model_dump())
+            except ValidationError as exc:
+                detail = exc.errors(include_url=False)[0]["msg"]
+                run.error = f"AgentRunError: the agent's conversation is not valid: {detail}"
+        if run.error is None:
+            row = await score_sample(index, produced, self.metrics)
+        else:  # the agent failed: no metric is computed on a partial run
+            row = SampleResult(index, produced)
+            for metric in self.metrics:
+                row.failures[metric.name] = MetricFailure(
+                    metric.name, index, "AgentRunError", run.error
+                )
+        row.latency_s, row.failure = run.latency_s, int(run.error is not None)
+        row.agent_error, row.agent_usage, row.steps = run.error, run.usage, run.steps
+        return row
+
+    async def aevaluate(self, runnable: Any = None) -> EvaluationResult:
+        """Run ``runnable`` on every sample (if given), then score; one row per sample, in order."""
+        rows: list[SampleResult | None] = [None] * len(self.dataset)
+        pending = iter(enumerate(self.dataset.samples))
+        run = JudgeRun(llm=self.llm, max_concurrency=self.max_llm_concurrency, cache=self.cache)
+        bar = _progress(len(self.dataset), self.show_progress)
+
+        async def worker() -> None:
+            for index, sample in pending:
+                rows[index] = await self._row(index, sample, runnable)
+                if bar is not None:
+                    bar.update(1)
+
+        try:
+            with judge_run(run):
+                async with anyio.create_task_group() as group:
+                    for _ in range(min(self.max_concurrency, max(len(self.dataset), 1))):
+                        group.start_soon(worker)
+        finally:
+            if bar is not None:
+                bar.close()
+        done = [row for row in rows if row is not None]
+        return EvaluationResult(done, [metric.name for metric in self.metrics], run.usage)
+
+    def evaluate(self, runnable: Any = None) -> EvaluationResult:
+        """Sync form of :meth:`aevaluate`."""
+        return run_sync(partial(self.aevaluate, runnable))
