@@ -21,6 +21,7 @@ class Reply:
     delay: float = 0.0
     prompt_tokens: int = 100
     completion_tokens: int = 20
+    logprobs: list[tuple[str, float]] | None = None  # (token, logprob) of the answer
 
 
 class OpenAIStub:
@@ -66,6 +67,19 @@ class OpenAIStub:
                                 "index": 0,
                                 "message": {"role": "assistant", "content": reply.content},
                                 "finish_reason": "stop",
+                                "logprobs": None
+                                if reply.logprobs is None
+                                else {
+                                    "content": [
+                                        {
+                                            "token": t,
+                                            "logprob": lp,
+                                            "bytes": None,
+                                            "top_logprobs": [],
+                                        }
+                                        for t, lp in reply.logprobs
+                                    ]
+                                },
                             }
                         ],
                         "usage": {

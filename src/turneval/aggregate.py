@@ -28,6 +28,8 @@ class MetricSummary:
         ci_low: Lower end of the 95% bootstrap confidence interval of the mean (None if n < 2).
         ci_high: Upper end of that interval.
         usage: Judge usage summed over the rows (None for rule-based metrics).
+        extra: Metric-specific figures, e.g. ``candidate_win_rate`` and ``baseline_win_rate``
+            of pairwise judges.
     """
 
     name: str
@@ -38,6 +40,7 @@ class MetricSummary:
     ci_low: float | None = None
     ci_high: float | None = None
     usage: Usage | None = None
+    extra: dict[str, float] | None = None
 
     def __getitem__(self, key: str) -> Any:
         """``summary["mean"]`` is ``summary.mean``."""

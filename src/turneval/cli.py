@@ -122,12 +122,29 @@ def _print_summary(result: Any, out: Path | None) -> None:
         print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'}, {out / 'report.html'}")
 
 
+def _dry_run(args: argparse.Namespace, metrics: list[Metric | str]) -> int:
+    from turneval.dataset import EvaluationDataset
+    from turneval.estimate import estimate
+    from turneval.results import Prices
+    from turneval.runner import resolve_metrics
+
+    dataset = EvaluationDataset.from_jsonl(args.data)
+    result = estimate(dataset, resolve_metrics(metrics))
+    print(result)
+    if args.price_input is not None:
+        cost = result.input_cost(Prices(args.price_input, args.price_output or 0.0))
+        print(f"estimated prompt cost: {cost:.4f} (at {args.price_input} per 1M input tokens)")
+    return 0
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from turneval.stream import evaluate_jsonl
 
     metrics = _metric_list(args.metric)
     names = [m if isinstance(m, str) else m.name for m in metrics]
     bars = _fail_under(args.fail_under, names)
+    if args.dry_run:
+        return _dry_run(args, metrics)
     out = Path(args.out)
     result = evaluate_jsonl(
         args.data,
@@ -144,6 +161,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         progress=not args.quiet and sys.stderr.isatty(),
     )
     _print_summary(result, out)
+    if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
+        from turneval.results import Prices
+
+        prices = Prices(args.price_input, args.price_output or 0.0)
+        print(f"judge cost: {prices.cost(result.usage):.4f}")
+        for name, summary in result.summaries.items():
+            if summary.usage is not None:
+                print(f"  {name}: {prices.cost(summary.usage):.4f}")
     return _check_bars(bars, result.summaries)
 
 
@@ -227,6 +252,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--details", action="store_true", help="write each metric's details too")
     run.add_argument("--report-rows", type=int, default=2000, help="rows in the HTML report")
     run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="estimate judge calls and prompt tokens; call nothing",
+    )
+    run.add_argument(
+        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
+    )
+    run.add_argument(
+        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
+    )
     _add_judge_options(run)
     run.set_defaults(handler=_evaluate)
 

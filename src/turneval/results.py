@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -203,7 +203,16 @@ class EvaluationResult:
             failed = sum(1 for row in self.rows if name in row.failures)
             usages = [result.usage for result in results if result.usage is not None]
             usage = sum(usages, Usage()) if usages else None
-            summaries[name] = summarize(name, [r.value for r in results], failed, usage)
+            summary = summarize(name, [r.value for r in results], failed, usage)
+            choices = [r.details.get("choice") for r in results]
+            if results and all(c in ("BASELINE", "CANDIDATE", "TIE") for c in choices):
+                rates = {
+                    "candidate_win_rate": choices.count("CANDIDATE") / len(choices),
+                    "baseline_win_rate": choices.count("BASELINE") / len(choices),
+                    "tie_rate": choices.count("TIE") / len(choices),
+                }
+                summary = replace(summary, extra=rates)
+            summaries[name] = summary
         return summaries
 
     def cost(self, prices: Prices | Mapping[str, float]) -> float:

@@ -91,7 +91,7 @@ async def _score_cell(row: SampleResult, metric: Metric, details: bool) -> None:
 async def _score_all(row: SampleResult, metrics: Sequence[Metric], details: bool) -> None:
     judged = [metric for metric in metrics if metric.uses_llm]
     for metric in metrics:
-        if not metric.uses_llm:
+        if not metric.uses_llm and not metric.derived:
             await _score_cell(row, metric, details)
     if len(judged) == 1:
         await _score_cell(row, judged[0], details)
@@ -120,9 +120,26 @@ async def score_sample(
                 _failure(
                     row, metric.name, TimeoutError(f"sample exceeded its {timeout:g}s timeout")
                 )
+    _derive(row, metrics)
     # Results in the metrics' order, whatever order the judged ones finished in.
     row.results = {m.name: row.results[m.name] for m in metrics if m.name in row.results}
     return row
+
+
+def _derive(row: SampleResult, metrics: Sequence[Metric]) -> None:
+    """Metrics computed from the row's other results (e.g. the overall assessment)."""
+    custom = [
+        m.name
+        for m in metrics
+        if getattr(m, "assessment", False) and type(m).__name__ == "AssessmentJudge"
+    ]
+    errors = {name: str(failure) for name, failure in row.failures.items()}
+    for metric in metrics:
+        if metric.derived and metric.name not in row.failures:
+            try:
+                row.results[metric.name] = metric.derive(row.sample, row.results, errors, custom)  # type: ignore[attr-defined]
+            except Exception as exc:  # recorded on the row; the run goes on
+                _failure(row, metric.name, exc)
 
 
 def _progress(total: int, show: bool | None) -> Any:

@@ -127,11 +127,13 @@ class JudgeReply(Generic[T]):
     raw: str
     usage: Usage
     cached: bool = False
+    message: Any = None  # the model's last raw message (None from the cache)
 
 
 @dataclass
 class _Tally:
     usage: Usage = field(default_factory=Usage)
+    message: Any = None
 
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
@@ -141,13 +143,24 @@ _JSON_INSTRUCTIONS = (
 )
 
 
-def _without_provider_retries(llm: BaseChatModel) -> BaseChatModel:
-    """A copy of ``llm`` with the client's own retries off and temperature 0 when unset."""
+def _without_provider_retries(
+    llm: BaseChatModel, temperature: float | None = None, logprobs: bool = False
+) -> BaseChatModel:
+    """A copy of ``llm`` with the client's own retries off and temperature 0 when unset.
+
+    ``temperature`` overrides the temperature where the model has one (sampling several
+    verdicts); ``logprobs`` asks for token log-probabilities where the model supports them.
+    """
     update: dict[str, Any] = {}
+    fields = type(llm).model_fields
     if getattr(llm, "max_retries", None):
         update["max_retries"] = 0
-    if "temperature" in type(llm).model_fields and getattr(llm, "temperature", 0) is None:
+    if "temperature" in fields and temperature is not None:
+        update["temperature"] = temperature
+    elif "temperature" in fields and getattr(llm, "temperature", 0) is None:
         update["temperature"] = 0.0
+    if logprobs and "logprobs" in fields:
+        update["logprobs"] = True
     if not update and not hasattr(llm, "root_async_client"):
         return llm
     copy = llm.model_copy(update=update)
@@ -209,6 +222,8 @@ class Judge:
         max_parse_retries: Extra attempts after an unparseable or invalid answer.
         backoff: Base delay in seconds of the exponential backoff (doubling, with jitter).
         max_backoff: Cap of one backoff delay.
+        temperature: Sampling temperature where the model has one (default: 0 if unset).
+        logprobs: Ask for token log-probabilities where the model supports them.
     """
 
     def __init__(
@@ -220,11 +235,13 @@ class Judge:
         max_parse_retries: int = 2,
         backoff: float = 1.0,
         max_backoff: float = 30.0,
+        temperature: float | None = None,
+        logprobs: bool = False,
     ) -> None:
         """Prepare the judge (the model is copied with its own retries off)."""
         if max_retries < 0 or max_parse_retries < 0 or timeout <= 0 or backoff < 0:
             raise ConfigError("retries must be >= 0, timeout > 0 and backoff >= 0")
-        self.llm = _without_provider_retries(resolve_llm(llm))
+        self.llm = _without_provider_retries(resolve_llm(llm), temperature, logprobs)
         self.identity = _identity(self.llm)
         self.max_retries = max_retries
         self.timeout = timeout
@@ -247,6 +264,13 @@ class Judge:
             self._structured_schema = schema
         return self._structured
 
+    def prompt(self, system: str, user: str, schema: type[BaseModel]) -> list[BaseMessage]:
+        """The messages :meth:`ask` sends first (for estimates): system, then the question."""
+        if self._runnable(schema) is None:
+            schema_text = json.dumps(schema.model_json_schema(), ensure_ascii=False)
+            user = f"{user}\n\n{_JSON_INSTRUCTIONS}{schema_text}"
+        return [SystemMessage(content=system), HumanMessage(content=user)]
+
     def cache_key(self, messages: list[BaseMessage], schema: type[BaseModel]) -> str:
         """Key of a request: model identity and parameters, messages and output schema."""
         payload = {
@@ -267,10 +291,7 @@ class Judge:
         """
         run = current_run()
         runnable = self._runnable(schema)
-        messages: list[BaseMessage] = [SystemMessage(content=system), HumanMessage(content=user)]
-        if runnable is None:
-            schema_text = json.dumps(schema.model_json_schema(), ensure_ascii=False)
-            messages[-1] = HumanMessage(content=f"{user}\n\n{_JSON_INSTRUCTIONS}{schema_text}")
+        messages = self.prompt(system, user, schema)
         cache = run.cache if run is not None else None
         key = self.cache_key(messages, schema) if cache is not None else ""
         if cache is not None:
@@ -287,7 +308,7 @@ class Judge:
         if cache is not None:
             value = {"raw": raw, "parsed": parsed.model_dump(mode="json")}
             await anyio.to_thread.run_sync(cache.set, key, value)
-        return JudgeReply(parsed, raw, tally.usage)
+        return JudgeReply(parsed, raw, tally.usage, message=tally.message)
 
     async def _parse_loop(
         self,
@@ -309,6 +330,7 @@ class Judge:
                 continue
             raw_message = reply["raw"] if runnable is not None else reply
             raw = _text_of(raw_message)
+            tally.message = raw_message
             try:
                 if runnable is not None and reply.get("parsed") is not None:
                     return schema.model_validate(reply["parsed"]), raw

@@ -58,7 +58,11 @@ class JudgedMetric(Metric, ABC):
         # Cleared by Metric.__setattr__ when the configuration changes.
         return {}
 
-    def judge(self) -> Judge:
+    def prompts(self, sample: Any) -> list[tuple[str, str]]:
+        """The ``(system, user)`` prompts :meth:`ascore` would send (for dry-run estimates)."""
+        raise NotImplementedError(f"{type(self).__name__} does not estimate its prompts")
+
+    def judge(self, *, temperature: float | None = None, logprobs: bool = False) -> Judge:
         """The judge for this metric's ``llm``, or the run's default model."""
         llm = self.llm
         if llm is None:
@@ -69,8 +73,15 @@ class JudgedMetric(Metric, ABC):
                 f"metric {self.name!r} needs an LLM judge: pass llm=... to the metric or to "
                 "evaluate(..., llm=...)"
             )
-        judge = self._judges.get(id(llm))
+        key = hash((id(llm), temperature, logprobs))
+        judge = self._judges.get(key)
         if judge is None:
-            judge = Judge(llm, timeout=self.timeout, max_retries=self.max_retries)
-            self._judges[id(llm)] = judge
+            judge = Judge(
+                llm,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                temperature=temperature,
+                logprobs=logprobs,
+            )
+            self._judges[key] = judge
         return judge

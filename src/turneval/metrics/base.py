@@ -110,6 +110,7 @@ class Metric(BaseModel, ABC):
     name: str
     sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
     uses_llm: ClassVar[bool] = False
+    derived: ClassVar[bool] = False  # computed by the runner from the row's other results
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Validate the assignment, then drop values derived from the old configuration.

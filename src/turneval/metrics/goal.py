@@ -65,13 +65,18 @@ class AgentGoalAccuracyWithReference(JudgedMetric, MultiTurnMetric):
 
     name: str = "agent_goal_accuracy_with_reference"
 
-    async def _evaluate(self, sample: MultiTurnSample) -> Explained:
+    def prompts(self, sample: MultiTurnSample) -> list[tuple[str, str]]:
+        """The one prompt this metric sends."""
         if sample.reference is None:
             raise missing_field(self, "reference")
         prompt = WITH_REFERENCE.format(
             reference=sample.reference, conversation=render_conversation(sample)
         )
-        reply = await self.judge().ask(SYSTEM_PROMPT, prompt, GoalVerdict)
+        return [(SYSTEM_PROMPT, prompt)]
+
+    async def _evaluate(self, sample: MultiTurnSample) -> Explained:
+        [(system, prompt)] = self.prompts(sample)
+        reply = await self.judge().ask(system, prompt, GoalVerdict)
         reason, details = _outcome(reply.parsed, reply.raw, reply.cached)
         return Explained(float(reply.parsed.achieved), reason, details, reply.usage)
 
@@ -81,8 +86,12 @@ class AgentGoalAccuracyWithoutReference(JudgedMetric, MultiTurnMetric):
 
     name: str = "agent_goal_accuracy_without_reference"
 
+    def prompts(self, sample: MultiTurnSample) -> list[tuple[str, str]]:
+        """The one prompt this metric sends."""
+        return [(SYSTEM_PROMPT, WITHOUT_REFERENCE.format(conversation=render_conversation(sample)))]
+
     async def _evaluate(self, sample: MultiTurnSample) -> Explained:
-        prompt = WITHOUT_REFERENCE.format(conversation=render_conversation(sample))
-        reply = await self.judge().ask(SYSTEM_PROMPT, prompt, InferredGoalVerdict)
+        [(system, prompt)] = self.prompts(sample)
+        reply = await self.judge().ask(system, prompt, InferredGoalVerdict)
         reason, details = _outcome(reply.parsed, reply.raw, reply.cached)
         return Explained(float(reply.parsed.achieved), reason, details, reply.usage)
