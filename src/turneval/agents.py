@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from turneval.dataset import EvaluationDataset
 from turneval.errors import AgentRunError, ConfigError
-from turneval.judge import JudgeRun, SQLiteCache, Usage, judge_run
+from turneval.judge import JudgeRun, SQLiteCache, Usage
 from turneval.messages import (
     AIMessage,
     HumanMessage,
@@ -42,7 +42,7 @@ from turneval.messages import (
 from turneval.metrics import Metric
 from turneval.metrics.base import run_sync
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
-from turneval.runner import _progress, check_judges, resolve_metrics, score_sample
+from turneval.runner import check_judges, resolve_metrics, run_in_order, score_sample
 from turneval.samples import MultiTurnSample, Sample
 
 __all__ = ["AgentRun", "EvalTask", "arun_agent"]
@@ -234,27 +234,16 @@ class EvalTask:
 
     async def aevaluate(self, runnable: Any = None) -> EvaluationResult:
         """Run ``runnable`` on every sample (if given), then score; one row per sample, in order."""
-        rows: list[SampleResult | None] = [None] * len(self.dataset)
-        pending = iter(enumerate(self.dataset.samples))
-        run = JudgeRun(llm=self.llm, max_concurrency=self.max_llm_concurrency, cache=self.cache)
-        bar = _progress(len(self.dataset), self.show_progress)
-
-        async def worker() -> None:
-            for index, sample in pending:
-                rows[index] = await self._row(index, sample, runnable)
-                if bar is not None:
-                    bar.update(1)
-
-        try:
-            with judge_run(run):
-                async with anyio.create_task_group() as group:
-                    for _ in range(min(self.max_concurrency, max(len(self.dataset), 1))):
-                        group.start_soon(worker)
-        finally:
-            if bar is not None:
-                bar.close()
-        done = [row for row in rows if row is not None]
-        return EvaluationResult(done, [metric.name for metric in self.metrics], run.usage)
+        judge = JudgeRun(llm=self.llm, max_concurrency=self.max_llm_concurrency, cache=self.cache)
+        samples = self.dataset.samples
+        rows = await run_in_order(
+            len(samples),
+            lambda index: self._row(index, samples[index], runnable),
+            concurrency=self.max_concurrency,
+            judge=judge,
+            show_progress=self.show_progress,
+        )
+        return EvaluationResult(rows, [metric.name for metric in self.metrics], judge.usage)
 
     def evaluate(self, runnable: Any = None) -> EvaluationResult:
         """Sync form of :meth:`aevaluate`."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "evaluate",
     "metric_names",
     "resolve_metrics",
+    "run_in_order",
     "score_sample",
 ]
 
@@ -219,46 +220,75 @@ async def aevaluate(
     resolved = resolve_metrics(metrics)
     check_judges(resolved, llm)
     run = JudgeRun(llm=llm, max_concurrency=max_llm_concurrency, cache=cache)
-    names = [metric.name for metric in resolved]
-    rows: list[SampleResult | None] = [None] * len(data)
-    pending = iter(enumerate(data.samples))
-    bar = _progress(len(data), show_progress)
     tally = {"done": 0, "failed": 0}
     aborted: list[str] = []
 
-    async def worker(cancel: anyio.CancelScope) -> None:
-        for index, sample in pending:  # shared iterator: each sample is taken once
-            row = await score_sample(index, sample, resolved, timeout, details)
+    def after(row: SampleResult) -> bool:
+        tally["done"] += 1
+        tally["failed"] += bool(row.failures)
+        if on_row is not None:
+            on_row(row)
+        if should_abort(tally["failed"], tally["done"]):
+            first = next(iter(row.failures.values()), None)
+            aborted.append(
+                f"fail_on_error={fail_on_error!r}: {tally['failed']} of {tally['done']} rows "
+                f"failed; last: row {row.index}: {first}"
+            )
+            return True
+        return False
+
+    samples = data.samples
+    rows = await run_in_order(
+        len(samples),
+        lambda index: score_sample(index, samples[index], resolved, timeout, details),
+        concurrency=max_concurrency,
+        judge=run,
+        show_progress=show_progress,
+        after=after,
+    )
+    result = EvaluationResult(rows, [metric.name for metric in resolved], run.usage)
+    if aborted:
+        raise EvaluationAbortedError(aborted[0], result=result)
+    return result
+
+
+async def run_in_order(
+    count: int,
+    produce: Callable[[int], Awaitable[SampleResult]],
+    *,
+    concurrency: int,
+    judge: JudgeRun,
+    show_progress: bool | None,
+    after: Callable[[SampleResult], bool] | None = None,
+) -> list[SampleResult]:
+    """Produce rows ``0..count-1`` with ``concurrency`` workers inside ``judge``'s context.
+
+    Rows come back in input order. ``after`` sees each finished row and may return True to
+    stop the run (the rows done so far are returned).
+    """
+    rows: list[SampleResult | None] = [None] * count
+    pending = iter(range(count))
+    bar = _progress(count, show_progress)
+
+    async def worker(scope: anyio.CancelScope) -> None:
+        for index in pending:  # shared iterator: each index is taken once
+            row = await produce(index)
             rows[index] = row
-            tally["done"] += 1
-            tally["failed"] += bool(row.failures)
             if bar is not None:
                 bar.update(1)
-            if on_row is not None:
-                on_row(row)
-            if should_abort(tally["failed"], tally["done"]):
-                first = next(iter(row.failures.values()), None)
-                aborted.append(
-                    f"fail_on_error={fail_on_error!r}: {tally['failed']} of {tally['done']} rows "
-                    f"failed; last: row {index}: {first}"
-                )
-                cancel.cancel()
+            if after is not None and after(row):
+                scope.cancel()
                 return
 
     try:
-        with judge_run(run):
+        with judge_run(judge):
             async with anyio.create_task_group() as group:
-                for _ in range(min(max_concurrency, max(len(data), 1))):
+                for _ in range(min(concurrency, max(count, 1))):
                     group.start_soon(worker, group.cancel_scope)
     finally:
         if bar is not None:
             bar.close()
-    done = [row for row in rows if row is not None]
-    result = EvaluationResult(done, names, run.usage)
-    if aborted:
-        raise EvaluationAbortedError(aborted[0], result=result)
-    assert len(done) == len(rows)
-    return result
+    return [row for row in rows if row is not None]
 
 
 def evaluate(

@@ -213,31 +213,48 @@ def _positions(
     ]
 
 
+def _mean_over_positions(
+    predicted: list[_Call],
+    reference: list[_Call],
+    label: str,
+    share: Any,
+    suffix: str = "",
+) -> Explained:
+    """Mean over aligned positions of ``share(pred, ref) -> (count, total)``.
+
+    A position missing on one side scores 0; a reference call without arguments scores 1.
+    """
+    pairs = _positions(predicted, reference)
+    if not pairs:
+        return Explained(1.0, "no call on either side: 1")
+    scores, parts = [], []
+    for pred, ref in pairs:
+        if pred is None or ref is None:
+            scores.append(0.0)
+            parts.append("missing call: 0")
+        elif not ref.arguments:
+            scores.append(1.0)
+            parts.append(f"{ref.name}: no reference arguments: 1")
+        else:
+            count, total = share(pred, ref)
+            scores.append(count / total)
+            parts.append(ratio(f"{ref.name} {label}", count, total, scores[-1]))
+    value = sum(scores) / len(scores)
+    return Explained(
+        value, f"{'; '.join(parts)}; mean={value:.3f}{suffix}", {"position_scores": scores}
+    )
+
+
 class ToolParameterKeyMatch(_ToolJsonMetric):
     """Mean over aligned calls of the share of the reference's argument keys present."""
 
     name: str = "tool_parameter_key_match"
 
     def _score(self, predicted: list[_Call], reference: list[_Call]) -> Explained:
-        pairs = _positions(predicted, reference)
-        if not pairs:
-            return Explained(1.0, "no call on either side: 1")
-        scores, parts = [], []
-        for pred, ref in pairs:
-            if pred is None or ref is None:
-                scores.append(0.0)
-                parts.append("missing call: 0")
-            elif not ref.arguments:
-                scores.append(1.0)
-                parts.append(f"{ref.name}: no reference keys: 1")
-            else:
-                present = sum(1 for key in ref.arguments if key in pred.arguments)
-                scores.append(present / len(ref.arguments))
-                parts.append(ratio(f"{ref.name} keys", present, len(ref.arguments), scores[-1]))
-        value = sum(scores) / len(scores)
-        return Explained(
-            value, f"{'; '.join(parts)}; mean={value:.3f}", {"position_scores": scores}
-        )
+        def share(pred: _Call, ref: _Call) -> tuple[int, int]:
+            return sum(1 for key in ref.arguments if key in pred.arguments), len(ref.arguments)
+
+        return _mean_over_positions(predicted, reference, "keys", share)
 
 
 class ToolParameterKVMatch(_ToolJsonMetric):
@@ -252,27 +269,15 @@ class ToolParameterKVMatch(_ToolJsonMetric):
     use_strict_string_match: bool = False
 
     def _score(self, predicted: list[_Call], reference: list[_Call]) -> Explained:
-        pairs = _positions(predicted, reference)
-        if not pairs:
-            return Explained(1.0, "no call on either side: 1")
         same = json_key if self.use_strict_string_match else _loose
-        scores, parts = [], []
-        for pred, ref in pairs:
-            if pred is None or ref is None:
-                scores.append(0.0)
-                parts.append("missing call: 0")
-            elif not ref.arguments:
-                scores.append(1.0)
-                parts.append(f"{ref.name}: no reference arguments: 1")
-            else:
-                equal = sum(
-                    1
-                    for key, value in ref.arguments.items()
-                    if key in pred.arguments and same(pred.arguments[key]) == same(value)
-                )
-                scores.append(equal / len(ref.arguments))
-                parts.append(ratio(f"{ref.name} key/values", equal, len(ref.arguments), scores[-1]))
-        value = sum(scores) / len(scores)
+
+        def share(pred: _Call, ref: _Call) -> tuple[int, int]:
+            equal = sum(
+                1
+                for key, value in ref.arguments.items()
+                if key in pred.arguments and same(pred.arguments[key]) == same(value)
+            )
+            return equal, len(ref.arguments)
+
         mode = "strict" if self.use_strict_string_match else "normalised"
-        reason = f"{'; '.join(parts)}; mean={value:.3f} ({mode} values)"
-        return Explained(value, reason, {"position_scores": scores})
+        return _mean_over_positions(predicted, reference, "key/values", share, f" ({mode} values)")
