@@ -134,3 +134,35 @@ def test_a_fragment_opens_a_sample_and_columns_sort(browser: Any, report: Path) 
     page.click("th[data-sort='k0']")  # descending; failures stay last
     assert order() == ["sample-1", "sample-0", "sample-2"]
     assert problems == []
+
+
+def test_calibration_report_shows_kappa_and_the_confusion_heatmap(
+    browser: Any, tmp_path: Path
+) -> None:
+    from turneval.calibration import agreement, render_agreement_html
+    from turneval.results import EvaluationResult, MetricResult, SampleResult
+
+    judge, human = [1, 1, 2, 3, 3], [1, 2, 2, 3, 3]
+    rows = []
+    for index, value in enumerate(judge):
+        row = SampleResult(index, None)
+        row.results["<fluency>"] = MetricResult("<fluency>", float(value))
+        rows.append(row)
+    report = agreement(EvaluationResult(rows, ["<fluency>"]), human)
+    path = tmp_path / "calibration.html"
+    path.write_text(render_agreement_html(report, title="Can I trust <fluency>?"))
+    page, problems = open_page(browser, path)
+    assert problems == []
+    assert page.locator("h1").inner_text() == "Can I trust <fluency>?"
+    low, high = report.weighted_kappa_ci or (0.0, 0.0)
+    assert page.locator("#headline").inner_text() == (
+        f"weighted kappa = {report.weighted_kappa:.3f} (95% CI [{low:.3f}, {high:.3f}])"
+    )
+    counts = page.eval_on_selector_all(
+        "#confusion td.cell", "cells => cells.map(c => Number(c.dataset.count))"
+    )
+    assert counts == [1, 0, 0, 1, 1, 0, 0, 0, 2]  # rows: human 1, 2, 3; columns: judge
+    shades = page.eval_on_selector_all(
+        "#confusion td.cell", "cells => cells.map(c => getComputedStyle(c).backgroundColor)"
+    )
+    assert shades[8] != shades[1]  # the heatmap is shaded by count

@@ -212,6 +212,21 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from turneval.calibration import agreement, render_agreement_html
+    from turneval.results import EvaluationResult
+
+    result = EvaluationResult.from_jsonl(args.results)
+    report = agreement(result, args.labels, args.metric)
+    print(report)
+    out = Path(args.html) if args.html else Path(args.results).with_name("calibration.html")
+    out.write_text(
+        render_agreement_html(report, title=f"Can I trust {report.metric}?"), encoding="utf-8"
+    )
+    print(f"wrote {out}")
+    return 0
+
+
 def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-model", help="judge model name (OpenAI-compatible chat API)")
     parser.add_argument(
@@ -279,6 +294,19 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("candidate")
     diff.add_argument("--pass-threshold", type=float, default=0.5)
     diff.set_defaults(handler=_compare)
+
+    calibrate = commands.add_parser(
+        "calibrate", help="agreement of a judged metric with human labels (kappa, confusion)"
+    )
+    calibrate.add_argument("results", help="results.jsonl of a run")
+    calibrate.add_argument(
+        "labels", help='JSONL of {"index"|"id": ..., "metric": ..., "label": ...}'
+    )
+    calibrate.add_argument("--metric", help="the metric to check (default: the only one labeled)")
+    calibrate.add_argument(
+        "--html", help="HTML report to write (default: calibration.html beside the results)"
+    )
+    calibrate.set_defaults(handler=_calibrate)
     return parser
 
 

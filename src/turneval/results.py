@@ -211,6 +211,13 @@ class EvaluationResult:
                     "baseline_win_rate": choices.count("BASELINE") / len(choices),
                     "tie_rate": choices.count("TIE") / len(choices),
                 }
+                orders = [
+                    (r.details.get("baseline_first"), r.details.get("candidate_first"))
+                    for r in results
+                ]
+                # Position consistency: the share of pairs whose two orders agree.
+                if all(first is not None for first, _ in orders):
+                    rates["position_consistency"] = sum(a == b for a, b in orders) / len(orders)
                 summary = replace(summary, extra=rates)
             summaries[name] = summary
         return summaries

@@ -204,6 +204,7 @@ def test_pairwise_win_rates_in_the_summary() -> None:
         "candidate_win_rate": 1 / 3,
         "baseline_win_rate": 1 / 3,
         "tie_rate": 1 / 3,
+        "position_consistency": 2 / 3,  # (A, A) is the one pair whose two orders disagree
     }
 
 

@@ -1,0 +1,316 @@
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import (
+    balanced_accuracy_score,
+    cohen_kappa_score,
+    confusion_matrix,
+)
+
+from turneval import ConfigError, SingleTurnSample, evaluate
+from turneval.calibration import (
+    AlignedMetric,
+    Label,
+    agreement,
+    align,
+    krippendorff_alpha,
+    render_agreement_html,
+)
+from turneval.cli import main
+from turneval.metrics import Fluency, ToolCallF1
+from turneval.results import EvaluationResult, MetricFailure, MetricResult, SampleResult
+from turneval.testing import ScriptedChatModel
+
+HUMAN_BINARY = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1]
+JUDGE_BINARY = [1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1]
+HUMAN_SCALE = [1, 2, 3, 4, 5, 3, 2, 4, 5, 1]
+JUDGE_SCALE = [2, 2, 3, 5, 5, 4, 2, 4, 4, 1]
+
+
+def result_of(name: str, values: list[float | None]) -> EvaluationResult:
+    rows = []
+    for index, value in enumerate(values):
+        row = SampleResult(index, None)
+        if value is None:
+            row.failures[name] = MetricFailure(name, index, "JudgeOutputError", "bad")
+        else:
+            row.results[name] = MetricResult(name, float(value))
+        rows.append(row)
+    return EvaluationResult(rows, [name])
+
+
+def test_binary_statistics_by_hand_and_equal_to_scikit_learn() -> None:
+    report = agreement(result_of("judge", JUDGE_BINARY), HUMAN_BINARY)
+    # Confusion (rows human 0/1, columns judge 0/1): human 0 -> judge 0,0,1,0,1; human 1 -> six 1s
+    # and one 0. Agreement 9/12; chance p_e = 5/12*4/12 + 7/12*8/12 = 76/144;
+    # kappa = (108/144 - 76/144) / (68/144) = 8/17.
+    assert report.confusion == ((3, 2), (1, 6))
+    assert report.n == 12 and report.scale == (0.0, 1.0) and not report.ordinal
+    assert report.agreement == pytest.approx(9 / 12)
+    assert report.kappa == pytest.approx(8 / 17)
+    assert report.balanced_accuracy == pytest.approx((3 / 5 + 6 / 7) / 2)
+    assert report.mean_bias == pytest.approx((8 - 7) / 12)
+    assert report.per_class["1"].precision == pytest.approx(6 / 8)
+    assert report.per_class["1"].recall == pytest.approx(6 / 7)
+    assert report.per_class["0"].precision == pytest.approx(3 / 4)
+    assert report.per_class["0"].f1 == pytest.approx(2 * (3 / 4) * (3 / 5) / (3 / 4 + 3 / 5))
+    assert report.per_class["0"].support == 5
+    assert report.weighted_kappa is None and report.spearman is None
+    # and the same as scikit-learn's
+    assert report.kappa == pytest.approx(cohen_kappa_score(HUMAN_BINARY, JUDGE_BINARY))
+    assert report.balanced_accuracy == pytest.approx(
+        balanced_accuracy_score(HUMAN_BINARY, JUDGE_BINARY)
+    )
+    assert report.confusion == tuple(map(tuple, confusion_matrix(HUMAN_BINARY, JUDGE_BINARY)))
+    # two raters, nominal: alpha also from Krippendorff's package, via our wrapper
+    assert report.alpha == pytest.approx(krippendorff_alpha([HUMAN_BINARY, JUDGE_BINARY]))
+
+
+def test_ordinal_statistics_equal_scikit_learn_and_scipy() -> None:
+    report = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
+    assert report.scale == (1.0, 2.0, 3.0, 4.0, 5.0) and report.ordinal
+    assert report.agreement == pytest.approx(6 / 10)
+    assert report.mean_bias == pytest.approx((32 - 30) / 10)
+    # quadratic-weighted kappa by its formula: 1 - sum(w * observed) / sum(w * expected)
+    observed = np.zeros((5, 5))
+    for h, j in zip(HUMAN_SCALE, JUDGE_SCALE, strict=True):
+        observed[h - 1, j - 1] += 1
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    weights = np.array([[(i - j) ** 2 for j in range(5)] for i in range(5)])
+    by_hand = 1 - (weights * observed).sum() / (weights * expected).sum()
+    assert report.weighted_kappa == pytest.approx(by_hand)
+    assert report.weighted_kappa == pytest.approx(
+        cohen_kappa_score(HUMAN_SCALE, JUDGE_SCALE, weights="quadratic")
+    )
+    assert report.kappa == pytest.approx(cohen_kappa_score(HUMAN_SCALE, JUDGE_SCALE))
+    assert report.spearman == pytest.approx(stats.spearmanr(HUMAN_SCALE, JUDGE_SCALE).statistic)
+    assert report.kendall == pytest.approx(stats.kendalltau(HUMAN_SCALE, JUDGE_SCALE).statistic)
+    assert report.confusion == tuple(
+        map(tuple, confusion_matrix(HUMAN_SCALE, JUDGE_SCALE, labels=[1, 2, 3, 4, 5]))
+    )
+    assert report.per_class == {}
+    # bootstrap intervals: seeded, and they contain the point estimates
+    low, high = report.weighted_kappa_ci or (math.nan, math.nan)
+    assert low <= report.weighted_kappa <= high
+    low, high = report.agreement_ci or (math.nan, math.nan)
+    assert low <= report.agreement <= high and 0 <= low and high <= 1
+    again = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
+    assert again.kappa_ci == report.kappa_ci
+    text = str(report)
+    assert "weighted kappa" in text and "rows: human, columns: judge" in text
+
+
+def biased_judge(prompts: list[list]) -> ScriptedChatModel:
+    """Rates one point above the truth (``#i# true=N`` in the answer), at most 5; with worked
+    examples in its system prompt, rates the truth."""
+
+    def policy(messages: list) -> str:
+        truth = int(re.search(r"true=(\d)", messages[-1].content).group(1))
+        taught = "Worked examples" in messages[0].content
+        prompts.append(messages)
+        score = truth if taught else min(truth + 1, 5)
+        return json.dumps({"explanation": "e", "score": score})
+
+    return ScriptedChatModel(responses=[policy])
+
+
+def sample(i: int, truth: int) -> SingleTurnSample:
+    return SingleTurnSample(user_input="Say hello.", response=f"hello #{i}# true={truth}")
+
+
+def test_a_judge_with_a_known_bias_shows_the_expected_confusion() -> None:
+    truths = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]
+    result = evaluate([sample(i, t) for i, t in enumerate(truths)], [Fluency(llm=biased_judge([]))])
+    report = agreement(result, truths)  # a column, one label per row
+    assert report.confusion == (
+        (0, 2, 0, 0, 0),
+        (0, 0, 2, 0, 0),
+        (0, 0, 0, 2, 0),
+        (0, 0, 0, 0, 2),
+        (0, 0, 0, 0, 2),
+    )
+    assert report.agreement == pytest.approx(2 / 10) and report.mean_bias == pytest.approx(8 / 10)
+    assert report.spearman is not None and report.spearman > 0.9  # ranks kept, values shifted
+
+
+def test_label_forms_ids_and_skipped_failures(tmp_path: Path) -> None:
+    result = result_of("judge", [1, 0, None, 1])
+    by_index = agreement(result, {0: "yes", 1: "no", 2: True, 3: "pass"})
+    assert by_index.n == 3 and by_index.skipped == 1 and by_index.agreement == 1.0
+    path = tmp_path / "labels.jsonl"
+    path.write_text(
+        '{"index": 0, "metric": "judge", "label": 0}\n\n'
+        '{"index": 3, "metric": "judge", "label": 1}\n'
+        '{"index": 3, "metric": "other", "label": 0}\n'
+    )
+    from_file = agreement(result, path)
+    assert from_file.n == 2 and from_file.confusion == ((0, 1), (0, 1))
+    rows = evaluate(
+        [
+            SingleTurnSample(user_input="q", response="a", metadata={"id": "first"}),
+            SingleTurnSample(user_input="q", response="b", metadata={"id": "second"}),
+        ],
+        [Fluency(llm=ScriptedChatModel(responses=['{"explanation": "e", "score": 4}']))],
+    )
+    report = agreement(rows, [Label("second", 5.0), Label("first", 4.0)], "fluency")
+    assert report.confusion[3][3] == 1 and report.confusion[4][3] == 1
+
+
+def test_bad_labels_name_the_line_the_row_or_the_metric(tmp_path: Path) -> None:
+    result = result_of("fluency", [3, 4, 5])
+    path = tmp_path / "labels.jsonl"
+    path.write_text('{"index": 0, "label": 3}\n{"index": 1, "label": 7}\n')
+    with pytest.raises(ConfigError, match=r"labels.jsonl line 2: label 7 is outside the scale"):
+        agreement(result, path)
+    path.write_text('{"index": 0, "label": 3}\n{"index": 9, "label": 4}\n')
+    with pytest.raises(ConfigError, match=r"line 2: row index 9 is unknown; .* rows 0-2"):
+        agreement(result, path)
+    path.write_text('{"index": 0, "label": 3}\n{"index": 0, "label": 4}\n')
+    with pytest.raises(
+        ConfigError, match=r"line 2: row 0 .* already labeled \(labels.jsonl line 1"
+    ):
+        agreement(result, path)
+    path.write_text('{"index": 0, "label": "great"}\n')
+    with pytest.raises(ConfigError, match=r"line 1: label 'great' is not a score"):
+        agreement(result, path)
+    path.write_text('{"label": 3}\n')
+    with pytest.raises(ConfigError, match=r"line 1: needs an integer 'index' or a string 'id'"):
+        agreement(result, path)
+    path.write_text("{oops\n")
+    with pytest.raises(ConfigError, match=r"line 1: not JSON"):
+        agreement(result, path)
+    with pytest.raises(ConfigError, match=r"no row has sample id 'x' \(the rows carry no"):
+        agreement(result, {"x": 3})
+    with pytest.raises(ConfigError, match=r"one label \(or None\) per row: got 2 labels for 3"):
+        agreement(result, [3, 4])
+    with pytest.raises(ConfigError, match=r"'tool_call_f1' is not judged by an LLM"):
+        agreement(result_of("tool_call_f1", [1.0]), [1.0])
+    with pytest.raises(ConfigError, match=r"metric 'nope' is not in the results"):
+        agreement(result, [3, 4, 5], "nope")
+
+
+def test_krippendorff_alpha_on_the_published_worked_example() -> None:
+    # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: four
+    # observers, twelve units, missing values; alpha = 0.743 (nominal), 0.849 (interval).
+    nan = None
+    data = [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+        [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+    ]
+    assert krippendorff_alpha(data) == pytest.approx(0.743, abs=5e-4)
+    assert krippendorff_alpha(data, level="interval") == pytest.approx(0.849, abs=5e-4)
+    with pytest.raises(ConfigError, match="at least two raters"):
+        krippendorff_alpha([[1, 2]])
+    with pytest.raises(ConfigError, match="one value per unit"):
+        krippendorff_alpha([[1, 2], [1]])
+    with pytest.raises(ConfigError, match="rated by at least two raters"):
+        krippendorff_alpha([[1, None], [None, 2]])
+
+
+def test_align_shows_training_examples_and_scores_only_the_held_out_split(tmp_path: Path) -> None:
+    truths = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2]
+    labeled = [(sample(i, t), t) for i, t in enumerate(truths)]
+    prompts: list[list] = []
+    aligned = align(Fluency(llm=biased_judge(prompts)), labeled, k=8, split=0.5, seed=3)
+    assert sorted(aligned.train + aligned.held_out) == list(range(12))
+    assert len(aligned.held_out) == 6 and set(aligned.shown) <= set(aligned.train)
+    assert len(aligned.shown) == 6  # k=8, but only 6 training examples
+    # the prompts, as recorded: no example is ever scored by a judge that was shown it
+    taught = [m for m in prompts if "Worked examples" in m[0].content]
+    assert len(taught) == 6
+    for messages in taught:
+        shown = {int(i) for i in re.findall(r"#(\d+)#", messages[0].content)}
+        scored = int(re.search(r"#(\d+)#", messages[-1].content).group(1))
+        assert shown == set(aligned.shown) and scored not in shown
+        assert scored in aligned.held_out
+    before, after = aligned.before, aligned.after
+    assert before is not None and after is not None and before.n == after.n == 6
+    held_truths = [truths[i] for i in aligned.held_out]
+    assert before.agreement == pytest.approx(held_truths.count(5) / 6)  # only 5 survives +1
+    assert after.agreement == 1.0 and after.mean_bias == 0.0
+    # save and load: examples and reports come back
+    path = tmp_path / "aligned.json"
+    aligned.save(path)
+    loaded = AlignedMetric.load(path, llm=biased_judge([]))
+    assert loaded.metric.examples == aligned.metric.examples and loaded.after == after
+    assert loaded.shown == aligned.shown
+    rescored = evaluate([sample(99, 3)], [loaded.metric])
+    assert rescored.rows[0].results["fluency"].value == 3.0  # taught: no bias
+
+
+def test_align_picks_disagreements_first_balanced_over_labels() -> None:
+    truths = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2]
+    labeled = [(sample(i, t), t) for i, t in enumerate(truths)]
+    aligned = align(Fluency(llm=biased_judge([])), labeled, k=3, split=0.5, seed=3)
+    picked = [truths[i] for i in aligned.shown]
+    train_labels = {truths[i] for i in aligned.train if truths[i] != 5}
+    assert len(picked) == 3 and 5 not in picked  # label 5 is the only one the judge gets right
+    assert len(set(picked)) == min(3, len(train_labels))  # one per label before any repeats
+
+
+def test_align_bad_input() -> None:
+    judge = biased_judge([])
+    nine = [(sample(i, 3), 3) for i in range(9)]
+    with pytest.raises(ConfigError, match=r"at least 10 labeled examples of 'fluency', got 9"):
+        align(Fluency(llm=judge), nine)
+    with pytest.raises(ConfigError, match=r"'tool_call_f1' is not judged by an LLM"):
+        align(ToolCallF1(), nine)
+    off = [(sample(i, 3), 3) for i in range(10)]
+    off[4] = (sample(4, 3), 7)
+    with pytest.raises(ConfigError, match=r"labeled example 4: label 7 is outside the scale"):
+        align(Fluency(llm=judge), off)
+    with pytest.raises(ConfigError, match=r"labeled example 0: expected \(sample, label\)"):
+        align(Fluency(llm=judge), [sample(0, 3)] * 10)
+    with pytest.raises(ConfigError, match="split"):
+        align(Fluency(llm=judge), off[:4] + off[5:] + off[:1], split=1.0)
+
+
+def test_cli_calibrate_prints_the_report_and_writes_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results.jsonl"
+    result_of("fluency", JUDGE_SCALE).to_jsonl(results)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        "".join(
+            json.dumps({"index": i, "metric": "fluency", "label": v}) + "\n"
+            for i, v in enumerate(HUMAN_SCALE)
+        )
+    )
+    assert main(["calibrate", str(results), str(labels)]) == 0
+    out = capsys.readouterr().out
+    expected = cohen_kappa_score(HUMAN_SCALE, JUDGE_SCALE, weights="quadratic")
+    assert f"weighted kappa     {expected:.3f}  95% CI [" in out
+    page = (tmp_path / "calibration.html").read_text()
+    assert 'id="confusion"' in page and f"weighted kappa = {expected:.3f}" in page
+    labels.write_text('{"index": 0, "metric": "fluency", "label": 9}\n')
+    assert main(["calibrate", str(results), str(labels), "--html", str(tmp_path / "x.html")]) == 2
+    assert "labels.jsonl line 1: label 9 is outside the scale" in capsys.readouterr().err
+
+
+def test_html_escapes_the_metric_name() -> None:
+    report = agreement(result_of("<b>j</b>", JUDGE_BINARY), HUMAN_BINARY)
+    page = render_agreement_html(report)
+    assert "<b>j</b>" not in page and "&lt;b&gt;j&lt;/b&gt;" in page
+    assert "class 1: precision / recall / F1" in page
+
+
+def test_bootstrap_kappas_equal_scikit_learn_on_every_resample() -> None:
+    from turneval.calibration import _picks, _resampled_kappas
+
+    human, judge = np.array(HUMAN_SCALE) - 1, np.array(JUDGE_SCALE) - 1
+    picks = _picks(len(human), 0, 50)
+    for weights in (None, "quadratic"):
+        ours = _resampled_kappas(human, judge, picks, 5, weights)
+        for pick, value in zip(picks, ours, strict=True):
+            theirs = cohen_kappa_score(human[pick], judge[pick], labels=range(5), weights=weights)
+            assert value == pytest.approx(theirs)
+    single = np.zeros((1, 4), dtype=int)  # one class in both: undefined, NaN
+    assert np.isnan(_resampled_kappas(np.array([0, 0, 0, 0]), np.array([0] * 4), single, 2, None))
