@@ -314,3 +314,66 @@ def test_bootstrap_kappas_equal_scikit_learn_on_every_resample() -> None:
             assert value == pytest.approx(theirs)
     single = np.zeros((1, 4), dtype=int)  # one class in both: undefined, NaN
     assert np.isnan(_resampled_kappas(np.array([0, 0, 0, 0]), np.array([0] * 4), single, 2, None))
+
+
+def test_which_metric_and_more_bad_input(tmp_path: Path) -> None:
+    both = EvaluationResult(
+        [SampleResult(0, None, {"a": MetricResult("a", 1.0), "b": MetricResult("b", 0.0)})],
+        ["a", "b"],
+    )
+    with pytest.raises(
+        ConfigError, match=r"which metric\? pass metric=\.\.\. \(one of \['a', 'b'\]"
+    ):
+        agreement(both, [1.0])
+    picked = agreement(both, [Label(0, 0.0, "b")])  # the labels name the metric
+    assert picked.metric == "b" and picked.agreement == 1.0 and picked.agreement_ci is None
+    with pytest.raises(ConfigError, match=r"no labeled row of 'a' has a judge score"):
+        agreement(result_of("a", [None]), [1.0])
+    with pytest.raises(ConfigError, match="takes 21 distinct values; agreement needs a discrete"):
+        agreement(result_of("a", [i / 20 for i in range(21)]), [0.0] * 21)
+    with pytest.raises(ConfigError, match=r"row 0: the judge's 'fluency' score 3.5 is not on"):
+        agreement(result_of("fluency", [3.5]), [3])
+    with pytest.raises(ConfigError, match="labels must be a column"):
+        agreement(both, 3)
+    with pytest.raises(ConfigError, match=r"label 0: label nan is not a score"):
+        agreement(result_of("a", [1.0]), [math.nan])
+    path = tmp_path / "labels.jsonl"
+    for line, message in [
+        ("[1]", "line 1: expected an object"),
+        ('{"index": 0}', "line 1: has no 'label'"),
+        ('{"index": 0, "label": 1, "metric": 3}', "line 1: 'metric' must be a metric name"),
+    ]:
+        path.write_text(line + "\n")
+        with pytest.raises(ConfigError, match=message):
+            agreement(result_of("a", [1.0]), path)
+    with pytest.raises(ConfigError, match="only judged metrics align|is not judged"):
+        align(object(), [])
+    labeled = [(sample(i, 3), 3) for i in range(10)]
+    with pytest.raises(ConfigError, match="k is the number of examples"):
+        align(Fluency(llm=biased_judge([])), labeled, k=0)
+    path = tmp_path / "aligned.json"
+    path.write_text(json.dumps({"metric_class": "os.path.join", "config": {}}))
+    with pytest.raises(ConfigError, match="is not turneval's: pass metric_class"):
+        AlignedMetric.load(path)
+    path.write_text(json.dumps({"metric_class": "turneval.metrics.ToolCallF1", "config": {}}))
+    with pytest.raises(ConfigError, match="is not a judged metric class"):
+        AlignedMetric.load(path)
+
+
+def test_example_input_shows_the_conversation_and_reference() -> None:
+    from turneval import AIMessage, HumanMessage, MultiTurnSample
+    from turneval.calibration import example_input
+
+    text = example_input(
+        MultiTurnSample(
+            user_input=[HumanMessage(content="book it"), AIMessage(content="booked")],
+            reference="a table is booked",
+        )
+    )
+    assert text.startswith("<conversation>\n") and "booked" in text
+    assert text.endswith("</conversation>\n<reference>\na table is booked\n</reference>")
+    single = example_input(SingleTurnSample(user_input="q", retrieved_contexts=["c1", "c2"]))
+    assert (
+        single
+        == "<user_input>\nq\n</user_input>\n<retrieved_contexts>\nc1\nc2\n</retrieved_contexts>"
+    )

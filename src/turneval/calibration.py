@@ -756,7 +756,9 @@ def example_input(sample: Sample) -> str:
 
     if isinstance(sample, MultiTurnSample):
         text = render_conversation(sample)
-        return text if sample.reference is None else f"{text}\n<reference>{sample.reference}"
+        if sample.reference is not None:
+            text += f"\n<reference>\n{sample.reference}\n</reference>"
+        return text
     parts = []
     for key in ("user_input", "retrieved_contexts", "reference", "baseline_response", "response"):
         value = getattr(sample, key)
