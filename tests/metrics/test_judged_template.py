@@ -9,7 +9,14 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import Field
 
-from turneval import AIMessage, HumanMessage, MultiTurnSample, SingleTurnSample, evaluate
+from turneval import (
+    AIMessage,
+    HumanMessage,
+    JudgeOutputError,
+    MultiTurnSample,
+    SingleTurnSample,
+    evaluate,
+)
 from turneval.estimate import estimate
 from turneval.grounding import check_grounding
 from turneval.judge import (
@@ -42,7 +49,7 @@ from turneval.metrics import (
 )
 from turneval.metrics.assessments import ASSESSMENT_PRESETS
 from turneval.metrics.base import require
-from turneval.metrics.rubric import PAIRWISE_PRESETS, RUBRIC_PRESETS
+from turneval.metrics.rubric import PAIRWISE_PRESETS, RUBRIC_PRESETS, SYSTEM
 from turneval.runner import resolve_metrics
 from turneval.testing import ScriptedChatModel
 
@@ -332,3 +339,14 @@ def test_tagged_inputs_cannot_close_their_tags() -> None:
         metric.score(chat)
         prompt = metric.llm.prompts[0][1].content  # type: ignore[attr-defined]
         assert closing_tags(prompt, "conversation") == 1, prompt
+
+
+def test_a_failing_request_raises_its_own_error_not_a_group() -> None:
+    good = json.dumps({"explanation": "e", "choice": "A"})
+    model = ScriptedChatModel(responses=[good, "not json"])
+    metric = PairwiseMetric(name="p", criteria="c", llm=model)
+    with pytest.raises(JudgeOutputError, match="could not be parsed"):
+        metric.score(QA)
+    row = evaluate([QA], [metric.model_copy(update={"llm": model})]).rows[0]
+    assert row.failures["p"].error_type == "JudgeOutputError"
+    assert [system for system, _ in metric.prompts(QA)] == [SYSTEM] * 2

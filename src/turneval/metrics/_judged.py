@@ -178,19 +178,31 @@ class JudgedMetric(Metric, ABC):
         return [(r.system, r.prompt) for r in self.judge_requests(sample)]
 
     async def ask(self, requests: Sequence[JudgeRequest[Any]]) -> list[JudgeReply[Any]]:
-        """Ask every request concurrently (each waits for the run's limiter); answers in order."""
-        replies: list[JudgeReply[Any] | None] = [None] * len(requests)
+        """Ask every request concurrently (each waits for the run's limiter); answers in order.
 
-        async def one(index: int, request: JudgeRequest[Any]) -> None:
+        The first failing request (in request order) raises its own error, e.g.
+        :class:`~turneval.errors.JudgeOutputError`; the requests still running are cancelled.
+        """
+        replies: list[JudgeReply[Any] | None] = [None] * len(requests)
+        errors: dict[int, Exception] = {}
+
+        async def one(index: int, request: JudgeRequest[Any], scope: anyio.CancelScope) -> None:
             judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
-            replies[index] = await judge.ask(request.system, request.prompt, request.schema)
+            try:
+                replies[index] = await judge.ask(request.system, request.prompt, request.schema)
+            except Exception as error:  # re-raised below, unwrapped from the task group
+                errors[index] = error
+                scope.cancel()
 
         if len(requests) == 1:
-            await one(0, requests[0])
-        elif requests:
-            async with anyio.create_task_group() as group:
-                for index, request in enumerate(requests):
-                    group.start_soon(one, index, request)
+            judge = self.judge(temperature=requests[0].temperature, logprobs=requests[0].logprobs)
+            reply = await judge.ask(requests[0].system, requests[0].prompt, requests[0].schema)
+            return [reply]
+        async with anyio.create_task_group() as group:
+            for index, request in enumerate(requests):
+                group.start_soon(one, index, request, group.cancel_scope)
+        if errors:
+            raise errors[min(errors)]
         return [reply for reply in replies if reply is not None]
 
     async def _evaluate(self, sample: Any) -> Explained:
