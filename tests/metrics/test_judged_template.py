@@ -11,6 +11,7 @@ from pydantic import Field
 
 from turneval import (
     AIMessage,
+    ConfigError,
     HumanMessage,
     JudgeOutputError,
     MultiTurnSample,
@@ -28,6 +29,7 @@ from turneval.judge import (
     enum_field,
     escape,
     judge_run,
+    list_field,
     rubric_score_model,
     strict_schema_problems,
     tagged,
@@ -350,3 +352,23 @@ def test_a_failing_request_raises_its_own_error_not_a_group() -> None:
     row = evaluate([QA], [metric.model_copy(update={"llm": model})]).rows[0]
     assert row.failures["p"].error_type == "JudgeOutputError"
     assert [system for system, _ in metric.prompts(QA)] == [SYSTEM] * 2
+
+
+def test_edge_cases_of_the_template_and_helpers() -> None:
+    metric = AgentGoalAccuracyWithReference()
+    shown = metric.example(CHAT, "achieved")
+    assert shown.input.startswith("<conversation>\nHuman: Book a table")
+    assert shown.input.endswith("<reference>\nA table for two is booked at 8pm.\n</reference>")
+    # Examples survive a JSON round trip of the metric (an aligned judge can be saved).
+    saved = metric.model_copy(update={"examples": (shown,)}).model_dump(mode="json")
+    assert AgentGoalAccuracyWithReference.model_validate(saved).examples == (shown,)
+    no_ai = MultiTurnSample(user_input=[HumanMessage(content="hi")])
+    per_turn = PointwiseMetric(name="t", criteria="c", rating_rubric=CLARITY, per_turn=True)
+    with pytest.raises(ConfigError, match="no AI turn to rate"):
+        per_turn.requests(no_ai)
+    with pytest.raises(ConfigError, match="needs guidelines"):
+        GuidelineAdherence().requests(SingleTurnSample(user_input="q", response="r"))
+    with pytest.raises(ValueError, match="at least one score"):
+        rubric_score_model([])
+    kind, _ = list_field(StrictVerdict, description="d")
+    assert kind == list[StrictVerdict]
