@@ -49,6 +49,7 @@ from turneval.metrics import (
     ToolOutputGroundedness,
     TopicAdherenceScore,
 )
+from turneval.metrics._judged import MAX_CONCURRENT_REQUESTS
 from turneval.metrics.assessments import ASSESSMENT_PRESETS
 from turneval.metrics.base import require
 from turneval.metrics.rubric import PAIRWISE_PRESETS, RUBRIC_PRESETS, SYSTEM
@@ -372,3 +373,13 @@ def test_edge_cases_of_the_template_and_helpers() -> None:
         rubric_score_model([])
     kind, _ = list_field(StrictVerdict, description="d")
     assert kind == list[StrictVerdict]
+
+
+def test_outside_a_run_a_samples_requests_are_bounded() -> None:
+    model = ScriptedChatModel(responses=[json.dumps({"explanation": "e", "score": 2})])
+    model.delay = 0.02
+    voted = PointwiseMetric(name="v", criteria="c", rating_rubric=CLARITY, samples=10, llm=model)
+    result = voted.score(QA)
+    assert model.calls == 10 and model.max_in_flight == MAX_CONCURRENT_REQUESTS == 8
+    assert result.details["votes"] == [2.0] * 10 and result.details["confidence"] == 1.0
+    assert [r.vote for r in voted.requests(QA)] == list(range(10))

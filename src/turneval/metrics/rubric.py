@@ -212,9 +212,10 @@ class PointwiseMetric(JudgedMetric, SingleTurnMetric, MultiTurnMetric):
                 temperature=temperature,
                 logprobs=self.samples == 1,
                 label=label,
+                vote=vote,
             )
             for label, question in self._questions(sample)
-            for _ in range(self.samples)
+            for vote in range(self.samples)
         ]
 
     def _rate(self, replies: Sequence[JudgeReply[Any]]) -> dict[str, Any]:
