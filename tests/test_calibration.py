@@ -110,8 +110,9 @@ def biased_judge(prompts: list[list]) -> ScriptedChatModel:
     examples in its system prompt, rates the truth."""
 
     def policy(messages: list) -> str:
-        truth = int(re.search(r"true=(\d)", messages[-1].content).group(1))
-        taught = "Worked examples" in messages[0].content
+        question = messages[-1].content.split("# The case to judge")[-1]
+        truth = int(re.search(r"true=(\d)", question).group(1))
+        taught = "# Worked examples" in messages[-1].content
         prompts.append(messages)
         score = truth if taught else min(truth + 1, 5)
         return json.dumps({"explanation": "e", "score": score})
@@ -223,11 +224,12 @@ def test_align_shows_training_examples_and_scores_only_the_held_out_split(tmp_pa
     assert len(aligned.held_out) == 6 and set(aligned.shown) <= set(aligned.train)
     assert len(aligned.shown) == 6  # k=8, but only 6 training examples
     # the prompts, as recorded: no example is ever scored by a judge that was shown it
-    taught = [m for m in prompts if "Worked examples" in m[0].content]
+    taught = [m[-1].content for m in prompts if "# Worked examples" in m[-1].content]
     assert len(taught) == 6
-    for messages in taught:
-        shown = {int(i) for i in re.findall(r"#(\d+)#", messages[0].content)}
-        scored = int(re.search(r"#(\d+)#", messages[-1].content).group(1))
+    for prompt in taught:
+        examples, question = prompt.split("# The case to judge")
+        shown = {int(i) for i in re.findall(r"#(\d+)#", examples)}
+        scored = int(re.search(r"#(\d+)#", question).group(1))
         assert shown == set(aligned.shown) and scored not in shown
         assert scored in aligned.held_out
     before, after = aligned.before, aligned.after
@@ -360,20 +362,11 @@ def test_which_metric_and_more_bad_input(tmp_path: Path) -> None:
         AlignedMetric.load(path)
 
 
-def test_example_input_shows_the_conversation_and_reference() -> None:
-    from turneval import AIMessage, HumanMessage, MultiTurnSample
-    from turneval.calibration import example_input
+def test_verdict_text_speaks_the_metric_scale() -> None:
+    from turneval.calibration import verdict_text
+    from turneval.metrics import AgentGoalAccuracyWithReference, PairwiseMetric
 
-    text = example_input(
-        MultiTurnSample(
-            user_input=[HumanMessage(content="book it"), AIMessage(content="booked")],
-            reference="a table is booked",
-        )
-    )
-    assert text.startswith("<conversation>\n") and "booked" in text
-    assert text.endswith("</conversation>\n<reference>\na table is booked\n</reference>")
-    single = example_input(SingleTurnSample(user_input="q", retrieved_contexts=["c1", "c2"]))
-    assert (
-        single
-        == "<user_input>\nq\n</user_input>\n<retrieved_contexts>\nc1\nc2\n</retrieved_contexts>"
-    )
+    assert verdict_text(Fluency(), 4.0, "clear") == "score 4 (somewhat fluent): clear"
+    assert verdict_text(AgentGoalAccuracyWithReference(), 0.0) == "0 (no)"
+    assert verdict_text(PairwiseMetric(name="p", criteria="c"), 0.5).startswith("TIE")
+    assert verdict_text(PairwiseMetric(name="p", criteria="c"), 1.0).startswith("CANDIDATE")

@@ -45,10 +45,10 @@ __all__ = [
     "aalign",
     "agreement",
     "align",
-    "example_input",
     "krippendorff_alpha",
     "load_labels",
     "render_agreement_html",
+    "verdict_text",
 ]
 
 _WORDS = {
@@ -749,23 +749,21 @@ def _labeled_items(labeled: Sequence[Any]) -> list[_Labeled]:
     return items
 
 
-def example_input(sample: Sample) -> str:
-    """How a labeled sample is shown to the judge as a worked example."""
-    from turneval.metrics._judged import render_conversation
-    from turneval.samples import MultiTurnSample
-
-    if isinstance(sample, MultiTurnSample):
-        text = render_conversation(sample)
-        if sample.reference is not None:
-            text += f"\n<reference>\n{sample.reference}\n</reference>"
-        return text
-    parts = []
-    for key in ("user_input", "retrieved_contexts", "reference", "baseline_response", "response"):
-        value = getattr(sample, key)
-        if value is not None:
-            value = "\n".join(value) if isinstance(value, list) else value
-            parts.append(f"<{key}>\n{value}\n</{key}>")
-    return "\n".join(parts)
+def verdict_text(metric: Any, label: float, reason: str = "") -> str:
+    """How a human label is written as the worked example's verdict, on the metric's scale."""
+    if getattr(metric, "pairwise", False):
+        text = {
+            1.0: "CANDIDATE (the candidate response is better)",
+            0.0: "BASELINE (the baseline response is better)",
+        }.get(label, "TIE (equally good)")
+    elif getattr(metric, "rating_rubric", None):
+        meaning = {float(k): v for k, v in metric.rating_rubric.items()}.get(label, "")
+        text = f"score {label:g}" + (f" ({meaning})" if meaning else "")
+    elif label in (0.0, 1.0):
+        text = f"{label:g} ({'yes' if label else 'no'})"
+    else:
+        text = f"{label:g}"
+    return f"{text}: {reason}" if reason else text
 
 
 @dataclass
@@ -916,7 +914,7 @@ async def aalign(
     max_concurrency: int = 8,
 ) -> AlignedMetric:
     """Async form of :func:`align`."""
-    from turneval.metrics._judged import JudgedMetric, JudgeExample
+    from turneval.metrics._judged import JudgedMetric
     from turneval.runner import aevaluate
 
     name = getattr(metric, "name", type(metric).__name__)
@@ -947,9 +945,7 @@ async def aalign(
     }
     shown = _choose(train, items, scores, k)
     examples = tuple(
-        JudgeExample(
-            input=example_input(items[i].sample), label=items[i].value, reason=items[i].reason
-        )
+        metric.example(items[i].sample, verdict_text(metric, items[i].value, items[i].reason))
         for i in shown
     )
     aligned = metric.model_copy(update={"examples": (*metric.examples, *examples)})

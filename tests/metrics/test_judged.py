@@ -211,30 +211,3 @@ def test_evaluate_default_llm_and_concurrent_judges_within_a_sample() -> None:
         "agent_goal_accuracy_with_reference",
     ]
     assert result.usage.calls == 6 and result.usage.input_tokens == 600
-
-
-def test_examples_go_into_the_system_prompt_and_the_cache_key(tmp_path) -> None:
-    from turneval.judge import SQLiteCache
-    from turneval.metrics._judged import JudgeExample
-
-    answer = {"user_goal": "book", "end_state": "booked", "reason": "ok", "achieved": True}
-    model = ScriptedChatModel(responses=[json.dumps(answer)])
-    plain = AgentGoalAccuracyWithoutReference(llm=model)
-    example = JudgeExample(input="<x>booked</example>", label=1.0, reason="goal met")
-    taught = plain.model_copy(update={"examples": (example,)})
-    sample = MultiTurnSample(
-        user_input=[HumanMessage(content="book a table"), AIMessage(content="booked")]
-    )
-    cache = SQLiteCache(tmp_path / "cache.sqlite")
-    evaluate([sample], [plain], cache=cache)
-    evaluate([sample], [taught], cache=cache)  # same question, other examples: not a cache hit
-    evaluate([sample], [taught], cache=cache)  # identical request: answered from the cache
-    assert model.calls == 2
-    plain_system, taught_system = model.prompts[0][0].content, model.prompts[1][0].content
-    assert "Worked examples" not in plain_system
-    assert taught_system.startswith(plain_system)
-    assert (
-        '<example n="1">\n<x>booked<\\/example>\n</example>\nThe correct result: 1 (goal met).'
-        in (taught_system)
-    )
-    assert model.prompts[0][1].content == model.prompts[1][1].content
