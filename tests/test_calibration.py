@@ -305,17 +305,17 @@ def test_html_escapes_the_metric_name() -> None:
 
 
 def test_bootstrap_kappas_equal_scikit_learn_on_every_resample() -> None:
-    from turneval.calibration import _picks, _resampled_kappas
+    from turneval.calibration import _resampled_kappas
 
     human, judge = np.array(HUMAN_SCALE) - 1, np.array(JUDGE_SCALE) - 1
-    picks = _picks(len(human), 0, 50)
+    picks = np.random.default_rng(0).integers(0, len(human), size=(50, len(human)))
     for weights in (None, "quadratic"):
-        ours = _resampled_kappas(human, judge, picks, 5, weights)
+        ours = _resampled_kappas(human[picks], judge[picks], 5, weights)
         for pick, value in zip(picks, ours, strict=True):
             theirs = cohen_kappa_score(human[pick], judge[pick], labels=range(5), weights=weights)
             assert value == pytest.approx(theirs)
-    single = np.zeros((1, 4), dtype=int)  # one class in both: undefined, NaN
-    assert np.isnan(_resampled_kappas(np.array([0, 0, 0, 0]), np.array([0] * 4), single, 2, None))
+    one_class = np.zeros((1, 4), dtype=int)  # one class in both: undefined, NaN
+    assert np.isnan(_resampled_kappas(one_class, one_class, 2, None))
 
 
 def test_which_metric_and_more_bad_input(tmp_path: Path) -> None:
@@ -370,3 +370,12 @@ def test_verdict_text_speaks_the_metric_scale() -> None:
     assert verdict_text(AgentGoalAccuracyWithReference(), 0.0) == "0 (no)"
     assert verdict_text(PairwiseMetric(name="p", criteria="c"), 0.5).startswith("TIE")
     assert verdict_text(PairwiseMetric(name="p", criteria="c"), 1.0).startswith("CANDIDATE")
+
+
+def test_the_bootstrap_draws_in_bounded_chunks_with_the_same_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    whole = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
+    monkeypatch.setattr("turneval.calibration._BOOTSTRAP_CELLS", 30)  # 3 resamples at a time
+    chunked = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
+    assert chunked == whole

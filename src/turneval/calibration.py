@@ -368,16 +368,16 @@ def _kappa(human: np.ndarray, judge: np.ndarray, classes: list[int], weights: An
 
 
 def _resampled_kappas(
-    human: np.ndarray, judge: np.ndarray, picks: np.ndarray, classes: int, weights: str | None
+    human: np.ndarray, judge: np.ndarray, classes: int, weights: str | None
 ) -> np.ndarray:
-    """Cohen's kappa of every resample at once (scikit-learn's formula, NaN where undefined).
+    """Cohen's kappa of every resample (row) at once: scikit-learn's formula, NaN if undefined.
 
     ``kappa = 1 - sum(W * O) / sum(W * E)`` over the confusion matrix ``O`` and the matrix
     ``E`` expected by chance, with ``W`` 0 on the diagonal and 1 (or ``(i - j)**2``) off it, as
     ``sklearn.metrics.cohen_kappa_score`` computes it; one ``bincount`` serves all resamples.
     """
-    resamples = len(picks)
-    cells = (np.arange(resamples)[:, None] * classes + human[picks]) * classes + judge[picks]
+    resamples = len(human)
+    cells = (np.arange(resamples)[:, None] * classes + human) * classes + judge
     observed = np.bincount(cells.ravel(), minlength=resamples * classes * classes).reshape(
         resamples, classes, classes
     )
@@ -397,35 +397,38 @@ def _resampled_kappas(
     return kappas
 
 
+_BOOTSTRAP_CELLS = 1_000_000  # resampled rows drawn at once: bounds the bootstrap's memory
+
+
 def _bootstrap(
     human: np.ndarray, judge: np.ndarray, classes: list[int], seed: int, resamples: int
 ) -> tuple[Interval | None, Interval | None, Interval | None]:
     """Percentile bootstrap 95% intervals of agreement, kappa and weighted kappa."""
     if len(human) < 2 or resamples < 1:
         return None, None, None
-    picks = _picks(len(human), seed, resamples)
-    agreements = np.mean(human[picks] == judge[picks], axis=1)
+    rng = np.random.default_rng(seed)
     ordinal = len(classes) > 2
-    kappas = _resampled_kappas(human, judge, picks, len(classes), None)
+    chunk = max(1, _BOOTSTRAP_CELLS // len(human))
+    agreements, kappas, weighted = [], [], []
+    for start in range(0, resamples, chunk):
+        picks = rng.integers(0, len(human), size=(min(chunk, resamples - start), len(human)))
+        resampled_human, resampled_judge = human[picks], judge[picks]
+        agreements.append(np.mean(resampled_human == resampled_judge, axis=1))
+        kappas.append(_resampled_kappas(resampled_human, resampled_judge, len(classes), None))
+        if ordinal:
+            weighted.append(
+                _resampled_kappas(resampled_human, resampled_judge, len(classes), "quadratic")
+            )
 
-    def interval(values: np.ndarray) -> Interval | None:
+    def interval(parts: list[np.ndarray]) -> Interval | None:
+        values = np.concatenate(parts) if parts else np.array([])
         values = values[np.isfinite(values)]
         if not len(values):
             return None
         low, high = np.percentile(values, [2.5, 97.5])
         return float(low), float(high)
 
-    weighted = (
-        interval(_resampled_kappas(human, judge, picks, len(classes), "quadratic"))
-        if ordinal
-        else None
-    )
-    return interval(agreements), interval(kappas), weighted
-
-
-def _picks(n: int, seed: int, resamples: int) -> np.ndarray:
-    """The bootstrap's resampled row positions, one row per resample."""
-    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    return interval(agreements), interval(kappas), interval(weighted) if ordinal else None
 
 
 def _statistics(
@@ -450,8 +453,8 @@ def _statistics(
     )
 
     position = {value: index for index, value in enumerate(scale)}
-    human = np.array([position[v] for v in human_values])
-    judge = np.array([position[v] for v in judge_values])
+    human = np.array([position[v] for v in human_values], dtype=np.int64)
+    judge = np.array([position[v] for v in judge_values], dtype=np.int64)
     classes = list(range(len(scale)))
     ordinal = len(scale) > 2
     with warnings.catch_warnings():
