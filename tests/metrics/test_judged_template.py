@@ -19,7 +19,7 @@ from turneval import (
     evaluate,
 )
 from turneval.estimate import estimate
-from turneval.grounding import check_grounding
+from turneval.grounding import Fact, check_grounding, grounding_request
 from turneval.judge import (
     JudgeExample,
     JudgeReply,
@@ -383,3 +383,23 @@ def test_outside_a_run_a_samples_requests_are_bounded() -> None:
     assert model.calls == 10 and model.max_in_flight == MAX_CONCURRENT_REQUESTS == 8
     assert result.details["votes"] == [2.0] * 10 and result.details["confidence"] == 1.0
     assert [r.vote for r in voted.requests(QA)] == list(range(10))
+
+
+def test_grounding_schema_admits_one_verdict_per_claim_and_known_facts() -> None:
+    request = grounding_request(
+        "Titanic was directed by James Cameron. It came out.", [Fact(text="f")]
+    )
+    schema = request.schema.model_json_schema()
+    claim = schema["$defs"]["ClaimVerdict"]["properties"]
+    assert (
+        schema["properties"]["claims"]["minItems"],
+        schema["properties"]["claims"]["maxItems"],
+    ) == (2, 2)
+    assert claim["index"]["enum"] == [0, 1] and claim["fact_indices"]["items"]["enum"] == [0]
+    assert strict_schema_problems(schema) == []
+    # Parsing stays lenient: an unknown fact number is ignored later, not rejected here.
+    verdict = {"index": 0, "reason": "r", "needs_check": True, "verdict": "supported"}
+    parsed = request.schema.model_validate(
+        {"claims": [{**verdict, "fact_indices": [7], "score": 1}], "helpfulness": None}
+    )
+    assert parsed.claims[0].fact_indices == [7]

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import anyio
 from pydantic import Field, create_model, field_validator
@@ -98,16 +98,35 @@ def sample_inputs(sample: Any) -> str:
     return "\n".join(parts)
 
 
-def preset_class(base: type[M], class_name: str, module: str, doc: str, **defaults: Any) -> type[M]:
-    """A named preset of ``base``: a subclass whose fields default to ``defaults``.
+class Preset(Protocol):
+    """A row of a preset table: the class to make, its docstring and its field defaults."""
 
-    Built-in judges are rows of a table; this turns a row into the class users import
-    (``Fluency``, ``Correctness``, ...), with ``name`` and the other defaults set.
+    @property
+    def class_name(self) -> str:
+        """The class's name (``Fluency``)."""
+        ...
+
+    @property
+    def doc(self) -> str:
+        """The class's docstring."""
+        ...
+
+    def defaults(self) -> dict[str, Any]:
+        """Field values of the preset (besides ``name``)."""
+        ...
+
+
+def preset_class(base: type[M], name: str, row: Preset, module: str) -> type[M]:
+    """The class users import for a row of a preset table (``Fluency``, ``Correctness``, ...).
+
+    A subclass of ``base`` whose ``name`` defaults to ``name`` and whose other fields default
+    to ``row.defaults()``: built-in judges are data, this turns a row into a class.
     """
+    defaults = {"name": name, **row.defaults()}
     fields: dict[str, Any] = {
         key: (base.model_fields[key].annotation, value) for key, value in defaults.items()
     }
-    return create_model(class_name, __base__=base, __module__=module, __doc__=doc, **fields)
+    return create_model(row.class_name, __base__=base, __module__=module, __doc__=row.doc, **fields)
 
 
 class JudgedMetric(Metric, ABC):
