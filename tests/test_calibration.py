@@ -141,6 +141,10 @@ def test_a_judge_with_a_known_bias_shows_the_expected_confusion() -> None:
 
 def test_label_forms_ids_and_skipped_failures(tmp_path: Path) -> None:
     result = result_of("judge", [1, 0, None, 1])
+    import pandas as pd
+
+    column = agreement(result, pd.Series([1.0, math.nan, 0.0, 1.0]))  # NaN: not labeled
+    assert column.n == 2 and column.skipped == 1 and column.confusion == ((0, 0), (0, 2))
     by_index = agreement(result, {0: "yes", 1: "no", 2: True, 3: "pass"})
     assert by_index.n == 3 and by_index.skipped == 1 and by_index.agreement == 1.0
     path = tmp_path / "labels.jsonl"
@@ -337,8 +341,8 @@ def test_which_metric_and_more_bad_input(tmp_path: Path) -> None:
         agreement(result_of("fluency", [3.5]), [3])
     with pytest.raises(ConfigError, match="labels must be a column"):
         agreement(both, 3)
-    with pytest.raises(ConfigError, match=r"label 0: label nan is not a score"):
-        agreement(result_of("a", [1.0]), [math.nan])
+    with pytest.raises(ConfigError, match=r"label for row 0: label nan is not a score"):
+        agreement(result_of("a", [1.0]), {0: math.nan})
     path = tmp_path / "labels.jsonl"
     for line, message in [
         ("[1]", "line 1: expected an object"),

@@ -158,6 +158,8 @@ def _as_labels(labels: Any, rows: int) -> list[Label]:
             for key, value in labels.items()
             if value is not None
         ]
+    if not isinstance(labels, Sequence) and hasattr(labels, "__len__"):
+        labels = list(labels)  # a pandas Series or numpy array: a column
     if isinstance(labels, Sequence):
         if labels and all(isinstance(item, Label) for item in labels):
             return list(labels)
@@ -169,8 +171,8 @@ def _as_labels(labels: Any, rows: int) -> list[Label]:
         return [
             Label(index, _coerce(value, f"label {index}"), where=f"label {index}")
             for index, value in enumerate(labels)
-            if value is not None
-        ]
+            if not (value is None or (isinstance(value, float) and math.isnan(value)))
+        ]  # None or NaN: not labeled (a pandas column's missing values)
     raise ConfigError(
         "labels must be a column (one per row), a mapping from row index or sample id, a list "
         f"of Label, or a JSONL path; got {type(labels).__name__}"
@@ -560,7 +562,8 @@ def agreement(
 
     Args:
         result: A run's results (``evaluate(...)`` or ``EvaluationResult.from_jsonl``).
-        labels: Human labels: a column (one value or None per row), a mapping from row index
+        labels: Human labels: a column (a list, array or pandas Series: one value, or None/NaN
+            for unlabeled, per row), a mapping from row index
             or sample id (``metadata["id"]``) to a value, a list of :class:`Label`, or the path
             of a JSONL of ``{"index"|"id": ..., "metric": ..., "label": ...}``.
         metric: The metric (name or object; an object gives its rubric's scale). None: the
