@@ -2,6 +2,7 @@
 
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._judged import JudgedMetric
+from turneval.metrics.arg_rules import ArgRule
 from turneval.metrics.assessments import (
     AssessmentJudge,
     ChunkRelevance,
@@ -12,6 +13,12 @@ from turneval.metrics.assessments import (
     RelevanceToQuery,
 )
 from turneval.metrics.base import Explained, Metric, MultiTurnMetric, Outcome, SingleTurnMetric
+from turneval.metrics.behaviour import (
+    AgentLoopDetection,
+    StepBudget,
+    ToolCallEfficiency,
+    ToolPermission,
+)
 from turneval.metrics.custom import CustomMetric
 from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
 from turneval.metrics.grounding import Groundedness, ToolOutputGroundedness
@@ -60,6 +67,8 @@ from turneval.metrics.trajectory import (
 __all__ = [
     "AgentGoalAccuracyWithReference",
     "AgentGoalAccuracyWithoutReference",
+    "AgentLoopDetection",
+    "ArgRule",
     "AssessmentJudge",
     "BUILTIN_METRICS",
     "BleuScore",
@@ -94,17 +103,20 @@ __all__ = [
     "RougeScore",
     "Safety",
     "SingleTurnMetric",
+    "StepBudget",
     "StringMetric",
     "SummarizationHelpfulness",
     "SummarizationQuality",
     "SummarizationVerbosity",
     "ToolCallAccuracy",
+    "ToolCallEfficiency",
     "ToolCallF1",
     "ToolCallValid",
     "ToolNameMatch",
     "ToolOutputGroundedness",
     "ToolParameterKVMatch",
     "ToolParameterKeyMatch",
+    "ToolPermission",
     "TopicAdherenceScore",
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",
@@ -117,6 +129,7 @@ __all__ = [
 BUILTIN_METRICS: tuple[type[Metric], ...] = (
     AgentGoalAccuracyWithReference,
     AgentGoalAccuracyWithoutReference,
+    AgentLoopDetection,
     BleuScore,
     ChunkRelevance,
     Coherence,
@@ -140,14 +153,17 @@ BUILTIN_METRICS: tuple[type[Metric], ...] = (
     Safety,
     SummarizationHelpfulness,
     SummarizationQuality,
+    StepBudget,
     SummarizationVerbosity,
     ToolCallAccuracy,
+    ToolCallEfficiency,
     ToolCallF1,
     ToolCallValid,
     ToolNameMatch,
     ToolOutputGroundedness,
     ToolParameterKVMatch,
     ToolParameterKeyMatch,
+    ToolPermission,
     TopicAdherenceScore,
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
