@@ -82,6 +82,15 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         check_rule_tools(self, book, sample)
         predicted = sample.tool_calls
         scores: dict[Pair, float] = {}
+        if comparator is None and book.all_sync:  # no coroutine per pair
+            score = book.union_score_sync
+            for pred_index, pred in enumerate(predicted):
+                for ref_index, ref in enumerate(reference):
+                    if pred.name == ref.name:
+                        scores[pred_index, ref_index] = score(ref.name, ref.args, pred.args)
+            return CallComparison(
+                predicted, reference, scores=scores, threshold=self.match_threshold
+            )
         for pred_index, pred in enumerate(predicted):
             for ref_index, ref in enumerate(reference):
                 if pred.name == ref.name:
