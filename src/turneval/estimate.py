@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from turneval.judge import JudgeRun, judge_run
 from turneval.metrics import Metric
 from turneval.metrics._judged import JudgedMetric
 from turneval.results import Prices
@@ -25,7 +27,7 @@ class Estimate:
         calls: Judge calls by metric (first attempts; retries and repairs are extra).
         prompt_tokens: Estimated prompt tokens by metric (prompt text / ``CHARS_PER_TOKEN``;
             a structured-output schema adds a few hundred tokens per call).
-        unknown: Metrics that call a model but cannot state their prompts.
+        unknown: Metrics that call a model but are not judged metrics (no stated requests).
     """
 
     samples: int = 0
@@ -64,8 +66,18 @@ class Estimate:
         return "\n".join(lines)
 
 
-def estimate(samples: Iterable[Sample], metrics: Sequence[Metric]) -> Estimate:
-    """Count the judge calls and prompt tokens ``metrics`` would spend on ``samples``."""
+def estimate(samples: Iterable[Sample], metrics: Sequence[Metric], *, llm: Any = None) -> Estimate:
+    """Count the judge calls and prompt tokens ``metrics`` would spend on ``samples``.
+
+    Each judged metric states its requests with the same method a run uses
+    (:meth:`~turneval.metrics.JudgedMetric.judge_requests`). ``llm`` is the run's default judge:
+    metrics with an offline fallback (grounding) count LLM calls only when they would have one.
+    """
+    with judge_run(JudgeRun(llm=llm)):
+        return _estimate(samples, metrics)
+
+
+def _estimate(samples: Iterable[Sample], metrics: Sequence[Metric]) -> Estimate:
     result = Estimate()
     judged = [m for m in metrics if isinstance(m, JudgedMetric)]
     for metric in judged:
@@ -82,14 +94,10 @@ def estimate(samples: Iterable[Sample], metrics: Sequence[Metric]) -> Estimate:
             if not isinstance(sample, metric.sample_types):
                 continue
             try:
-                prompts = metric.prompts(sample)
-            except NotImplementedError:
-                if metric.name not in result.unknown:
-                    result.unknown.append(metric.name)
-                continue
+                requests = metric.judge_requests(sample)
             except Exception:  # a sample the metric would reject costs nothing
                 continue
-            result.calls[metric.name] += len(prompts)
-            chars = sum(len(system) + len(user) for system, user in prompts)
+            result.calls[metric.name] += len(requests)
+            chars = sum(len(r.system) + len(r.prompt) for r in requests)
             result.prompt_tokens[metric.name] += round(chars / CHARS_PER_TOKEN)
     return result

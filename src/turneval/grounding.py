@@ -35,18 +35,24 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from turneval.errors import ConfigError
+from turneval.judge import Judge, JudgeRequest, StrictVerdict, tagged
 from turneval.metrics.base import run_sync
 
 __all__ = [
     "CitedChunk",
     "Claim",
+    "ClaimVerdict",
     "Fact",
     "GroundingResult",
+    "GroundingVerdict",
     "MAX_CANDIDATE_TOKENS",
     "MAX_FACTS",
     "MAX_FACT_CHARS",
     "acheck_grounding",
     "check_grounding",
+    "grounding_request",
+    "grounding_result",
+    "offline_grounding",
     "split_claims",
 ]
 
@@ -506,7 +512,9 @@ def _offline(
 # -- the LLM backend ---------------------------------------------------------------------------
 
 
-class _ClaimVerdict(BaseModel):
+class ClaimVerdict(StrictVerdict):
+    """The LLM backend's verdict on one claim (every field required: strict-compatible)."""
+
     index: int = Field(description="The claim's number.")
     reason: str = Field(description="Why, in one short sentence.")
     needs_check: bool = Field(description="False if the claim asserts nothing checkable.")
@@ -518,10 +526,14 @@ class _ClaimVerdict(BaseModel):
     score: float = Field(ge=0, le=1, description="How well the facts support the claim, 0 to 1.")
 
 
-class _GroundingVerdict(BaseModel):
-    claims: list[_ClaimVerdict]
+class GroundingVerdict(StrictVerdict):
+    """The LLM backend's verdict: one entry per claim, and helpfulness when asked."""
+
+    claims: list[ClaimVerdict] = Field(description="One verdict per numbered claim.")
     helpfulness: float | None = Field(
-        default=None, description="If a prompt is given: how well the answer serves it, 0 to 1."
+        ge=0,
+        le=1,
+        description="If a prompt is given: how well the answer serves it, 0 to 1; else null.",
     )
 
 
@@ -531,54 +543,101 @@ _SYSTEM = (
 )
 
 
-async def _llm(
-    answer: str,
-    facts: list[Fact],
-    llm: Any,
-    citation_threshold: float,
-    claim_scores: bool,
-    anti_citations: bool,
-    prompt: str | None,
-) -> GroundingResult:
-    from turneval.judge import Judge
+def grounding_request(
+    answer: str, facts: Sequence[Fact], prompt: str | None = None
+) -> JudgeRequest[GroundingVerdict]:
+    """The LLM backend's question: every claim of ``answer`` judged against ``facts``.
 
+    Raises:
+        ConfigError: past a documented limit (facts, fact length, candidate tokens).
+    """
+    _check_limits(answer, facts)
     sentences = split_claims(answer)
     fact_lines = "\n".join(f"[{i}] {f.text}" for i, f in enumerate(facts))
     claim_lines = "\n".join(f"({i}) {text}" for i, (text, _, _) in enumerate(sentences))
     question = (
         "Judge every claim of the answer against the facts. A claim only partly supported is "
         "neutral. Cite fact numbers.\n"
-        f"<facts>\n{fact_lines}\n</facts>\n<claims>\n{claim_lines}\n</claims>"
+        f"{tagged('facts', fact_lines)}\n{tagged('claims', claim_lines)}"
     )
     if prompt is not None:
-        question += f"\n<prompt>\n{prompt}\n</prompt>\nAlso rate helpfulness: how well the answer serves the prompt."
-    reply = await Judge(llm).ask(_SYSTEM, question, _GroundingVerdict)
-    verdicts = {v.index: v for v in reply.parsed.claims}
+        question += (
+            f"\n{tagged('prompt', prompt)}\nAlso rate helpfulness: how well the answer serves "
+            "the prompt."
+        )
+    return JudgeRequest(question, GroundingVerdict, _SYSTEM)
+
+
+def grounding_result(
+    answer: str,
+    facts: Sequence[Fact],
+    verdict: GroundingVerdict,
+    *,
+    citation_threshold: float = 0.6,
+    enable_claim_level_score: bool = False,
+    enable_anti_citations: bool = False,
+    prompt: str | None = None,
+) -> GroundingResult:
+    """The :class:`GroundingResult` of the LLM backend's ``verdict`` on ``answer``."""
+    verdicts = {v.index: v for v in verdict.claims}
     claims, cited = [], set()
     grounded = contradicted = required = 0
-    for number, (text, start, end) in enumerate(sentences):
+    for number, (text, start, end) in enumerate(split_claims(answer)):
         claim = Claim(text, start, end)
         claims.append(claim)
-        verdict = verdicts.get(number)
-        if verdict is None or not verdict.needs_check:
-            claim.grounding_check_required = verdict is not None and verdict.needs_check
+        found = verdicts.get(number)
+        if found is None or not found.needs_check:
+            claim.grounding_check_required = found is not None and found.needs_check
             continue
         required += 1
-        valid = sorted(i for i in set(verdict.fact_indices) if 0 <= i < len(facts))
-        if claim_scores:
-            claim.score = verdict.score
-        if verdict.verdict == "supported" and verdict.score >= citation_threshold:
+        valid = sorted(i for i in set(found.fact_indices) if 0 <= i < len(facts))
+        if enable_claim_level_score:
+            claim.score = found.score
+        if found.verdict == "supported" and found.score >= citation_threshold:
             grounded += 1
             claim.citation_indices = valid
             cited.update(valid)
-        elif verdict.verdict == "contradicted" and anti_citations:
+        elif found.verdict == "contradicted" and enable_anti_citations:
             claim.anti_citation_indices = valid
             contradicted += 1
     support = grounded / required if required else 1.0
-    contradiction = (contradicted / required if required else 0.0) if anti_citations else None
+    contradiction = (
+        (contradicted / required if required else 0.0) if enable_anti_citations else None
+    )
     chunks = [CitedChunk(i, facts[i].text, dict(facts[i].attributes)) for i in sorted(cited)]
-    helpful = reply.parsed.helpfulness if prompt is not None else None
+    helpful = verdict.helpfulness if prompt is not None else None
     return GroundingResult(support, claims, chunks, contradiction, helpful)
+
+
+def _check_thresholds(**thresholds: float) -> None:
+    for name, value in thresholds.items():
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{name} must be in [0, 1], got {value}")
+
+
+def offline_grounding(
+    answer: str,
+    facts: Sequence[Fact | str],
+    *,
+    citation_threshold: float = 0.6,
+    enable_claim_level_score: bool = False,
+    enable_anti_citations: bool = False,
+    anti_citation_threshold: float = 0.8,
+) -> GroundingResult:
+    """The offline backend on its own (sync; limits and thresholds checked as documented)."""
+    _check_thresholds(
+        citation_threshold=citation_threshold, anti_citation_threshold=anti_citation_threshold
+    )
+    fact_list = _as_facts(facts)
+    _check_limits(answer, fact_list)
+    return _offline(
+        answer,
+        fact_list,
+        citation_threshold,
+        enable_claim_level_score,
+        enable_anti_citations,
+        anti_citation_threshold,
+    )
 
 
 async def acheck_grounding(
@@ -601,31 +660,29 @@ async def acheck_grounding(
         ConfigError: more than 200 facts, a fact over 10,000 characters, a candidate over 4,096
             tokens, or a threshold outside [0, 1].
     """
-    for name, value in (
-        ("citation_threshold", citation_threshold),
-        ("anti_citation_threshold", anti_citation_threshold),
-    ):
-        if not 0.0 <= value <= 1.0:
-            raise ConfigError(f"{name} must be in [0, 1], got {value}")
-    fact_list = _as_facts(facts)
-    _check_limits(answer_candidate, fact_list)
     if llm is None:
-        return _offline(
+        return offline_grounding(
             answer_candidate,
-            fact_list,
-            citation_threshold,
-            enable_claim_level_score,
-            enable_anti_citations,
-            anti_citation_threshold,
+            facts,
+            citation_threshold=citation_threshold,
+            enable_claim_level_score=enable_claim_level_score,
+            enable_anti_citations=enable_anti_citations,
+            anti_citation_threshold=anti_citation_threshold,
         )
-    return await _llm(
+    _check_thresholds(
+        citation_threshold=citation_threshold, anti_citation_threshold=anti_citation_threshold
+    )
+    fact_list = _as_facts(facts)
+    request = grounding_request(answer_candidate, fact_list, prompt)
+    reply = await Judge(llm).ask(request.system, request.prompt, request.schema)
+    return grounding_result(
         answer_candidate,
         fact_list,
-        llm,
-        citation_threshold,
-        enable_claim_level_score,
-        enable_anti_citations,
-        prompt,
+        reply.parsed,
+        citation_threshold=citation_threshold,
+        enable_claim_level_score=enable_claim_level_score,
+        enable_anti_citations=enable_anti_citations,
+        prompt=prompt,
     )
 
 

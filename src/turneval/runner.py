@@ -68,7 +68,8 @@ def check_judges(metrics: Sequence[Metric], llm: Any) -> None:
     if llm is not None:
         resolve_llm(llm)  # a wrong type fails here, before any sample
     for metric in metrics:
-        if metric.uses_llm and getattr(metric, "llm", None) is None and llm is None:
+        needs = metric.uses_llm and getattr(metric, "requires_llm", True)
+        if needs and getattr(metric, "llm", None) is None and llm is None:
             raise ConfigError(
                 f"metric {metric.name!r} needs an LLM judge: pass llm=... to the metric or to "
                 "evaluate(..., llm=...)"

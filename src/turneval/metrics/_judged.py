@@ -1,19 +1,55 @@
-"""Base of LLM-judged metrics: an ``llm`` field and the prompt conventions they share."""
+r"""The judged-metric template: a metric states its questions and reads the answers.
+
+A judged metric implements two methods and nothing else about the judge::
+
+    class Politeness(JudgedMetric, SingleTurnMetric):
+        name: str = "politeness"
+
+        def requests(self, sample):
+            response = require(self, sample, "response")
+            return [JudgeRequest(prompt="Is the response polite?\n" + tagged("response", response),
+                                 schema=YesNo, system=SYSTEM_PROMPT)]
+
+        def verdict(self, sample, replies):
+            answer = replies[0].parsed
+            return Explained(float(answer.rating == "yes"), f"{answer.rating}: {answer.rationale}")
+
+The base asks every request concurrently (under the run's shared limiter), sums their usage
+into the result, attaches each raw answer and whether it came from the cache to
+``details["judge"]``, and puts the metric's worked ``examples`` before every question. The
+dry-run estimate calls the same :meth:`JudgedMetric.judge_requests`, so estimate and run share
+one source.
+"""
 
 from __future__ import annotations
 
-from abc import ABC
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import replace
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import Field, field_validator
+import anyio
+from pydantic import Field, create_model, field_validator
 
 from turneval.errors import ConfigError
-from turneval.judge import Judge, current_run, resolve_llm
-from turneval.metrics.base import Metric
+from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
+from turneval.judge.template import JudgeExample, JudgeRequest, escape, render_examples, tagged
+from turneval.judge.usage import Usage
+from turneval.metrics.base import Explained, Metric
 from turneval.samples import MultiTurnSample
 
-__all__ = ["JudgedMetric", "SYSTEM_PROMPT", "render_conversation"]
+__all__ = [
+    "JudgedMetric",
+    "SYSTEM_PROMPT",
+    "conversation_text",
+    "preset_class",
+    "render_conversation",
+    "sample_inputs",
+]
+
+M = TypeVar("M", bound=Metric)
 
 SYSTEM_PROMPT = (
     "You are a careful evaluator of conversations between a human and an AI assistant that may "
@@ -22,29 +58,75 @@ SYSTEM_PROMPT = (
 )
 
 
+def conversation_text(sample: MultiTurnSample) -> str:
+    """The conversation, one message per line, closing tags escaped (no surrounding tags)."""
+    return "\n".join(escape(m.pretty_repr()) for m in sample.user_input)
+
+
 def render_conversation(sample: MultiTurnSample) -> str:
     """The conversation between ``<conversation>`` tags, one message per line, tags escaped."""
-    lines = [
-        m.pretty_repr().replace("</conversation>", "<\\/conversation>") for m in sample.user_input
-    ]
-    return "<conversation>\n" + "\n".join(lines) + "\n</conversation>"
+    return "<conversation>\n" + conversation_text(sample) + "\n</conversation>"
+
+
+_SINGLE_TURN_TAGS = (
+    ("instruction", "user_input"),
+    ("context", "retrieved_contexts"),
+    ("reference", "reference"),
+    ("response", "response"),
+)
+
+
+def sample_inputs(sample: Any) -> str:
+    """A sample's inputs as a judge sees them, tagged and escaped (for worked examples).
+
+    A conversation is rendered as in :func:`render_conversation` (with its ``reference``, if
+    any); a single-turn sample shows its instruction, context, reference and response.
+    """
+    if isinstance(sample, MultiTurnSample):
+        text = render_conversation(sample)
+        if sample.reference is not None:
+            text += "\n" + tagged("reference", sample.reference)
+        return text
+    parts = []
+    for tag, field in _SINGLE_TURN_TAGS:
+        value = getattr(sample, field, None)
+        if value is not None:
+            parts.append(tagged(tag, "\n\n".join(value) if isinstance(value, list) else value))
+    return "\n".join(parts)
+
+
+def preset_class(base: type[M], class_name: str, module: str, doc: str, **defaults: Any) -> type[M]:
+    """A named preset of ``base``: a subclass whose fields default to ``defaults``.
+
+    Built-in judges are rows of a table; this turns a row into the class users import
+    (``Fluency``, ``Correctness``, ...), with ``name`` and the other defaults set.
+    """
+    fields: dict[str, Any] = {
+        key: (base.model_fields[key].annotation, value) for key, value in defaults.items()
+    }
+    return create_model(class_name, __base__=base, __module__=module, __doc__=doc, **fields)
 
 
 class JudgedMetric(Metric, ABC):
-    """A metric that asks an LLM judge.
+    """A metric that asks an LLM judge: implement :meth:`requests` and :meth:`verdict`.
 
     Attributes:
         llm: A LangChain chat model (e.g. ``ChatOpenAI(model="gpt-4o")``) or a
             ``LangchainLLMWrapper``; None uses the ``llm`` given to ``evaluate``.
         timeout: Seconds allowed for one judge request.
         max_retries: Retries of transient judge errors (429, 5xx, timeouts, connection errors).
+        examples: Worked examples shown before every question (few-shot; e.g. human-labelled
+            rows from :meth:`example`). They are part of the prompt, hence of the cache key.
     """
 
     uses_llm: ClassVar[bool] = True
+    requires_llm: ClassVar[bool] = True
+    """False for metrics that fall back to an offline method when no judge is given."""
 
     llm: Any = None
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
+    examples: tuple[JudgeExample, ...] = ()
 
     @field_validator("llm")
     @classmethod
@@ -54,28 +136,100 @@ class JudgedMetric(Metric, ABC):
         return value
 
     @cached_property
-    def _judges(self) -> dict[int, Judge]:
+    def _judges(self) -> dict[tuple[int, float | None, bool], tuple[weakref.ref[Any], Judge]]:
         # Cleared by Metric.__setattr__ when the configuration changes.
         return {}
 
+    # -- what a judged metric implements --------------------------------------------------------
+
+    @abstractmethod
+    def requests(self, sample: Any) -> list[JudgeRequest[Any]]:
+        """The questions to ask about ``sample`` (may be empty).
+
+        Raise :class:`~turneval.errors.InvalidSampleError` for a sample lacking a field.
+        """
+
+    @abstractmethod
+    def verdict(self, sample: Any, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """The result from the judge's answers, one per request, in the requests' order.
+
+        Usage and ``details["judge"]`` are filled in by the base.
+        """
+
+    # -- the template ---------------------------------------------------------------------------
+
+    def example(self, sample: Any, verdict: str) -> JudgeExample:
+        """A worked example of ``sample`` with the ``verdict`` a careful judge gives."""
+        return JudgeExample(input=sample_inputs(sample), output=verdict)
+
+    def judge_requests(self, sample: Any) -> list[JudgeRequest[Any]]:
+        """:meth:`requests` with the worked examples put before each question.
+
+        This is exactly what a run sends (the dry-run estimate counts it).
+        """
+        requests = self.requests(sample)
+        block = render_examples(self.examples)
+        if not block:
+            return requests
+        return [replace(request, prompt=block + request.prompt) for request in requests]
+
     def prompts(self, sample: Any) -> list[tuple[str, str]]:
-        """The ``(system, user)`` prompts :meth:`ascore` would send (for dry-run estimates)."""
-        raise NotImplementedError(f"{type(self).__name__} does not estimate its prompts")
+        """The ``(system, user)`` prompts a run sends for ``sample``."""
+        return [(r.system, r.prompt) for r in self.judge_requests(sample)]
+
+    async def ask(self, requests: Sequence[JudgeRequest[Any]]) -> list[JudgeReply[Any]]:
+        """Ask every request concurrently (each waits for the run's limiter); answers in order."""
+        replies: list[JudgeReply[Any] | None] = [None] * len(requests)
+
+        async def one(index: int, request: JudgeRequest[Any]) -> None:
+            judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
+            replies[index] = await judge.ask(request.system, request.prompt, request.schema)
+
+        if len(requests) == 1:
+            await one(0, requests[0])
+        elif requests:
+            async with anyio.create_task_group() as group:
+                for index, request in enumerate(requests):
+                    group.start_soon(one, index, request)
+        return [reply for reply in replies if reply is not None]
+
+    async def _evaluate(self, sample: Any) -> Explained:
+        requests = self.judge_requests(sample)
+        replies = await self.ask(requests)
+        outcome = self.verdict(sample, replies)
+        if replies:
+            outcome.usage = sum((reply.usage for reply in replies), Usage())
+            outcome.details["judge"] = [
+                {"label": request.label, "raw": reply.raw, "cached": reply.cached}
+                if request.label
+                else {"raw": reply.raw, "cached": reply.cached}
+                for request, reply in zip(requests, replies, strict=True)
+            ]
+        return outcome
+
+    def default_llm(self) -> Any:
+        """This metric's ``llm``, else the run's default model, else None."""
+        if self.llm is not None:
+            return self.llm
+        run = current_run()
+        return run.llm if run is not None else None
 
     def judge(self, *, temperature: float | None = None, logprobs: bool = False) -> Judge:
-        """The judge for this metric's ``llm``, or the run's default model."""
-        llm = self.llm
-        if llm is None:
-            run = current_run()
-            llm = run.llm if run is not None else None
+        """The judge for this metric's ``llm``, or the run's default model.
+
+        Judges are reused per model object, checked through a weak reference: a new model at a
+        freed model's address never gets that model's judge.
+        """
+        llm = self.default_llm()
         if llm is None:
             raise ConfigError(
                 f"metric {self.name!r} needs an LLM judge: pass llm=... to the metric or to "
                 "evaluate(..., llm=...)"
             )
-        key = hash((id(llm), temperature, logprobs))
-        judge = self._judges.get(key)
-        if judge is None:
+        key = (id(llm), temperature, logprobs)
+        judges = self._judges
+        entry = judges.get(key)
+        if entry is None or entry[0]() is not llm:
             judge = Judge(
                 llm,
                 timeout=self.timeout,
@@ -83,5 +237,10 @@ class JudgedMetric(Metric, ABC):
                 temperature=temperature,
                 logprobs=logprobs,
             )
-            self._judges[key] = judge
-        return judge
+
+            def forget(ref: weakref.ref[Any]) -> None:  # the model is gone: drop its judge
+                if key in judges and judges[key][0] is ref:
+                    del judges[key]
+
+            entry = judges[key] = (weakref.ref(llm, forget), judge)
+        return entry[1]

@@ -16,11 +16,16 @@ in this order (Databricks'):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
-from turneval.metrics._judged import JudgedMetric
+from turneval.errors import ConfigError
+from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape, list_field, tagged
+from turneval.metrics._judged import JudgedMetric, preset_class
 from turneval.metrics.base import Explained, SingleTurnMetric, require
 from turneval.results import MetricResult
 from turneval.samples import SingleTurnSample
@@ -29,7 +34,9 @@ if TYPE_CHECKING:
     from turneval.results import EvaluationResult
 
 __all__ = [
+    "ASSESSMENT_PRESETS",
     "AssessmentJudge",
+    "AssessmentPreset",
     "ChunkRelevance",
     "ContextSufficiency",
     "Correctness",
@@ -38,6 +45,8 @@ __all__ = [
     "RelevanceToQuery",
     "WITHOUT_GROUND_TRUTH",
     "WITH_GROUND_TRUTH",
+    "YesNoVerdict",
+    "chunk_verdicts_model",
     "run_aggregates",
 ]
 
@@ -62,79 +71,106 @@ SYSTEM = (
 )
 
 
-class _YesNo(BaseModel):
+class YesNoVerdict(StrictVerdict):
+    """A yes/no verdict with its rationale (the schema admits only ``yes`` and ``no``)."""
+
     rationale: str = Field(description="Why, in one or two sentences.")
-    rating: Literal["yes", "no"]
+    rating: Literal["yes", "no"] = Field(description="yes or no.")
 
 
-def _tagged(**values: str) -> str:
-    return "\n".join(f"<{name}>\n{value}\n</{name}>" for name, value in values.items())
+def _text(value: str | list[str]) -> str:
+    return "\n\n".join(value) if isinstance(value, list) else value
 
 
 class AssessmentJudge(JudgedMetric, SingleTurnMetric):
-    """A custom yes/no judge: ``instructions`` say what "yes" means.
+    """A yes/no judge: ``instructions`` say what "yes" means, ``inputs`` what it reads.
 
     Attributes:
         name: The judge's name (it appears in aggregates as
             ``response/llm_judged/<name>/rating/percentage``).
-        instructions: The question answered yes or no about the request and response.
+        instructions: The question answered yes or no about the inputs.
+        inputs: ``(tag, sample field)`` pairs shown to the judge, in order (default: the
+            request and the response); a missing field raises ``InvalidSampleError``.
     """
 
     assessment: ClassVar[bool] = True
     name: str
     instructions: str = ""
+    inputs: tuple[tuple[str, str], ...] = (("request", "user_input"), ("response", "response"))
 
     def _question(self, sample: SingleTurnSample) -> str:
-        request = require(self, sample, "user_input")
-        response = require(self, sample, "response")
-        return f"{self.instructions}\n{_tagged(request=request, response=response)}"
+        values = [tagged(tag, _text(require(self, sample, field))) for tag, field in self.inputs]
+        return "\n".join([self.instructions, *values])
 
-    def prompts(self, sample: SingleTurnSample) -> list[tuple[str, str]]:
-        """The one prompt this judge sends."""
-        return [(SYSTEM, self._question(sample))]
+    def requests(self, sample: SingleTurnSample) -> list[JudgeRequest[Any]]:
+        """One yes/no question about the inputs."""
+        return [JudgeRequest(self._question(sample), YesNoVerdict, SYSTEM)]
 
-    async def _evaluate(self, sample: SingleTurnSample) -> Explained:
-        reply = await self.judge().ask(SYSTEM, self._question(sample), _YesNo)
-        rating = reply.parsed.rating
-        details = {"rating": rating, "rationale": reply.parsed.rationale}
+    def verdict(self, sample: SingleTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """1.0 for yes, 0.0 for no, with the rationale."""
+        answer: YesNoVerdict = replies[0].parsed
+        details = {"rating": answer.rating, "rationale": answer.rationale}
         return Explained(
-            float(rating == "yes"), f"{rating}: {reply.parsed.rationale}", details, reply.usage
+            float(answer.rating == "yes"), f"{answer.rating}: {answer.rationale}", details
         )
 
 
-class ContextSufficiency(AssessmentJudge):
-    """Do the retrieved chunks contain everything needed for the expected response (``reference``)?"""
+@dataclass(frozen=True)
+class AssessmentPreset:
+    """A built-in yes/no judge: its class name, docstring, question and inputs."""
 
-    name: str = "context_sufficiency"
-
-    def _question(self, sample: SingleTurnSample) -> str:
-        values = _tagged(
-            request=require(self, sample, "user_input"),
-            expected_response=require(self, sample, "reference"),
-            retrieved_context="\n\n".join(require(self, sample, "retrieved_contexts")),
-        )
-        return f"Does the retrieved context contain all the information needed to give the expected response?\n{values}"
+    class_name: str
+    doc: str
+    instructions: str
+    inputs: tuple[tuple[str, str], ...]
 
 
-class Correctness(AssessmentJudge):
-    """Is the response correct with respect to the expected response (``reference``)?"""
+ASSESSMENT_PRESETS: dict[str, AssessmentPreset] = {
+    "context_sufficiency": AssessmentPreset(
+        "ContextSufficiency",
+        "Do the retrieved chunks contain everything needed for the expected response "
+        "(``reference``)?",
+        "Does the retrieved context contain all the information needed to give the expected "
+        "response?",
+        (
+            ("request", "user_input"),
+            ("expected_response", "reference"),
+            ("retrieved_context", "retrieved_contexts"),
+        ),
+    ),
+    "correctness": AssessmentPreset(
+        "Correctness",
+        "Is the response correct with respect to the expected response (``reference``)?",
+        "Is the response correct: does it state the facts of the expected response, without "
+        "contradicting it?",
+        (("request", "user_input"), ("response", "response"), ("expected_response", "reference")),
+    ),
+    "relevance_to_query": AssessmentPreset(
+        "RelevanceToQuery",
+        "Does the response address the request?",
+        "Is the response relevant to the request: does it address what was asked?",
+        (("request", "user_input"), ("response", "response")),
+    ),
+}
+"""The built-in yes/no judges by name (each is also a class, e.g. ``Correctness``)."""
 
-    name: str = "correctness"
 
-    def _question(self, sample: SingleTurnSample) -> str:
-        values = _tagged(
-            request=require(self, sample, "user_input"),
-            response=require(self, sample, "response"),
-            expected_response=require(self, sample, "reference"),
-        )
-        return f"Is the response correct: does it state the facts of the expected response, without contradicting it?\n{values}"
+def _assessment(name: str) -> type[AssessmentJudge]:
+    preset = ASSESSMENT_PRESETS[name]
+    return preset_class(
+        AssessmentJudge,
+        preset.class_name,
+        __name__,
+        preset.doc,
+        name=name,
+        instructions=preset.instructions,
+        inputs=preset.inputs,
+    )
 
 
-class RelevanceToQuery(AssessmentJudge):
-    """Does the response address the request?"""
-
-    name: str = "relevance_to_query"
-    instructions: str = "Is the response relevant to the request: does it address what was asked?"
+ContextSufficiency = _assessment("context_sufficiency")
+Correctness = _assessment("correctness")
+RelevanceToQuery = _assessment("relevance_to_query")
 
 
 class GuidelineAdherence(AssessmentJudge):
@@ -155,33 +191,35 @@ class GuidelineAdherence(AssessmentJudge):
             sets[key] = [rule]
         return sets
 
-    def prompts(self, sample: SingleTurnSample) -> list[tuple[str, str]]:
-        """One prompt per guideline set."""
+    def requests(self, sample: SingleTurnSample) -> list[JudgeRequest[Any]]:
+        """One question per guideline set."""
         request, response = require(self, sample, "user_input"), require(self, sample, "response")
-        return [
-            (
-                SYSTEM,
-                "Does the response follow every one of these guidelines?\n"
-                + "\n".join(f"- {r}" for r in rules)
-                + "\n"
-                + _tagged(request=request, response=response),
-            )
-            for rules in self._sets(sample).values()
-        ]
-
-    async def _evaluate(self, sample: SingleTurnSample) -> Explained:
         sets = self._sets(sample)
         if not sets:
-            from turneval.errors import ConfigError
-
             raise ConfigError(
-                "guideline_adherence needs guidelines: GuidelineAdherence(guidelines=...) or sample rubrics"
+                "guideline_adherence needs guidelines: GuidelineAdherence(guidelines=...) or "
+                "sample rubrics"
             )
-        per_set, usage = {}, None
-        for (name, _), (system, question) in zip(sets.items(), self.prompts(sample), strict=True):
-            reply = await self.judge().ask(system, question, _YesNo)
-            per_set[name] = {"rating": reply.parsed.rating, "rationale": reply.parsed.rationale}
-            usage = reply.usage if usage is None else usage + reply.usage
+        inputs = tagged("request", request) + "\n" + tagged("response", response)
+        return [
+            JudgeRequest(
+                "Does the response follow every one of these guidelines?\n"
+                + "\n".join(f"- {escape(rule)}" for rule in rules)
+                + "\n"
+                + inputs,
+                YesNoVerdict,
+                SYSTEM,
+                label=name,
+            )
+            for name, rules in sets.items()
+        ]
+
+    def verdict(self, sample: SingleTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """Yes only if every guideline set is followed; the reason names the failing ones."""
+        per_set = {
+            name: {"rating": reply.parsed.rating, "rationale": reply.parsed.rationale}
+            for name, reply in zip(self._sets(sample), replies, strict=True)
+        }
         failed = [name for name, v in per_set.items() if v["rating"] == "no"]
         rating = "no" if failed else "yes"
         reason = f"{rating}: " + (
@@ -189,14 +227,20 @@ class GuidelineAdherence(AssessmentJudge):
             if failed
             else f"follows {', '.join(per_set)}"
         )
-        return Explained(
-            float(not failed), reason, {"rating": rating, "guidelines": per_set}, usage
-        )
+        return Explained(float(not failed), reason, {"rating": rating, "guidelines": per_set})
 
 
-class _ChunkVerdicts(BaseModel):
-    chunks: list[_YesNo] = Field(
-        description="One verdict per retrieved chunk, in order: is it relevant to the request?"
+@lru_cache(maxsize=64)
+def chunk_verdicts_model(chunks: int) -> type[BaseModel]:
+    """The verdict of :class:`ChunkRelevance`: exactly one yes/no per chunk."""
+    return create_model(
+        "ChunkVerdicts",
+        __base__=StrictVerdict,
+        chunks=list_field(
+            YesNoVerdict,
+            description="One verdict per retrieved chunk, in order: is it relevant to the request?",
+            length=chunks,
+        ),
     )
 
 
@@ -205,23 +249,18 @@ class ChunkRelevance(AssessmentJudge):
 
     name: str = "chunk_relevance"
 
-    def _question(self, sample: SingleTurnSample) -> str:
+    def requests(self, sample: SingleTurnSample) -> list[JudgeRequest[Any]]:
+        """One question: a yes/no verdict for each retrieved chunk, in order."""
         chunks = require(self, sample, "retrieved_contexts")
-        numbered = "\n".join(f"<chunk index={i}>\n{c}\n</chunk>" for i, c in enumerate(chunks))
-        request = require(self, sample, "user_input")
-        return f"For each chunk, in order, is it relevant to the request?\n{_tagged(request=request)}\n{numbered}"
+        numbered = "\n".join(tagged("chunk", c, index=i) for i, c in enumerate(chunks))
+        request = tagged("request", require(self, sample, "user_input"))
+        prompt = f"For each chunk, in order, is it relevant to the request?\n{request}\n{numbered}"
+        return [JudgeRequest(prompt, chunk_verdicts_model(len(chunks)), SYSTEM)]
 
-    async def _evaluate(self, sample: SingleTurnSample) -> Explained:
+    def verdict(self, sample: SingleTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """Relevant chunks over all chunks (0.0 when there is none)."""
         chunks = require(self, sample, "retrieved_contexts")
-        reply = await self.judge().ask(SYSTEM, self._question(sample), _ChunkVerdicts)
-        verdicts = reply.parsed.chunks[: len(chunks)]
-        if len(verdicts) < len(chunks):
-            from turneval.errors import JudgeOutputError
-
-            raise JudgeOutputError(
-                f"chunk_relevance: {len(verdicts)} verdicts for {len(chunks)} chunks",
-                raw_output=reply.raw,
-            )
+        verdicts: list[YesNoVerdict] = replies[0].parsed.chunks
         relevant = sum(1 for v in verdicts if v.rating == "yes")
         value = relevant / len(chunks) if chunks else 0.0
         details = {
@@ -229,9 +268,7 @@ class ChunkRelevance(AssessmentJudge):
             "chunks": [v.model_dump() for v in verdicts],
             "rating": "yes" if relevant else "no",
         }
-        return Explained(
-            value, f"precision={relevant}/{len(chunks)}={value:.3f}", details, reply.usage
-        )
+        return Explained(value, f"precision={relevant}/{len(chunks)}={value:.3f}", details)
 
 
 def _passes(name: str, result: MetricResult, groundedness_threshold: float) -> bool:
@@ -260,8 +297,6 @@ class OverallAssessment(SingleTurnMetric):
     groundedness_threshold: float = Field(default=1.0, ge=0, le=1)
 
     async def _evaluate(self, sample: SingleTurnSample) -> Explained:
-        from turneval.errors import ConfigError
-
         raise ConfigError("overall_assessment is computed by evaluate() from the row's judges")
 
     def derive(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from collections.abc import Sequence
+from typing import Any
 
+from pydantic import Field
+
+from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape
 from turneval.metrics._judged import SYSTEM_PROMPT, JudgedMetric, render_conversation
 from turneval.metrics.base import Explained, MultiTurnMetric, missing_field
 from turneval.samples import MultiTurnSample
@@ -16,7 +20,7 @@ __all__ = [
 ]
 
 
-class GoalVerdict(BaseModel):
+class GoalVerdict(StrictVerdict):
     """The judge's answer when the desired outcome is given."""
 
     end_state: str = Field(description="The final outcome the conversation actually reached.")
@@ -24,7 +28,7 @@ class GoalVerdict(BaseModel):
     achieved: bool = Field(description="True if the end state achieves the desired outcome.")
 
 
-class InferredGoalVerdict(BaseModel):
+class InferredGoalVerdict(StrictVerdict):
     """The judge's answer when the goal must be inferred from the human turns."""
 
     user_goal: str = Field(description="What the human wanted to achieve, from their turns.")
@@ -48,16 +52,13 @@ is true only if the end state achieves the goal.
 {conversation}"""
 
 
-def _outcome(
-    verdict: GoalVerdict | InferredGoalVerdict, raw: str, cached: bool
-) -> tuple[str, dict[str, object]]:
+def _outcome(verdict: GoalVerdict | InferredGoalVerdict) -> Explained:
     word = "achieved" if verdict.achieved else "not achieved"
     goal = f"goal: {verdict.user_goal}; " if isinstance(verdict, InferredGoalVerdict) else ""
     reason = (
         f"{word} ({int(verdict.achieved)}): {goal}end state: {verdict.end_state}; {verdict.reason}"
     )
-    details: dict[str, object] = {**verdict.model_dump(), "judge": {"raw": raw, "cached": cached}}
-    return reason, details
+    return Explained(float(verdict.achieved), reason, verdict.model_dump())
 
 
 class AgentGoalAccuracyWithReference(JudgedMetric, MultiTurnMetric):
@@ -65,20 +66,18 @@ class AgentGoalAccuracyWithReference(JudgedMetric, MultiTurnMetric):
 
     name: str = "agent_goal_accuracy_with_reference"
 
-    def prompts(self, sample: MultiTurnSample) -> list[tuple[str, str]]:
-        """The one prompt this metric sends."""
+    def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
+        """One question: does the end state achieve the reference outcome?"""
         if sample.reference is None:
             raise missing_field(self, "reference")
         prompt = WITH_REFERENCE.format(
-            reference=sample.reference, conversation=render_conversation(sample)
+            reference=escape(sample.reference), conversation=render_conversation(sample)
         )
-        return [(SYSTEM_PROMPT, prompt)]
+        return [JudgeRequest(prompt, GoalVerdict, SYSTEM_PROMPT)]
 
-    async def _evaluate(self, sample: MultiTurnSample) -> Explained:
-        [(system, prompt)] = self.prompts(sample)
-        reply = await self.judge().ask(system, prompt, GoalVerdict)
-        reason, details = _outcome(reply.parsed, reply.raw, reply.cached)
-        return Explained(float(reply.parsed.achieved), reason, details, reply.usage)
+    def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """1.0 if achieved, else 0.0, with the end state and the judge's reason."""
+        return _outcome(replies[0].parsed)
 
 
 class AgentGoalAccuracyWithoutReference(JudgedMetric, MultiTurnMetric):
@@ -86,12 +85,11 @@ class AgentGoalAccuracyWithoutReference(JudgedMetric, MultiTurnMetric):
 
     name: str = "agent_goal_accuracy_without_reference"
 
-    def prompts(self, sample: MultiTurnSample) -> list[tuple[str, str]]:
-        """The one prompt this metric sends."""
-        return [(SYSTEM_PROMPT, WITHOUT_REFERENCE.format(conversation=render_conversation(sample)))]
+    def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
+        """One question: infer the goal, then judge the end state against it."""
+        prompt = WITHOUT_REFERENCE.format(conversation=render_conversation(sample))
+        return [JudgeRequest(prompt, InferredGoalVerdict, SYSTEM_PROMPT)]
 
-    async def _evaluate(self, sample: MultiTurnSample) -> Explained:
-        [(system, prompt)] = self.prompts(sample)
-        reply = await self.judge().ask(system, prompt, InferredGoalVerdict)
-        reason, details = _outcome(reply.parsed, reply.raw, reply.cached)
-        return Explained(float(reply.parsed.achieved), reason, details, reply.usage)
+    def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """1.0 if achieved, else 0.0, with the inferred goal, end state and reason."""
+        return _outcome(replies[0].parsed)

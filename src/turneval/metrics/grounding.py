@@ -1,45 +1,101 @@
-"""Grounding metrics: answers supported by retrieved contexts, or by the agent's own tool outputs."""
+"""Grounding metrics: answers supported by retrieved contexts, or by the agent's own tool outputs.
+
+Both are judged metrics with an offline fallback: with a judge (the metric's ``llm`` or the
+``llm`` given to ``evaluate``) every answer is checked by the LLM backend through the judge
+layer (limiter, cache, usage, retries); with none, the offline backend checks it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
 
 from pydantic import Field
 
-from turneval.grounding import Fact, GroundingResult, acheck_grounding
+from turneval.grounding import (
+    Fact,
+    GroundingResult,
+    grounding_request,
+    grounding_result,
+    offline_grounding,
+)
+from turneval.judge import JudgeReply, JudgeRequest
 from turneval.messages import AIMessage, ToolMessage
+from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, MultiTurnMetric, SingleTurnMetric, require
 from turneval.samples import MultiTurnSample, SingleTurnSample
 
 __all__ = ["Groundedness", "ToolOutputGroundedness"]
 
 
-class _GroundingOptions(SingleTurnMetric):
+@dataclass(frozen=True)
+class _Answer:
+    message_index: int
+    text: str
+    facts: tuple[Fact, ...]
+
+
+class _GroundingOptions(JudgedMetric, SingleTurnMetric):
     """Options shared by the grounding metrics (see :func:`turneval.grounding.check_grounding`).
 
     Attributes:
         citation_threshold: Support a claim needs to be grounded (and cite facts).
         enable_anti_citations: Also find contradicted claims.
-        anti_citation_threshold: Frame overlap a contradiction needs.
-        llm: None for the offline backend, or a LangChain chat model.
+        anti_citation_threshold: Frame overlap a contradiction needs (offline backend).
+        llm: A LangChain chat model for the LLM backend; None uses ``evaluate``'s ``llm``, and
+            the offline backend when there is none.
     """
+
+    requires_llm: ClassVar[bool] = False
 
     citation_threshold: float = Field(default=0.6, ge=0, le=1)
     enable_anti_citations: bool = False
     anti_citation_threshold: float = Field(default=0.8, ge=0, le=1)
-    llm: Any = None
 
-    async def _check(self, answer: str, facts: list[Fact]) -> GroundingResult:
-        return await acheck_grounding(
-            answer,
-            facts,
-            citation_threshold=self.citation_threshold,
-            enable_claim_level_score=True,
-            enable_anti_citations=self.enable_anti_citations,
-            anti_citation_threshold=self.anti_citation_threshold,
-            llm=self.llm,
-        )
+    def _answers(self, sample: Any) -> list[_Answer]:
+        raise NotImplementedError  # pragma: no cover - each metric defines its answers
+
+    def requests(self, sample: Any) -> list[JudgeRequest[Any]]:
+        """One LLM-backend question per answer; none when grounding offline."""
+        answers = self._answers(sample)
+        if self.default_llm() is None:
+            return []
+        return [grounding_request(a.text, a.facts) for a in answers]
+
+    def _results(
+        self, sample: Any, replies: Sequence[JudgeReply[Any]]
+    ) -> list[tuple[_Answer, GroundingResult]]:
+        answers = self._answers(sample)
+        if not replies:
+            return [
+                (
+                    a,
+                    offline_grounding(
+                        a.text,
+                        a.facts,
+                        citation_threshold=self.citation_threshold,
+                        enable_claim_level_score=True,
+                        enable_anti_citations=self.enable_anti_citations,
+                        anti_citation_threshold=self.anti_citation_threshold,
+                    ),
+                )
+                for a in answers
+            ]
+        return [
+            (
+                a,
+                grounding_result(
+                    a.text,
+                    a.facts,
+                    reply.parsed,
+                    citation_threshold=self.citation_threshold,
+                    enable_claim_level_score=True,
+                    enable_anti_citations=self.enable_anti_citations,
+                ),
+            )
+            for a, reply in zip(answers, replies, strict=True)
+        ]
 
 
 def _counts(result: GroundingResult) -> tuple[int, int]:
@@ -52,10 +108,14 @@ class Groundedness(_GroundingOptions):
 
     name: str = "groundedness"
 
-    async def _evaluate(self, sample: SingleTurnSample) -> Explained:
+    def _answers(self, sample: SingleTurnSample) -> list[_Answer]:
         response = require(self, sample, "response")
         contexts = require(self, sample, "retrieved_contexts")
-        result = await self._check(response, [Fact(text=text) for text in contexts])
+        return [_Answer(0, response, tuple(Fact(text=text) for text in contexts))]
+
+    def verdict(self, sample: SingleTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """The support score, with the claims and citations."""
+        [(_, result)] = self._results(sample, replies)
         grounded, required = _counts(result)
         reason = f"grounded claims={grounded}/{required}={result.support_score:.3f}"
         if result.contradiction_score is not None:
@@ -75,29 +135,15 @@ class ToolOutputGroundedness(_GroundingOptions, MultiTurnMetric):
     name: str = "tool_output_groundedness"
     sample_types = (MultiTurnSample,)
 
-    async def _evaluate(self, sample: MultiTurnSample) -> Explained:
+    def _answers(self, sample: MultiTurnSample) -> list[_Answer]:
         facts: list[Fact] = []
         calls: dict[str, str] = {}
         pending: list[str] = []  # names of calls not yet answered, in order
-        answers: list[dict[str, Any]] = []
-        grounded = required = 0
+        answers: list[_Answer] = []
         for index, message in enumerate(sample.user_input):
             if isinstance(message, AIMessage):
                 if message.content.strip():
-                    result = await self._check(message.content, list(facts))
-                    good, needed = _counts(result)
-                    grounded, required = grounded + good, required + needed
-                    answers.append(
-                        {
-                            "message_index": index,
-                            "support_score": result.support_score,
-                            "claims": [asdict(c) for c in result.claims],
-                            "cited": [
-                                {"fact_index": c.fact_index, **c.attributes}
-                                for c in result.cited_chunks
-                            ],
-                        }
-                    )
+                    answers.append(_Answer(index, message.content, tuple(facts)))
                 for call in message.tool_calls or []:
                     if call.id:
                         calls[call.id] = call.name
@@ -116,8 +162,28 @@ class ToolOutputGroundedness(_GroundingOptions, MultiTurnMetric):
                         },
                     )
                 )
+        return answers
+
+    def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """Grounded claims over claims needing a check, across every AI answer."""
+        grounded = required = 0
+        answers: list[dict[str, Any]] = []
+        for answer, result in self._results(sample, replies):
+            good, needed = _counts(result)
+            grounded, required = grounded + good, required + needed
+            answers.append(
+                {
+                    "message_index": answer.message_index,
+                    "support_score": result.support_score,
+                    "claims": [asdict(c) for c in result.claims],
+                    "cited": [
+                        {"fact_index": c.fact_index, **c.attributes} for c in result.cited_chunks
+                    ],
+                }
+            )
+        tool_outputs = sum(isinstance(m, ToolMessage) for m in sample.user_input)
         value = grounded / required if required else 1.0
         reason = (
             f"grounded claims={grounded}/{required}={value:.3f} over {len(answers)} AI answer(s)"
         )
-        return Explained(value, reason, {"answers": answers, "tool_outputs": len(facts)})
+        return Explained(value, reason, {"answers": answers, "tool_outputs": tool_outputs})

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape
 from turneval.metrics._judged import SYSTEM_PROMPT, JudgedMetric, render_conversation
 from turneval.metrics.base import Explained, MultiTurnMetric, missing_field
 from turneval.results import ratio
@@ -14,7 +16,7 @@ from turneval.samples import MultiTurnSample
 __all__ = ["TopicAdherenceScore", "TopicAdherenceVerdict", "TopicMark"]
 
 
-class TopicMark(BaseModel):
+class TopicMark(StrictVerdict):
     """One topic the human raised, with the judge's marks."""
 
     topic: str = Field(description="The topic, in a few words.")
@@ -24,7 +26,7 @@ class TopicMark(BaseModel):
     on_topic: bool = Field(description="True if the topic falls within a reference topic.")
 
 
-class TopicAdherenceVerdict(BaseModel):
+class TopicAdherenceVerdict(StrictVerdict):
     """The judge's answer: every topic of the conversation, marked."""
 
     topics: list[TopicMark] = Field(description="Each distinct topic the human raised, in order.")
@@ -58,13 +60,19 @@ class TopicAdherenceScore(JudgedMetric, MultiTurnMetric):
     name: str = "topic_adherence"
     mode: Literal["f1", "precision", "recall"] = "f1"
 
-    async def _evaluate(self, sample: MultiTurnSample) -> Explained:
+    def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
+        """One question: the conversation's topics, each marked answered and on-topic."""
         topics = sample.reference_topics
         if topics is None:
             raise missing_field(self, "reference_topics")
-        prompt = PROMPT.format(reference_topics=topics, conversation=render_conversation(sample))
-        reply = await self.judge().ask(SYSTEM_PROMPT, prompt, TopicAdherenceVerdict)
-        marks = reply.parsed.topics
+        prompt = PROMPT.format(
+            reference_topics=escape(str(topics)), conversation=render_conversation(sample)
+        )
+        return [JudgeRequest(prompt, TopicAdherenceVerdict, SYSTEM_PROMPT)]
+
+    def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """Precision, recall and F1 from the marked topics; the value is the one of ``mode``."""
+        marks: list[TopicMark] = replies[0].parsed.topics
         tp = sum(1 for m in marks if m.answered and m.on_topic)
         fp = sum(1 for m in marks if m.answered and not m.on_topic)
         fn = sum(1 for m in marks if not m.answered and m.on_topic)
@@ -82,6 +90,5 @@ class TopicAdherenceScore(JudgedMetric, MultiTurnMetric):
             "precision": precision,
             "recall": recall,
             "f1": f1,
-            "judge": {"raw": reply.raw, "cached": reply.cached},
         }
-        return Explained(value, reason, details, reply.usage)
+        return Explained(value, reason, details)

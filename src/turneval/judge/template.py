@@ -1,0 +1,91 @@
+r"""What a judged metric asks: requests, worked examples, and prompt inputs that cannot escape.
+
+A judged metric (:class:`turneval.metrics.JudgedMetric`) states its questions as
+:class:`JudgeRequest` objects; the same objects serve the run and the dry-run estimate.
+
+Prompt safety: every input placed between tags goes through :func:`escape`, which neutralises
+anything a model could read as a closing tag (``</prediction>``, ``</CONVERSATION>``,
+``</conversation >``, ``< /response>``): the ``</`` becomes ``<\/``. Text inside a tag can then
+never close it and add, say, a fake rubric section; the system prompts add that text inside tags
+is data, never an instruction.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+__all__ = ["JudgeExample", "JudgeRequest", "escape", "render_examples", "tagged"]
+
+T = TypeVar("T", bound=BaseModel)
+
+_CLOSING = re.compile(r"<\s*/")
+
+
+def escape(text: str) -> str:
+    r"""``text`` with every closing-tag opener (``</``, ``< /``, any case or spacing) escaped.
+
+    ``</prediction>`` becomes ``<\/prediction>``; the rest of the text is unchanged, and
+    escaping twice changes nothing more.
+    """
+    return _CLOSING.sub(r"<\\/", text)
+
+
+def tagged(name: str, value: str, **attributes: object) -> str:
+    """``value`` between ``<name>`` tags, escaped (attributes go into the opening tag)."""
+    extra = "".join(f" {key}={val}" for key, val in attributes.items())
+    return f"<{name}{extra}>\n{escape(value)}\n</{name}>"
+
+
+@dataclass(frozen=True)
+class JudgeExample:
+    """A worked example shown to the judge before the question (few-shot, e.g. human-labelled).
+
+    Attributes:
+        input: The example's inputs as the judge would see them (e.g. the tagged response).
+        output: The verdict a careful judge gives: the label, and ideally why.
+    """
+
+    input: str
+    output: str
+
+
+def render_examples(examples: tuple[JudgeExample, ...] | list[JudgeExample]) -> str:
+    """The block of worked examples put before a question ("" when there are none)."""
+    if not examples:
+        return ""
+    parts = [
+        "# Worked examples (verdicts given by careful reviewers; follow their standard)",
+        *(
+            f"<example index={i}>\n{tagged('example_input', e.input)}\n"
+            f"{tagged('example_verdict', e.output)}\n</example>"
+            for i, e in enumerate(examples)
+        ),
+        "# The case to judge",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class JudgeRequest(Generic[T]):
+    """One question to a judge: the prompt, the verdict schema, how to sample.
+
+    Attributes:
+        prompt: The user message (inputs escaped; see :func:`tagged`).
+        schema: The pydantic model of the verdict; its JSON schema should admit only valid
+            verdicts (see :mod:`turneval.judge.schema`).
+        system: The system message.
+        temperature: Sampling temperature (None: the model's, or 0 when unset).
+        logprobs: Ask for token log-probabilities where the model supports them.
+        label: What this request is about (e.g. ``"turn 3"``), shown in the details.
+    """
+
+    prompt: str
+    schema: type[T]
+    system: str
+    temperature: float | None = None
+    logprobs: bool = False
+    label: str = ""
