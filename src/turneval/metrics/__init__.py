@@ -19,6 +19,14 @@ from turneval.metrics.behaviour import (
     ToolCallEfficiency,
     ToolPermission,
 )
+from turneval.metrics.conversation import (
+    ConversationCompleteness,
+    KnowledgeRetention,
+    RoleAdherence,
+    TrajectoryJudge,
+    TurnRelevancy,
+    UserFrustration,
+)
 from turneval.metrics.custom import CustomMetric
 from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
 from turneval.metrics.grounding import Groundedness, ToolOutputGroundedness
@@ -76,6 +84,7 @@ __all__ = [
     "ChunkRelevance",
     "Coherence",
     "ContextSufficiency",
+    "ConversationCompleteness",
     "Correctness",
     "CustomMetric",
     "DistanceMeasure",
@@ -86,6 +95,7 @@ __all__ = [
     "Groundedness",
     "GuidelineAdherence",
     "JudgedMetric",
+    "KnowledgeRetention",
     "Metric",
     "MultiTurnMetric",
     "NonLLMStringSimilarity",
@@ -100,6 +110,7 @@ __all__ = [
     "QuestionAnsweringQuality",
     "QuestionAnsweringRelevance",
     "RelevanceToQuery",
+    "RoleAdherence",
     "RougeScore",
     "Safety",
     "SingleTurnMetric",
@@ -121,9 +132,12 @@ __all__ = [
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",
     "TrajectoryInOrderMatch",
+    "TrajectoryJudge",
     "TrajectoryPrecision",
     "TrajectoryRecall",
     "TrajectorySingleToolUse",
+    "TurnRelevancy",
+    "UserFrustration",
 ]
 
 BUILTIN_METRICS: tuple[type[Metric], ...] = (
@@ -134,12 +148,14 @@ BUILTIN_METRICS: tuple[type[Metric], ...] = (
     ChunkRelevance,
     Coherence,
     ContextSufficiency,
+    ConversationCompleteness,
     Correctness,
     ExactMatch,
     Fluency,
     Fulfillment,
     Groundedness,
     GuidelineAdherence,
+    KnowledgeRetention,
     NonLLMStringSimilarity,
     OverallAssessment,
     PairwiseQuestionAnsweringQuality,
@@ -149,11 +165,12 @@ BUILTIN_METRICS: tuple[type[Metric], ...] = (
     QuestionAnsweringQuality,
     QuestionAnsweringRelevance,
     RelevanceToQuery,
+    RoleAdherence,
     RougeScore,
     Safety,
+    StepBudget,
     SummarizationHelpfulness,
     SummarizationQuality,
-    StepBudget,
     SummarizationVerbosity,
     ToolCallAccuracy,
     ToolCallEfficiency,
@@ -168,8 +185,11 @@ BUILTIN_METRICS: tuple[type[Metric], ...] = (
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
     TrajectoryInOrderMatch,
+    TrajectoryJudge,
     TrajectoryPrecision,
     TrajectoryRecall,
+    TurnRelevancy,
+    UserFrustration,
 )
 """Metrics buildable from their name alone (``evaluate(metrics=["..."])``); judged ones use
 ``evaluate``'s ``llm``."""
