@@ -223,3 +223,15 @@ def test_empty_rules_change_nothing(
         assert run_sync(
             metric(arg_rules=exact_everywhere).multi_turn_ascore, sample
         ) == pytest.approx(plain)
+
+
+def test_a_plain_function_returning_an_awaitable_is_refused() -> None:
+    async def inner() -> float:
+        return 1.0
+
+    sample = sample_for([call("f", n=1)], [call("f", n=1)])
+    metric = ToolCallF1(arg_rules={"f": {"n": lambda r, p: inner()}})
+    with pytest.raises(ConfigError, match="returned an awaitable"):
+        metric.score(sample)
+    assert numeric(0.5).label == "numeric(tolerance=0.5, relative=0)"
+    assert fuzzy(0.9).label == "fuzzy(threshold=0.9, measure=levenshtein)"

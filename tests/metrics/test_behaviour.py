@@ -12,6 +12,8 @@ from pydantic import ValidationError
 from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, ToolMessage
 from turneval.errors import InvalidSampleError
 from turneval.metrics import AgentLoopDetection, StepBudget, ToolCallEfficiency, ToolPermission
+from turneval.metrics._tools import check_rule_tools
+from turneval.metrics.arg_rules import RuleBook
 from turneval.metrics.base import run_sync
 
 
@@ -251,3 +253,33 @@ def test_step_budget() -> None:
         StepBudget().score(bad)
     with pytest.raises(ValidationError):
         StepBudget(max_steps=0)
+
+
+def test_results_follow_tool_call_ids_and_bad_tool_lists() -> None:
+    a = ToolCall(name="get", args={"k": 1}, id="c1")
+    b = ToolCall(name="get", args={"k": 2}, id="c2")
+    # Parallel calls answered out of order, then the same pair again with the same results.
+    first = [
+        AIMessage(tool_calls=[a, b]),
+        ToolMessage(content="two", tool_call_id="c2"),
+        ToolMessage(content="one", tool_call_id="c1"),
+    ]
+    again = [
+        AIMessage(tool_calls=[a, b]),
+        ToolMessage(content="one", tool_call_id="c1"),
+        ToolMessage(content="two", tool_call_id="c2"),
+    ]
+    sample = MultiTurnSample(user_input=[HumanMessage(content="go"), *first, *again])
+    result = ToolCallEfficiency().score(sample)
+    assert result.value == 0.5  # both repeats matched to their own results
+    assert [r["message_index"] for r in result.details["redundant"]] == [4, 4]
+    book = RuleBook({"get": {}})
+    for tools, field in [("get", "metadata.tools"), ([{"nm": "get"}], "metadata.tools[0]")]:
+        bad = sample.model_copy(update={"metadata": {"tools": tools}})
+        with pytest.raises(InvalidSampleError) as caught:
+            check_rule_tools(ToolCallEfficiency(), book, bad)
+        assert caught.value.field == field
+    openai_style = sample.model_copy(
+        update={"metadata": {"tools": [{"type": "function", "function": {"name": "get"}}]}}
+    )
+    check_rule_tools(ToolCallEfficiency(), book, openai_style)  # known: no error
