@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, ToolMessage
+from turneval.agents import EvalTask
 from turneval.errors import InvalidSampleError
 from turneval.metrics import AgentLoopDetection, StepBudget, ToolCallEfficiency, ToolPermission
 from turneval.metrics._tools import check_rule_tools
@@ -283,3 +284,17 @@ def test_results_follow_tool_call_ids_and_bad_tool_lists() -> None:
         update={"metadata": {"tools": [{"type": "function", "function": {"name": "get"}}]}}
     )
     check_rule_tools(ToolCallEfficiency(), book, openai_style)  # known: no error
+
+
+def test_step_budget_counts_the_steps_of_an_agent_run() -> None:
+    def agent(history: list[Any]) -> list[Any]:  # two model steps per human turn
+        call = ToolCall(name="look", args={"n": len(history)})
+        return [AIMessage(tool_calls=[call]), ToolMessage(content="x"), AIMessage(content="ok")]
+
+    dataset = [
+        MultiTurnSample(user_input=[HumanMessage(content="a"), HumanMessage(content="b")]),
+        MultiTurnSample(user_input=[HumanMessage(content="a")]),
+    ]
+    result = EvalTask(dataset, [StepBudget(max_steps=3)]).evaluate(runnable=agent)
+    assert [row.steps for row in result.rows] == [4, 2]
+    assert [row.score("step_budget") for row in result.rows] == [0.75, 1.0]
