@@ -46,6 +46,7 @@ def variants() -> dict[str, Any]:
         "tool_call_f1, arg_rules": ToolCallF1(arg_rules=ignore_ids),
         "tool_call_accuracy, arg_rules": ToolCallAccuracy(arg_rules=ignore_ids),
         "trajectory_precision, arg_rules": TrajectoryPrecision(arg_rules=ignore_ids),
+        "tool_call_f1, scored arg_rules": ToolCallF1(arg_rules={"*": {"*": "casefold"}}),
     }
 
 

@@ -235,3 +235,23 @@ def test_a_plain_function_returning_an_awaitable_is_refused() -> None:
         metric.score(sample)
     assert numeric(0.5).label == "numeric(tolerance=0.5, relative=0)"
     assert fuzzy(0.9).label == "fuzzy(threshold=0.9, measure=levenshtein)"
+
+
+FAST_RULES = [
+    {"a": {"k": "ignore"}, "*": {"m": "exact"}},
+    {"a": {"*": "ignore", "k": "exact"}},
+    {"*": {"*": "ignore"}},
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(call_lists, call_lists, st.sampled_from(DEFAULTS[1:]), st.sampled_from(FAST_RULES))
+def test_the_keyed_fast_path_for_ignore_rules_equals_scoring_each_argument(
+    predicted: list[ToolCall], reference: list[ToolCall], metric: Any, fast: Any
+) -> None:
+    sample = conversation(predicted, reference=reference)
+    # fast: equality only, keyed on what is left
+    slow = {**fast, "unused_tool": {"q": "casefold"}}  # same meaning, scored argument by argument
+    assert run_sync(metric(arg_rules=fast).multi_turn_ascore, sample) == pytest.approx(
+        run_sync(metric(arg_rules=slow).multi_turn_ascore, sample)
+    )

@@ -65,8 +65,17 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         reference = sample.reference_tool_calls
         if reference is None:
             raise missing_field(self, "reference_tool_calls")
-        if self._comparator is None and self.arg_rules is None:
-            return json_comparison(sample.tool_calls, reference)
+        if self._comparator is None:
+            book = self._rule_book
+            if book is None:
+                return json_comparison(sample.tool_calls, reference)
+            if book.equality_only and self.match_threshold == 1.0:
+                # Ignoring arguments and comparing the rest exactly is JSON equality of what is
+                # left: the fast keyed path on the calls without their ignored arguments.
+                check_rule_tools(self, book, sample)
+                return json_comparison(
+                    book.without_ignored(sample.tool_calls), book.without_ignored(reference)
+                )
         return None
 
     async def _scored(self, sample: MultiTurnSample) -> CallComparison:

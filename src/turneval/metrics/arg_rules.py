@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from turneval.errors import ConfigError
+from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator, resolve_comparator
 from turneval.metrics._matching import json_key
 from turneval.metrics.base import SingleTurnMetric
@@ -331,15 +332,25 @@ class RuleBook:
 
     Precedence: ``rules[tool][arg]``, then ``rules["*"][arg]``, then ``rules[tool]["*"]``,
     then ``rules["*"]["*"]``; None leaves the argument to the metric's default.
+
+    Attributes:
+        rules: The resolved rules.
+        tools: The tools named (``"*"`` aside).
+        equality_only: Every rule is ``ignore`` or ``exact`` (JSON equality of what is left).
+        all_sync: Every rule can be scored without awaiting.
     """
 
-    __slots__ = ("_cache", "rules", "tools")
+    __slots__ = ("_cache", "_ignoring", "all_sync", "equality_only", "rules", "tools")
 
     def __init__(self, rules: dict[str, dict[str, ArgRule]]) -> None:
         """Index ``rules`` (as returned by :func:`resolve_rules`)."""
         self.rules = rules
         self.tools = frozenset(tool for tool in rules if tool != ANY)
         self._cache: dict[str, tuple[dict[str, ArgRule], ArgRule | None]] = {}
+        self._ignoring: dict[str, tuple[frozenset[str], bool]] = {}
+        every = [rule for rules in rules.values() for rule in rules.values()]
+        self.equality_only = all(rule.kind in ("ignore", "exact") for rule in every)
+        self.all_sync = all(rule.sync is not None for rule in every)
 
     def for_tool(self, tool: str) -> tuple[dict[str, ArgRule], ArgRule | None]:
         """The named-argument rules of ``tool`` and its rule for unnamed arguments."""
@@ -358,12 +369,35 @@ class RuleBook:
         default_ignored = default is not None and default.kind == "ignore"
         return lambda arg: named[arg].kind == "ignore" if arg in named else default_ignored
 
-    @property
-    def all_sync(self) -> bool:
-        """Whether every rule can be scored without awaiting."""
-        return all(
-            rule.sync is not None for rules in self.rules.values() for rule in rules.values()
-        )
+    def without_ignored(self, calls: list[ToolCall]) -> list[ToolCall]:
+        """``calls`` with the arguments the rules ignore removed (others returned as they are)."""
+        kept: list[ToolCall] = []
+        plans = self._ignoring
+        for call in calls:
+            name = call.name
+            plan = plans.get(name)
+            if plan is None:
+                plan = plans[name] = self._ignore_plan(name)
+            names, everything_else = plan
+            args = call.args
+            if everything_else:  # unnamed arguments are ignored: keep the named, unignored ones
+                named = self.for_tool(name)[0]
+                kept_args = {
+                    k: v for k, v in args.items() if k in named and named[k].kind != "ignore"
+                }
+            elif names and not names.isdisjoint(args):
+                kept_args = {k: v for k, v in args.items() if k not in names}
+            else:
+                kept.append(call)
+                continue
+            kept.append(ToolCall.model_construct(name=name, args=kept_args, id=call.id))
+        return kept
+
+    def _ignore_plan(self, tool: str) -> tuple[frozenset[str], bool]:
+        """The argument names ``tool`` ignores, and whether its unnamed arguments are ignored."""
+        named, default = self.for_tool(tool)
+        ignored = frozenset(arg for arg, rule in named.items() if rule.kind == "ignore")
+        return ignored, default is not None and default.kind == "ignore"
 
     def union_score_sync(
         self, tool: str, reference: dict[str, Any], prediction: dict[str, Any]
