@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections import deque
@@ -22,6 +23,54 @@ class Reply:
     prompt_tokens: int = 100
     completion_tokens: int = 20
     logprobs: list[tuple[str, float]] | None = None  # (token, logprob) of the answer
+    from_schema: bool = False  # answer with random JSON valid under the request's schema
+
+
+def _schema_of(body: dict[str, Any]) -> tuple[dict[str, Any], str | None] | None:
+    """The JSON schema a request asks for, and the tool name when it asks by tool call."""
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        return response_format["json_schema"]["schema"], None
+    for tool in body.get("tools") or []:
+        function = tool.get("function", {})
+        return function.get("parameters", {}), function.get("name")
+    return None
+
+
+def random_instance(schema: dict[str, Any], rng: random.Random, root: dict[str, Any]) -> Any:
+    """A random JSON value valid under ``schema`` (the subset judge schemas use)."""
+    if "$ref" in schema:
+        target: Any = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        return random_instance(target, rng, root)
+    if "anyOf" in schema:
+        return random_instance(rng.choice(schema["anyOf"]), rng, root)
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = rng.choice(kind)
+    if kind == "object":
+        return {
+            name: random_instance(sub, rng, root)
+            for name, sub in schema.get("properties", {}).items()
+        }
+    if kind == "array":
+        low = schema.get("minItems", 0)
+        count = rng.randint(low, schema.get("maxItems", low + 3))
+        return [random_instance(schema.get("items", {}), rng, root) for _ in range(count)]
+    if kind == "string":
+        return rng.choice(["yes", "because", "ok </rubric>", "é 中文", ""])
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", -3)), int(schema.get("maximum", 9)))
+    if kind == "number":
+        return rng.uniform(float(schema.get("minimum", -5.0)), float(schema.get("maximum", 5.0)))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    return None
 
 
 class OpenAIStub:
@@ -33,6 +82,7 @@ class OpenAIStub:
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
         self._lock = threading.Lock()
+        self.rng = random.Random(0)
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,6 +96,18 @@ class OpenAIStub:
                     stub.requests.append(body)
                     stub.times.append(time.monotonic())
                     reply = stub.script.popleft() if stub.script else stub.default
+                    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+                    wanted = _schema_of(body) if reply.from_schema else None
+                    if wanted is not None:
+                        schema, tool = wanted
+                        answer = json.dumps(random_instance(schema, stub.rng, schema))
+                        message["content"] = answer
+                        if tool is not None:
+                            message["content"] = None
+                            call = {"name": tool, "arguments": answer}
+                            message["tool_calls"] = [
+                                {"id": "call_stub", "type": "function", "function": call}
+                            ]
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
@@ -65,7 +127,7 @@ class OpenAIStub:
                         "choices": [
                             {
                                 "index": 0,
-                                "message": {"role": "assistant", "content": reply.content},
+                                "message": message,
                                 "finish_reason": "stop",
                                 "logprobs": None
                                 if reply.logprobs is None
@@ -115,6 +177,7 @@ class OpenAIStub:
             self.default = default or Reply()
             self.requests.clear()
             self.times.clear()
+            self.rng = random.Random(0)
 
     def close(self) -> None:
         self.server.shutdown()

@@ -216,7 +216,15 @@ def evaluate_jsonl(
     resolved = resolve_metrics(metrics)
     check_judges(resolved, llm)
     names = [metric.name for metric in resolved]
-    judged = any(metric.uses_llm for metric in resolved)
+    judged = any(  # metrics that will call a judge (grounding without one runs offline)
+        metric.uses_llm
+        and (
+            getattr(metric, "requires_llm", True)
+            or llm is not None
+            or getattr(metric, "llm", None) is not None
+        )
+        for metric in resolved
+    )
     if workers is None:
         workers = 1 if judged else min(2, os.cpu_count() or 1)
     if judged:

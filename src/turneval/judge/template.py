@@ -81,6 +81,8 @@ class JudgeRequest(Generic[T]):
         temperature: Sampling temperature (None: the model's, or 0 when unset).
         logprobs: Ask for token log-probabilities where the model supports them.
         label: What this request is about (e.g. ``"turn 3"``), shown in the details.
+        vote: Index of this request among identical ones sampled several times (self-consistency
+            votes), so that they can be told apart (e.g. in a cache key).
     """
 
     prompt: str
@@ -89,3 +91,4 @@ class JudgeRequest(Generic[T]):
     temperature: float | None = None
     logprobs: bool = False
     label: str = ""
+    vote: int = 0

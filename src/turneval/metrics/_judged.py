@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import anyio
 from pydantic import Field, create_model, field_validator
@@ -50,6 +50,9 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=Metric)
+
+MAX_CONCURRENT_REQUESTS = 8
+"""Requests of one sample in flight at once when no run (and its shared limiter) is active."""
 
 SYSTEM_PROMPT = (
     "You are a careful evaluator of conversations between a human and an AI assistant that may "
@@ -95,16 +98,35 @@ def sample_inputs(sample: Any) -> str:
     return "\n".join(parts)
 
 
-def preset_class(base: type[M], class_name: str, module: str, doc: str, **defaults: Any) -> type[M]:
-    """A named preset of ``base``: a subclass whose fields default to ``defaults``.
+class Preset(Protocol):
+    """A row of a preset table: the class to make, its docstring and its field defaults."""
 
-    Built-in judges are rows of a table; this turns a row into the class users import
-    (``Fluency``, ``Correctness``, ...), with ``name`` and the other defaults set.
+    @property
+    def class_name(self) -> str:
+        """The class's name (``Fluency``)."""
+        ...
+
+    @property
+    def doc(self) -> str:
+        """The class's docstring."""
+        ...
+
+    def defaults(self) -> dict[str, Any]:
+        """Field values of the preset (besides ``name``)."""
+        ...
+
+
+def preset_class(base: type[M], name: str, row: Preset, module: str) -> type[M]:
+    """The class users import for a row of a preset table (``Fluency``, ``Correctness``, ...).
+
+    A subclass of ``base`` whose ``name`` defaults to ``name`` and whose other fields default
+    to ``row.defaults()``: built-in judges are data, this turns a row into a class.
     """
+    defaults = {"name": name, **row.defaults()}
     fields: dict[str, Any] = {
         key: (base.model_fields[key].annotation, value) for key, value in defaults.items()
     }
-    return create_model(class_name, __base__=base, __module__=module, __doc__=doc, **fields)
+    return create_model(row.class_name, __base__=base, __module__=module, __doc__=row.doc, **fields)
 
 
 class JudgedMetric(Metric, ABC):
@@ -178,19 +200,39 @@ class JudgedMetric(Metric, ABC):
         return [(r.system, r.prompt) for r in self.judge_requests(sample)]
 
     async def ask(self, requests: Sequence[JudgeRequest[Any]]) -> list[JudgeReply[Any]]:
-        """Ask every request concurrently (each waits for the run's limiter); answers in order."""
-        replies: list[JudgeReply[Any] | None] = [None] * len(requests)
+        """Ask every request concurrently; answers in the requests' order.
 
-        async def one(index: int, request: JudgeRequest[Any]) -> None:
-            judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
-            replies[index] = await judge.ask(request.system, request.prompt, request.schema)
-
+        In a run, each request waits for the run's shared limiter; outside one (``metric.score``)
+        at most :data:`MAX_CONCURRENT_REQUESTS` of a sample's requests are in flight. The first
+        failing request (in request order) raises its own error, e.g.
+        :class:`~turneval.errors.JudgeOutputError`; the requests still running are cancelled.
+        """
         if len(requests) == 1:
-            await one(0, requests[0])
-        elif requests:
-            async with anyio.create_task_group() as group:
-                for index, request in enumerate(requests):
-                    group.start_soon(one, index, request)
+            request = requests[0]
+            judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
+            return [await judge.ask(request.system, request.prompt, request.schema)]
+        replies: list[JudgeReply[Any] | None] = [None] * len(requests)
+        errors: dict[int, Exception] = {}
+        limiter = None if current_run() else anyio.CapacityLimiter(MAX_CONCURRENT_REQUESTS)
+
+        async def one(index: int, request: JudgeRequest[Any], scope: anyio.CancelScope) -> None:
+            judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
+            try:
+                if limiter is None:
+                    reply = await judge.ask(request.system, request.prompt, request.schema)
+                else:
+                    async with limiter:
+                        reply = await judge.ask(request.system, request.prompt, request.schema)
+                replies[index] = reply
+            except Exception as error:  # re-raised below, unwrapped from the task group
+                errors[index] = error
+                scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            for index, request in enumerate(requests):
+                group.start_soon(one, index, request, group.cancel_scope)
+        if errors:
+            raise errors[min(errors)]
         return [reply for reply in replies if reply is not None]
 
     async def _evaluate(self, sample: Any) -> Explained:

@@ -124,6 +124,10 @@ class AssessmentPreset:
     instructions: str
     inputs: tuple[tuple[str, str], ...]
 
+    def defaults(self) -> dict[str, Any]:
+        """The :class:`AssessmentJudge` fields of this preset."""
+        return {"instructions": self.instructions, "inputs": self.inputs}
+
 
 ASSESSMENT_PRESETS: dict[str, AssessmentPreset] = {
     "context_sufficiency": AssessmentPreset(
@@ -155,22 +159,15 @@ ASSESSMENT_PRESETS: dict[str, AssessmentPreset] = {
 """The built-in yes/no judges by name (each is also a class, e.g. ``Correctness``)."""
 
 
-def _assessment(name: str) -> type[AssessmentJudge]:
-    preset = ASSESSMENT_PRESETS[name]
-    return preset_class(
-        AssessmentJudge,
-        preset.class_name,
-        __name__,
-        preset.doc,
-        name=name,
-        instructions=preset.instructions,
-        inputs=preset.inputs,
-    )
-
-
-ContextSufficiency = _assessment("context_sufficiency")
-Correctness = _assessment("correctness")
-RelevanceToQuery = _assessment("relevance_to_query")
+ContextSufficiency = preset_class(
+    AssessmentJudge, "context_sufficiency", ASSESSMENT_PRESETS["context_sufficiency"], __name__
+)
+Correctness = preset_class(
+    AssessmentJudge, "correctness", ASSESSMENT_PRESETS["correctness"], __name__
+)
+RelevanceToQuery = preset_class(
+    AssessmentJudge, "relevance_to_query", ASSESSMENT_PRESETS["relevance_to_query"], __name__
+)
 
 
 class GuidelineAdherence(AssessmentJudge):

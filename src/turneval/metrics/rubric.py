@@ -212,9 +212,10 @@ class PointwiseMetric(JudgedMetric, SingleTurnMetric, MultiTurnMetric):
                 temperature=temperature,
                 logprobs=self.samples == 1,
                 label=label,
+                vote=vote,
             )
             for label, question in self._questions(sample)
-            for _ in range(self.samples)
+            for vote in range(self.samples)
         ]
 
     def _rate(self, replies: Sequence[JudgeReply[Any]]) -> dict[str, Any]:
@@ -369,6 +370,10 @@ class RubricPreset:
         """The rating rubric: score (as text) -> meaning."""
         return {str(self.first + i): meaning for i, meaning in enumerate(self.scale)}
 
+    def defaults(self) -> dict[str, Any]:
+        """The :class:`PointwiseMetric` fields of this preset."""
+        return {"criteria": self.criteria, "rating_rubric": self.rubric(), "inputs": self.inputs}
+
 
 RUBRIC_PRESETS: dict[str, RubricPreset] = {
     "fluency": RubricPreset(
@@ -469,6 +474,10 @@ class PairwisePreset:
     criteria: str | dict[str, str]
     inputs: tuple[str, ...] = ("instruction", "context")
 
+    def defaults(self) -> dict[str, Any]:
+        """The :class:`PairwiseMetric` fields of this preset."""
+        return {"criteria": self.criteria, "inputs": self.inputs}
+
 
 PAIRWISE_PRESETS: dict[str, PairwisePreset] = {
     "pairwise_summarization_quality": PairwisePreset(
@@ -485,43 +494,55 @@ PAIRWISE_PRESETS: dict[str, PairwisePreset] = {
 """The built-in pairwise judges by name."""
 
 
-def _pointwise(name: str) -> type[PointwiseMetric]:
-    row = RUBRIC_PRESETS[name]
-    return preset_class(
-        PointwiseMetric,
-        row.class_name,
-        __name__,
-        row.doc,
-        name=name,
-        criteria=row.criteria,
-        rating_rubric=row.rubric(),
-        inputs=row.inputs,
-    )
-
-
-def _pairwise(name: str) -> type[PairwiseMetric]:
-    row = PAIRWISE_PRESETS[name]
-    return preset_class(
-        PairwiseMetric,
-        row.class_name,
-        __name__,
-        row.doc,
-        name=name,
-        criteria=row.criteria,
-        inputs=row.inputs,
-    )
-
-
-Fluency = _pointwise("fluency")
-Coherence = _pointwise("coherence")
-Safety = _pointwise("safety")
-Fulfillment = _pointwise("fulfillment")
-SummarizationQuality = _pointwise("summarization_quality")
-SummarizationHelpfulness = _pointwise("summarization_helpfulness")
-SummarizationVerbosity = _pointwise("summarization_verbosity")
-QuestionAnsweringQuality = _pointwise("question_answering_quality")
-QuestionAnsweringRelevance = _pointwise("question_answering_relevance")
-QuestionAnsweringHelpfulness = _pointwise("question_answering_helpfulness")
-QuestionAnsweringCorrectness = _pointwise("question_answering_correctness")
-PairwiseSummarizationQuality = _pairwise("pairwise_summarization_quality")
-PairwiseQuestionAnsweringQuality = _pairwise("pairwise_question_answering_quality")
+Fluency = preset_class(PointwiseMetric, "fluency", RUBRIC_PRESETS["fluency"], __name__)
+Coherence = preset_class(PointwiseMetric, "coherence", RUBRIC_PRESETS["coherence"], __name__)
+Safety = preset_class(PointwiseMetric, "safety", RUBRIC_PRESETS["safety"], __name__)
+Fulfillment = preset_class(PointwiseMetric, "fulfillment", RUBRIC_PRESETS["fulfillment"], __name__)
+SummarizationQuality = preset_class(
+    PointwiseMetric, "summarization_quality", RUBRIC_PRESETS["summarization_quality"], __name__
+)
+SummarizationHelpfulness = preset_class(
+    PointwiseMetric,
+    "summarization_helpfulness",
+    RUBRIC_PRESETS["summarization_helpfulness"],
+    __name__,
+)
+SummarizationVerbosity = preset_class(
+    PointwiseMetric, "summarization_verbosity", RUBRIC_PRESETS["summarization_verbosity"], __name__
+)
+QuestionAnsweringQuality = preset_class(
+    PointwiseMetric,
+    "question_answering_quality",
+    RUBRIC_PRESETS["question_answering_quality"],
+    __name__,
+)
+QuestionAnsweringRelevance = preset_class(
+    PointwiseMetric,
+    "question_answering_relevance",
+    RUBRIC_PRESETS["question_answering_relevance"],
+    __name__,
+)
+QuestionAnsweringHelpfulness = preset_class(
+    PointwiseMetric,
+    "question_answering_helpfulness",
+    RUBRIC_PRESETS["question_answering_helpfulness"],
+    __name__,
+)
+QuestionAnsweringCorrectness = preset_class(
+    PointwiseMetric,
+    "question_answering_correctness",
+    RUBRIC_PRESETS["question_answering_correctness"],
+    __name__,
+)
+PairwiseSummarizationQuality = preset_class(
+    PairwiseMetric,
+    "pairwise_summarization_quality",
+    PAIRWISE_PRESETS["pairwise_summarization_quality"],
+    __name__,
+)
+PairwiseQuestionAnsweringQuality = preset_class(
+    PairwiseMetric,
+    "pairwise_question_answering_quality",
+    PAIRWISE_PRESETS["pairwise_question_answering_quality"],
+    __name__,
+)
