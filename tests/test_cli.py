@@ -160,3 +160,34 @@ def test_demo_command_runs_offline(tmp_path: Path) -> None:
     assert "tool_call_accuracy_unordered" in out and "set OPENAI_API_KEY" in out
     for domain in DOMAINS:
         assert (tmp_path / domain.name / "report.html").stat().st_size > 10_000
+
+
+def test_behaviour_metrics_and_json_options_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Sample 1 calls a, b; sample 2 calls b: b and c denied -> (1/2 + 0/1) / 2 = 0.25.
+    # With a's args ignored and any extra rule, F1 is unchanged: (1 + 2/3) / 2.
+    code = main(
+        [
+            "evaluate",
+            str(data_file(tmp_path)),
+            "--metric",
+            'tool_permission:denied=["b","c"]',
+            "--metric",
+            'tool_call_f1:arg_rules={"a":{"*":"ignore","x":"numeric"}},match_threshold=1.0',
+            "--metric",
+            "agent_loop_detection",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]
+    assert summary["tool_permission"]["mean"] == 0.25
+    assert summary["tool_call_f1"]["mean"] == pytest.approx((1 + 2 / 3) / 2)
+    assert summary["agent_loop_detection"]["mean"] == 1.0
+    assert main(["metrics"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert {"tool_permission", "agent_loop_detection", "tool_call_efficiency"} <= set(names)
+    assert "step_budget" in names

@@ -25,6 +25,23 @@ class UsageError(Exception):
     """Bad command-line usage (exit code 2)."""
 
 
+def _split_options(options: str) -> list[str]:
+    """Split ``key=value,key=value`` at the commas outside JSON brackets and strings."""
+    items, depth, quoted, start = [], 0, False, 0
+    for index, char in enumerate(options):
+        if char == '"' and (index == 0 or options[index - 1] != "\\"):
+            quoted = not quoted
+        elif not quoted and char in "[{":
+            depth += 1
+        elif not quoted and char in "]}":
+            depth -= 1
+        elif char == "," and not quoted and depth == 0:
+            items.append(options[start:index])
+            start = index + 1
+    items.append(options[start:])
+    return items
+
+
 def parse_metric(spec: str) -> Metric | str:
     """``NAME`` or ``NAME:key=value,key=value`` (values parsed as JSON when they can be)."""
     from turneval.metrics import TrajectorySingleToolUse
@@ -45,7 +62,7 @@ def parse_metric(spec: str) -> Metric | str:
             )
         return name
     config: dict[str, Any] = {}
-    for item in options.split(","):
+    for item in _split_options(options):
         key, equals, value = item.partition("=")
         if not equals:
             raise UsageError(f"metric option {item!r} in {spec!r} is not key=value")

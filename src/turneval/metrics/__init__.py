@@ -2,6 +2,7 @@
 
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._judged import JudgedMetric
+from turneval.metrics.arg_rules import ArgRule
 from turneval.metrics.assessments import (
     AssessmentJudge,
     ChunkRelevance,
@@ -12,6 +13,20 @@ from turneval.metrics.assessments import (
     RelevanceToQuery,
 )
 from turneval.metrics.base import Explained, Metric, MultiTurnMetric, Outcome, SingleTurnMetric
+from turneval.metrics.behaviour import (
+    AgentLoopDetection,
+    StepBudget,
+    ToolCallEfficiency,
+    ToolPermission,
+)
+from turneval.metrics.conversation import (
+    ConversationCompleteness,
+    KnowledgeRetention,
+    RoleAdherence,
+    TrajectoryJudge,
+    TurnRelevancy,
+    UserFrustration,
+)
 from turneval.metrics.custom import CustomMetric
 from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
 from turneval.metrics.grounding import Groundedness, ToolOutputGroundedness
@@ -60,6 +75,8 @@ from turneval.metrics.trajectory import (
 __all__ = [
     "AgentGoalAccuracyWithReference",
     "AgentGoalAccuracyWithoutReference",
+    "AgentLoopDetection",
+    "ArgRule",
     "AssessmentJudge",
     "BUILTIN_METRICS",
     "BleuScore",
@@ -67,6 +84,7 @@ __all__ = [
     "ChunkRelevance",
     "Coherence",
     "ContextSufficiency",
+    "ConversationCompleteness",
     "Correctness",
     "CustomMetric",
     "DistanceMeasure",
@@ -77,6 +95,7 @@ __all__ = [
     "Groundedness",
     "GuidelineAdherence",
     "JudgedMetric",
+    "KnowledgeRetention",
     "Metric",
     "MultiTurnMetric",
     "NonLLMStringSimilarity",
@@ -91,42 +110,52 @@ __all__ = [
     "QuestionAnsweringQuality",
     "QuestionAnsweringRelevance",
     "RelevanceToQuery",
+    "RoleAdherence",
     "RougeScore",
     "Safety",
     "SingleTurnMetric",
+    "StepBudget",
     "StringMetric",
     "SummarizationHelpfulness",
     "SummarizationQuality",
     "SummarizationVerbosity",
     "ToolCallAccuracy",
+    "ToolCallEfficiency",
     "ToolCallF1",
     "ToolCallValid",
     "ToolNameMatch",
     "ToolOutputGroundedness",
     "ToolParameterKVMatch",
     "ToolParameterKeyMatch",
+    "ToolPermission",
     "TopicAdherenceScore",
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",
     "TrajectoryInOrderMatch",
+    "TrajectoryJudge",
     "TrajectoryPrecision",
     "TrajectoryRecall",
     "TrajectorySingleToolUse",
+    "TurnRelevancy",
+    "UserFrustration",
 ]
 
 BUILTIN_METRICS: tuple[type[Metric], ...] = (
     AgentGoalAccuracyWithReference,
     AgentGoalAccuracyWithoutReference,
+    AgentLoopDetection,
     BleuScore,
     ChunkRelevance,
     Coherence,
     ContextSufficiency,
+    ConversationCompleteness,
     Correctness,
     ExactMatch,
     Fluency,
     Fulfillment,
     Groundedness,
     GuidelineAdherence,
+    KnowledgeRetention,
     NonLLMStringSimilarity,
     OverallAssessment,
     PairwiseQuestionAnsweringQuality,
@@ -136,24 +165,31 @@ BUILTIN_METRICS: tuple[type[Metric], ...] = (
     QuestionAnsweringQuality,
     QuestionAnsweringRelevance,
     RelevanceToQuery,
+    RoleAdherence,
     RougeScore,
     Safety,
+    StepBudget,
     SummarizationHelpfulness,
     SummarizationQuality,
     SummarizationVerbosity,
     ToolCallAccuracy,
+    ToolCallEfficiency,
     ToolCallF1,
     ToolCallValid,
     ToolNameMatch,
     ToolOutputGroundedness,
     ToolParameterKVMatch,
     ToolParameterKeyMatch,
+    ToolPermission,
     TopicAdherenceScore,
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
     TrajectoryInOrderMatch,
+    TrajectoryJudge,
     TrajectoryPrecision,
     TrajectoryRecall,
+    TurnRelevancy,
+    UserFrustration,
 )
 """Metrics buildable from their name alone (``evaluate(metrics=["..."])``); judged ones use
 ``evaluate``'s ``llm``."""

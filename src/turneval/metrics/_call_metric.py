@@ -9,7 +9,9 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
-from turneval.metrics._matching import CallComparison, json_comparison, scored_comparison
+from turneval.metrics._matching import CallComparison, Pair, json_comparison, scored_comparison
+from turneval.metrics._tools import check_rule_tools
+from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, missing_field
 from turneval.samples import MultiTurnSample
 
@@ -23,16 +25,31 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         arg_comparison_metric: None for JSON-value equality of args; else a string metric,
             any single-turn metric or a callable ``fn(reference, prediction) -> float``
             (sync or async) scoring each argument as ``str(value)``.
-        match_threshold: With a comparator, the args score two same-name calls need to match.
+        match_threshold: With a comparator or rules, the args score two same-name calls need
+            to match.
+        arg_rules: Per-argument rules ``{"tool": {"arg": rule}}`` (see
+            :mod:`turneval.metrics.arg_rules`); arguments no rule covers keep the default
+            (JSON-value equality, or ``arg_comparison_metric`` when set). With rules, the args
+            score is the mean rule score over both calls' keys, ignored keys left out.
     """
 
     arg_comparison_metric: Any = None
     match_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+    arg_rules: Any = None
 
     @field_validator("arg_comparison_metric")
     @classmethod
     def _check_comparator(cls, value: Any) -> Any:
         return check_comparator(value)
+
+    @field_validator("arg_rules")
+    @classmethod
+    def _check_rules(cls, value: Any) -> Any:
+        return resolve_rules(value)
+
+    @cached_property
+    def _rule_book(self) -> RuleBook | None:
+        return None if self.arg_rules is None else RuleBook(self.arg_rules)
 
     @cached_property
     def _comparator(self) -> ArgComparator | None:
@@ -49,13 +66,44 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         if reference is None:
             raise missing_field(self, "reference_tool_calls")
         if self._comparator is None:
-            return json_comparison(sample.tool_calls, reference)
+            book = self._rule_book
+            if book is None:
+                return json_comparison(sample.tool_calls, reference)
+            if book.equality_only and self.match_threshold == 1.0:
+                # Ignoring arguments and comparing the rest exactly is JSON equality of what is
+                # left: the fast keyed path on the calls without their ignored arguments.
+                check_rule_tools(self, book, sample)
+                return json_comparison(
+                    book.without_ignored(sample.tool_calls), book.without_ignored(reference)
+                )
         return None
 
     async def _scored(self, sample: MultiTurnSample) -> CallComparison:
-        """The relation under the comparator (its scores may need awaiting)."""
-        comparator = self._comparator
-        assert comparator is not None and sample.reference_tool_calls is not None
-        return await scored_comparison(
-            sample.tool_calls, sample.reference_tool_calls, comparator, self.match_threshold
-        )
+        """The relation under the comparator or the rules (scores may need awaiting)."""
+        comparator, book = self._comparator, self._rule_book
+        reference = sample.reference_tool_calls
+        assert reference is not None
+        if book is None:
+            assert comparator is not None
+            return await scored_comparison(
+                sample.tool_calls, reference, comparator, self.match_threshold
+            )
+        check_rule_tools(self, book, sample)
+        predicted = sample.tool_calls
+        scores: dict[Pair, float] = {}
+        if comparator is None and book.all_sync:  # no coroutine per pair
+            score = book.union_score_sync
+            for pred_index, pred in enumerate(predicted):
+                for ref_index, ref in enumerate(reference):
+                    if pred.name == ref.name:
+                        scores[pred_index, ref_index] = score(ref.name, ref.args, pred.args)
+            return CallComparison(
+                predicted, reference, scores=scores, threshold=self.match_threshold
+            )
+        for pred_index, pred in enumerate(predicted):
+            for ref_index, ref in enumerate(reference):
+                if pred.name == ref.name:
+                    scores[pred_index, ref_index] = await book.union_score(
+                        ref.name, ref.args, pred.args, comparator
+                    )
+        return CallComparison(predicted, reference, scores=scores, threshold=self.match_threshold)

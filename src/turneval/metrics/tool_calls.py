@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -13,6 +14,8 @@ from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
 from turneval.metrics._matching import CallComparison, describe_matching
+from turneval.metrics._tools import check_rule_tools
+from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
 from turneval.metrics.text import ExactMatch
 from turneval.results import ratio
@@ -40,6 +43,7 @@ class _AccuracyOutcome(Outcome):
     reference: list[ToolCall]
     pair_scores: list[float] = field(default_factory=list)
     arg_scores: list[float] = field(default_factory=list)  # flat, in reference-arg order
+    pair_arg_scores: list[dict[str, float]] | None = None  # with arg_rules: per pair
 
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         order = "strict order" if self.strict_order else "any order (sorted by name and args)"
@@ -72,15 +76,18 @@ class _AccuracyOutcome(Outcome):
         )
         if details:
             scores = iter(self.arg_scores)
+            per_pair = self.pair_arg_scores or [
+                {key: next(scores) for key in ref.args} for ref in self.reference
+            ]
             evidence["pairs"] = [
                 {
                     "predicted": pred.pretty_repr(),
                     "reference": ref.pretty_repr(),
                     "args_score": score,
-                    "arg_scores": {key: next(scores) for key in ref.args},
+                    "arg_scores": arg_scores,
                 }
-                for pred, ref, score in zip(
-                    self.predicted, self.reference, self.pair_scores, strict=True
+                for pred, ref, score, arg_scores in zip(
+                    self.predicted, self.reference, self.pair_scores, per_pair, strict=True
                 )
             ]
         return reason, evidence
@@ -101,11 +108,25 @@ class ToolCallAccuracy(MultiTurnMetric):
             single-turn metric or callable ``fn(reference, prediction) -> float``; may be
             reassigned after construction.
         strict_order: Whether call order matters.
+        arg_rules: Per-argument rules ``{"tool": {"arg": rule}}`` (see
+            :mod:`turneval.metrics.arg_rules`): a ruled argument is scored by its rule on the
+            JSON values, an ignored one is left out (also of the unordered sort key); the
+            others keep ``arg_comparison_metric``. None (the default) is ragas' behaviour.
     """
 
     name: str = "tool_call_accuracy"
     arg_comparison_metric: Any = ExactMatch()
     strict_order: bool = True
+    arg_rules: Any = None
+
+    @field_validator("arg_rules")
+    @classmethod
+    def _check_rules(cls, value: Any) -> Any:
+        return resolve_rules(value)
+
+    @cached_property
+    def _rule_book(self) -> RuleBook | None:
+        return None if self.arg_rules is None else RuleBook(self.arg_rules)
 
     @field_validator("arg_comparison_metric")
     @classmethod
@@ -138,11 +159,17 @@ class ToolCallAccuracy(MultiTurnMetric):
             # names the name alone decides the order.
             if sorted(pred_names) != sorted(ref_names):
                 return _AccuracyOutcome(0.0, strict, predicted, reference)
-            order = _sort_key if len(set(ref_names)) < len(ref_names) else _by_name
+            order: Callable[[ToolCall], Any] = (
+                _sort_key if len(set(ref_names)) < len(ref_names) else _by_name
+            )
+            if order is _sort_key and self._rule_book is not None:
+                order = _ruled_sort_key(self._rule_book)
             predicted, reference = sorted(predicted, key=order), sorted(reference, key=order)
         elif pred_names != ref_names:
             return _AccuracyOutcome(0.0, strict, predicted, reference)
         compare = self._comparator
+        if self._rule_book is not None:
+            return await self._ruled(sample, self._rule_book, predicted, reference)
         # The common comparators run inline; others are called (sync) or awaited (async).
         exact, sync = compare.exact, compare.sync if compare.trusted else None
         pair_scores: list[float] = []
@@ -172,6 +199,42 @@ class ToolCallAccuracy(MultiTurnMetric):
             total += pair
         value = total / len(reference)
         return _AccuracyOutcome(value, strict, predicted, reference, pair_scores, arg_scores)
+
+    async def _ruled(
+        self,
+        sample: MultiTurnSample,
+        book: RuleBook,
+        predicted: list[ToolCall],
+        reference: list[ToolCall],
+    ) -> _AccuracyOutcome:
+        check_rule_tools(self, book, sample)
+        pair_scores: list[float] = []
+        per_pair: list[dict[str, float]] = []
+        for pred, ref in zip(predicted, reference, strict=True):
+            pair, scores = await book.reference_scores(
+                ref.name, ref.args, pred.args, self._comparator
+            )
+            pair_scores.append(pair)
+            per_pair.append(scores)
+        value = sum(pair_scores) / len(reference)
+        outcome = _AccuracyOutcome(value, self.strict_order, predicted, reference, pair_scores)
+        outcome.pair_arg_scores = per_pair
+        return outcome
+
+
+def _ruled_sort_key(book: RuleBook) -> Callable[[ToolCall], tuple[str, ...]]:
+    """The unordered sort key without the arguments the rules ignore."""
+
+    def key(call: ToolCall) -> tuple[str, ...]:
+        ignored = book.ignored(call.name)
+        parts = [call.name]
+        for arg_name in sorted(call.args):
+            if not ignored(arg_name):
+                parts.append(arg_name)
+                parts.append(str(call.args[arg_name]))
+        return tuple(parts)
+
+    return key
 
 
 @dataclass(slots=True)
