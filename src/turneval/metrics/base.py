@@ -179,6 +179,11 @@ class Metric(BaseModel, ABC):
         for key in [key for key in self.__dict__ if key not in fields]:
             del self.__dict__[key]
 
+    @property
+    def scale(self) -> tuple[float, float]:
+        """The lowest and highest value this metric can give (``(0.0, 1.0)`` for most)."""
+        return (0.0, 1.0)
+
     @abstractmethod
     async def _evaluate(self, sample: Any) -> Outcome:
         """Score one sample; raise :class:`InvalidSampleError` for unusable input."""

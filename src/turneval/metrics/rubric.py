@@ -163,6 +163,12 @@ class PointwiseMetric(JudgedMetric, SingleTurnMetric, MultiTurnMetric):
                 raise ValueError(f"rating_rubric keys must be numbers, got {score!r}") from None
         return rubric
 
+    @property
+    def scale(self) -> tuple[float, float]:
+        """The lowest and highest score of the rating rubric (e.g. ``(1.0, 5.0)``)."""
+        scores = [float(score) for score in self.rating_rubric]
+        return (min(scores), max(scores))
+
     def _verdict_model(self) -> type[BaseModel]:
         allowed = tuple(sorted({float(s) for s in self.rating_rubric}))
         return create_model(
