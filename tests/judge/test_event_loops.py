@@ -12,8 +12,10 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
-from turneval import aevaluate, evaluate
+from turneval import HumanMessage, MultiTurnSample, aevaluate, evaluate
+from turneval.agents import EvalTask
 from turneval.cli import main
+from turneval.errors import SyncInAsyncContextError
 from turneval.judge import Judge
 from turneval.metrics import AgentGoalAccuracyWithoutReference
 from turneval.metrics.base import run_sync
@@ -123,9 +125,25 @@ def test_judged_cli_file_over_several_chunks(
     assert len(asked) == 90 and stub.connections > 3  # every chunk asked; pooled connections
 
 
-def test_sync_wrappers_share_one_loop_and_refuse_a_running_one() -> None:
+def test_sync_wrappers_share_one_long_lived_loop() -> None:
     async def current() -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
     first, second = run_sync(current), run_sync(current)
     assert first is second and not first.is_closed()
+
+    async def nested() -> None:
+        run_sync(current)
+
+    with pytest.raises(SyncInAsyncContextError, match="inside a running event loop"):
+        asyncio.run(nested())
+
+
+def test_an_openai_agent_across_sync_runs(stub: OpenAIStub) -> None:
+    # The agent's own client is langchain's shared one: the long-lived sync loop keeps it valid.
+    agent = ChatOpenAI(model="agent", base_url=stub.url, api_key="test-key")
+    stub.reset(default=Reply("hello there"))
+    sample = MultiTurnSample(user_input=[HumanMessage(content="hi")], reference_tool_calls=[])
+    for _ in range(3):
+        row = EvalTask([sample], ["tool_call_f1"]).evaluate(runnable=agent).rows[0]
+        assert row.agent_error is None and row.sample.user_input[-1].content == "hello there"  # type: ignore[union-attr]
