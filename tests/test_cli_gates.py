@@ -151,3 +151,13 @@ def test_compare_means_of_lone_summaries(
     (tmp_path / "lone-a" / "summary.json").write_text("{}")
     assert main(["compare", str(left), str(right)]) == 2
     assert "not a turneval summary.json" in capsys.readouterr().err
+
+
+def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "only-one"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == (
+        "turneval: error: the following arguments are required: candidate "
+        "(see 'turneval compare --help')\n"
+    )

@@ -157,7 +157,7 @@ def _with_thread(agent: Any, config: dict[str, Any] | None) -> dict[str, Any] | 
 
 
 async def _invoke(
-    agent: Any, history: list[Message], sent: int, config: dict[str, Any] | None
+    agent: Any, history: list[Message], sent: int = 0, config: dict[str, Any] | None = None
 ) -> list[Message]:
     """Send the conversation (only ``history[sent:]`` into a checkpointed graph's thread)."""
     if _is_graph(agent):

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -25,6 +25,14 @@ __all__ = ["build_parser", "main", "max_failed", "parse_metric"]
 
 class UsageError(Exception):
     """Bad command-line usage (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (``turneval: error: ...``) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the error on one line, with a pointer to ``--help``, and exit 2."""
+        self.exit(2, f"turneval: error: {message} (see '{self.prog} --help')\n")
 
 
 def parse_metric(spec: str) -> Metric | str:
@@ -325,7 +333,7 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``turneval`` argument parser."""
-    parser = argparse.ArgumentParser(prog="turneval", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="turneval", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("evaluate", help="score a JSONL file of samples")
