@@ -149,24 +149,28 @@ async def _score_chunk(
             by_kind.setdefault(type(sample), []).append((position, sample))
     usage = Usage()
     cache = SQLiteCache(cache_path) if cache_path and by_kind else None
-    for good in by_kind.values():
-        result = await aevaluate(
-            [sample for _, sample in good],
-            metrics,
-            llm=llm,
-            cache=cache,
-            max_concurrency=concurrency,
-            max_llm_concurrency=llm_concurrency,
-            timeout=timeout,
-            show_progress=False,
-            details=details,
-        )
-        usage = usage + result.usage
-        for (position, _), row in zip(good, result.rows, strict=True):
-            row.index = first_index + position
-            for name, failure in row.failures.items():
-                row.failures[name] = replace(failure, sample_index=row.index)
-            rows[position] = row
+    try:
+        for good in by_kind.values():
+            result = await aevaluate(
+                [sample for _, sample in good],
+                metrics,
+                llm=llm,
+                cache=cache,
+                max_concurrency=concurrency,
+                max_llm_concurrency=llm_concurrency,
+                timeout=timeout,
+                show_progress=False,
+                details=details,
+            )
+            usage = usage + result.usage
+            for (position, _), row in zip(good, result.rows, strict=True):
+                row.index = first_index + position
+                for name, failure in row.failures.items():
+                    row.failures[name] = replace(failure, sample_index=row.index)
+                rows[position] = row
+    finally:
+        if cache is not None:
+            cache.close()
     values: dict[str, list[float]] = {name: [] for name in names}
     failed = dict.fromkeys(names, 0)
     metric_usage = {name: Usage() for name in names}
