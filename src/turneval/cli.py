@@ -91,8 +91,8 @@ def _fail_under(items: Sequence[str], metrics: Sequence[Metric]) -> dict[str, fl
         low, high = scales[name]
         if not low <= bar <= high:
             raise UsageError(
-                f"--fail-under {item}: {name} scores lie in [{low:g}, {high:g}], "
-                f"so {value} can never be met or is always met"
+                f"--fail-under {item}: {name} scores lie in [{low:g}, {high:g}]; "
+                "a bar off that scale is always or never met"
             )
         bars[name] = bar
     return bars
