@@ -161,3 +161,16 @@ def test_agent_summaries_leave_failed_rows_out() -> None:
     for name in ("latency_in_seconds", "agent_total_tokens", "steps"):
         assert summary[name].count == 2 and summary[name].failed == 1, name
     assert summary["agent_total_tokens"].mean == 15 and summary["steps"].mean == 1
+
+
+def test_a_failing_config_fn_fails_its_row_only() -> None:
+    def config_fn(sample: Any) -> dict[str, Any]:
+        if "b" in sample.user_input[0].content:
+            raise KeyError("tenant")
+        return {}
+
+    result = EvalTask(
+        [two_turns("a"), two_turns("b")], ["tool_call_f1"], config_fn=config_fn
+    ).evaluate(runnable=lambda messages: "ok")
+    assert [row.failure for row in result.rows] == [0, 1]
+    assert result.rows[1].agent_error == "AgentRunError: config_fn failed: KeyError: 'tenant'"
