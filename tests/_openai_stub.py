@@ -74,9 +74,14 @@ def random_instance(schema: dict[str, Any], rng: random.Random, root: dict[str, 
 
 
 class OpenAIStub:
-    """Serves scripted replies in order (the default reply when the script is empty)."""
+    """Serves scripted replies in order (the default reply when the script is empty).
 
-    def __init__(self) -> None:
+    ``keep_alive=True`` serves HTTP/1.1 persistent connections, as real servers do (clients then
+    reuse pooled connections across requests); ``connections`` counts the connections accepted.
+    """
+
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.connections = 0
         self.script: deque[Reply] = deque()
         self.default = Reply()
         self.requests: list[dict[str, Any]] = []
@@ -86,8 +91,15 @@ class OpenAIStub:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 return
+
+            def setup(self) -> None:
+                super().setup()
+                with stub._lock:
+                    stub.connections += 1
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))

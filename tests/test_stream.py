@@ -46,9 +46,7 @@ def test_streams_rows_in_order_and_keeps_bad_lines(tmp_path: Path) -> None:
     ]
     assert rows[1]["tool_call_f1"] is None
     assert rows[1]["tool_call_f1_error"].startswith("InvalidSampleError: line 2: not valid JSON")
-    assert (
-        "row line 5 (MultiTurnSample): user_input.0" in rows[3]["trajectory_in_order_match_error"]
-    )
+    assert "line 5 (MultiTurnSample): user_input.0" in rows[3]["trajectory_in_order_match_error"]
     assert [row["trajectory_in_order_match"] for row in rows] == [1.0, None, 0.0, None, 0.0]
     assert rows[4]["tool_call_f1"] == 2 * 1.0 * 0.5 / 1.5
     assert result.total_rows == 5 and result.bad_lines == 2

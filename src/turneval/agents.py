@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import groupby
 from typing import Any
 
 import anyio
@@ -36,7 +38,9 @@ from turneval.messages import (
     HumanMessage,
     Message,
     SystemMessage,
+    ToolMessage,
     from_langchain,
+    from_openai,
     to_langchain,
 )
 from turneval.metrics import Metric
@@ -67,32 +71,69 @@ def _is_graph(agent: Any) -> bool:
     return isinstance(agent, CompiledStateGraph)
 
 
-def _to_turneval(items: Any) -> list[Message]:
-    items = list(items)
-    if (
-        items
-        and not isinstance(items[0], (SystemMessage, HumanMessage, AIMessage))
-        and hasattr(items[0], "type")
-        and hasattr(items[0], "additional_kwargs")
-    ):
-        return from_langchain(items)
-    return list(items)
+CONTRACT = (
+    "an agent must return a string, messages (LangChain, turneval or OpenAI-format dicts), or a "
+    "state dict with 'messages'"
+)
+"""What an agent may return, quoted in the error when it returns something else."""
 
 
-def _new_messages(output: Any, history: list[Message]) -> list[Message]:
-    """The agent's new messages, from whatever it returned."""
+def _kind(item: Any) -> str:
+    if isinstance(item, (SystemMessage, HumanMessage, AIMessage, ToolMessage)):
+        return "turneval"
+    if isinstance(item, str):
+        return "text"
+    if isinstance(item, dict):
+        return "openai"
+    if hasattr(item, "type") and hasattr(item, "additional_kwargs"):
+        return "langchain"
+    raise AgentRunError(f"the agent returned a list holding {type(item).__name__}; {CONTRACT}")
+
+
+def _to_turneval(items: Sequence[Any]) -> list[Message]:
+    """Messages from a list of any supported kind (each run of one kind converted at once)."""
+    converted: list[Message] = []
+    for kind, group in groupby(items, key=_kind):
+        run = list(group)
+        if kind == "turneval":
+            converted.extend(run)
+        elif kind == "text":
+            converted.extend(AIMessage(content=text) for text in run)
+        elif kind == "openai":
+            converted.extend(from_openai(run))
+        else:
+            converted.extend(from_langchain(run))
+    return converted
+
+
+def _as_messages(output: Any) -> list[Message]:
+    """The agent's output as turneval messages, whatever supported shape it has."""
+    if output is None:
+        raise AgentRunError(f"the agent returned None; {CONTRACT}")
     if isinstance(output, dict):
         if "messages" in output:
             output = output["messages"]
         elif "output" in output:
             return [AIMessage(content=str(output["output"]))]
+        elif "role" in output:
+            output = [output]
         else:
             raise AgentRunError(
-                f"the agent returned a dict without 'messages' or 'output' (keys: {sorted(output)})"
+                f"the agent returned a dict without 'messages', 'output' or 'role' "
+                f"(keys: {sorted(output)}); {CONTRACT}"
             )
-    if not isinstance(output, (list, tuple)):
-        output = [output]
-    messages = _to_turneval(output)
+    if isinstance(output, (list, tuple)):
+        return _to_turneval(output)
+    if isinstance(output, str) or hasattr(output, "additional_kwargs"):
+        return _to_turneval([output])
+    if isinstance(output, (SystemMessage, HumanMessage, AIMessage, ToolMessage)):
+        return [output]
+    raise AgentRunError(f"the agent returned {type(output).__name__}; {CONTRACT}")
+
+
+def _new_messages(output: Any, history: list[Message]) -> list[Message]:
+    """The agent's new messages, from whatever it returned."""
+    messages = _as_messages(output)
     prefix = len(history)
     if len(messages) >= prefix and [m.type for m in messages[:prefix]] == [m.type for m in history]:
         if [m.content for m in messages[:prefix]] == [m.content for m in history]:
@@ -100,11 +141,31 @@ def _new_messages(output: Any, history: list[Message]) -> list[Message]:
     return messages
 
 
-async def _invoke(agent: Any, history: list[Message]) -> list[Message]:
+def _has_checkpointer(agent: Any) -> bool:
+    return _is_graph(agent) and getattr(agent, "checkpointer", None) not in (None, False)
+
+
+def _with_thread(agent: Any, config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``config``, with a fresh ``thread_id`` when the graph keeps threads and none is set."""
+    if not _has_checkpointer(agent):
+        return config
+    configurable = dict((config or {}).get("configurable") or {})
+    if configurable.get("thread_id") is not None:
+        return config
+    configurable["thread_id"] = f"turneval-{uuid.uuid4().hex}"
+    return {**(config or {}), "configurable": configurable}
+
+
+async def _invoke(
+    agent: Any, history: list[Message], sent: int = 0, config: dict[str, Any] | None = None
+) -> list[Message]:
+    """Send the conversation (only ``history[sent:]`` into a checkpointed graph's thread)."""
     if _is_graph(agent):
-        return _new_messages(await agent.ainvoke({"messages": to_langchain(history)}), history)
+        fresh = history[sent:] if _has_checkpointer(agent) else history
+        state = await agent.ainvoke({"messages": to_langchain(fresh)}, config=config)
+        return _new_messages(state, history)
     if hasattr(agent, "ainvoke"):
-        return _new_messages(await agent.ainvoke(to_langchain(history)), history)
+        return _new_messages(await agent.ainvoke(to_langchain(history), config=config), history)
     if not callable(agent):
         raise ConfigError(
             f"the agent must be a Runnable, a LangGraph graph or a callable, got {type(agent).__name__}"
@@ -131,12 +192,20 @@ def _usage(messages: Iterable[Message]) -> tuple[Usage, int]:
 
 
 async def arun_agent(
-    agent: Any, sample: MultiTurnSample, *, timeout: float | None = None, multi_turn: bool = True
+    agent: Any,
+    sample: MultiTurnSample,
+    *,
+    timeout: float | None = None,
+    multi_turn: bool = True,
+    config: dict[str, Any] | None = None,
 ) -> AgentRun:
     """Replay ``sample``'s human turns to ``agent`` and capture the conversation.
 
     A leading system message is kept; with ``multi_turn=False`` only the first human turn is
-    sent. Never raises for the agent's own failures: they are returned in ``error``.
+    sent. ``config`` (a LangChain ``RunnableConfig``) is passed to graphs and Runnables. A
+    LangGraph graph with a checkpointer gets a fresh ``thread_id`` (unless ``config`` sets one)
+    and, after the first turn, only the new human turn, since its thread keeps the history.
+    Never raises for the agent's own failures: they are returned in ``error``.
     """
     humans = [m for m in sample.user_input if isinstance(m, HumanMessage)]
     if not humans:
@@ -146,15 +215,18 @@ async def arun_agent(
         [sample.user_input[0]] if isinstance(sample.user_input[0], SystemMessage) else []
     )
     produced: list[Message] = []
+    config = _with_thread(agent, config)
+    sent = 0  # messages the agent's thread already holds
     start = time.perf_counter()
     error = None
     try:
         with anyio.fail_after(timeout) if timeout is not None else nullcontext():
             for human in turns:
                 history.append(human)
-                new = await _invoke(agent, history)
+                new = await _invoke(agent, history, sent, config)
                 history.extend(new)
                 produced.extend(new)
+                sent = len(history)
     except TimeoutError:
         error = f"TimeoutError: the agent did not finish within {timeout:g}s"
     except Exception as exc:  # the agent's failure is the row's, not the run's
@@ -178,6 +250,11 @@ class EvalTask:
         timeout: Seconds allowed for one agent run (all its turns).
         multi_turn: Replay every human turn (True) or only the first (a single prompt).
         show_progress: A tqdm progress bar; None shows it only on a terminal.
+        config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every run
+            (``configurable``, ``callbacks``, ``recursion_limit``, ...).
+        config_fn: ``config_fn(sample) -> RunnableConfig``, a config per sample (instead of
+            ``config``). A graph with a checkpointer gets a fresh ``thread_id`` per sample
+            unless the config sets one.
     """
 
     def __init__(
@@ -192,8 +269,13 @@ class EvalTask:
         timeout: float | None = None,
         multi_turn: bool = True,
         show_progress: bool | None = None,
+        config: dict[str, Any] | None = None,
+        config_fn: Callable[[Sample], dict[str, Any] | None] | None = None,
     ) -> None:
         """Check the configuration now; nothing runs before :meth:`evaluate`."""
+        if config is not None and config_fn is not None:
+            raise ConfigError("pass config= or config_fn=, not both")
+        self.config, self.config_fn = config, config_fn
         self.dataset = EvaluationDataset.coerce(dataset)
         self.metrics = resolve_metrics(metrics)
         check_judges(self.metrics, llm)
@@ -212,7 +294,15 @@ class EvalTask:
             raise ConfigError(
                 f"sample {index}: an agent needs multi-turn samples (human turns to replay)"
             )
-        run = await arun_agent(agent, sample, timeout=self.timeout, multi_turn=self.multi_turn)
+        try:
+            config = self.config_fn(sample) if self.config_fn is not None else self.config
+        except Exception as exc:  # the row fails, the run goes on
+            config_error = f"AgentRunError: config_fn failed: {type(exc).__name__}: {exc}"
+            run = AgentRun(list(sample.user_input), 0.0, config_error)
+        else:
+            run = await arun_agent(
+                agent, sample, timeout=self.timeout, multi_turn=self.multi_turn, config=config
+            )
         produced = sample.model_copy(update={"user_input": run.messages})  # references kept
         if run.error is None:
             try:  # the captured conversation must be a valid one (tool results after calls, ...)

@@ -1,6 +1,8 @@
 """The ``turneval`` command: evaluate JSONL files, list metrics, run the demo, compare runs.
 
-Exit codes: 0 success, 1 a ``--fail-under`` bar was not met, 2 bad usage or input.
+Exit codes: 0 success; 1 a ``--fail-under`` (or ``compare --fail-on-regression``) bar was not
+met; 2 bad usage or input (every error is one line, never a traceback); 3 more failed rows than
+``--max-failed`` allows (default 0). When rows failed beyond the allowance, 3 wins over 1.
 """
 
 from __future__ import annotations
@@ -9,16 +11,16 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from turneval.errors import TurnevalError
 from turneval.metrics import Metric
 
-__all__ = ["build_parser", "main", "parse_metric"]
+__all__ = ["build_parser", "main", "max_failed", "parse_metric"]
 
 
 class UsageError(Exception):
@@ -40,6 +42,14 @@ def _split_options(options: str) -> list[str]:
             start = index + 1
     items.append(options[start:])
     return items
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (``turneval: error: ...``) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the error on one line, with a pointer to ``--help``, and exit 2."""
+        self.exit(2, f"turneval: error: {message} (see '{self.prog} --help')\n")
 
 
 def parse_metric(spec: str) -> Metric | str:
@@ -80,21 +90,76 @@ def _metric_list(specs: Sequence[str]) -> list[Metric | str]:
     return [parse_metric(spec) for spec in specs]
 
 
-def _fail_under(items: Sequence[str], names: Sequence[str]) -> dict[str, float]:
+def _fail_under(items: Sequence[str], metrics: Sequence[Metric]) -> dict[str, float]:
+    scales = {metric.name: metric.scale for metric in metrics}
     bars = {}
     for item in items:
         name, equals, value = item.partition("=")
         if not equals:
             raise UsageError(f"--fail-under {item!r} is not NAME=VALUE")
-        if name not in names:
+        if name not in scales:
             raise UsageError(
-                f"--fail-under names {name!r}, which is not among the metrics {list(names)}"
+                f"--fail-under names {name!r}, which is not among the metrics {list(scales)}"
             )
         try:
-            bars[name] = float(value)
+            bar = float(value)
         except ValueError:
             raise UsageError(f"--fail-under {item!r}: {value!r} is not a number") from None
+        low, high = scales[name]
+        if not low <= bar <= high:
+            raise UsageError(
+                f"--fail-under {item}: {name} scores lie in [{low:g}, {high:g}]; "
+                "a bar off that scale is always or never met"
+            )
+        bars[name] = bar
     return bars
+
+
+def max_failed(text: str) -> Callable[[int], float]:
+    """``--max-failed``: a count ``N`` (``"3"``) or a fraction (``"0.05"``, ``"5%"``) of rows.
+
+    Returns a function of the number of rows giving the number of failed rows allowed.
+    """
+    try:
+        if text.endswith("%"):
+            fraction = float(text[:-1]) / 100
+        elif any(mark in text for mark in ".eE"):
+            fraction = float(text)
+        else:
+            count = int(text)
+            if count < 0:
+                raise ValueError
+            return lambda rows: count
+    except ValueError:
+        raise UsageError(
+            f"--max-failed {text!r}: expected a count N >= 0, a fraction in [0, 1] or a "
+            "percentage (e.g. 3, 0.05, 5%)"
+        ) from None
+    if not 0.0 <= fraction <= 1.0:
+        raise UsageError(f"--max-failed {text!r}: a fraction must lie in [0, 1]")
+    return lambda rows: fraction * rows
+
+
+SHOWN_ERRORS = 5
+"""Errors of failed rows printed when ``--max-failed`` is exceeded."""
+
+
+def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> int:
+    failed = result.failed_rows
+    if failed <= allowed(result.total_rows):
+        return 0
+    print(
+        f"FAIL: {failed} of {result.total_rows} rows failed; --max-failed allows {text}",
+        file=sys.stderr,
+    )
+    for error in result.first_errors[:SHOWN_ERRORS]:
+        print(f"  {error}", file=sys.stderr)
+    if failed > SHOWN_ERRORS:
+        print(
+            f"  ... and {failed - SHOWN_ERRORS} more failed rows (see results.jsonl)",
+            file=sys.stderr,
+        )
+    return 3
 
 
 def _judge(args: argparse.Namespace) -> Any:
@@ -155,11 +220,12 @@ def _dry_run(args: argparse.Namespace, metrics: list[Metric | str]) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from turneval.runner import resolve_metrics
     from turneval.stream import evaluate_jsonl
 
     metrics = _metric_list(args.metric)
-    names = [m if isinstance(m, str) else m.name for m in metrics]
-    bars = _fail_under(args.fail_under, names)
+    bars = _fail_under(args.fail_under, resolve_metrics(metrics))
+    allowed = max_failed(args.max_failed)
     if args.dry_run:
         return _dry_run(args, metrics)
     out = Path(args.out)
@@ -186,7 +252,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         for name, summary in result.summaries.items():
             if summary.usage is not None:
                 print(f"  {name}: {prices.cost(summary.usage):.4f}")
-    return _check_bars(bars, result.summaries)
+    missed = _check_bars(bars, result.summaries)
+    return _check_failed(result, allowed, args.max_failed) or missed
 
 
 def _check_bars(bars: dict[str, float], summaries: Any) -> int:
@@ -225,8 +292,49 @@ def _compare(args: argparse.Namespace) -> int:
     from turneval.compare import compare_files
 
     comparison = compare_files(args.baseline, args.candidate, pass_threshold=args.pass_threshold)
+    gates = _regression_gates(args.fail_on_regression, comparison)
     print(comparison)
-    return 0
+    failed = 0
+    for name, max_drop in gates.items():
+        m = comparison.metrics[name]
+        if m.difference is None or m.difference >= -max_drop:
+            continue
+        failed = 1
+        rows = ", ".join(m.row_label(i) for i in m.worse[:SHOWN_ROWS])
+        more = f" (+{len(m.worse) - SHOWN_ROWS} more)" if len(m.worse) > SHOWN_ROWS else ""
+        listed = f"; regressed rows: {rows}{more}" if m.worse else ""
+        print(
+            f"FAIL: {name} mean fell {m.baseline_mean:.4f} -> {m.candidate_mean:.4f} "
+            f"({m.difference:+.4f}, more than {max_drop:g}){listed}",
+            file=sys.stderr,
+        )
+    return failed
+
+
+SHOWN_ROWS = 10
+"""Regressed rows listed per metric when a ``--fail-on-regression`` gate is crossed."""
+
+
+def _regression_gates(items: Sequence[str], comparison: Any) -> dict[str, float]:
+    """``[NAME=]MAX_DROP`` items: a gate per named metric, or for every shared metric."""
+    gates: dict[str, float] = {}
+    for item in items:
+        name, equals, value = item.rpartition("=")
+        try:
+            drop = float(value)
+        except ValueError:
+            raise UsageError(
+                f"--fail-on-regression {item!r}: expected [NAME=]MAX_DROP, e.g. 0.02"
+            ) from None
+        if drop < 0:
+            raise UsageError(f"--fail-on-regression {item!r}: MAX_DROP must be >= 0")
+        if not equals:
+            gates.update(dict.fromkeys(comparison.metrics, drop))
+        elif name not in comparison.metrics:
+            raise UsageError(f"--fail-on-regression names {name!r}, which is not in both runs")
+        else:
+            gates[name] = drop
+    return gates
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -257,7 +365,7 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``turneval`` argument parser."""
-    parser = argparse.ArgumentParser(prog="turneval", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="turneval", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("evaluate", help="score a JSONL file of samples")
@@ -276,6 +384,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="exit 1 when the metric's mean is below VALUE (repeatable)",
+    )
+    run.add_argument(
+        "--max-failed",
+        default="0",
+        metavar="N|FRACTION",
+        help="failed rows allowed before exit code 3: a count, a fraction or N%% (default 0)",
     )
     run.add_argument("--concurrency", type=int, default=16, help="samples scored at once")
     run.add_argument("--llm-concurrency", type=int, default=8, help="judge requests in flight")
@@ -306,10 +420,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_judge_options(demo)
     demo.set_defaults(handler=_demo)
 
-    diff = commands.add_parser("compare", help="compare two results.jsonl files of one dataset")
-    diff.add_argument("baseline")
-    diff.add_argument("candidate")
+    diff = commands.add_parser("compare", help="compare two runs of one dataset")
+    diff.add_argument("baseline", help="run folder (--out), results.jsonl or summary.json")
+    diff.add_argument("candidate", help="run folder (--out), results.jsonl or summary.json")
     diff.add_argument("--pass-threshold", type=float, default=0.5)
+    diff.add_argument(
+        "--fail-on-regression",
+        action="append",
+        default=[],
+        metavar="[NAME=]MAX_DROP",
+        help="exit 1 when the metric's mean (every shared metric's, without NAME) falls by "
+        "more than MAX_DROP (repeatable)",
+    )
     diff.set_defaults(handler=_compare)
 
     calibrate = commands.add_parser(
@@ -328,15 +450,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code (errors are printed on one line)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)
         return code
     except (UsageError, TurnevalError, OSError) as exc:
-        print(f"turneval: error: {exc}", file=sys.stderr)
+        print(f"turneval: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # never a traceback; TURNEVAL_DEBUG=1 shows it
+        if os.environ.get("TURNEVAL_DEBUG"):
+            raise
+        print(
+            f"turneval: error: {type(exc).__name__}: {_one_line(exc)} "
+            "(set TURNEVAL_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,10 +1,17 @@
-"""Compare two runs of the same dataset: mean differences, significance, flipped samples."""
+"""Compare two runs of the same dataset: mean differences, significance, flipped samples.
+
+A run is read from a ``--out`` folder, its ``results.jsonl`` or its ``summary.json`` (the rows
+beside it when they are there, else the summary's means alone).
+"""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from os import PathLike
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +36,8 @@ class MetricComparison:
         pairs: Rows both runs scored.
         regressions: Row indices that passed in the baseline and fail in the candidate.
         improvements: Row indices that failed in the baseline and pass in the candidate.
+        worse: Row indices whose score is lower in the candidate.
+        lines: The 1-based input line of each row, when the runs recorded it (CLI runs do).
     """
 
     name: str
@@ -39,6 +48,14 @@ class MetricComparison:
     pairs: int
     regressions: list[int] = field(default_factory=list)
     improvements: list[int] = field(default_factory=list)
+    worse: list[int] = field(default_factory=list)
+    lines: list[int] | None = None
+
+    def row_label(self, index: int) -> str:
+        """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
+        if self.lines is not None and index < len(self.lines):
+            return f"line {self.lines[index]}"
+        return f"row {index}"
 
     def significant(self, alpha: float = 0.05) -> bool:
         """Whether the difference is significant at ``alpha``."""
@@ -47,10 +64,12 @@ class MetricComparison:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """Every shared metric of two runs."""
+    """Every shared metric of two runs, and the metrics only one run has."""
 
     metrics: dict[str, MetricComparison]
     pass_threshold: float
+    only_baseline: list[str] = field(default_factory=list)
+    only_candidate: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         """A Markdown table of the comparison."""
@@ -71,6 +90,8 @@ class Comparison:
             lines.append(
                 f"| {m.name} | {' | '.join(cells)} | {len(m.regressions)} | {len(m.improvements)} |"
             )
+        lines += [f"note: {name} is only in the baseline" for name in self.only_baseline]
+        lines += [f"note: {name} is only in the candidate" for name in self.only_candidate]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,9 +107,12 @@ class Comparison:
                     "pairs": m.pairs,
                     "regressions": m.regressions,
                     "improvements": m.improvements,
+                    "worse": m.worse,
                 }
                 for name, m in self.metrics.items()
             },
+            "only_baseline": self.only_baseline,
+            "only_candidate": self.only_candidate,
         }
 
 
@@ -99,12 +123,14 @@ def compare(
     pass_threshold: float = 0.5,
     resamples: int = 10_000,
     seed: int = 0,
+    lines: Sequence[int] | None = None,
 ) -> Comparison:
     """Compare two runs of the same samples (rows paired by position).
 
     For each metric both runs have: means over the rows both scored, their difference, a paired
     permutation test (random sign flips of the per-row differences, seeded) and the rows whose
     score crossed ``pass_threshold`` (value >= threshold passes) in either direction.
+    ``lines`` gives each row's 1-based input line, to name rows by line.
     """
     if len(baseline.rows) != len(candidate.rows):
         raise ConfigError(
@@ -113,7 +139,11 @@ def compare(
         )
     shared = [name for name in baseline.metric_names if name in candidate.metric_names]
     if not shared:
-        raise ConfigError("the two runs share no metric")
+        raise ConfigError(
+            f"the two runs share no metric (baseline: {baseline.metric_names}, candidate: "
+            f"{candidate.metric_names})"
+        )
+    lines = None if lines is None else list(lines)
     metrics = {}
     for name in shared:
         base = np.asarray(baseline.scores(name), dtype=float)
@@ -121,7 +151,7 @@ def compare(
         both = ~(np.isnan(base) | np.isnan(cand))
         pairs = int(both.sum())
         if not pairs:
-            metrics[name] = MetricComparison(name, None, None, None, None, 0)
+            metrics[name] = MetricComparison(name, None, None, None, None, 0, lines=lines)
             continue
         b, c = base[both], cand[both]
         indices = np.flatnonzero(both)
@@ -136,16 +166,85 @@ def compare(
             pairs,
             [int(i) for i in indices[passed_before & ~passed_after]],
             [int(i) for i in indices[~passed_before & passed_after]],
+            [int(i) for i in indices[c < b]],
+            lines,
         )
-    return Comparison(metrics, pass_threshold)
+    return Comparison(
+        metrics,
+        pass_threshold,
+        [name for name in baseline.metric_names if name not in shared],
+        [name for name in candidate.metric_names if name not in shared],
+    )
 
 
 def compare_files(
     baseline: str | PathLike[str], candidate: str | PathLike[str], *, pass_threshold: float = 0.5
 ) -> Comparison:
-    """:func:`compare` two results.jsonl files of one dataset (as ``turneval compare``)."""
-    return compare(
-        EvaluationResult.from_jsonl(baseline),
-        EvaluationResult.from_jsonl(candidate),
-        pass_threshold=pass_threshold,
+    """:func:`compare` two runs of one dataset (as ``turneval compare``).
+
+    Each run is a ``--out`` folder, a results.jsonl or a summary.json file; with a summary and
+    no rows beside it, only the means are compared.
+
+    Raises:
+        ConfigError: a path is missing or not a run, or the runs cannot be paired.
+    """
+    first, second = (_load(Path(path)) for path in (baseline, candidate))
+    if isinstance(first, tuple) and isinstance(second, tuple):
+        return compare(first[0], second[0], pass_threshold=pass_threshold, lines=first[1])
+    means = [run if isinstance(run, dict) else _means(run[0]) for run in (first, second)]
+    shared = [name for name in means[0] if name in means[1]]
+    if not shared:
+        raise ConfigError("the two runs share no metric")
+    metrics = {}
+    for name in shared:
+        base, cand = means[0][name], means[1][name]
+        diff = None if base is None or cand is None else cand - base
+        metrics[name] = MetricComparison(name, base, cand, diff, None, 0)
+    return Comparison(
+        metrics,
+        pass_threshold,
+        [name for name in means[0] if name not in shared],
+        [name for name in means[1] if name not in shared],
     )
+
+
+def _means(run: EvaluationResult) -> dict[str, float | None]:
+    return {name: summary.mean for name, summary in run.summary().items()}
+
+
+def _load(path: Path) -> tuple[EvaluationResult, list[int]] | dict[str, float | None]:
+    """A run's rows (with their input lines), or only its means from a lone summary.json."""
+    if path.is_dir():
+        if not (path / "results.jsonl").is_file():
+            raise ConfigError(f"{path}: a run folder holds results.jsonl; there is none")
+        path = path / "results.jsonl"
+    elif not path.is_file():
+        raise ConfigError(f"{path}: no such file or folder")
+    elif path.suffix == ".json":
+        if (path.parent / "results.jsonl").is_file():
+            path = path.parent / "results.jsonl"
+        else:
+            return _summary_means(path)
+    try:
+        run = EvaluationResult.from_jsonl(path)
+    except (ValueError, TypeError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not a results file ({detail})") from exc
+    lines: list[int] = []
+    with path.open(encoding="utf-8") as handle:
+        for text in handle:
+            if text.strip():
+                line = json.loads(text).get("line")
+                lines.append(line if isinstance(line, int) else len(lines) + 1)
+    return run, lines
+
+
+def _summary_means(path: Path) -> dict[str, float | None]:
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        metrics = summary["metrics"]
+        return {name: entry["mean"] for name, entry in metrics.items()}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(
+            f"{path}: not a turneval summary.json ({type(exc).__name__}: {exc})"
+        ) from exc

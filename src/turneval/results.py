@@ -184,20 +184,25 @@ class EvaluationResult:
     def summary(self) -> dict[str, MetricSummary]:
         """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage.
 
-        When an agent was run, also ``latency_in_seconds`` (mean, std, ...), ``failure`` (its
-        mean is the failure rate) and ``agent_total_tokens``.
+        When an agent was run, also ``failure`` over every row (its mean is the failure rate),
+        and ``latency_in_seconds``, ``agent_total_tokens`` and ``steps`` over the rows whose
+        agent run succeeded (their ``failed`` counts the failed runs, left out).
         """
         from turneval.aggregate import summarize
 
         summaries = {}
         ran = [row for row in self.rows if row.latency_s is not None]
         if ran:
+            ok = [row for row in ran if not row.failure]  # failed runs would skew these
+            failed_runs = len(ran) - len(ok)
             summaries["latency_in_seconds"] = summarize(
-                "latency_in_seconds", [r.latency_s or 0.0 for r in ran], 0
+                "latency_in_seconds", [r.latency_s or 0.0 for r in ok], failed_runs
             )
             summaries["failure"] = summarize("failure", [float(r.failure or 0) for r in ran], 0)
-            tokens = [float((r.agent_usage or Usage()).total_tokens) for r in ran]
-            summaries["agent_total_tokens"] = summarize("agent_total_tokens", tokens, 0)
+            tokens = [float((r.agent_usage or Usage()).total_tokens) for r in ok]
+            summaries["agent_total_tokens"] = summarize("agent_total_tokens", tokens, failed_runs)
+            steps = [float(r.steps or 0) for r in ok]
+            summaries["steps"] = summarize("steps", steps, failed_runs)
         for name in self.metric_names:
             results = [row.results[name] for row in self.rows if name in row.results]
             failed = sum(1 for row in self.rows if name in row.failures)

@@ -12,6 +12,7 @@ import anyio
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import JudgeRun, SQLiteCache, judge_run, resolve_llm
+from turneval.judge._clients import client_scope
 from turneval.metrics import BUILTIN_METRICS, Metric
 from turneval.metrics.base import run_sync
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
@@ -283,7 +284,7 @@ async def run_in_order(
 
     try:
         with judge_run(judge):
-            async with anyio.create_task_group() as group:
+            async with client_scope(), anyio.create_task_group() as group:
                 for _ in range(min(concurrency, max(count, 1))):
                     group.start_soon(worker, group.cancel_scope)
     finally:

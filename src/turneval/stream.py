@@ -17,7 +17,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,16 @@ from turneval.results import MetricFailure, SampleResult
 from turneval.runner import aevaluate, check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
-__all__ = ["StreamResult", "evaluate_jsonl"]
+__all__ = ["FIRST_ERRORS", "RowError", "StreamResult", "evaluate_jsonl"]
 
 
 @dataclass
 class StreamResult:
-    """What a streamed run leaves in memory: summaries and a bounded sample of rows."""
+    """What a streamed run leaves in memory: summaries and a bounded sample of rows.
+
+    ``failed_rows`` counts the rows with at least one error (unreadable lines included);
+    ``first_errors`` holds the first :data:`FIRST_ERRORS` of them, one per row, in input order.
+    """
 
     metric_names: list[str]
     total_rows: int
@@ -49,6 +53,26 @@ class StreamResult:
     summaries: dict[str, MetricSummary]
     values: dict[str, np.ndarray]
     report_rows: list[SampleResult] = field(default_factory=list)
+    failed_rows: int = 0
+    first_errors: list[RowError] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class RowError:
+    """One error of a failed row: its 1-based input line, the metric and the error."""
+
+    line: int
+    metric: str
+    error: str
+
+    def __str__(self) -> str:
+        """``line N: metric: ErrorType: message``, on one line."""
+        text = " ".join(self.error.split())
+        return f"line {self.line}: {self.metric}: {text}"
+
+
+FIRST_ERRORS = 10
+"""How many errors of failed rows a streamed run keeps (the first, in input order)."""
 
 
 @dataclass
@@ -60,6 +84,8 @@ class _Chunk:
     metric_usage: dict[str, Usage]
     report_rows: list[SampleResult]
     bad_lines: int
+    failed_rows: int = 0
+    first_errors: list[RowError] = field(default_factory=list)
 
 
 _MULTI_TURN = re.compile(r'"user_input"\s*:\s*\[')
@@ -77,7 +103,21 @@ def _parse(line: str, number: int) -> Sample:
         raise InvalidSampleError(
             f"line {number}: not valid JSON ({exc.msg}, column {exc.colno})", sample_id=number
         ) from exc
-    return sample_from_dict(row, index=f"line {number}")
+    try:
+        return sample_from_dict(row)
+    except InvalidSampleError as exc:  # "sample (Kind): ..." -> "line N (Kind): ..."
+        detail = str(exc).removeprefix("sample")
+        raise InvalidSampleError(
+            f"line {number}{detail}", sample_id=number, field=exc.field
+        ) from exc
+
+
+def _name_line(row: SampleResult, number: int) -> None:
+    """Make every error of ``row`` name its 1-based input line."""
+    prefix = f"line {number}"
+    for name, failure in row.failures.items():
+        if not failure.message.startswith((f"{prefix}:", f"{prefix} ")):
+            row.failures[name] = replace(failure, message=f"{prefix}: {failure.message}")
 
 
 async def _score_chunk(
@@ -94,43 +134,57 @@ async def _score_chunk(
 ) -> _Chunk:
     names = [metric.name for metric in metrics]
     rows: list[SampleResult | None] = [None] * len(lines)
-    good: list[tuple[int, Sample]] = []
+    by_kind: dict[type, list[tuple[int, Sample]]] = {}  # each sample type is its own run
     bad = 0
     for position, (number, line) in enumerate(lines):
         try:
-            good.append((position, _parse(line, number)))
+            sample = _parse(line, number)
         except (InvalidSampleError, ValidationError) as exc:
             bad += 1
             row = SampleResult(first_index + position, None)
             for name in names:
                 row.failures[name] = MetricFailure(name, row.index, "InvalidSampleError", str(exc))
             rows[position] = row
+        else:
+            by_kind.setdefault(type(sample), []).append((position, sample))
     usage = Usage()
-    if good:
-        cache = SQLiteCache(cache_path) if cache_path else None
-        result = await aevaluate(
-            [sample for _, sample in good],
-            metrics,
-            llm=llm,
-            cache=cache,
-            max_concurrency=concurrency,
-            max_llm_concurrency=llm_concurrency,
-            timeout=timeout,
-            show_progress=False,
-            details=details,
-        )
-        usage = result.usage
-        for (position, _), row in zip(good, result.rows, strict=True):
-            row.index = first_index + position
-            for failure in row.failures.values():
-                object.__setattr__(failure, "sample_index", row.index)
-            rows[position] = row
+    cache = SQLiteCache(cache_path) if cache_path and by_kind else None
+    try:
+        for good in by_kind.values():
+            result = await aevaluate(
+                [sample for _, sample in good],
+                metrics,
+                llm=llm,
+                cache=cache,
+                max_concurrency=concurrency,
+                max_llm_concurrency=llm_concurrency,
+                timeout=timeout,
+                show_progress=False,
+                details=details,
+            )
+            usage = usage + result.usage
+            for (position, _), row in zip(good, result.rows, strict=True):
+                row.index = first_index + position
+                for name, failure in row.failures.items():
+                    row.failures[name] = replace(failure, sample_index=row.index)
+                rows[position] = row
+    finally:
+        if cache is not None:
+            cache.close()
     values: dict[str, list[float]] = {name: [] for name in names}
     failed = dict.fromkeys(names, 0)
     metric_usage = {name: Usage() for name in names}
     records = []
+    failed_rows = 0
+    first_errors: list[RowError] = []
     for position, scored in enumerate(rows):
         assert scored is not None
+        _name_line(scored, lines[position][0])
+        if scored.failures:
+            failed_rows += 1
+            if len(first_errors) < FIRST_ERRORS:
+                name, failure = next(iter(scored.failures.items()))
+                first_errors.append(RowError(lines[position][0], name, str(failure)))
         record = scored.record(names, details=details)
         record["line"] = lines[position][0]
         records.append(json.dumps(record, ensure_ascii=False, default=str))
@@ -143,7 +197,9 @@ async def _score_chunk(
             if cell.usage is not None:
                 metric_usage[name] = metric_usage[name] + cell.usage
     kept = [scored for scored in rows[:keep] if scored is not None]
-    return _Chunk(records, values, failed, usage, metric_usage, kept, bad)
+    return _Chunk(
+        records, values, failed, usage, metric_usage, kept, bad, failed_rows, first_errors
+    )
 
 
 _WORKER_METRICS: list[Metric] = []
@@ -236,11 +292,12 @@ def evaluate_jsonl(
     usage = Usage()
     metric_usage = {name: Usage() for name in names}
     kept: list[SampleResult] = []
-    total = bad = 0
+    total = bad = failed_rows = 0
+    first_errors: list[RowError] = []
     cache_path = None if cache is None else str(cache)
 
     def absorb(chunk: _Chunk, handle: Any) -> None:
-        nonlocal usage, total, bad
+        nonlocal usage, total, bad, failed_rows
         for record in chunk.records:
             handle.write(record + "\n")
             handle.flush()
@@ -252,6 +309,8 @@ def evaluate_jsonl(
         kept.extend(chunk.report_rows[: max(report_rows - len(kept), 0)])
         total += len(chunk.records)
         bad += chunk.bad_lines
+        failed_rows += chunk.failed_rows
+        first_errors.extend(chunk.first_errors[: max(FIRST_ERRORS - len(first_errors), 0)])
         if progress:
             print(f"\rturneval: {total:,} samples", end="", file=sys.stderr, flush=True)
 
@@ -300,10 +359,13 @@ def evaluate_jsonl(
         )
         for name in names
     }
-    result = StreamResult(names, total, bad, usage, summaries, arrays, kept)
+    result = StreamResult(
+        names, total, bad, usage, summaries, arrays, kept, failed_rows, first_errors
+    )
     summary = {
         "samples": total,
         "bad_lines": bad,
+        "failed_rows": failed_rows,
         "metrics": {name: summaries[name].to_dict() for name in names},
         "usage": usage.to_dict(),
     }

@@ -31,6 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ValidationError
 
 from turneval.errors import ConfigError, JudgeCallError, JudgeOutputError
+from turneval.judge._clients import client_scope, loop_bound
 from turneval.judge._errors import classify
 from turneval.judge.cache import SQLiteCache
 from turneval.judge.usage import Usage
@@ -241,7 +242,8 @@ class Judge:
         """Prepare the judge (the model is copied with its own retries off)."""
         if max_retries < 0 or max_parse_retries < 0 or timeout <= 0 or backoff < 0:
             raise ConfigError("retries must be >= 0, timeout > 0 and backoff >= 0")
-        self.llm = _without_provider_retries(resolve_llm(llm), temperature, logprobs)
+        # Copied with its own retries off and an HTTP client private to each run's event loop.
+        self.llm = loop_bound(_without_provider_retries(resolve_llm(llm), temperature, logprobs))
         self.identity = _identity(self.llm)
         self.max_retries = max_retries
         self.timeout = timeout
@@ -302,7 +304,8 @@ class Judge:
                 return JudgeReply(schema.model_validate(hit["parsed"]), hit["raw"], usage, True)
         tally = _Tally()
         try:
-            parsed, raw = await self._parse_loop(runnable, messages, schema, run, tally)
+            async with client_scope():  # the run's, or one for this call alone
+                parsed, raw = await self._parse_loop(runnable, messages, schema, run, tally)
         finally:
             self._record(run, tally.usage)
         if cache is not None:

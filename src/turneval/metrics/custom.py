@@ -67,6 +67,11 @@ class CustomMetric(MultiTurnMetric, SingleTurnMetric):
         """Accept ``name`` and ``metric_function`` positionally or by keyword (as Vertex)."""
         super().__init__(**{"name": name, "metric_function": metric_function, **kwargs})
 
+    @property
+    def scale(self) -> tuple[float, float]:
+        """Unbounded: a custom function may return any finite number."""
+        return (-math.inf, math.inf)
+
     async def _evaluate(self, sample: Sample) -> Explained:
         result = self.metric_function(sample_instance(sample))
         if inspect.isawaitable(result):

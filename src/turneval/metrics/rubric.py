@@ -174,6 +174,12 @@ class PointwiseMetric(JudgedMetric, SingleTurnMetric, MultiTurnMetric):
         rubric_score_model(rubric)  # raises for a non-numeric or empty rubric
         return rubric
 
+    @property
+    def scale(self) -> tuple[float, float]:
+        """The lowest and highest score of the rating rubric (e.g. ``(1.0, 5.0)``)."""
+        scores = [float(score) for score in self.rating_rubric]
+        return (min(scores), max(scores))
+
     def _questions(self, sample: Any) -> list[tuple[str, str]]:
         """``(label, question)`` pairs: one per AI turn with ``per_turn``, else one."""
         if isinstance(sample, MultiTurnSample) and self.per_turn:
