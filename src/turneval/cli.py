@@ -97,17 +97,9 @@ def _judge(args: argparse.Namespace) -> Any:
 
 
 def _print_summary(result: Any, out: Path | None) -> None:
-    names = result.metric_names
-    width = max(len(name) for name in names)
-    print(
-        f"{'metric':<{width}}  {'mean':>7}  {'95% CI':>17}  {'std':>7}  {'scored':>8}  {'failed':>7}"
-    )
-    for name in names:
-        s = result.summaries[name]
-        mean = "n/a" if s.mean is None else f"{s.mean:.4f}"
-        ci = "n/a" if s.ci_low is None else f"[{s.ci_low:.4f}, {s.ci_high:.4f}]"
-        std = "n/a" if s.std is None else f"{s.std:.4f}"
-        print(f"{name:<{width}}  {mean:>7}  {ci:>17}  {std:>7}  {s.count:>8}  {s.failed:>7}")
+    from turneval.aggregate import SummaryTable
+
+    print(SummaryTable((name, result.summaries[name]) for name in result.metric_names))
     usage = result.usage
     if usage.calls or usage.cached_calls:
         print(

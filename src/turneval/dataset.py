@@ -124,9 +124,22 @@ class EvaluationDataset:
                 )
 
     @classmethod
-    def coerce(cls, data: EvaluationDataset | Iterable[Sample]) -> EvaluationDataset:
-        """Return ``data`` if it is a dataset, else a dataset of its samples."""
-        return data if isinstance(data, EvaluationDataset) else cls(data)
+    def coerce(cls, data: EvaluationDataset | Iterable[Sample] | Sample) -> EvaluationDataset:
+        """Return ``data`` if it is a dataset, else a dataset of its samples (or of one sample).
+
+        Raises:
+            InvalidSampleError: for anything else, saying what was expected.
+        """
+        if isinstance(data, EvaluationDataset):
+            return data
+        if isinstance(data, (SingleTurnSample, MultiTurnSample)):
+            return cls([data])
+        if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
+            raise InvalidSampleError(
+                "expected an EvaluationDataset, a sample or a list of samples, got "
+                f"{type(data).__name__} (read files with EvaluationDataset.from_jsonl(path))"
+            )
+        return cls(data)
 
     @property
     def is_multi_turn(self) -> bool:

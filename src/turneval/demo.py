@@ -484,6 +484,7 @@ JUDGED = [
 
 def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
     """Evaluate the three datasets, print each summary, write results and HTML reports."""
+    from turneval.aggregate import summary_document
     from turneval.judge import SQLiteCache
     from turneval.metrics import ToolCallAccuracy, TrajectorySingleToolUse
     from turneval.runner import evaluate
@@ -513,9 +514,9 @@ def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
         folder.mkdir(exist_ok=True)
         result.to_jsonl(folder / "results.jsonl")
         result.to_html(folder / "report.html", title=f"turneval demo: {domain.name}")
-        summaries = {name: s.to_dict() for name, s in result.summary().items()}
+        document = summary_document(len(result), result.summary(), result.usage)
         (folder / "summary.json").write_text(
-            json.dumps(summaries, indent=2) + "\n", encoding="utf-8"
+            json.dumps(document, indent=2) + "\n", encoding="utf-8"
         )
         print(f"\n{domain.name}: {len(dataset)} samples")
         width = max(map(len, result.metric_names))

@@ -15,7 +15,7 @@ from turneval.judge.usage import Usage
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.aggregate import MetricSummary
+    from turneval.aggregate import MetricSummary, SummaryTable
     from turneval.samples import Sample
 
 __all__ = [
@@ -181,15 +181,18 @@ class EvaluationResult:
             raise KeyError(f"no metric named {name!r}; the run has {self.metric_names}")
         return [row.score(name) for row in self.rows]
 
-    def summary(self) -> dict[str, MetricSummary]:
+    def summary(self) -> SummaryTable:
         """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage.
+
+        A dict of :class:`MetricSummary` by name that prints as a table (and renders as one
+        in notebooks).
 
         When an agent was run, also ``latency_in_seconds`` (mean, std, ...), ``failure`` (its
         mean is the failure rate) and ``agent_total_tokens``.
         """
-        from turneval.aggregate import summarize
+        from turneval.aggregate import SummaryTable, summarize
 
-        summaries = {}
+        summaries = SummaryTable()
         ran = [row for row in self.rows if row.latency_s is not None]
         if ran:
             summaries["latency_in_seconds"] = summarize(
@@ -215,6 +218,11 @@ class EvaluationResult:
             summaries[name] = summary
         return summaries
 
+    def summary_frame(self) -> pd.DataFrame:
+        """:meth:`summary` as a pandas DataFrame indexed by metric name."""
+        frame: pd.DataFrame = self.summary().to_frame()
+        return frame
+
     def cost(self, prices: Prices | Mapping[str, float]) -> float:
         """The run's judge cost: ``Prices`` or ``{"input": .., "output": ..}`` per 1M tokens."""
         if not isinstance(prices, Prices):
@@ -225,12 +233,39 @@ class EvaluationResult:
         """One flat dict per row (see :meth:`SampleResult.record`)."""
         return [row.record(self.metric_names, details=details) for row in self.rows]
 
+    def __getitem__(self, name: str) -> list[float]:
+        """``result["tool_call_f1"]``: the column of scores, as ragas' results give it."""
+        return self.scores(name)
+
+    def sample_columns(self) -> dict[str, list[Any]]:
+        """The samples' fields as columns (ragas' names: ``user_input``, ``reference``, ...).
+
+        A field appears when at least one row's sample sets it; messages and tool calls are
+        JSON-ready dicts. Rows read back without samples give no columns.
+        """
+        dumps = [
+            {} if row.sample is None else row.sample.model_dump(mode="json", exclude_none=True)
+            for row in self.rows
+        ]
+        names: list[str] = []
+        for dump in dumps:
+            names += [key for key in dump if key not in names]
+        return {name: [dump.get(name) for dump in dumps] for name in names}
+
     def to_pandas(self) -> pd.DataFrame:
-        """One row per sample in input order: values (NaN where failed), reasons, errors."""
+        """One row per sample in input order: its fields, then values, reasons and errors.
+
+        The sample's fields come first under ragas' column names (``user_input``,
+        ``reference``, ``reference_tool_calls``, ...), then per metric its value (NaN where
+        failed), ``<name>_reason`` and ``<name>_error``.
+        """
         import pandas as pd
 
         records = self.records()
         frame: pd.DataFrame = pd.DataFrame(records)
+        for position, (column, values) in enumerate(self.sample_columns().items(), start=1):
+            if column not in frame.columns:
+                frame.insert(position, column, pd.Series(values, dtype=object))
         for name in self.metric_names:
             frame[name] = pd.Series(
                 [math.nan if r[name] is None else r[name] for r in records], dtype=float

@@ -25,7 +25,7 @@ import anyio
 import numpy as np
 from pydantic import ValidationError
 
-from turneval.aggregate import MetricSummary, summarize
+from turneval.aggregate import MetricSummary, summarize, summary_document
 from turneval.dataset import sample_from_dict
 from turneval.errors import InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
@@ -293,12 +293,9 @@ def evaluate_jsonl(
         for name in names
     }
     result = StreamResult(names, total, bad, usage, summaries, arrays, kept)
-    summary = {
-        "samples": total,
-        "bad_lines": bad,
-        "metrics": {name: summaries[name].to_dict() for name in names},
-        "usage": usage.to_dict(),
-    }
+    summary = summary_document(
+        total, {name: summaries[name] for name in names}, usage, bad_lines=bad
+    )
     (target / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     html = render_report(
         title=title or f"turneval: {source.name}",
