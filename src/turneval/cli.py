@@ -11,12 +11,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from turneval.errors import TurnevalError
-from turneval.metrics import Metric
+
+if TYPE_CHECKING:
+    from turneval.metrics import Metric
 
 __all__ = ["build_parser", "main", "parse_metric"]
 
