@@ -42,13 +42,13 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .metric{border:1px solid #dfe3ea;background:#fff;padding:6px 8px;margin-bottom:6px}.error{color:#8a1c1c;white-space:pre-wrap}
 button.open{font-size:12px}
 body{max-width:1400px}#samples{width:100%;table-layout:fixed}
-#samples th{font-size:12px;overflow-wrap:anywhere;word-break:break-word}
+#samples th{font-size:12px;overflow-wrap:break-word}
 #samples td{overflow-wrap:anywhere}#samples col.line{width:86px}#samples col.id{width:24%}
 #samples col.errors{width:56px}#samples td.id{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .grid{grid-template-columns:minmax(0,3fr) minmax(0,2fr)}.conv{max-width:none}
 .legend{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0 10px;font-size:12px}
 .legend span{border:1px solid #dfe3ea;padding:1px 8px}.neutral{background:#eef1f6}
-th .tool{display:block;font-weight:400;color:#4a5468}
+th .toolname{display:block;font-weight:400;color:#4a5468}
 """
 
 _JS = """
@@ -289,8 +289,8 @@ def render_report(
             f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{_e(tokens)}</td></tr>"
         )
     heads = "".join(
-        f'<th data-sort="k{i}" title="{_e(n)}">{_e(n)}'
-        + (f'<span class="tool">tool: {_e(tools[n])}</span>' if n in tools else "")
+        f'<th data-sort="k{i}" title="{_e(n)}">{_e(n).replace("_", "_<wbr>")}'
+        + (f'<span class="toolname">tool: {_e(tools[n])}</span>' if n in tools else "")
         + "</th>"
         for i, n in enumerate(names)
     )
