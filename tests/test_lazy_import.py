@@ -8,7 +8,15 @@ import pytest
 
 import turneval
 
-HEAVY = ("langchain", "langchain_core", "langchain_openai", "langsmith", "openai", "numpy", "pandas")
+HEAVY = (
+    "langchain",
+    "langchain_core",
+    "langchain_openai",
+    "langsmith",
+    "openai",
+    "numpy",
+    "pandas",
+)
 
 
 def imported_after(code: str) -> list[str]:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-import turneval._scripted  # noqa: F401  (imported once: inner sessions reuse the modules)
+import turneval._scripted
 import turneval.report  # noqa: F401
 from turneval import EvaluationDataset, HumanMessage, MultiTurnSample
 from turneval.errors import ConfigError
@@ -58,7 +58,10 @@ def write_dataset(path: Path) -> None:
 def test_parametrize_dataset_gives_one_case_per_sample(tmp_path: Path) -> None:
     write_dataset(tmp_path / "cases.jsonl")
     mark = parametrize_dataset(tmp_path / "cases.jsonl", argname="case")
-    assert mark.args[0] == "case" and mark.args[1] == [GOOD.model_copy(update={"metadata": {"id": "good"}}), HALF]
+    assert mark.args[0] == "case" and mark.args[1] == [
+        GOOD.model_copy(update={"metadata": {"id": "good"}}),
+        HALF,
+    ]
     assert mark.kwargs["ids"] == ["good", "please help"]
 
 
@@ -184,7 +187,5 @@ def test_a_named_cache_file_persists_between_sessions(
     first.assert_outcomes(passed=1)
     assert cache.is_file()
     # A new session (a fresh judge) is answered from the file: no call made.
-    second = pytester.runpytest(
-        "-p", "no:cacheprovider", f"--turneval-cache={cache}", "-k", "kept"
-    )
+    second = pytester.runpytest("-p", "no:cacheprovider", f"--turneval-cache={cache}", "-k", "kept")
     second.assert_outcomes(passed=1)

@@ -152,7 +152,9 @@ def wide_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 ToolMessage(content="found"),
                 AIMessage(content="Booked."),
             ],
-            reference_tool_calls=[ToolCall(name="lookup" if n % 2 else "book", args={"q": "x" * 80})],
+            reference_tool_calls=[
+                ToolCall(name="lookup" if n % 2 else "book", args={"q": "x" * 80})
+            ],
             metadata={"id": f"booking-{n}"} if n == 3 else None,
         )
         for n in range(1, 7)

@@ -99,7 +99,7 @@ class SummaryTable(dict[str, MetricSummary]):
         lines = [
             "  ".join(
                 cell.ljust(width) if i == 0 else cell.rjust(width)
-                for i, (cell, width) in enumerate(zip(row, widths))
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
             )
             for row in rows
         ]

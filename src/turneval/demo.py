@@ -11,7 +11,6 @@ samples per domain, each with reference tool calls, reference topics and a goal.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -489,10 +488,6 @@ def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
     from turneval.metrics import ToolCallAccuracy, TrajectorySingleToolUse
     from turneval.runner import evaluate
 
-    if llm is None and os.environ.get("OPENAI_API_KEY"):
-        from langchain_openai import ChatOpenAI
-
-        llm = ChatOpenAI(model=os.environ.get("TURNEVAL_JUDGE_MODEL", "gpt-4o-mini"))
     out.mkdir(parents=True, exist_ok=True)
     for domain in DOMAINS:
         dataset = EvaluationDataset.from_list(build_rows(domain))
@@ -526,5 +521,8 @@ def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
             print(f"  {name:<{width}}  mean {mean}  95% CI {ci}  failed {s.failed}")
         print(f"  report: {folder / 'report.html'}")
     if llm is None:
-        print("\n(set OPENAI_API_KEY, or pass --judge-base-url, to add the LLM-judged metrics)")
+        print(
+            "\n(set OPENAI_API_KEY, or pass --judge-model MODEL / --judge-base-url URL "
+            "--judge-model MODEL, to add the LLM-judged metrics)"
+        )
     return 0

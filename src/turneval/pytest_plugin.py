@@ -75,9 +75,7 @@ class TurnevalSession:
                 if sample is not None:
                     metadata = {**(sample.metadata or {}), "id": test}
                     sample = sample.model_copy(update={"metadata": metadata})
-                rows.append(
-                    SampleResult(len(rows), sample, dict(row.results), dict(row.failures))
-                )
+                rows.append(SampleResult(len(rows), sample, dict(row.results), dict(row.failures)))
         return EvaluationResult(rows, names, usage)
 
     def write_report(self) -> bool:
@@ -155,7 +153,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     from turneval.testing import _dataset_cases
 
-    arguments: dict[str, Any] = dict(zip(("path", "argname"), marker.args))
+    arguments: dict[str, Any] = dict(zip(("path", "argname"), marker.args[:2], strict=False))
     arguments.update(marker.kwargs)
     if "path" not in arguments:
         raise TypeError("@pytest.mark.turneval_dataset needs the dataset's path")
@@ -191,4 +189,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     state = session_state()
     if state is not None and state.report_written:
         rows = sum(len(result) for _, result in state.results)
-        terminalreporter.write_line(f"turneval: report of {rows} scored samples: {state.report_path}")
+        terminalreporter.write_line(
+            f"turneval: report of {rows} scored samples: {state.report_path}"
+        )

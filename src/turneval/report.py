@@ -247,11 +247,8 @@ def _usage_line(
     """The run's judge requests, split so they add up to the per-metric counts."""
     if usage is None or not (usage.calls or usage.cached_calls):
         return ""
-    scored = sum(
-        summaries[n].usage.calls  # type: ignore[union-attr]
-        for n in names
-        if summaries[n].usage is not None
-    )
+    usages = [summaries[n].usage for n in names]
+    scored = sum(u.calls for u in usages if u is not None)
     other = usage.calls - scored
     split = f" ({scored} for scored rows + {other} for failed rows and retries)" if other else ""
     return (

@@ -15,7 +15,7 @@ from turneval.judge.usage import Usage
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.aggregate import MetricSummary, SummaryTable
+    from turneval.aggregate import SummaryTable
     from turneval.samples import Sample
 
 __all__ = [

@@ -135,9 +135,7 @@ def _from_langchain_mixed(messages: list[Any]) -> list[Any]:
     # Mixed lists: convert every item through LangChain so tool results keep their context.
     native = [m for m in messages if not _is_langchain(m)]
     if all(isinstance(m, (SystemMessage, HumanMessage, AIMessage, ToolMessage)) for m in native):
-        return from_langchain(
-            [m if _is_langchain(m) else to_langchain([m])[0] for m in messages]
-        )
+        return from_langchain([m if _is_langchain(m) else to_langchain([m])[0] for m in messages])
     return messages  # dicts among LangChain messages: pydantic reports the bad item
 
 

@@ -10,9 +10,8 @@ the session and, with ``--turneval-report=PATH``, writes one HTML report of ever
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from os import PathLike
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval.dataset import EvaluationDataset
@@ -116,7 +115,9 @@ def parametrize_dataset(path: str | PathLike[str], argname: str = "sample") -> p
     return pytest.mark.parametrize(argname, samples, ids=ids)
 
 
-def _thresholds(names: list[str], thresholds: float | Mapping[str, float] | None) -> dict[str, float]:
+def _thresholds(
+    names: list[str], thresholds: float | Mapping[str, float] | None
+) -> dict[str, float]:
     if thresholds is None:
         return dict.fromkeys(names, DEFAULT_THRESHOLD)
     if isinstance(thresholds, (int, float)):
@@ -163,7 +164,7 @@ def _prepare(
     from turneval.pytest_plugin import session_state
     from turneval.runner import resolve_metrics
 
-    data = EvaluationDataset.coerce(samples)  # type: ignore[arg-type]
+    data = EvaluationDataset.coerce(samples)
     resolved = resolve_metrics(metrics)
     state = session_state()
     if cache is None and state is not None and any(m.uses_llm for m in resolved):

@@ -3,6 +3,6 @@
 Kept so that code written for ragas ports by renaming ``ragas`` to ``turneval``.
 """
 
-from turneval.metrics.goal import AgentGoalAccuracyWithReference, AgentGoalAccuracyWithoutReference
+from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
 
 __all__ = ["AgentGoalAccuracyWithReference", "AgentGoalAccuracyWithoutReference"]
