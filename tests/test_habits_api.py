@@ -158,3 +158,5 @@ def test_rouge_takes_ragas_mode_keyword() -> None:
     assert RougeScore(mode="precision").score(sample).value == 0.5
     assert RougeScore(mode="recall").score(sample).value == 1.0
     assert RougeScore().score(sample).value == pytest.approx(2 / 3)
+    result = evaluate([sample], ["rouge", "bleu"])
+    assert result["rouge_score"] == result["rouge"] and result["bleu_score"] == result["bleu"]

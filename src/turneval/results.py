@@ -28,6 +28,17 @@ __all__ = [
 ]
 
 
+_RAGAS_NAMES: dict[str, tuple[str, ...]] = {
+    "bleu_score": ("bleu",),
+    "rouge_score": ("rouge",),
+    "agent_goal_accuracy": (
+        "agent_goal_accuracy_with_reference",
+        "agent_goal_accuracy_without_reference",
+    ),
+}
+"""ragas' default metric names -> turneval's, for ``result[name]``."""
+
+
 @dataclass(frozen=True, slots=True)
 class MetricResult:
     """The detailed score of one metric on one sample.
@@ -234,7 +245,16 @@ class EvaluationResult:
         return [row.record(self.metric_names, details=details) for row in self.rows]
 
     def __getitem__(self, name: str) -> list[float]:
-        """``result["tool_call_f1"]``: the column of scores, as ragas' results give it."""
+        """``result["tool_call_f1"]``: the column of scores, as ragas' results give it.
+
+        ragas' default names of metrics that turneval names differently are accepted too
+        (``bleu_score``, ``rouge_score``, ``agent_goal_accuracy``), when the run has one
+        metric they can mean.
+        """
+        if name not in self.metric_names:
+            candidates = [n for n in _RAGAS_NAMES.get(name, ()) if n in self.metric_names]
+            if len(candidates) == 1:
+                name = candidates[0]
         return self.scores(name)
 
     def sample_columns(self) -> dict[str, list[Any]]:
