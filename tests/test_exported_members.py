@@ -35,6 +35,15 @@ MODULES = [
     "turneval.stream",
     "turneval.aggregate",
     "turneval.results",
+    "turneval.pytest_plugin",
+    "turneval.integrations.langgraph",
+    "turneval.metrics._tool_call_accuracy",
+    "turneval.metrics._tool_call_f1",
+    "turneval.metrics._string",
+    "turneval.metrics._bleu_score",
+    "turneval.metrics._rouge_score",
+    "turneval.metrics._topic_adherence",
+    "turneval.metrics._goal_accuracy",
 ]
 
 

@@ -24,7 +24,18 @@ if TYPE_CHECKING:
     from turneval.judge import SQLiteCache
     from turneval.results import EvaluationResult
 
-__all__ = ["TurnevalSession", "record", "session_state"]
+__all__ = [
+    "TurnevalSession",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_generate_tests",
+    "pytest_runtest_setup",
+    "pytest_sessionfinish",
+    "pytest_terminal_summary",
+    "pytest_unconfigure",
+    "record",
+    "session_state",
+]
 
 _SESSIONS: list[TurnevalSession] = []  # a stack: pytester runs sessions inside sessions
 
