@@ -169,7 +169,7 @@ def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
     axis = (
         f'<text x="{pad}" y="{height - 4}" font-size="10">{low:g}</text>'
         f'<text x="{width - pad}" y="{height - 4}" font-size="10" text-anchor="end">{high:g}</text>'
-        f'<text x="{pad}" y="12" font-size="10">tallest bar: {top} rows</text>'
+        f'<text x="{pad}" y="12" font-size="10">tallest bar: {top} row{"s" if top != 1 else ""}</text>'
     )
     svg = (
         f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(name)} histogram">'
@@ -266,11 +266,16 @@ def render_report(
     rows: Sequence[SampleResult],
     total_rows: int,
     usage: Usage | None = None,
+    tools: Mapping[str, str] | None = None,
 ) -> str:
-    """The report from its parts (the streaming CLI keeps only a bounded set of ``rows``)."""
+    """The report from its parts (the streaming CLI keeps only a bounded set of ``rows``).
+
+    ``tools`` names the tool of metrics about one tool (``trajectory_single_tool_use``), for
+    their headers and neutral colours; by default it is read from the rows' details.
+    """
     nonce = secrets.token_urlsafe(16)
     names = list(metric_names)
-    tools = _tool_names(rows, names)
+    tools = {**_tool_names(rows, names), **(tools or {})}
     summary_rows = []
     for name in names:
         s = summaries[name]

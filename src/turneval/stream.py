@@ -305,6 +305,7 @@ def evaluate_jsonl(
         rows=kept,
         total_rows=total,
         usage=usage,
+        tools={m.name: str(m.tool_name) for m in resolved if hasattr(m, "tool_name")},
     )
     (target / "report.html").write_text(html, encoding="utf-8")
     return result
