@@ -189,3 +189,25 @@ def test_a_named_cache_file_persists_between_sessions(
     # A new session (a fresh judge) is answered from the file: no call made.
     second = pytester.runpytest("-p", "no:cacheprovider", f"--turneval-cache={cache}", "-k", "kept")
     second.assert_outcomes(passed=1)
+
+
+def test_session_state_combines_results_and_skips_empty_reports(tmp_path: Path) -> None:
+    from turneval import evaluate
+    from turneval.pytest_plugin import TurnevalSession
+
+    state = TurnevalSession(report_path=tmp_path / "r.html")
+    assert state.write_report() is False and not (tmp_path / "r.html").exists()
+    state.results += [
+        ("t.py::a", evaluate(GOOD, "tool_call_f1")),
+        ("t.py::b", evaluate([HALF, GOOD], ["tool_call_accuracy"])),
+    ]
+    combined = state.combined()
+    assert combined.metric_names == ["tool_call_f1", "tool_call_accuracy"]
+    assert [row.index for row in combined.rows] == [0, 1, 2]
+    ids = [row.sample.metadata["id"] for row in combined.rows if row.sample and row.sample.metadata]
+    assert ids == ["t.py::a", "t.py::b", "t.py::b"]
+    assert state.write_report() and (tmp_path / "r.html").stat().st_size > 1000
+    cache = state.judge_cache()
+    assert state.judge_cache() is cache and cache.path.name == "judge-cache.sqlite"
+    state.close()
+    assert not cache.path.exists()  # the session's temporary cache is removed
