@@ -71,7 +71,7 @@ def test_dataset_csv_round_trip(tmp_path: Path) -> None:
     multi.to_csv(tmp_path / "multi.csv")
     assert EvaluationDataset.from_csv(tmp_path / "multi.csv").samples == multi.samples
     # pandas' own to_csv writes Python reprs of the lists; they read back too.
-    multi.to_pandas().to_csv(tmp_path / "pandas.csv", index=False)
+    multi.to_pandas().to_csv(tmp_path / "pandas.csv")  # with pandas' index column
     assert EvaluationDataset.from_csv(tmp_path / "pandas.csv").samples == multi.samples
     single = EvaluationDataset(
         [

@@ -237,10 +237,12 @@ class EvaluationDataset:
 
     @classmethod
     def from_csv(cls, path: str | PathLike[str]) -> EvaluationDataset:
-        """Read a CSV file written by :meth:`to_csv` (or ``to_pandas().to_csv(path, index=False)``)."""
+        """Read a CSV file written by :meth:`to_csv` or by ``to_pandas().to_csv(path)``."""
         import pandas as pd
 
-        return cls.from_pandas(pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""]))
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        index = [c for c in frame.columns if str(c).startswith("Unnamed: ")]  # to_csv's index
+        return cls.from_pandas(frame.drop(columns=index))
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample; ``user_input`` of multi-turn samples holds message dicts."""
