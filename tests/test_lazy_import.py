@@ -66,3 +66,15 @@ def test_lazy_names_resolve_and_unknown_names_raise() -> None:
 
     with pytest.raises(AttributeError, match="turneval.judge' has no attribute 'nope'"):
         _ = judge.nope  # type: ignore[attr-defined]
+
+
+def test_rule_based_evaluation_loads_no_langchain() -> None:
+    modules = imported_after(
+        "from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, evaluate\n"
+        "calls = [ToolCall(name='a', args={'x': 1})]\n"
+        "sample = MultiTurnSample(user_input=[HumanMessage(content='q'), AIMessage(tool_calls="
+        "calls)], reference_tool_calls=calls)\n"
+        "result = evaluate(sample, ['tool_call_f1', 'tool_call_accuracy', 'trajectory_recall'])\n"
+        "assert result['tool_call_f1'] == [1.0], result"
+    )
+    assert not roots(modules) & {"langchain_core", "langchain_openai", "langsmith", "openai"}
