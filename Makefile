@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install browser test lint typecheck unit demo bench docs clean
+.PHONY: install browser test lint typecheck unit wheel-check demo bench docs clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,26 @@ browser:
 unit: install browser
 	$(BIN)/pytest
 
-test: lint typecheck unit
+test: lint typecheck unit wheel-check
+
+# The built wheel installs in a clean venv (no repository on the path) and works: import,
+# a rule-based evaluation, the CLI and the pytest plugin's entry point. The venv borrows the
+# dependencies already in .venv (a .pth line) to stay fast; WHEEL_DEPS=full resolves them
+# from the index instead, as `pip install turneval` does.
+WHEEL_DIR := .wheel-check
+wheel-check: install
+	rm -rf $(WHEEL_DIR) && $(BIN)/python -m build --wheel --outdir $(WHEEL_DIR)/dist . >/dev/null
+	rm -rf build
+	$(PYTHON) -m venv --without-pip $(WHEEL_DIR)/venv
+	@if [ "$(WHEEL_DEPS)" = full ]; then \
+		$(BIN)/pip --python $(WHEEL_DIR)/venv/bin/python install --quiet --disable-pip-version-check -c constraints.txt $(WHEEL_DIR)/dist/turneval-*.whl; \
+	else \
+		$(BIN)/python -c "import sysconfig; print(sysconfig.get_path('purelib'))" > "$$($(WHEEL_DIR)/venv/bin/python -c "import sysconfig; print(sysconfig.get_path('purelib'))")/deps.pth"; \
+		$(BIN)/pip --python $(WHEEL_DIR)/venv/bin/python install --quiet --disable-pip-version-check --no-deps $(WHEEL_DIR)/dist/turneval-*.whl; \
+	fi
+	cd $(WHEEL_DIR) && venv/bin/python ../tests/wheel_smoke.py
+	cd $(WHEEL_DIR) && venv/bin/turneval metrics >/dev/null
+	rm -rf $(WHEEL_DIR)
 
 demo: install
 	$(BIN)/turneval demo --out demo-output $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
@@ -44,4 +63,4 @@ docs: install
 	$(BIN)/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage site .wheel-check build dist

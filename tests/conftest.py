@@ -3,6 +3,8 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -39,6 +39,15 @@ MODULES = [
     "turneval.aggregate",
     "turneval.results",
     "turneval.calibration",
+    "turneval.pytest_plugin",
+    "turneval.integrations.langgraph",
+    "turneval.metrics._tool_call_accuracy",
+    "turneval.metrics._tool_call_f1",
+    "turneval.metrics._string",
+    "turneval.metrics._bleu_score",
+    "turneval.metrics._rouge_score",
+    "turneval.metrics._topic_adherence",
+    "turneval.metrics._goal_accuracy",
 ]
 
 

@@ -26,7 +26,7 @@ PAYLOAD = (
 
 
 @pytest.fixture(scope="module")
-def browser(report: Path) -> Iterator[Any]:
+def browser(report: Path, wide_report: Path) -> Iterator[Any]:
     # Depends on ``report``: Playwright's sync API runs an event loop in this thread, inside
     # which the sync ``evaluate`` (rightly) refuses to run, so the report is built first.
     from playwright.sync_api import sync_playwright
@@ -166,3 +166,74 @@ def test_calibration_report_shows_kappa_and_the_confusion_heatmap(
         "#confusion td.cell", "cells => cells.map(c => getComputedStyle(c).backgroundColor)"
     )
     assert shades[8] != shades[1]  # the heatmap is shaded by count
+SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "report.png"
+
+
+@pytest.fixture(scope="module")
+def wide_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Many metrics with long names, as a real run has them: the report must still fit."""
+    from turneval.metrics import ToolCallAccuracy, TrajectorySingleToolUse
+
+    samples = [
+        MultiTurnSample(
+            user_input=[
+                HumanMessage(content=f"Please book a table for {n} people tonight at eight"),
+                AIMessage(tool_calls=[ToolCall(name="lookup", args={"q": "x" * 80})]),
+                ToolMessage(content="found"),
+                AIMessage(content="Booked."),
+            ],
+            reference_tool_calls=[
+                ToolCall(name="lookup" if n % 2 else "book", args={"q": "x" * 80})
+            ],
+            metadata={"id": f"booking-{n}"} if n == 3 else None,
+        )
+        for n in range(1, 7)
+    ]
+    metrics = [
+        "tool_call_f1",
+        "tool_call_accuracy",
+        ToolCallAccuracy(name="tool_call_accuracy_unordered", strict_order=False),
+        "trajectory_exact_match",
+        "trajectory_in_order_match",
+        "trajectory_any_order_match",
+        "trajectory_precision",
+        "trajectory_recall",
+        "tool_parameter_key_match",
+        "tool_parameter_kv_match",
+        TrajectorySingleToolUse(tool_name="book"),
+    ]
+    path = tmp_path_factory.mktemp("wide") / "report.html"
+    evaluate(samples, metrics).to_html(path, title="turneval demo: bookings")
+    return path
+
+
+def test_the_report_fits_1280_pixels_and_reads_without_help(
+    browser: Any, wide_report: Path
+) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(wide_report.as_uri())
+    page.wait_for_selector("body[data-ready='1']")
+    widths = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert widths[0] <= widths[1] <= 1280  # no horizontal scroll
+    box = page.locator("#sample-0 button.open").bounding_box()
+    assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 1280
+    first = page.locator("#sample-0 tr").first.locator("td")
+    assert first.nth(0).inner_text().split()[-1] == "1"  # 1-based, as results.jsonl's lines
+    assert first.nth(1).inner_text() == "Please book a table for 1 people toni..."  # 40 chars
+    assert page.locator("#sample-2 td.id").inner_text() == "booking-3"
+    assert page.locator("#legend").is_visible()
+    header = page.locator("#samples th").filter(has_text="trajectory_single_tool_use")
+    assert "tool: book" in header.inner_text()
+    single = first.nth(2 + 10)  # line, id, then the metrics in order: the 11th
+    assert single.get_attribute("class") == "num neutral"  # 0 is not "bad" here
+    assert first.nth(2).get_attribute("class") == "num good"  # tool_call_f1 = 1 on sample 0
+    page.click("#sample-0 button.open")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    page.click("#sample-0 button.open")
+    page.screenshot(path=str(wide_report.with_suffix(".png")))
+    if os.environ.get("TURNEVAL_UPDATE_SCREENSHOTS"):  # refreshes the docs' screenshot
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(wide_report.with_suffix(".png"), SCREENSHOT)
+    page.close()

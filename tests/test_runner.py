@@ -52,6 +52,8 @@ def test_to_pandas_and_jsonl(tmp_path: Path) -> None:
     frame = result.to_pandas()
     assert list(frame.columns) == [
         "index",
+        "user_input",
+        "reference_tool_calls",
         "tool_call_f1",
         "tool_call_f1_reason",
         "tool_call_f1_error",

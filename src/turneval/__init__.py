@@ -1,20 +1,63 @@
-"""turneval: evaluate multi-turn LLM conversations and tool-using agents."""
+"""turneval: evaluate multi-turn LLM conversations and tool-using agents.
 
-from turneval.agents import EvalTask
-from turneval.aggregate import MetricSummary
-from turneval.dataset import EvaluationDataset
-from turneval.errors import (
-    ConfigError,
-    EvaluationAbortedError,
-    InvalidSampleError,
-    JudgeCallError,
-    JudgeOutputError,
-    TurnevalError,
-)
-from turneval.messages import AIMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
-from turneval.results import EvaluationResult, MetricFailure, MetricResult, Prices, SampleResult
-from turneval.runner import aevaluate, evaluate
-from turneval.samples import MultiTurnSample, SingleTurnSample
+Names are imported lazily (a module-level ``__getattr__``): ``import turneval`` loads no LLM
+framework; LangChain is imported when a judge or an agent is first used.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from turneval.agents import EvalTask
+    from turneval.aggregate import MetricSummary
+    from turneval.dataset import EvaluationDataset
+    from turneval.errors import (
+        ConfigError,
+        EvaluationAbortedError,
+        InvalidSampleError,
+        JudgeCallError,
+        JudgeOutputError,
+        TurnevalError,
+    )
+    from turneval.messages import AIMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
+    from turneval.results import (
+        EvaluationResult,
+        MetricFailure,
+        MetricResult,
+        Prices,
+        SampleResult,
+    )
+    from turneval.runner import aevaluate, evaluate
+    from turneval.samples import MultiTurnSample, SingleTurnSample
+
+# Public name -> the module that defines it. Add a line here to export a new name.
+_LAZY: dict[str, str] = {
+    "AIMessage": "turneval.messages",
+    "ConfigError": "turneval.errors",
+    "EvalTask": "turneval.agents",
+    "EvaluationAbortedError": "turneval.errors",
+    "EvaluationDataset": "turneval.dataset",
+    "EvaluationResult": "turneval.results",
+    "HumanMessage": "turneval.messages",
+    "InvalidSampleError": "turneval.errors",
+    "JudgeCallError": "turneval.errors",
+    "JudgeOutputError": "turneval.errors",
+    "MetricFailure": "turneval.results",
+    "MetricResult": "turneval.results",
+    "MetricSummary": "turneval.aggregate",
+    "MultiTurnSample": "turneval.samples",
+    "Prices": "turneval.results",
+    "SampleResult": "turneval.results",
+    "SingleTurnSample": "turneval.samples",
+    "SystemMessage": "turneval.messages",
+    "ToolCall": "turneval.messages",
+    "ToolMessage": "turneval.messages",
+    "TurnevalError": "turneval.errors",
+    "aevaluate": "turneval.runner",
+    "evaluate": "turneval.runner",
+}
 
 __all__ = [
     "AIMessage",
@@ -44,3 +87,18 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use and cache the name here."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turneval' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, lazy ones included."""
+    return sorted({*globals(), *_LAZY})

@@ -10,7 +10,14 @@ import numpy as np
 
 from turneval.judge.usage import Usage
 
-__all__ = ["MetricSummary", "bootstrap_ci", "paired_permutation_test", "summarize"]
+__all__ = [
+    "MetricSummary",
+    "SummaryTable",
+    "bootstrap_ci",
+    "paired_permutation_test",
+    "summarize",
+    "summary_document",
+]
 
 _DISTINCT_LIMIT = 20_000  # above this many distinct values, resample indices instead of counts
 
@@ -53,6 +60,91 @@ class MetricSummary:
         fields = asdict(self)
         fields["usage"] = None if self.usage is None else self.usage.to_dict()
         return fields
+
+
+_COLUMNS = ("metric", "mean", "95% CI", "std", "scored", "failed")
+
+
+def _cells(summary: MetricSummary) -> tuple[str, ...]:
+    def number(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
+    ci = "n/a" if summary.ci_low is None else f"[{summary.ci_low:.4f}, {summary.ci_high:.4f}]"
+    return (
+        summary.name,
+        number(summary.mean),
+        ci,
+        number(summary.std),
+        str(summary.count),
+        str(summary.failed),
+    )
+
+
+class SummaryTable(dict[str, MetricSummary]):
+    """Per-metric summaries by name (a dict) that print as a table.
+
+    ``print(result.summary())`` shows one aligned row per metric (mean, 95% CI, std, scored
+    and failed rows); notebooks render it as an HTML table (``_repr_html_``);
+    :meth:`to_frame` gives a pandas DataFrame.
+    """
+
+    def rows(self) -> list[tuple[str, ...]]:
+        """The table's cells as text, one tuple per metric (header excluded)."""
+        return [_cells(summary) for summary in self.values()]
+
+    def __str__(self) -> str:
+        """An aligned plain-text table: a header line and one line per metric."""
+        rows = [_COLUMNS, *self.rows()]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+        lines = [
+            "  ".join(
+                cell.ljust(width) if i == 0 else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            )
+            for row in rows
+        ]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """An HTML table, for Jupyter."""
+        from html import escape
+
+        head = "".join(f"<th>{escape(c)}</th>" for c in _COLUMNS)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
+            for row in self.rows()
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame indexed by metric name, one column per summary field."""
+        import pandas as pd
+
+        records = [summary.to_dict() for summary in self.values()]
+        frame = pd.DataFrame(records, columns=list(MetricSummary.__dataclass_fields__))
+        return frame.set_index("name")
+
+
+def summary_document(
+    samples: int,
+    summaries: dict[str, MetricSummary],
+    usage: Usage,
+    *,
+    bad_lines: int = 0,
+    failed_rows: int = 0,
+) -> dict[str, Any]:
+    """The one layout of ``summary.json``, written by the CLI, the stream and the demo.
+
+    ``{"samples": n, "bad_lines": k, "failed_rows": f, "metrics": {name: summary fields},
+    "usage": counts}``; ``failed_rows`` counts the rows with at least one failed metric.
+    """
+    return {
+        "samples": samples,
+        "bad_lines": bad_lines,
+        "failed_rows": failed_rows,
+        "metrics": {name: summary.to_dict() for name, summary in summaries.items()},
+        "usage": usage.to_dict(),
+    }
 
 
 def bootstrap_ci(

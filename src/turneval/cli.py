@@ -13,12 +13,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
 from turneval.errors import TurnevalError
-from turneval.metrics import Metric
+
+if TYPE_CHECKING:
+    from turneval.metrics import Metric
 
 __all__ = ["build_parser", "main", "max_failed", "parse_metric"]
 
@@ -162,34 +164,63 @@ def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> in
     return 3
 
 
-def _judge(args: argparse.Namespace) -> Any:
-    if not args.judge_model and not args.judge_base_url:
+DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
+"""The judge model used when only an API key is given (``$TURNEVAL_JUDGE_MODEL`` overrides)."""
+
+
+def _judge(args: argparse.Namespace, needed: bool = True) -> Any:
+    """The judge from ``--judge-model``/``--judge-base-url``, or from the API key alone.
+
+    The same rules for ``evaluate`` and ``demo``: ``--judge-base-url`` needs ``--judge-model``;
+    ``--judge-model`` without a server needs the key in ``--judge-api-key-env``
+    (``$OPENAI_API_KEY``); with neither flag, a key alone picks ``$TURNEVAL_JUDGE_MODEL`` or
+    ``gpt-4o-mini``. Returns None when no judge is configured or ``needed`` is False.
+    """
+    key = os.environ.get(args.judge_api_key_env)
+    if args.judge_base_url and not args.judge_model:
+        raise UsageError(
+            "--judge-base-url needs --judge-model: the model name the server serves "
+            "(e.g. --judge-model llama3.1)"
+        )
+    if args.judge_model and not args.judge_base_url and not key:
+        raise UsageError(
+            f"--judge-model {args.judge_model} needs an API key in ${args.judge_api_key_env} "
+            "(set it, name another variable with --judge-api-key-env, or pass --judge-base-url "
+            "for a local OpenAI-compatible server)"
+        )
+    model = args.judge_model or (
+        key and os.environ.get("TURNEVAL_JUDGE_MODEL", DEFAULT_JUDGE_MODEL)
+    )
+    if not needed or not model:
         return None
     from langchain_openai import ChatOpenAI
 
-    key = os.environ.get(args.judge_api_key_env) or ("unused" if args.judge_base_url else None)
-    if key is None:
+    return ChatOpenAI(model=model, base_url=args.judge_base_url, api_key=key or "unused")
+
+
+def _require_judge(metrics: list[Metric | str], llm: Any) -> None:
+    """Fail before the run, naming the CLI flags, when a judged metric has no judge."""
+    from turneval.runner import resolve_metrics
+
+    judged = [
+        m.name
+        for m in resolve_metrics(metrics)
+        if m.uses_llm and getattr(m, "llm", None) is None and llm is None
+    ]
+    if judged:
         raise UsageError(
-            f"--judge-model needs an API key in ${args.judge_api_key_env} (or --judge-base-url "
-            "for a local OpenAI-compatible server)"
+            f"{', '.join(judged)} {'needs' if len(judged) == 1 else 'need'} an LLM judge: "
+            f"set $OPENAI_API_KEY (the model is "
+            f"{DEFAULT_JUDGE_MODEL} unless --judge-model says otherwise), or pass "
+            "--judge-model MODEL, or --judge-base-url URL --judge-model MODEL for an "
+            "OpenAI-compatible server"
         )
-    return ChatOpenAI(
-        model=args.judge_model or "default", base_url=args.judge_base_url, api_key=key
-    )
 
 
 def _print_summary(result: Any, out: Path | None) -> None:
-    names = result.metric_names
-    width = max(len(name) for name in names)
-    print(
-        f"{'metric':<{width}}  {'mean':>7}  {'95% CI':>17}  {'std':>7}  {'scored':>8}  {'failed':>7}"
-    )
-    for name in names:
-        s = result.summaries[name]
-        mean = "n/a" if s.mean is None else f"{s.mean:.4f}"
-        ci = "n/a" if s.ci_low is None else f"[{s.ci_low:.4f}, {s.ci_high:.4f}]"
-        std = "n/a" if s.std is None else f"{s.std:.4f}"
-        print(f"{name:<{width}}  {mean:>7}  {ci:>17}  {std:>7}  {s.count:>8}  {s.failed:>7}")
+    from turneval.aggregate import SummaryTable
+
+    print(SummaryTable((name, result.summaries[name]) for name in result.metric_names))
     usage = result.usage
     if usage.calls or usage.cached_calls:
         print(
@@ -229,11 +260,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(args, metrics)
     out = Path(args.out)
+    from turneval.runner import resolve_metrics
+
+    llm = _judge(args, needed=any(m.uses_llm for m in resolve_metrics(metrics)))
+    _require_judge(metrics, llm)
     result = evaluate_jsonl(
         args.data,
         metrics,
         out,
-        llm=_judge(args),
+        llm=llm,
         cache=args.cache,
         concurrency=args.concurrency,
         llm_concurrency=args.llm_concurrency,

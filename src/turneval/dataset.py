@@ -124,9 +124,22 @@ class EvaluationDataset:
                 )
 
     @classmethod
-    def coerce(cls, data: EvaluationDataset | Iterable[Sample]) -> EvaluationDataset:
-        """Return ``data`` if it is a dataset, else a dataset of its samples."""
-        return data if isinstance(data, EvaluationDataset) else cls(data)
+    def coerce(cls, data: EvaluationDataset | Iterable[Sample] | Sample) -> EvaluationDataset:
+        """Return ``data`` if it is a dataset, else a dataset of its samples (or of one sample).
+
+        Raises:
+            InvalidSampleError: for anything else, saying what was expected.
+        """
+        if isinstance(data, EvaluationDataset):
+            return data
+        if isinstance(data, (SingleTurnSample, MultiTurnSample)):
+            return cls([data])
+        if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
+            raise InvalidSampleError(
+                "expected an EvaluationDataset, a sample or a list of samples, got "
+                f"{type(data).__name__} (read files with EvaluationDataset.from_jsonl(path))"
+            )
+        return cls(data)
 
     @property
     def is_multi_turn(self) -> bool:
@@ -196,13 +209,40 @@ class EvaluationDataset:
 
     @classmethod
     def from_pandas(cls, frame: pd.DataFrame) -> EvaluationDataset:
-        """Build from a DataFrame with one sample per row (NaN/None cells are left unset)."""
+        """Build from a DataFrame with one sample per row (NaN/None cells are left unset).
+
+        Cells of list or dict fields (``user_input`` of conversations, ``reference_tool_calls``,
+        ``retrieved_contexts``, ...) may hold JSON text, as a CSV file gives them back.
+        """
         rows = []
         for record in frame.to_dict(orient="records"):
             rows.append(
-                {str(key): value for key, value in record.items() if not _is_missing(value)}
+                {
+                    str(key): _decode_cell(str(key), value)
+                    for key, value in record.items()
+                    if not _is_missing(value)
+                }
             )
         return cls.from_list(rows)
+
+    def to_csv(self, path: str | PathLike[str]) -> None:
+        """Write a CSV file (pandas extra), list and dict fields as JSON; :meth:`from_csv` reads it."""
+        frame = self.to_pandas()
+        for column in frame.columns:
+            frame[column] = [
+                json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
+                for value in frame[column]
+            ]
+        frame.to_csv(path, index=False)
+
+    @classmethod
+    def from_csv(cls, path: str | PathLike[str]) -> EvaluationDataset:
+        """Read a CSV file written by :meth:`to_csv` or by ``to_pandas().to_csv(path)``."""
+        import pandas as pd
+
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        index = [c for c in frame.columns if str(c).startswith("Unnamed: ")]  # to_csv's index
+        return cls.from_pandas(frame.drop(columns=index))
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample; ``user_input`` of multi-turn samples holds message dicts."""
@@ -260,6 +300,41 @@ class EvaluationDataset:
                 )
             )
         return cls(samples)
+
+
+_STRUCTURED_FIELDS = frozenset(
+    {
+        "user_input",
+        "reference_tool_calls",
+        "reference_topics",
+        "retrieved_contexts",
+        "rubrics",
+        "metadata",
+    }
+)
+
+
+def _decode_cell(key: str, value: Any) -> Any:
+    """JSON (or a Python literal, as ``DataFrame.to_csv`` writes lists) in a structured field."""
+    if key not in _STRUCTURED_FIELDS or not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text.startswith(("[", "{")):
+        return value
+    try:
+        decoded = json.loads(text)
+    except json.JSONDecodeError:
+        import ast
+
+        try:
+            decoded = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return value  # left to validation, which names the row and field
+    if key == "user_input" and not (
+        isinstance(decoded, list) and all(isinstance(item, dict) for item in decoded)
+    ):
+        return value  # a single-turn prompt that merely looks like JSON
+    return decoded
 
 
 def _is_missing(value: Any) -> bool:

@@ -11,7 +11,6 @@ samples per domain, each with reference tool calls, reference topics and a goal.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -484,14 +483,11 @@ JUDGED = [
 
 def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
     """Evaluate the three datasets, print each summary, write results and HTML reports."""
+    from turneval.aggregate import summary_document
     from turneval.judge import SQLiteCache
     from turneval.metrics import ToolCallAccuracy, TrajectorySingleToolUse
     from turneval.runner import evaluate
 
-    if llm is None and os.environ.get("OPENAI_API_KEY"):
-        from langchain_openai import ChatOpenAI
-
-        llm = ChatOpenAI(model=os.environ.get("TURNEVAL_JUDGE_MODEL", "gpt-4o-mini"))
     out.mkdir(parents=True, exist_ok=True)
     for domain in DOMAINS:
         dataset = EvaluationDataset.from_list(build_rows(domain))
@@ -513,9 +509,9 @@ def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
         folder.mkdir(exist_ok=True)
         result.to_jsonl(folder / "results.jsonl")
         result.to_html(folder / "report.html", title=f"turneval demo: {domain.name}")
-        summaries = {name: s.to_dict() for name, s in result.summary().items()}
+        document = summary_document(len(result), result.summary(), result.usage)
         (folder / "summary.json").write_text(
-            json.dumps(summaries, indent=2) + "\n", encoding="utf-8"
+            json.dumps(document, indent=2) + "\n", encoding="utf-8"
         )
         print(f"\n{domain.name}: {len(dataset)} samples")
         width = max(map(len, result.metric_names))
@@ -525,5 +521,8 @@ def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
             print(f"  {name:<{width}}  mean {mean}  95% CI {ci}  failed {s.failed}")
         print(f"  report: {folder / 'report.html'}")
     if llm is None:
-        print("\n(set OPENAI_API_KEY, or pass --judge-base-url, to add the LLM-judged metrics)")
+        print(
+            "\n(set OPENAI_API_KEY, or pass --judge-model MODEL / --judge-base-url URL "
+            "--judge-model MODEL, to add the LLM-judged metrics)"
+        )
     return 0

@@ -41,6 +41,14 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .role{font-weight:600;margin-right:6px}.grid{display:grid;grid-template-columns:minmax(300px,720px) minmax(260px,1fr);gap:16px}
 .metric{border:1px solid #dfe3ea;background:#fff;padding:6px 8px;margin-bottom:6px}.error{color:#8a1c1c;white-space:pre-wrap}
 button.open{font-size:12px}
+body{max-width:1400px}#samples{width:100%;table-layout:fixed}
+#samples th{font-size:12px;overflow-wrap:break-word}
+#samples td{overflow-wrap:anywhere}#samples col.line{width:86px}#samples col.id{width:24%}
+#samples col.errors{width:56px}#samples td.id{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.grid{grid-template-columns:minmax(0,3fr) minmax(0,2fr)}.conv{max-width:none}
+.legend{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0 10px;font-size:12px}
+.legend span{border:1px solid #dfe3ea;padding:1px 8px}.neutral{background:#eef1f6}
+th .toolname{display:block;font-weight:400;color:#4a5468}
 """
 
 _JS = """
@@ -95,10 +103,43 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     )
 
 
-def _shade(value: float | None) -> str:
+def _shade(value: float | None, neutral: bool = False) -> str:
     if value is None or math.isnan(value) or not 0.0 <= value <= 1.0:
         return ""
+    if neutral:  # not better-is-higher: shown without a verdict colour
+        return "neutral"
     return "good" if value >= 0.8 else "mid" if value >= 0.5 else "bad"
+
+
+_LEGEND = (
+    '<div class="legend" id="legend"><span class="good">&ge; 0.8</span>'
+    '<span class="mid">0.5 &ndash; 0.8</span><span class="bad">&lt; 0.5</span>'
+    '<span class="err">error (the metric failed on this row)</span>'
+    '<span class="neutral">neither good nor bad (e.g. whether a tool was used)</span>'
+    "<span>uncoloured: outside 0&ndash;1 (e.g. 1&ndash;5 rubric scores)</span></div>"
+)
+
+
+def _tool_names(rows: Sequence[SampleResult], names: Sequence[str]) -> dict[str, str]:
+    """Metrics about one named tool (``details["tool_name"]``): name -> the tool."""
+    tools: dict[str, str] = {}
+    for row in rows:
+        for name in names:
+            result = row.results.get(name)
+            if name not in tools and result is not None and "tool_name" in result.details:
+                tools[name] = str(result.details["tool_name"])
+        if len(tools) == len(names):
+            break
+    return tools
+
+
+def _label(row: SampleResult) -> str:
+    """The row's id: ``metadata["id"]`` or its first user message."""
+    if row.sample is None:
+        return ""
+    from turneval.testing import sample_id
+
+    return sample_id(row.sample, row.index)
 
 
 def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
@@ -128,7 +169,7 @@ def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
     axis = (
         f'<text x="{pad}" y="{height - 4}" font-size="10">{low:g}</text>'
         f'<text x="{width - pad}" y="{height - 4}" font-size="10" text-anchor="end">{high:g}</text>'
-        f'<text x="{pad}" y="12" font-size="10">max bin {top}</text>'
+        f'<text x="{pad}" y="12" font-size="10">tallest bar: {top} row{"s" if top != 1 else ""}</text>'
     )
     svg = (
         f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(name)} histogram">'
@@ -200,6 +241,22 @@ def _drill(row: SampleResult, names: Sequence[str]) -> str:
     )
 
 
+def _usage_line(
+    usage: Usage | None, summaries: Mapping[str, MetricSummary], names: Sequence[str]
+) -> str:
+    """The run's judge requests, split so they add up to the per-metric counts."""
+    if usage is None or not (usage.calls or usage.cached_calls):
+        return ""
+    usages = [summaries[n].usage for n in names]
+    scored = sum(u.calls for u in usages if u is not None)
+    other = usage.calls - scored
+    split = f" ({scored} for scored rows + {other} for failed rows and retries)" if other else ""
+    return (
+        f" · judge: {usage.calls} requests{split}, {usage.cached_calls} cached, "
+        f"{usage.input_tokens:,} input + {usage.output_tokens:,} output tokens"
+    )
+
+
 def render_report(
     *,
     title: str,
@@ -209,10 +266,16 @@ def render_report(
     rows: Sequence[SampleResult],
     total_rows: int,
     usage: Usage | None = None,
+    tools: Mapping[str, str] | None = None,
 ) -> str:
-    """The report from its parts (the streaming CLI keeps only a bounded set of ``rows``)."""
+    """The report from its parts (the streaming CLI keeps only a bounded set of ``rows``).
+
+    ``tools`` names the tool of metrics about one tool (``trajectory_single_tool_use``), for
+    their headers and neutral colours; by default it is read from the rows' details.
+    """
     nonce = secrets.token_urlsafe(16)
     names = list(metric_names)
+    tools = {**_tool_names(rows, names), **(tools or {})}
     summary_rows = []
     for name in names:
         s = summaries[name]
@@ -220,15 +283,18 @@ def render_report(
         tokens = (
             ""
             if s.usage is None
-            else f"{s.usage.total_tokens:,} ({s.usage.calls} calls, {s.usage.cached_calls} cached)"
+            else f"{s.usage.total_tokens:,} ({s.usage.calls} requests, {s.usage.cached_calls} cached)"
         )
         summary_rows.append(
-            f"<tr><td>{_e(name)}</td><td class='num {_shade(s.mean)}'>{_fmt(s.mean)}</td>"
+            f"<tr><td>{_e(name)}</td><td class='num {_shade(s.mean, name in tools)}'>{_fmt(s.mean)}</td>"
             f"<td class='num'>{ci}</td><td class='num'>{_fmt(s.std)}</td>"
             f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{_e(tokens)}</td></tr>"
         )
     heads = "".join(
-        f'<th data-sort="k{i}" title="{_e(n)}">{_e(n)}</th>' for i, n in enumerate(names)
+        f'<th data-sort="k{i}" title="{_e(n)}">{_e(n).replace("_", "_<wbr>")}'
+        + (f'<span class="toolname">tool: {_e(tools[n])}</span>' if n in tools else "")
+        + "</th>"
+        for i, n in enumerate(names)
     )
     groups = []
     for row in rows:
@@ -242,11 +308,15 @@ def render_report(
                 )
             else:
                 attrs.append(f'data-k{i}="{result.value!r}"')
-                cells.append(f"<td class='num {_shade(result.value)}'>{_fmt(result.value)}</td>")
+                shade = _shade(result.value, name in tools)
+                cells.append(f"<td class='num {shade}'>{_fmt(result.value)}</td>")
+        label = _label(row)
         groups.append(
             f'<tbody class="sample" id="sample-{row.index}" {" ".join(attrs)}>'
-            f"<tr><td class='num'>{row.index}</td>{''.join(cells)}<td class='num'>{len(row.failures)}</td>"
-            f'<td><button class="open" type="button" aria-expanded="false">open</button></td></tr>'
+            f'<tr><td class="line"><button class="open" type="button" aria-expanded="false">open</button> '
+            f"{row.index + 1}</td>"
+            f'<td class="id" title="{_e(label)}">{_e(label)}</td>'
+            f"{''.join(cells)}<td class='num'>{len(row.failures)}</td></tr>"
             f'<tr class="drill" hidden><td colspan="{len(names) + 3}">{_drill(row, names)}</td></tr></tbody>'
         )
     shown = (
@@ -254,14 +324,7 @@ def render_report(
         if len(rows) < total_rows
         else f"{total_rows} rows"
     )
-    usage_line = (
-        ""
-        if usage is None or not (usage.calls or usage.cached_calls)
-        else (
-            f" · judge: {usage.calls} requests, {usage.cached_calls} cached, {usage.input_tokens:,} input + "
-            f"{usage.output_tokens:,} output tokens"
-        )
-    )
+    usage_line = _usage_line(usage, summaries, names)
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     csp = (
         f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'nonce-{nonce}'"
@@ -280,7 +343,9 @@ def render_report(
 <h2>Distributions</h2>
 <div class="hists">{"".join(_histogram(n, values.get(n, np.empty(0))) for n in names)}</div>
 <h2>Samples <span class="muted">({shown}; click a column to sort, "open" to see the conversation)</span></h2>
-<table id="samples"><thead><tr><th data-sort="index">#</th>{heads}<th data-sort="failures">errors</th><th></th></tr></thead>
+{_LEGEND}
+<table id="samples"><colgroup><col class="line"><col class="id">{"<col>" * len(names)}<col class="errors"></colgroup>
+<thead><tr><th data-sort="index" title="row number, 1-based: the line of results.jsonl">line</th><th>id / first user message</th>{heads}<th data-sort="failures">errors</th></tr></thead>
 {"".join(groups)}</table>
 <script nonce="{nonce}">{_JS}</script>
 </body></html>

@@ -15,7 +15,7 @@ from turneval.judge.usage import Usage
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.aggregate import MetricSummary
+    from turneval.aggregate import SummaryTable
     from turneval.samples import Sample
 
 __all__ = [
@@ -26,6 +26,17 @@ __all__ = [
     "SampleResult",
     "ratio",
 ]
+
+
+_RAGAS_NAMES: dict[str, tuple[str, ...]] = {
+    "bleu_score": ("bleu",),
+    "rouge_score": ("rouge",),
+    "agent_goal_accuracy": (
+        "agent_goal_accuracy_with_reference",
+        "agent_goal_accuracy_without_reference",
+    ),
+}
+"""ragas' default metric names -> turneval's, for ``result[name]``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,16 +192,19 @@ class EvaluationResult:
             raise KeyError(f"no metric named {name!r}; the run has {self.metric_names}")
         return [row.score(name) for row in self.rows]
 
-    def summary(self) -> dict[str, MetricSummary]:
+    def summary(self) -> SummaryTable:
         """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage.
+
+        A dict of :class:`MetricSummary` by name that prints as a table (and renders as one
+        in notebooks).
 
         When an agent was run, also ``failure`` over every row (its mean is the failure rate),
         and ``latency_in_seconds``, ``agent_total_tokens`` and ``steps`` over the rows whose
         agent run succeeded (their ``failed`` counts the failed runs, left out).
         """
-        from turneval.aggregate import summarize
+        from turneval.aggregate import SummaryTable, summarize
 
-        summaries = {}
+        summaries = SummaryTable()
         ran = [row for row in self.rows if row.latency_s is not None]
         if ran:
             ok = [row for row in ran if not row.failure]  # failed runs would skew these
@@ -227,6 +241,11 @@ class EvaluationResult:
             summaries[name] = summary
         return summaries
 
+    def summary_frame(self) -> pd.DataFrame:
+        """:meth:`summary` as a pandas DataFrame indexed by metric name."""
+        frame: pd.DataFrame = self.summary().to_frame()
+        return frame
+
     def cost(self, prices: Prices | Mapping[str, float]) -> float:
         """The run's judge cost: ``Prices`` or ``{"input": .., "output": ..}`` per 1M tokens."""
         if not isinstance(prices, Prices):
@@ -237,12 +256,48 @@ class EvaluationResult:
         """One flat dict per row (see :meth:`SampleResult.record`)."""
         return [row.record(self.metric_names, details=details) for row in self.rows]
 
+    def __getitem__(self, name: str) -> list[float]:
+        """``result["tool_call_f1"]``: the column of scores, as ragas' results give it.
+
+        ragas' default names of metrics that turneval names differently are accepted too
+        (``bleu_score``, ``rouge_score``, ``agent_goal_accuracy``), when the run has one
+        metric they can mean.
+        """
+        if name not in self.metric_names:
+            candidates = [n for n in _RAGAS_NAMES.get(name, ()) if n in self.metric_names]
+            if len(candidates) == 1:
+                name = candidates[0]
+        return self.scores(name)
+
+    def sample_columns(self) -> dict[str, list[Any]]:
+        """The samples' fields as columns (ragas' names: ``user_input``, ``reference``, ...).
+
+        A field appears when at least one row's sample sets it; messages and tool calls are
+        JSON-ready dicts. Rows read back without samples give no columns.
+        """
+        dumps = [
+            {} if row.sample is None else row.sample.model_dump(mode="json", exclude_none=True)
+            for row in self.rows
+        ]
+        names: list[str] = []
+        for dump in dumps:
+            names += [key for key in dump if key not in names]
+        return {name: [dump.get(name) for dump in dumps] for name in names}
+
     def to_pandas(self) -> pd.DataFrame:
-        """One row per sample in input order: values (NaN where failed), reasons, errors."""
+        """One row per sample in input order: its fields, then values, reasons and errors.
+
+        The sample's fields come first under ragas' column names (``user_input``,
+        ``reference``, ``reference_tool_calls``, ...), then per metric its value (NaN where
+        failed), ``<name>_reason`` and ``<name>_error``.
+        """
         import pandas as pd
 
         records = self.records()
         frame: pd.DataFrame = pd.DataFrame(records)
+        for position, (column, values) in enumerate(self.sample_columns().items(), start=1):
+            if column not in frame.columns:
+                frame.insert(position, column, pd.Series(values, dtype=object))
         for name in self.metric_names:
             frame[name] = pd.Series(
                 [math.nan if r[name] is None else r[name] for r in records], dtype=float

@@ -38,9 +38,20 @@ def metric_names() -> dict[str, type[Metric]]:
     return {cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS}
 
 
-def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
-    """Metric objects from objects or names; unknown or duplicate names raise ConfigError."""
+def resolve_metrics(metrics: Iterable[Metric | str] | Metric | str) -> list[Metric]:
+    """Metric objects from objects or names; unknown or duplicate names raise ConfigError.
+
+    A single metric or name may be given alone (``"tool_call_f1"`` means
+    ``["tool_call_f1"]``).
+    """
     by_name = metric_names()
+    if isinstance(metrics, (str, Metric)):  # one metric given alone, not in a list
+        metrics = [metrics]
+    elif not isinstance(metrics, Iterable):
+        raise ConfigError(
+            "metrics must be a list of Metric objects or built-in names, e.g. "
+            f"['tool_call_f1'], got {type(metrics).__name__}"
+        )
     resolved: list[Metric] = []
     for item in metrics:
         if isinstance(item, str):
@@ -174,8 +185,8 @@ def _fail_check(fail_on_error: bool | float) -> Callable[[int, int], bool]:
 
 
 async def aevaluate(
-    dataset: EvaluationDataset | Sequence[Sample],
-    metrics: Iterable[Metric | str],
+    dataset: EvaluationDataset | Sequence[Sample] | Sample,
+    metrics: Iterable[Metric | str] | Metric | str,
     *,
     llm: Any = None,
     cache: SQLiteCache | None = None,
@@ -194,7 +205,8 @@ async def aevaluate(
 
     Args:
         dataset: An :class:`EvaluationDataset` or a sequence of samples.
-        metrics: Metric objects or built-in names (``"tool_call_f1"``, ...).
+        metrics: Metric objects or built-in names (``"tool_call_f1"``, ...); one metric or
+            name may be given alone.
         llm: Default judge (a LangChain chat model) for judged metrics built without one.
         cache: A :class:`~turneval.llms.SQLiteCache`; identical judge requests are answered
             from it (a second identical run makes no LLM request).
@@ -294,8 +306,8 @@ async def run_in_order(
 
 
 def evaluate(
-    dataset: EvaluationDataset | Sequence[Sample],
-    metrics: Iterable[Metric | str],
+    dataset: EvaluationDataset | Sequence[Sample] | Sample,
+    metrics: Iterable[Metric | str] | Metric | str,
     *,
     llm: Any = None,
     cache: SQLiteCache | None = None,

@@ -6,7 +6,14 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from turneval.messages import AIMessage, Message, SystemMessage, ToolCall, ToolMessage
+from turneval.messages import (
+    AIMessage,
+    HumanMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 
 __all__ = ["MultiTurnSample", "Sample", "SingleTurnSample"]
 
@@ -63,6 +70,16 @@ class MultiTurnSample(BaseModel):
     rubrics: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_langchain(cls, data: Any) -> Any:
+        """Convert LangChain messages in ``user_input`` (as ``from_langchain`` does)."""
+        if isinstance(data, dict):
+            messages = data.get("user_input")
+            if isinstance(messages, (list, tuple)) and any(map(_is_langchain, messages)):
+                data = {**data, "user_input": _from_langchain_mixed(list(messages))}
+        return data
+
     @model_validator(mode="after")
     def _check_conversation(self) -> MultiTurnSample:
         messages = self.user_input
@@ -99,6 +116,27 @@ class MultiTurnSample(BaseModel):
     def pretty_repr(self) -> str:
         """Render the conversation, one message after another, for prompts and reports."""
         return "\n".join(message.pretty_repr() for message in self.user_input)
+
+
+def _is_langchain(message: Any) -> bool:
+    """Whether ``message`` is a LangChain message (checked without importing LangChain)."""
+    return any(
+        klass.__module__.startswith("langchain_core.") and klass.__name__ == "BaseMessage"
+        for klass in type(message).__mro__
+    )
+
+
+def _from_langchain_mixed(messages: list[Any]) -> list[Any]:
+    """Convert the LangChain messages of a list, losslessly; other items are left as they are."""
+    from turneval.messages import from_langchain, to_langchain
+
+    if all(map(_is_langchain, messages)):
+        return from_langchain(messages)
+    # Mixed lists: convert every item through LangChain so tool results keep their context.
+    native = [m for m in messages if not _is_langchain(m)]
+    if all(isinstance(m, (SystemMessage, HumanMessage, AIMessage, ToolMessage)) for m in native):
+        return from_langchain([m if _is_langchain(m) else to_langchain([m])[0] for m in messages])
+    return messages  # dicts among LangChain messages: pydantic reports the bad item
 
 
 def _check_tool_call_id(index: int, message: ToolMessage, calls: list[ToolCall]) -> None:

@@ -25,7 +25,7 @@ import anyio
 import numpy as np
 from pydantic import ValidationError
 
-from turneval.aggregate import MetricSummary, summarize
+from turneval.aggregate import MetricSummary, summarize, summary_document
 from turneval.dataset import sample_from_dict
 from turneval.errors import InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
@@ -362,13 +362,13 @@ def evaluate_jsonl(
     result = StreamResult(
         names, total, bad, usage, summaries, arrays, kept, failed_rows, first_errors
     )
-    summary = {
-        "samples": total,
-        "bad_lines": bad,
-        "failed_rows": failed_rows,
-        "metrics": {name: summaries[name].to_dict() for name in names},
-        "usage": usage.to_dict(),
-    }
+    summary = summary_document(
+        total,
+        {name: summaries[name] for name in names},
+        usage,
+        bad_lines=bad,
+        failed_rows=failed_rows,
+    )
     (target / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     html = render_report(
         title=title or f"turneval: {source.name}",
@@ -378,6 +378,7 @@ def evaluate_jsonl(
         rows=kept,
         total_rows=total,
         usage=usage,
+        tools={m.name: str(m.tool_name) for m in resolved if hasattr(m, "tool_name")},
     )
     (target / "report.html").write_text(html, encoding="utf-8")
     return result

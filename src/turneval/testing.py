@@ -1,118 +1,244 @@
-"""Test doubles for judges and agents: a scripted LangChain chat model, offline and deterministic."""
+"""Testing helpers: score assertions for pytest, datasets as test cases, a scripted chat model.
+
+``assert_scores`` fails a test with each metric's value, threshold and reason;
+``parametrize_dataset`` turns each sample of a JSONL file into a test case. Under pytest the
+``turneval`` plugin (installed with the package) gives every judged metric one judge cache for
+the session and, with ``--turneval-report=PATH``, writes one HTML report of every assertion.
+``ScriptedChatModel`` (a LangChain chat model answering from a script) is imported on first use.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
-from typing import Any
+import concurrent.futures
+from collections.abc import Iterable, Mapping
+from os import PathLike
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field, PrivateAttr
+from turneval.dataset import EvaluationDataset
+from turneval.errors import ConfigError
+from turneval.samples import MultiTurnSample, Sample
 
-__all__ = ["ScriptedChatModel"]
+if TYPE_CHECKING:
+    import pytest
 
-Response = str | AIMessage | Exception | Callable[[list[BaseMessage]], "str | AIMessage"]
+    from turneval._scripted import ScriptedChatModel
+    from turneval.judge import SQLiteCache
+    from turneval.metrics import Metric
+    from turneval.results import EvaluationResult
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "ScoreAssertionError",
+    "ScriptedChatModel",
+    "aassert_scores",
+    "assert_scores",
+    "parametrize_dataset",
+    "sample_id",
+]
+
+DEFAULT_THRESHOLD = 0.5
+"""The bar a score must reach when no threshold is given (as in deepeval)."""
+
+_ID_LENGTH = 40
 
 
-class ScriptedChatModel(BaseChatModel):
-    """A chat model that answers from a script, for tests of judges and agents.
+class ScoreAssertionError(AssertionError):
+    """A score below its threshold, or a metric that failed; the message lists each one.
 
-    ``responses`` are used in order, the last one repeating. Each is a string, an
-    ``AIMessage`` (e.g. with ``tool_calls``, for agents), an exception to raise, or a function of
-    the prompt messages returning either (a policy). Bound to tools by
-    ``with_structured_output``, a JSON string becomes a tool call, so structured output works.
-    Every call records its messages in ``prompts``; ``max_in_flight`` tracks concurrency and
-    ``delay`` simulates latency. String answers carry ``usage`` as usage metadata.
+    Attributes:
+        result: The evaluation behind the assertion.
+        failures: One line per failed check.
     """
 
-    responses: list[Any]
-    usage: tuple[int, int] = (100, 20)
-    delay: float = 0.0
-    tool_calling: bool = True
-    prompts: list[list[BaseMessage]] = Field(default_factory=list)
-    _in_flight: int = PrivateAttr(default=0)
-    _max_in_flight: int = PrivateAttr(default=0)
+    def __init__(self, message: str, result: EvaluationResult, failures: list[str]) -> None:
+        """Keep the result and the failed checks beside the message."""
+        super().__init__(message)
+        self.result = result
+        self.failures = failures
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-fake"
 
-    @property
-    def max_in_flight(self) -> int:
-        """The most calls that were running at once."""
-        return self._max_in_flight
+def __getattr__(name: str) -> Any:
+    """``ScriptedChatModel`` is imported on first use (it loads LangChain)."""
+    if name == "ScriptedChatModel":
+        from turneval._scripted import ScriptedChatModel
 
-    @property
-    def calls(self) -> int:
-        """Calls made so far."""
-        return len(self.prompts)
+        return ScriptedChatModel
+    raise AttributeError(f"module 'turneval.testing' has no attribute {name!r}")
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
-        """Bind tools; their names become available to structured answers."""
-        if not self.tool_calling:
-            raise NotImplementedError
-        names = [
-            getattr(tool, "__name__", None) or getattr(tool, "name", None) or tool.get("name")
-            for tool in tools
-        ]
-        extra = {
-            k: v
-            for k, v in kwargs.items()
-            if k not in {"ls_structured_output_format", "tool_choice"}
-        }
-        return self.bind(tool_names=names, **extra)
 
-    def _answer(self, messages: list[BaseMessage], tool_names: list[str] | None) -> AIMessage:
-        index = min(len(self.prompts), len(self.responses) - 1)
-        self.prompts.append(list(messages))
-        script = self.responses[index]
-        if isinstance(script, Exception):
-            raise script
-        answer = script(messages) if callable(script) else script
-        if isinstance(answer, AIMessage):
-            return answer
-        usage = {
-            "input_tokens": self.usage[0],
-            "output_tokens": self.usage[1],
-            "total_tokens": sum(self.usage),
-        }
-        if tool_names:
-            try:
-                args = json.loads(answer)
-            except json.JSONDecodeError:
-                return AIMessage(content=answer, usage_metadata=usage)
-            if isinstance(args, dict):
-                call = {"name": tool_names[0], "args": args, "id": f"call_{len(self.prompts)}"}
-                return AIMessage(content="", tool_calls=[call], usage_metadata=usage)
-        return AIMessage(content=answer, usage_metadata=usage)
+def sample_id(sample: Sample, position: int) -> str:
+    """A readable test id: ``metadata["id"]``, else the first user message, else the position.
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        message = self._answer(messages, kwargs.get("tool_names"))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+    The first user message is shortened to 40 characters, whitespace collapsed.
+    """
+    metadata = sample.metadata or {}
+    if metadata.get("id") is not None:
+        return str(metadata["id"])
+    if isinstance(sample, MultiTurnSample):
+        text = next((m.content for m in sample.user_input if m.type == "human"), "")
+    else:
+        text = sample.user_input or ""
+    text = " ".join(text.split())
+    if not text:
+        return f"sample{position}"
+    return text if len(text) <= _ID_LENGTH else text[: _ID_LENGTH - 3] + "..."
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self._in_flight += 1
-        self._max_in_flight = max(self._max_in_flight, self._in_flight)
-        try:
-            if self.delay:
-                await anyio.sleep(self.delay)
-            message = self._answer(messages, kwargs.get("tool_names"))
-        finally:
-            self._in_flight -= 1
-        return ChatResult(generations=[ChatGeneration(message=message)])
+
+def _dataset_cases(path: str | PathLike[str]) -> tuple[list[Sample], list[str]]:
+    samples = EvaluationDataset.from_jsonl(path).samples
+    ids = [sample_id(sample, position) for position, sample in enumerate(samples)]
+    seen: dict[str, int] = {}
+    for position, name in enumerate(ids):  # pytest needs distinct ids
+        if ids.count(name) > 1:
+            seen[name] = seen.get(name, 0) + 1
+            ids[position] = f"{name}#{seen[name]}"
+    return samples, ids
+
+
+def parametrize_dataset(path: str | PathLike[str], argname: str = "sample") -> pytest.MarkDecorator:
+    """A ``pytest.mark.parametrize`` running the test once per sample of a JSONL file.
+
+    Each case's id is the sample's ``metadata["id"]`` or its first user message (see
+    :func:`sample_id`). Relative paths are read from the current directory; the
+    ``@pytest.mark.turneval_dataset(path)`` marker reads them next to the test file instead.
+
+    Args:
+        path: A JSONL dataset, one sample per line.
+        argname: The test function's argument that receives the sample.
+
+    Raises:
+        InvalidSampleError: naming the line, for an unreadable sample.
+    """
+    import pytest
+
+    samples, ids = _dataset_cases(path)
+    return pytest.mark.parametrize(argname, samples, ids=ids)
+
+
+def _thresholds(
+    names: list[str], thresholds: float | Mapping[str, float] | None
+) -> dict[str, float]:
+    if thresholds is None:
+        return dict.fromkeys(names, DEFAULT_THRESHOLD)
+    if isinstance(thresholds, (int, float)):
+        return dict.fromkeys(names, float(thresholds))
+    if not isinstance(thresholds, Mapping):
+        raise ConfigError(
+            "thresholds must be a number or a {metric name: number} dict, got "
+            f"{type(thresholds).__name__}"
+        )
+    unknown = sorted(set(thresholds) - set(names))
+    if unknown:
+        raise ConfigError(f"thresholds name metrics that were not run: {unknown}; run: {names}")
+    return {name: float(thresholds.get(name, DEFAULT_THRESHOLD)) for name in names}
+
+
+def _check(result: EvaluationResult, bars: dict[str, float]) -> None:
+    __tracebackhide__ = True
+    failures: list[str] = []
+    for row in result.rows:
+        label = f"sample {row.index}"
+        if row.sample is not None and len(result.rows) > 1:
+            label += f" ({sample_id(row.sample, row.index)})"
+        for name, bar in bars.items():
+            scored = row.results.get(name)
+            failed = row.failures.get(name)
+            if failed is not None:
+                failures.append(f"{label}: {name} failed: {failed}")
+            elif scored is not None and scored.value < bar:
+                reason = f": {scored.reason}" if scored.reason else ""
+                failures.append(f"{label}: {name} = {scored.value:.4g} < {bar:g}{reason}")
+    if failures:
+        checked = len(result.rows) * len(bars)
+        message = f"{len(failures)} of {checked} score checks failed:\n" + "\n".join(
+            f"  {line}" for line in failures
+        )
+        raise ScoreAssertionError(message, result, failures)
+
+
+def _prepare(
+    samples: EvaluationDataset | Sample | Iterable[Sample],
+    metrics: Iterable[Metric | str] | Metric | str,
+    cache: SQLiteCache | None,
+) -> tuple[EvaluationDataset, list[Metric], SQLiteCache | None]:
+    from turneval.pytest_plugin import session_state
+    from turneval.runner import resolve_metrics
+
+    data = EvaluationDataset.coerce(samples)
+    resolved = resolve_metrics(metrics)
+    state = session_state()
+    if cache is None and state is not None and any(m.uses_llm for m in resolved):
+        cache = state.judge_cache()
+    return data, resolved, cache
+
+
+async def aassert_scores(
+    samples: EvaluationDataset | Sample | Iterable[Sample],
+    metrics: Iterable[Metric | str] | Metric | str,
+    thresholds: float | Mapping[str, float] | None = None,
+    *,
+    llm: Any = None,
+    cache: SQLiteCache | None = None,
+) -> EvaluationResult:
+    """Async form of :func:`assert_scores` (same arguments), for async tests."""
+    __tracebackhide__ = True
+    from turneval.pytest_plugin import record
+    from turneval.runner import aevaluate
+
+    data, resolved, cache = _prepare(samples, metrics, cache)
+    result = await aevaluate(data, resolved, llm=llm, cache=cache, show_progress=False)
+    record(result)
+    _check(result, _thresholds(result.metric_names, thresholds))
+    return result
+
+
+def assert_scores(
+    samples: EvaluationDataset | Sample | Iterable[Sample],
+    metrics: Iterable[Metric | str] | Metric | str,
+    thresholds: float | Mapping[str, float] | None = None,
+    *,
+    llm: Any = None,
+    cache: SQLiteCache | None = None,
+) -> EvaluationResult:
+    """Score samples and fail (an ``AssertionError``) where a score is below its threshold.
+
+    The message lists every failed check: the sample, the metric, its value, the threshold
+    and the metric's reason; a metric that could not score a sample fails with its error.
+    Works in plain and async tests (inside a running event loop the evaluation runs on a worker
+    thread; async tests may also ``await aassert_scores(...)``).
+
+    Args:
+        samples: One sample, a list of samples or a dataset.
+        metrics: Metric objects or built-in names; one may be given alone.
+        thresholds: The minimum passing score: one number for every metric, or per metric
+            name (metrics left out use 0.5). Default 0.5.
+        llm: The judge for judged metrics built without one.
+        cache: A judge cache; by default, under pytest, the session's cache.
+
+    Returns:
+        The evaluation, when every check passed.
+
+    Raises:
+        ScoreAssertionError: listing the failed checks.
+        ConfigError: for thresholds naming metrics that were not run.
+    """
+    __tracebackhide__ = True
+    from turneval.pytest_plugin import record
+    from turneval.runner import evaluate
+
+    data, resolved, cache = _prepare(samples, metrics, cache)
+    try:
+        import asyncio
+
+        asyncio.get_running_loop()
+    except RuntimeError:
+        result = evaluate(data, resolved, llm=llm, cache=cache, show_progress=False)
+    else:  # called from an async test: run on a worker thread with its own loop
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            future = pool.submit(
+                evaluate, data, resolved, llm=llm, cache=cache, show_progress=False
+            )
+            result = future.result()
+    record(result)
+    _check(result, _thresholds(result.metric_names, thresholds))
+    return result

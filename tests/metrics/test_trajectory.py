@@ -116,7 +116,8 @@ async def test_single_tool_use() -> None:
     metric = TrajectorySingleToolUse(tool_name="b")
     assert await metric.multi_turn_ascore(conversation([call("a"), call("b")], [call("b")])) == 1.0
     result = await metric.ascore(conversation([call("a"), call("b")], [call("b")]))
-    assert result.details == {"positions": [1, 2]} and result.reason == "'b' called 2 time(s): 1"
+    assert result.details == {"positions": [1, 2], "tool_name": "b"}
+    assert result.reason == "'b' called 2 time(s): 1"
     assert await metric.multi_turn_ascore(conversation([call("a")])) == 0.0  # no reference needed
     assert await metric.multi_turn_ascore(conversation([])) == 0.0  # empty prediction
     with pytest.raises(ValidationError, match="tool_name"):

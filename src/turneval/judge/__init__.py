@@ -1,15 +1,15 @@
-"""The judge layer: LLM verdicts with structured output, retries, a shared limit and a cache."""
+"""The judge layer: LLM verdicts with structured output, retries, a shared limit and a cache.
+
+The LangChain-backed names are imported on first use, so ``Usage`` and ``SQLiteCache`` do not
+load LangChain.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from turneval.judge.cache import SQLiteCache
-from turneval.judge.core import (
-    Judge,
-    JudgeReply,
-    JudgeRun,
-    LangchainLLMWrapper,
-    current_run,
-    judge_run,
-    resolve_llm,
-)
 from turneval.judge.schema import (
     StrictVerdict,
     enum_field,
@@ -19,6 +19,28 @@ from turneval.judge.schema import (
 )
 from turneval.judge.template import JudgeExample, JudgeRequest, escape, tagged
 from turneval.judge.usage import Usage
+
+if TYPE_CHECKING:
+    from turneval.judge.core import (
+        Judge,
+        JudgeReply,
+        JudgeRun,
+        LangchainLLMWrapper,
+        current_run,
+        judge_run,
+        resolve_llm,
+    )
+
+# Public name -> the module that defines it, imported on first use.
+_LAZY: dict[str, str] = {
+    "Judge": "turneval.judge.core",
+    "JudgeReply": "turneval.judge.core",
+    "JudgeRun": "turneval.judge.core",
+    "LangchainLLMWrapper": "turneval.judge.core",
+    "current_run": "turneval.judge.core",
+    "judge_run": "turneval.judge.core",
+    "resolve_llm": "turneval.judge.core",
+}
 
 __all__ = [
     "Judge",
@@ -40,3 +62,13 @@ __all__ = [
     "strict_schema_problems",
     "tagged",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a LangChain-backed name's module on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turneval.judge' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

@@ -22,12 +22,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
-from langchain_core.exceptions import OutputParserException
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
 from turneval.errors import ConfigError, JudgeCallError, JudgeOutputError
@@ -35,6 +32,10 @@ from turneval.judge._clients import client_scope, loop_bound
 from turneval.judge._errors import classify
 from turneval.judge.cache import SQLiteCache
 from turneval.judge.usage import Usage
+
+if TYPE_CHECKING:  # LangChain is imported when a judge is used, not with turneval
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage
 
 __all__ = [
     "Judge",
@@ -58,6 +59,8 @@ class LangchainLLMWrapper:
 
     def __init__(self, langchain_llm: BaseChatModel) -> None:
         """Wrap ``langchain_llm``."""
+        from langchain_core.language_models import BaseChatModel
+
         if not isinstance(langchain_llm, BaseChatModel):
             raise ConfigError(
                 f"LangchainLLMWrapper needs a LangChain BaseChatModel, got "
@@ -72,6 +75,8 @@ class LangchainLLMWrapper:
 
 def resolve_llm(llm: Any) -> BaseChatModel:
     """The chat model behind ``llm`` (a BaseChatModel or a LangchainLLMWrapper)."""
+    from langchain_core.language_models import BaseChatModel
+
     if isinstance(llm, LangchainLLMWrapper):
         return llm.langchain_llm
     if isinstance(llm, BaseChatModel):
@@ -271,6 +276,8 @@ class Judge:
         if self._runnable(schema) is None:
             schema_text = json.dumps(schema.model_json_schema(), ensure_ascii=False)
             user = f"{user}\n\n{_JSON_INSTRUCTIONS}{schema_text}"
+        from langchain_core.messages import HumanMessage, SystemMessage
+
         return [SystemMessage(content=system), HumanMessage(content=user)]
 
     def cache_key(self, messages: list[BaseMessage], schema: type[BaseModel]) -> str:
@@ -359,6 +366,8 @@ class Judge:
         self, runnable: Any, messages: list[BaseMessage], run: JudgeRun | None, tally: _Tally
     ) -> Any:
         """One model request, retried on transient errors; its usage goes to ``tally``."""
+        from langchain_core.exceptions import OutputParserException
+
         for attempt in range(self.max_retries + 1):
             try:
                 with anyio.fail_after(self.timeout):
@@ -416,6 +425,8 @@ def _raw_from(error: Exception) -> str:
 
 def _with_feedback(messages: list[BaseMessage], raw: str, detail: str) -> list[BaseMessage]:
     """The conversation so far, the model's unusable answer, and what was wrong with it."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
     return [
         *messages,
         AIMessage(content=raw or "(empty answer)"),

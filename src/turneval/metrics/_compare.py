@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from turneval.errors import ConfigError
@@ -12,7 +13,7 @@ from turneval.metrics.base import SingleTurnMetric
 from turneval.metrics.text import ExactMatch, StringMetric
 from turneval.samples import SingleTurnSample
 
-__all__ = ["ArgComparator", "check_comparator", "resolve_comparator"]
+__all__ = ["ArgComparator", "check_comparator", "comparator_names", "resolve_comparator"]
 
 SyncCompare = Callable[[str, str], float]
 AsyncCompare = Callable[[str, str], Awaitable[float]]
@@ -63,8 +64,40 @@ def _is_async_callable(function: Any) -> bool:
     )
 
 
+def comparator_names() -> dict[str, Any]:
+    """Comparators by name, for ``arg_comparison_metric="levenshtein"`` and the CLI.
+
+    ``exact`` (or ``exact_match``), every :class:`DistanceMeasure` value (``levenshtein``,
+    ``jaro_winkler``, ...; a :class:`NonLLMStringSimilarity` with that measure), ``bleu`` and
+    ``rouge``.
+    """
+    from turneval.metrics.text import (
+        BleuScore,
+        DistanceMeasure,
+        ExactMatch,
+        NonLLMStringSimilarity,
+        RougeScore,
+    )
+
+    names: dict[str, Any] = {"exact": ExactMatch, "exact_match": ExactMatch}
+    for measure in DistanceMeasure:
+        names[measure.value] = partial(NonLLMStringSimilarity, distance_measure=measure)
+    names.update(bleu=BleuScore, rouge=RougeScore)
+    return names
+
+
 def check_comparator(value: Any) -> Any:
-    """Validate a user's ``arg_comparison_metric`` (pydantic field validator body)."""
+    """Validate a user's ``arg_comparison_metric`` (pydantic field validator body).
+
+    A name (see :func:`comparator_names`) becomes that comparator.
+    """
+    if isinstance(value, str):
+        known = comparator_names()
+        if value.lower() not in known:
+            raise ValueError(
+                f"unknown arg_comparison_metric {value!r}; known names: {', '.join(known)}"
+            )
+        return known[value.lower()]()
     if value is None or isinstance(value, SingleTurnMetric) or callable(value):
         return value
     raise ValueError(

@@ -164,9 +164,11 @@ RougeType = Literal[
 
 
 class RougeScore(StringMetric):
-    """ROUGE F-measure, computed by Google's ``rouge-score`` package with the same options.
+    """ROUGE, computed by Google's ``rouge-score`` package with the same options.
 
     Attributes:
+        mode: Which ROUGE value is the score: ``fmeasure`` (default), ``precision`` or
+            ``recall`` (ragas' keyword and values).
         rouge_type: ``rouge1`` ... ``rouge9`` (n-grams), ``rougeL`` (longest common
             subsequence) or ``rougeLsum`` (summary-level LCS over newline-separated sentences).
         use_stemmer: Porter-stem tokens before matching.
@@ -178,6 +180,7 @@ class RougeScore(StringMetric):
 
     name: str = "rouge"
     rouge_type: RougeType = "rougeL"
+    mode: Literal["fmeasure", "precision", "recall"] = "fmeasure"
     use_stemmer: bool = False
     split_summaries: bool = False
 
@@ -205,5 +208,5 @@ class RougeScore(StringMetric):
         )
 
     def compare(self, reference: str, prediction: str) -> float:
-        """ROUGE F-measure of ``prediction`` against ``reference``."""
-        return float(self._scorer.score(reference, prediction)[self.rouge_type].fmeasure)
+        """ROUGE (``mode``: F-measure, precision or recall) of ``prediction`` against ``reference``."""
+        return float(getattr(self._scorer.score(reference, prediction)[self.rouge_type], self.mode))

@@ -169,4 +169,5 @@ class TrajectorySingleToolUse(MultiTurnMetric):
             reason = f"{self.tool_name!r} called {len(positions)} time(s): 1"
         else:
             reason = f"{self.tool_name!r} never called: 0"
-        return Explained(float(bool(positions)), reason, {"positions": positions})
+        details = {"positions": positions, "tool_name": self.tool_name}
+        return Explained(float(bool(positions)), reason, details)

@@ -1,0 +1,1 @@
+"""Integrations with other frameworks, at ragas' import paths (``turneval.integrations.langgraph``)."""

@@ -1,0 +1,80 @@
+"""`import turneval` loads no LLM framework; names still resolve on first use."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import turneval
+
+HEAVY = (
+    "langchain",
+    "langchain_core",
+    "langchain_openai",
+    "langsmith",
+    "openai",
+    "numpy",
+    "pandas",
+)
+
+
+def imported_after(code: str) -> list[str]:
+    script = f"import sys\n{code}\nimport json\nprint(json.dumps(sorted(sys.modules)))"
+    output = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    ).stdout
+    return list(json.loads(output.splitlines()[-1]))
+
+
+def roots(modules: list[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
+def test_import_turneval_loads_only_its_package_module() -> None:
+    before = set(imported_after("pass"))
+    after = set(imported_after("import turneval"))
+    new = after - before
+    assert sorted(name for name in new if name.startswith("turneval")) == ["turneval"]
+    assert not roots(sorted(new)) & set(HEAVY)
+
+
+def test_cli_help_loads_no_llm_framework() -> None:
+    modules = imported_after(
+        "from turneval.cli import build_parser\ntry:\n    build_parser().parse_args(['--help'])\n"
+        "except SystemExit:\n    pass"
+    )
+    assert not roots(modules) & {"langchain_core", "langchain_openai", "langsmith", "openai"}
+
+
+def test_samples_and_datasets_load_no_langchain() -> None:
+    modules = imported_after(
+        "from turneval import EvaluationDataset, MultiTurnSample, HumanMessage\n"
+        "MultiTurnSample(user_input=[HumanMessage(content='hi')])"
+    )
+    assert not roots(modules) & {"langchain_core", "langsmith"}
+
+
+def test_lazy_names_resolve_and_unknown_names_raise() -> None:
+    from turneval.runner import evaluate
+
+    assert turneval.evaluate is evaluate
+    assert "EvalTask" in dir(turneval) and set(turneval.__all__) <= set(dir(turneval))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = turneval.nope  # type: ignore[attr-defined]
+    from turneval import judge
+
+    with pytest.raises(AttributeError, match="turneval.judge' has no attribute 'nope'"):
+        _ = judge.nope  # type: ignore[attr-defined]
+
+
+def test_rule_based_evaluation_loads_no_langchain() -> None:
+    modules = imported_after(
+        "from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, evaluate\n"
+        "calls = [ToolCall(name='a', args={'x': 1})]\n"
+        "sample = MultiTurnSample(user_input=[HumanMessage(content='q'), AIMessage(tool_calls="
+        "calls)], reference_tool_calls=calls)\n"
+        "result = evaluate(sample, ['tool_call_f1', 'tool_call_accuracy', 'trajectory_recall'])\n"
+        "assert result['tool_call_f1'] == [1.0], result"
+    )
+    assert not roots(modules) & {"langchain_core", "langchain_openai", "langsmith", "openai"}

@@ -1,0 +1,34 @@
+"""Report content that needs no browser: tool names, neutral colours, request counts, ids."""
+
+from pathlib import Path
+
+from turneval import EvaluationResult, SampleResult
+from turneval.cli import main
+from turneval.judge import Usage
+from turneval.report import render_html
+from turneval.results import MetricResult
+
+from ._builders import call, conversation
+
+
+def test_cli_report_names_the_tool_without_details(tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text(conversation([call("lookup")]).model_dump_json() + "\n")
+    spec = "trajectory_single_tool_use:tool_name=lookup"
+    assert main(["evaluate", str(data), "--metric", spec, "--out", str(tmp_path), "--quiet"]) == 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert '<span class="toolname">tool: lookup</span>' in page
+    assert "<td class='num neutral'>1.000</td>" in page  # used: neither good nor bad
+    assert '<td class="id" title="please help">please help</td>' in page
+
+
+def test_header_request_count_adds_up_to_the_per_metric_counts() -> None:
+    scored = MetricResult("judge_a", 1.0, usage=Usage(100, 10, calls=3))
+    rows = [SampleResult(0, conversation([call("a")]), {"judge_a": scored})]
+    # The run made 5 requests: 3 for the scored row, 2 on a row that then failed.
+    page = render_html(EvaluationResult(rows, ["judge_a"], Usage(180, 20, calls=5)))
+    assert "judge: 5 requests (3 for scored rows + 2 for failed rows and retries)" in page
+    assert "110 (3 requests, 0 cached)" in page  # the metric's own line
+    assert "tallest bar: 1 row<" in page and 'id="legend"' in page
+    same = render_html(EvaluationResult(rows, ["judge_a"], Usage(100, 10, calls=3)))
+    assert "judge: 3 requests, 0 cached" in same
