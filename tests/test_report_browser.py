@@ -166,6 +166,8 @@ def test_calibration_report_shows_kappa_and_the_confusion_heatmap(
         "#confusion td.cell", "cells => cells.map(c => getComputedStyle(c).backgroundColor)"
     )
     assert shades[8] != shades[1]  # the heatmap is shaded by count
+
+
 SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "report.png"
 
 
