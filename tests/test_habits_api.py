@@ -145,7 +145,7 @@ def test_summary_prints_as_a_table_and_renders_in_notebooks() -> None:
     assert isinstance(frame, pd.DataFrame) and frame.loc["tool_call_f1", "count"] == 2
     assert frame.loc["tool_call_f1", "failed"] == 1
     document = summary_document(len(result), table, result.usage)
-    assert list(document) == ["samples", "bad_lines", "metrics", "usage"]
+    assert list(document) == ["samples", "bad_lines", "failed_rows", "metrics", "usage"]
     assert document["samples"] == 3 and document["metrics"]["tool_call_f1"]["mean"] == 0.5
     json.dumps(document)
 

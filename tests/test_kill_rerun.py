@@ -28,6 +28,8 @@ def command(data: Path, out: Path, cache: Path, url: str) -> list[str]:
         str(data),
         "--metric",
         NAME,
+        "--judge-model",
+        "stub-model",
         "--judge-base-url",
         url,
         "--cache",

@@ -106,6 +106,8 @@ def test_judged_cli_file_over_several_chunks(
             str(data),
             "--metric",
             NAME,
+            "--judge-model",
+            "stub-model",
             "--judge-base-url",
             stub.url,
             "--cache",
