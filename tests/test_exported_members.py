@@ -35,6 +35,7 @@ MODULES = [
     "turneval.stream",
     "turneval.aggregate",
     "turneval.results",
+    "turneval.simulation",
 ]
 
 
