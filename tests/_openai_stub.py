@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -25,11 +26,16 @@ class Reply:
 
 
 class OpenAIStub:
-    """Serves scripted replies in order (the default reply when the script is empty)."""
+    """Serves scripted replies in order (the default reply when the script is empty).
+
+    With a ``responder`` (a function of the request body returning a Reply), requests the
+    script does not cover are answered by it: scripted models served over HTTP.
+    """
 
     def __init__(self) -> None:
         self.script: deque[Reply] = deque()
         self.default = Reply()
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
         self._lock = threading.Lock()
@@ -45,7 +51,10 @@ class OpenAIStub:
                 with stub._lock:
                     stub.requests.append(body)
                     stub.times.append(time.monotonic())
-                    reply = stub.script.popleft() if stub.script else stub.default
+                    reply = stub.script.popleft() if stub.script else None
+                    responder = stub.responder
+                if reply is None:
+                    reply = responder(body) if responder is not None else stub.default
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
@@ -109,10 +118,16 @@ class OpenAIStub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def reset(self, *replies: Reply, default: Reply | None = None) -> None:
+    def reset(
+        self,
+        *replies: Reply,
+        default: Reply | None = None,
+        responder: Callable[[dict[str, Any]], Reply] | None = None,
+    ) -> None:
         with self._lock:
             self.script = deque(replies)
             self.default = default or Reply()
+            self.responder = responder
             self.requests.clear()
             self.times.clear()
 
