@@ -17,7 +17,6 @@ bounded repair). The conversation so far is always kept.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -33,10 +32,17 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from turneval.agents import _invoke, _is_graph, _new_messages, _usage
-from turneval.dataset import EvaluationDataset
+from turneval.dataset import EvaluationDataset, _jsonl_rows
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
-from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall
+from turneval.messages import (
+    AIMessage,
+    HumanMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    to_langchain,
+)
 from turneval.metrics.base import run_sync
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import MultiTurnSample
@@ -115,20 +121,7 @@ class Scenario(BaseModel):
     @classmethod
     def from_jsonl(cls, path: str | PathLike[str]) -> list[Scenario]:
         """Read one scenario per line (blank lines skipped); errors name the line number."""
-        scenarios = []
-        with Path(path).open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidSampleError(
-                        f"{path}: line {number} is not valid JSON ({exc.msg}, column {exc.colno})",
-                        sample_id=f"line {number}",
-                    ) from exc
-                scenarios.append(_scenario(row, f"{path}: line {number}"))
-        return scenarios
+        return [_scenario(row, f"{path}: line {n}") for n, row in _jsonl_rows(path)]
 
     @classmethod
     def from_yaml(cls, path: str | PathLike[str]) -> list[Scenario]:
@@ -430,8 +423,6 @@ async def _graph_turn(
     ``sent`` is how many of ``history``'s last messages are sent (all, or only the new human
     turn to a checkpointed thread that holds the rest).
     """
-    from turneval.messages import to_langchain
-
     state: Any = None
     stream = agent.astream(
         {"messages": to_langchain(history[-sent:])}, config=config, stream_mode="values"
