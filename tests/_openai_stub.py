@@ -26,15 +26,12 @@ class Reply:
 
 
 class OpenAIStub:
-    """Serves scripted replies in order (the default reply when the script is empty).
-
-    With a ``responder`` (a function of the request body returning a Reply), requests the
-    script does not cover are answered by it: scripted models served over HTTP.
-    """
+    """Serves scripted replies in order (the default reply when the script is empty)."""
 
     def __init__(self) -> None:
         self.script: deque[Reply] = deque()
         self.default = Reply()
+        # reset(responder=f): f(request body) -> Reply answers what the script does not cover.
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
