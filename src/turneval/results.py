@@ -231,10 +231,11 @@ class EvaluationResult:
     def summary(self) -> dict[str, MetricSummary]:
         """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage.
 
+        When scenarios were simulated, each metric's ``extra`` holds ``success_rate`` and
+        ``pass^k`` / ``pass@k`` for k = 1 to the number of trials (see :meth:`trial_outcomes`).
+
         When an agent was run, also ``latency_in_seconds`` (mean, std, ...), ``failure`` (its
-        mean is the failure rate) and ``agent_total_tokens``. When scenarios were simulated,
-        each metric's ``extra`` holds ``success_rate`` and ``pass^k`` / ``pass@k`` for k = 1 to
-        the number of trials (see :meth:`trial_outcomes`).
+        mean is the failure rate) and ``agent_total_tokens``.
         """
         from turneval.aggregate import summarize
 
