@@ -154,7 +154,11 @@ class Prices:
 
 
 class EvaluationResult:
-    """The rows of a run, in input order, and their summaries."""
+    """The rows of a run, in input order, and their summaries.
+
+    When scenarios were simulated, each metric's summary ``extra`` holds ``success_rate`` and
+    ``pass^k`` / ``pass@k`` for k = 1 to the number of trials (see :meth:`trial_outcomes`).
+    """
 
     def __init__(
         self, rows: list[SampleResult], metric_names: list[str], usage: Usage | None = None
@@ -230,9 +234,6 @@ class EvaluationResult:
 
     def summary(self) -> dict[str, MetricSummary]:
         """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage.
-
-        When scenarios were simulated, each metric's ``extra`` holds ``success_rate`` and
-        ``pass^k`` / ``pass@k`` for k = 1 to the number of trials (see :meth:`trial_outcomes`).
 
         When an agent was run, also ``latency_in_seconds`` (mean, std, ...), ``failure`` (its
         mean is the failure rate) and ``agent_total_tokens``.
