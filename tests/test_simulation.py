@@ -454,3 +454,16 @@ async def test_run_configuration_and_invalid_agent_conversations() -> None:
     assert meta["stop_reason"] == "agent_error"
     assert meta["error"].startswith("AgentRunError: the agent's conversation is not valid")
     assert [m.type for m in data[0].user_input] == ["human", "tool"]  # type: ignore[union-attr]
+
+
+def test_eval_task_takes_scenarios_or_samples_from_any_iterable() -> None:
+    from turneval import HumanMessage, MultiTurnSample
+
+    sample = MultiTurnSample(user_input=[HumanMessage(content="hi")], reference_tool_calls=[])
+    assert len(EvalTask((s for s in [sample]), ["tool_call_f1"]).dataset) == 1
+    task = EvalTask((s for s in [Scenario(goal="g")]), ["tool_call_f1"])
+    assert task.scenarios == [Scenario(id="0", goal="g")] and len(task.dataset) == 0
+    with pytest.raises(InvalidSampleError, match=r"scenario 1: expected a Scenario or a dict"):
+        EvalTask([Scenario(goal="g"), sample], ["tool_call_f1"])
+    with pytest.raises(ConfigError, match="need scenarios"):
+        EvalTask([sample], ["tool_call_f1"]).evaluate(runnable=echo, trials=2)

@@ -202,8 +202,9 @@ class EvalTask:
         """Check the configuration now; nothing runs before :meth:`evaluate`."""
         from turneval.simulation import _as_scenarios  # it builds on this module
 
-        self.scenarios = _as_scenarios(dataset)  # validated now, before any model call
-        self.dataset = EvaluationDataset.coerce([] if self.scenarios else dataset)  # type: ignore[arg-type]
+        items = dataset if isinstance(dataset, EvaluationDataset) else list(dataset)
+        self.scenarios = _as_scenarios(items)  # validated now, before any model call
+        self.dataset = EvaluationDataset.coerce([] if self.scenarios else items)  # type: ignore[arg-type]
         self.metrics = resolve_metrics(metrics)
         check_judges(self.metrics, llm)
         if max_concurrency < 1 or max_llm_concurrency < 1:

@@ -191,11 +191,10 @@ def _check_scenarios(scenarios: Iterable[Scenario | Mapping[str, Any]]) -> list[
     return checked
 
 
-def _as_scenarios(items: Any) -> list[Scenario] | None:
+def _as_scenarios(items: EvaluationDataset | Sequence[Any]) -> list[Scenario] | None:
     """The scenarios in ``items`` when it holds :class:`Scenario` objects, else None."""
     if isinstance(items, EvaluationDataset):
         return None
-    items = list(items)
     if not items or not isinstance(items[0], Scenario):
         return None
     return _check_scenarios(items)
