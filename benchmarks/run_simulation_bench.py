@@ -60,7 +60,9 @@ def respond(body):
 
 {answer_source}
 
-stub = OpenAIStub()
+import inspect
+keep_alive = "keep_alive" in inspect.signature(OpenAIStub).parameters  # newer stubs have it
+stub = OpenAIStub(keep_alive=True) if keep_alive else OpenAIStub()
 stub.reset(responder=respond)
 print(stub.url, flush=True)
 sys.stdin.read()  # serve until the parent closes stdin
