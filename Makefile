@@ -56,7 +56,8 @@ demo: install
 bench: install
 	RAGAS_PYTHON=$$(benchmarks/setup_ragas.sh | tail -n 1) && export RAGAS_PYTHON && \
 	$(BIN)/python benchmarks/run_tool_call_bench.py && \
-	$(BIN)/python benchmarks/run_judge_bench.py
+	$(BIN)/python benchmarks/run_judge_bench.py && \
+	$(BIN)/python benchmarks/run_simulation_bench.py
 
 docs: install
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[docs]"

@@ -7,6 +7,7 @@ import random
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -84,6 +85,8 @@ class OpenAIStub:
         self.connections = 0
         self.script: deque[Reply] = deque()
         self.default = Reply()
+        # reset(responder=f): f(request body) -> Reply answers what the script does not cover.
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
         self._lock = threading.Lock()
@@ -107,19 +110,23 @@ class OpenAIStub:
                 with stub._lock:
                     stub.requests.append(body)
                     stub.times.append(time.monotonic())
-                    reply = stub.script.popleft() if stub.script else stub.default
-                    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-                    wanted = _schema_of(body) if reply.from_schema else None
-                    if wanted is not None:
-                        schema, tool = wanted
+                    reply = stub.script.popleft() if stub.script else None
+                    responder = stub.responder
+                if reply is None:
+                    reply = responder(body) if responder is not None else stub.default
+                message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+                wanted = _schema_of(body) if reply.from_schema else None
+                if wanted is not None:
+                    schema, tool = wanted
+                    with stub._lock:
                         answer = json.dumps(random_instance(schema, stub.rng, schema))
-                        message["content"] = answer
-                        if tool is not None:
-                            message["content"] = None
-                            call = {"name": tool, "arguments": answer}
-                            message["tool_calls"] = [
-                                {"id": "call_stub", "type": "function", "function": call}
-                            ]
+                    message["content"] = answer
+                    if tool is not None:
+                        message["content"] = None
+                        call = {"name": tool, "arguments": answer}
+                        message["tool_calls"] = [
+                            {"id": "call_stub", "type": "function", "function": call}
+                        ]
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
@@ -183,10 +190,16 @@ class OpenAIStub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def reset(self, *replies: Reply, default: Reply | None = None) -> None:
+    def reset(
+        self,
+        *replies: Reply,
+        default: Reply | None = None,
+        responder: Callable[[dict[str, Any]], Reply] | None = None,
+    ) -> None:
         with self._lock:
             self.script = deque(replies)
             self.default = default or Reply()
+            self.responder = responder
             self.requests.clear()
             self.times.clear()
             self.rng = random.Random(0)

@@ -62,3 +62,55 @@ def test_langgraph_example_evaluates_a_real_agent() -> None:
         "#4 failure=0 steps=3 tool_call_f1=0.500  precision=1/2=0.500, recall=1/2=0.500" in output
     )
     assert "#1 failure=0 steps=3 tool_call_f1=1.000" in output
+
+
+SUPPORT_FIGURES = [
+    "agent_goal_accuracy_with_reference   success=0.733  pass^3=0.600  pass@3=0.800",
+    "tool_call_f1                         success=0.733  pass^3=0.600  pass@3=0.800",
+    "refund          user_done:goal=1,f1=1.00 user_done:goal=0,f1=0.00 user_done:goal=1,f1=1.00",
+    "cancel_shipped  user_done:goal=0,f1=0.67 user_done:goal=0,f1=0.67 user_done:goal=0,f1=0.67",
+]
+
+
+def run_support_example(*args: str) -> str:
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENAI_API_KEY"}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "simulated_support.py"), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    ).stdout
+
+
+def test_simulated_support_example_reports_pass_k_offline() -> None:
+    output = run_support_example()
+    for line in SUPPORT_FIGURES:
+        assert line in output
+
+
+def test_simulated_support_example_with_an_openai_compatible_endpoint(openai_stub: object) -> None:
+    """--judge-base-url: the user and the judge are ChatOpenAI, served by the local stub."""
+    import runpy
+
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from ._openai_stub import Reply
+
+    example = runpy.run_path(str(ROOT / "examples" / "simulated_support.py"))
+
+    def respond(body: dict) -> Reply:
+        system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
+        messages = [SystemMessage(content=system), HumanMessage(content=prompt)]
+        policy = (
+            example["user_policy"] if "You play a human user" in system else example["judge_policy"]
+        )
+        return Reply(content=policy(messages))
+
+    openai_stub.reset(responder=respond)  # type: ignore[attr-defined]
+    output = run_support_example("--judge-base-url", openai_stub.url)  # type: ignore[attr-defined]
+    for line in SUPPORT_FIGURES:
+        assert line in output
+    models = {request["model"] for request in openai_stub.requests}  # type: ignore[attr-defined]
+    assert models == {"gpt-4o-mini"} and len(openai_stub.requests) > 50  # type: ignore[attr-defined]

@@ -48,6 +48,7 @@ MODULES = [
     "turneval.metrics._rouge_score",
     "turneval.metrics._topic_adherence",
     "turneval.metrics._goal_accuracy",
+    "turneval.simulation",
 ]
 
 

@@ -25,7 +25,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import ValidationError
@@ -48,6 +48,11 @@ from turneval.metrics.base import run_sync
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
 from turneval.runner import check_judges, resolve_metrics, run_in_order, score_sample
 from turneval.samples import MultiTurnSample, Sample
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from turneval.simulation import BaseUser, Scenario
 
 __all__ = ["AgentRun", "EvalTask", "arun_agent"]
 
@@ -241,7 +246,8 @@ class EvalTask:
 
     Args:
         dataset: Multi-turn samples whose human turns are replayed to the agent, with their
-            references (an :class:`EvaluationDataset` or a sequence of samples).
+            references (an :class:`EvaluationDataset` or a sequence of samples), or
+            :class:`~turneval.simulation.Scenario` objects played by a simulated user.
         metrics: Metric objects or names.
         llm: Default judge for judged metrics.
         cache: A :class:`~turneval.llms.SQLiteCache` for judge answers.
@@ -259,7 +265,7 @@ class EvalTask:
 
     def __init__(
         self,
-        dataset: EvaluationDataset | Sequence[Sample],
+        dataset: EvaluationDataset | Sequence[Sample] | Sequence[Scenario],
         metrics: Iterable[Metric | str],
         *,
         llm: Any = None,
@@ -276,7 +282,11 @@ class EvalTask:
         if config is not None and config_fn is not None:
             raise ConfigError("pass config= or config_fn=, not both")
         self.config, self.config_fn = config, config_fn
-        self.dataset = EvaluationDataset.coerce(dataset)
+        from turneval.simulation import _as_scenarios  # it builds on this module
+
+        items = dataset if isinstance(dataset, EvaluationDataset) else list(dataset)
+        self.scenarios = _as_scenarios(items)  # validated now, before any model call
+        self.dataset = EvaluationDataset.coerce([] if self.scenarios else items)  # type: ignore[arg-type]
         self.metrics = resolve_metrics(metrics)
         check_judges(self.metrics, llm)
         if max_concurrency < 1 or max_llm_concurrency < 1:
@@ -322,8 +332,36 @@ class EvalTask:
         row.agent_error, row.agent_usage, row.steps = run.error, run.usage, run.steps
         return row
 
-    async def aevaluate(self, runnable: Any = None) -> EvaluationResult:
-        """Run ``runnable`` on every sample (if given), then score; one row per sample, in order."""
+    async def aevaluate(
+        self,
+        runnable: Any = None,
+        *,
+        user: BaseUser | None = None,
+        trials: int = 1,
+        seed: int | None = None,
+        max_steps: int = 25,
+        success_thresholds: Mapping[str, float] | None = None,
+    ) -> EvaluationResult:
+        """Run ``runnable`` on every sample (if given), then score; one row per sample, in order.
+
+        Over scenarios, ``user`` (a :class:`~turneval.simulation.SimulatedUser` or
+        :class:`~turneval.simulation.ScriptedUser`) talks with the agent ``trials`` times per
+        scenario (one row per trial; see :func:`turneval.simulation.asimulate` for ``seed`` and
+        ``max_steps``, the per-turn step limit). ``success_thresholds`` sets, per metric, the
+        value counted as a success in ``summary()``'s pass^k and pass@k (default 1.0).
+        """
+        if self.scenarios is not None or user is not None or trials != 1:
+            from turneval.simulation import _evaluate_scenarios
+
+            return await _evaluate_scenarios(
+                self,
+                runnable,
+                user=user,
+                trials=trials,
+                seed=seed,
+                max_steps=max_steps,
+                success_thresholds=success_thresholds,
+            )
         judge = JudgeRun(llm=self.llm, max_concurrency=self.max_llm_concurrency, cache=self.cache)
         samples = self.dataset.samples
         rows = await run_in_order(
@@ -335,6 +373,25 @@ class EvalTask:
         )
         return EvaluationResult(rows, [metric.name for metric in self.metrics], judge.usage)
 
-    def evaluate(self, runnable: Any = None) -> EvaluationResult:
+    def evaluate(
+        self,
+        runnable: Any = None,
+        *,
+        user: BaseUser | None = None,
+        trials: int = 1,
+        seed: int | None = None,
+        max_steps: int = 25,
+        success_thresholds: Mapping[str, float] | None = None,
+    ) -> EvaluationResult:
         """Sync form of :meth:`aevaluate`."""
-        return run_sync(partial(self.aevaluate, runnable))
+        return run_sync(
+            partial(
+                self.aevaluate,
+                runnable,
+                user=user,
+                trials=trials,
+                seed=seed,
+                max_steps=max_steps,
+                success_thresholds=success_thresholds,
+            )
+        )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -15,6 +16,8 @@ __all__ = [
     "SummaryTable",
     "bootstrap_ci",
     "paired_permutation_test",
+    "pass_at_k",
+    "pass_hat_k",
     "summarize",
     "summary_document",
 ]
@@ -220,3 +223,36 @@ def summarize(
     interval = bootstrap_ci(array)
     low, high = interval if interval is not None else (None, None)
     return MetricSummary(name, float(array.mean()), std, count, failed, low, high, usage)
+
+
+def _over_scenarios(
+    outcomes: Sequence[Sequence[bool]], k: int, per_scenario: Callable[[int, int], float]
+) -> float | None:
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    values = [
+        float(per_scenario(sum(map(bool, trials)), len(trials)))
+        for trials in outcomes
+        if len(trials) >= k
+    ]
+    return sum(values) / len(values) if values else None
+
+
+def pass_hat_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
+    """pass^k (tau-bench): the chance that k independent trials of a scenario all succeed.
+
+    ``outcomes`` holds, per scenario, the success of each of its n trials. A scenario with c
+    successes in n >= k trials gives the unbiased estimate C(c, k) / C(n, k); the result is
+    the mean over scenarios. Scenarios with fewer than k trials are left out; None when none is
+    left. pass^1 is the success rate.
+    """
+    return _over_scenarios(outcomes, k, lambda c, n: math.comb(c, k) / math.comb(n, k))
+
+
+def pass_at_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
+    """pass@k: the chance that at least one of k trials of a scenario succeeds.
+
+    Per scenario with c successes in n >= k trials: 1 - C(n - c, k) / C(n, k), averaged over
+    scenarios (those with fewer than k trials left out; None when none is left).
+    """
+    return _over_scenarios(outcomes, k, lambda c, n: 1 - math.comb(n - c, k) / math.comb(n, k))

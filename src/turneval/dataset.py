@@ -95,6 +95,21 @@ def _trajectory(value: Any, *, index: int, key: str) -> list[ToolCall]:
     return calls
 
 
+def _jsonl_rows(path: str | PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed JSON)`` per non-blank line; a bad line raises naming its number."""
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidSampleError(
+                    f"{path}: line {number} is not valid JSON ({exc.msg}, column {exc.colno})",
+                    sample_id=f"line {number}",
+                ) from exc
+
+
 class EvaluationDataset:
     """An ordered collection of samples, all single-turn or all multi-turn.
 
@@ -183,20 +198,7 @@ class EvaluationDataset:
     @classmethod
     def from_jsonl(cls, path: str | PathLike[str]) -> EvaluationDataset:
         """Read one JSON object per line (blank lines skipped); errors name the line number."""
-        samples = []
-        with Path(path).open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidSampleError(
-                        f"{path}: line {number} is not valid JSON ({exc.msg}, column {exc.colno})",
-                        sample_id=f"line {number}",
-                    ) from exc
-                samples.append(sample_from_dict(row, index=f"line {number}"))
-        return cls(samples)
+        return cls(sample_from_dict(row, index=f"line {n}") for n, row in _jsonl_rows(path))
 
     def to_jsonl(self, path: str | PathLike[str]) -> None:
         """Write one JSON object per line, UTF-8."""

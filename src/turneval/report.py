@@ -257,6 +257,51 @@ def _usage_line(
     )
 
 
+def _trials_grid(result: EvaluationResult) -> str:
+    """Simulated runs: one row per scenario, one cell per trial (stop reason, pass/fail marks)."""
+    grid: dict[str, dict[int, SampleResult]] = {}
+    for row in result.rows:
+        meta = (getattr(row.sample, "metadata", None) or {}) if row.sample else {}
+        if "scenario_id" in meta:
+            grid.setdefault(str(meta["scenario_id"]), {})[int(meta.get("trial", 0))] = row
+    if not grid:
+        return ""
+    names = result.metric_names
+    trials = max(max(cells) for cells in grid.values()) + 1
+    body = []
+    for scenario, cells in grid.items():
+        tds = []
+        for trial in range(trials):
+            cell = cells.get(trial)
+            if cell is None:
+                tds.append("<td></td>")
+                continue
+            marks = []
+            for name in names:
+                value = cell.results.get(name)
+                if value is None:
+                    marks.append(f'<span class="err" title="{_e(name)}: failed">&#x2715;</span>')
+                else:
+                    ok = value.value >= result.success_threshold(name)
+                    marks.append(
+                        f'<span class="{"good" if ok else "bad"}" title="{_e(name)}={_fmt(value.value)}">'
+                        f"{'&#x2713;' if ok else '&#x2717;'}</span>"
+                    )
+            reason = (getattr(cell.sample, "metadata", None) or {}).get("stop_reason", "")
+            tds.append(
+                f'<td class="trial"><a href="#sample-{cell.index}">{_e(reason)}</a> {"".join(marks)}</td>'
+            )
+        body.append(f"<tr><td>{_e(scenario)}</td>{''.join(tds)}</tr>")
+    heads = "".join(f"<th>trial {t}</th>" for t in range(trials))
+    legend = ", ".join(_e(n) for n in names)
+    return (
+        f'<h2>Trials <span class="muted">(marks per metric: {legend}; success = value at or '
+        f"above its threshold)</span></h2>"
+        f'<table id="trials"><thead><tr><th>scenario</th>{heads}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
 def render_report(
     *,
     title: str,
@@ -267,11 +312,13 @@ def render_report(
     total_rows: int,
     usage: Usage | None = None,
     tools: Mapping[str, str] | None = None,
+    trials_grid: str = "",
 ) -> str:
     """The report from its parts (the streaming CLI keeps only a bounded set of ``rows``).
 
     ``tools`` names the tool of metrics about one tool (``trajectory_single_tool_use``), for
     their headers and neutral colours; by default it is read from the rows' details.
+    ``trials_grid`` is the per-scenario trials table of simulated runs (HTML), if any.
     """
     nonce = secrets.token_urlsafe(16)
     names = list(metric_names)
@@ -340,6 +387,7 @@ def render_report(
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th></tr></thead>
 <tbody>{"".join(summary_rows)}</tbody></table>
+{trials_grid}
 <h2>Distributions</h2>
 <div class="hists">{"".join(_histogram(n, values.get(n, np.empty(0))) for n in names)}</div>
 <h2>Samples <span class="muted">({shown}; click a column to sort, "open" to see the conversation)</span></h2>
@@ -371,4 +419,5 @@ def render_html(
         rows=result.rows[:max_rows],
         total_rows=len(result.rows),
         usage=result.usage,
+        trials_grid=_trials_grid(result),
     )

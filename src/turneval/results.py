@@ -127,6 +127,10 @@ class SampleResult:
         Values are None where the metric failed; ``details=True`` adds ``<name>_details``.
         """
         record: dict[str, Any] = {"index": self.index}
+        metadata = (getattr(self.sample, "metadata", None) or {}) if self.sample else {}
+        if "scenario_id" in metadata:  # a simulated conversation
+            for key in ("scenario_id", "trial", "stop_reason"):
+                record[key] = metadata.get(key)
         for name in metric_names:
             result, failure = self.results.get(name), self.failures.get(name)
             record[name] = result.value if result is not None else None
@@ -161,7 +165,11 @@ class Prices:
 
 
 class EvaluationResult:
-    """The rows of a run, in input order, and their summaries."""
+    """The rows of a run, in input order, and their summaries.
+
+    When scenarios were simulated, each metric's summary ``extra`` holds ``success_rate`` and
+    ``pass^k`` / ``pass@k`` for k = 1 to the number of trials (see :meth:`trial_outcomes`).
+    """
 
     def __init__(
         self, rows: list[SampleResult], metric_names: list[str], usage: Usage | None = None
@@ -173,6 +181,8 @@ class EvaluationResult:
         self.rows = rows
         self.metric_names = metric_names
         self.usage = usage if usage is not None else Usage()
+        self.success_thresholds: dict[str, float] = {}  # per metric, for pass^k (default 1.0)
+        self.user_usage: Usage | None = None  # the simulated user's, when scenarios were run
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
@@ -191,6 +201,47 @@ class EvaluationResult:
         if name not in self.metric_names:
             raise KeyError(f"no metric named {name!r}; the run has {self.metric_names}")
         return [row.score(name) for row in self.rows]
+
+    def success_threshold(self, name: str) -> float:
+        """The value at or above which metric ``name`` counts as a success (default 1.0)."""
+        return self.success_thresholds.get(name, 1.0)
+
+    def trial_outcomes(self, name: str) -> dict[str, list[bool | None]]:
+        """Per scenario id, the success of each trial of metric ``name`` (simulated runs).
+
+        A trial succeeds when the metric's value reaches :meth:`success_threshold`; a trial
+        whose agent failed or timed out is a failure; None where the metric failed for another
+        reason (a judge or user-model error): such trials are left out of pass^k.
+        """
+        outcomes: dict[str, list[bool | None]] = {}
+        threshold = self.success_threshold(name)
+        for row in self.rows:
+            metadata = (getattr(row.sample, "metadata", None) or {}) if row.sample else {}
+            if "scenario_id" not in metadata:
+                continue
+            result = row.results.get(name)
+            if result is not None:
+                outcome: bool | None = result.value >= threshold
+            else:  # the agent failed or timed out: a failed trial; any other failure: unknown
+                failed = metadata.get("stop_reason") in ("agent_error", "timeout")
+                outcome = False if failed else None
+            outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
+        return outcomes
+
+    def _trial_figures(self, name: str) -> dict[str, float]:
+        from turneval.aggregate import pass_at_k, pass_hat_k
+
+        known = [
+            [o for o in trials if o is not None] for trials in self.trial_outcomes(name).values()
+        ]
+        figures: dict[str, float] = {}
+        for k in range(1, max((len(trials) for trials in known), default=0) + 1):
+            hat, at = pass_hat_k(known, k), pass_at_k(known, k)
+            if hat is not None and at is not None:
+                figures[f"pass^{k}"], figures[f"pass@{k}"] = hat, at
+        if figures:
+            figures["success_rate"] = figures["pass^1"]
+        return figures
 
     def summary(self) -> SummaryTable:
         """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage.
@@ -238,6 +289,9 @@ class EvaluationResult:
                 if all(first is not None for first, _ in orders):
                     rates["position_consistency"] = sum(a == b for a, b in orders) / len(orders)
                 summary = replace(summary, extra=rates)
+            trial_figures = self._trial_figures(name)
+            if trial_figures:
+                summary = replace(summary, extra={**(summary.extra or {}), **trial_figures})
             summaries[name] = summary
         return summaries
 

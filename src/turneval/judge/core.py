@@ -19,7 +19,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -280,19 +280,37 @@ class Judge:
 
         return [SystemMessage(content=system), HumanMessage(content=user)]
 
-    def cache_key(self, messages: list[BaseMessage], schema: type[BaseModel]) -> str:
-        """Key of a request: model identity and parameters, messages and output schema."""
-        payload = {
+    def cache_key(
+        self,
+        messages: list[BaseMessage],
+        schema: type[BaseModel],
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Key of a request: model identity and parameters, messages and output schema.
+
+        ``extra`` adds what else must tell two identical requests apart (e.g. the trial of a
+        simulated user), so that they are not answered from each other's cache entry.
+        """
+        payload: dict[str, Any] = {
             "model": self.identity,
             "messages": [[m.type, _text_of(m)] for m in messages],
             "schema": schema.model_json_schema(),
             "structured": self._supports_structured,
         }
+        if extra:
+            payload["extra"] = dict(extra)
         text = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    async def ask(self, system: str, user: str, schema: type[T]) -> JudgeReply[T]:
-        """Ask for a verdict of type ``schema``.
+    async def ask(
+        self,
+        system: str,
+        user: str,
+        schema: type[T],
+        *,
+        cache_extra: Mapping[str, Any] | None = None,
+    ) -> JudgeReply[T]:
+        """Ask for a verdict of type ``schema`` (``cache_extra``: see :meth:`cache_key`).
 
         Raises:
             JudgeCallError: the model could not be reached (after retries of transient errors).
@@ -302,7 +320,7 @@ class Judge:
         runnable = self._runnable(schema)
         messages = self.prompt(system, user, schema)
         cache = run.cache if run is not None else None
-        key = self.cache_key(messages, schema) if cache is not None else ""
+        key = self.cache_key(messages, schema, cache_extra) if cache is not None else ""
         if cache is not None:
             hit = await anyio.to_thread.run_sync(cache.get, key)
             if hit is not None:
