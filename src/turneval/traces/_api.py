@@ -20,6 +20,7 @@ from turneval.traces._spans import (
     dumps_request,
     from_readable,
     is_contiguous,
+    loads,
     spans_of_request,
 )
 
@@ -77,7 +78,7 @@ def _bad_line(number: int, problem: str) -> MultiTurnSample:
 def _requests(path: str | PathLike[str]) -> Iterator[tuple[int, list[Span] | str]]:
     for number, text in documents(path):
         try:
-            yield number, list(spans_of_request(json.loads(text), number))
+            yield number, list(spans_of_request(loads(text), number))
         except json.JSONDecodeError as exc:
             yield number, f"not valid JSON ({exc.msg}, column {exc.colno})"
         except (ValueError, TypeError, KeyError, AttributeError) as exc:

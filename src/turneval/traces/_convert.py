@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall, ToolMessage
 from turneval.samples import MultiTurnSample
 from turneval.traces import _genai as g
-from turneval.traces._spans import Span
+from turneval.traces._spans import Span, loads
 
 PLACEHOLDER = "[trace not converted: see metadata.conversion_error]"
 
@@ -59,7 +59,7 @@ def _decode(span: Span, trace_id: str, attribute: str, value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return loads(value)
     except json.JSONDecodeError as exc:
         shown = value if len(value) <= 60 else value[:57] + "..."
         raise TraceError(

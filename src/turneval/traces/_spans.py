@@ -12,8 +12,19 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+try:  # orjson (a langsmith dependency, so nearly always present) parses about 2x faster
+    from orjson import loads as _orjson_loads
+except ImportError:  # pragma: no cover
+    _orjson_loads = None
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON; raises ``json.JSONDecodeError`` (orjson's error is a subclass)."""
+    return json.loads(text) if _orjson_loads is None else _orjson_loads(text)
+
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET"}
 _STATUS.update({"STATUS_CODE_OK": "OK", "STATUS_CODE_ERROR": "ERROR"})
+_HEX = re.compile(r"[0-9a-fA-F]{16}|[0-9a-fA-F]{32}")
 _TRACE_ID = re.compile(r'"traceId"\s*:\s*"([^"]*)"')
 
 
@@ -56,7 +67,7 @@ def from_readable(span: Any) -> Span:
 def _hex_id(value: Any) -> str:
     """OTLP/JSON ids are hex; some writers use protobuf's base64: accept both."""
     text = str(value or "")
-    if len(text) in (16, 32) and all(c in "0123456789abcdefABCDEF" for c in text):
+    if _HEX.fullmatch(text):
         return text.lower()
     try:
         return base64.b64decode(text, validate=True).hex()
@@ -66,8 +77,9 @@ def _hex_id(value: Any) -> str:
 
 def any_value(value: dict[str, Any]) -> Any:
     """Decode an OTLP ``AnyValue`` (``{"stringValue": ...}``, ``{"intValue": "3"}``, ...)."""
-    if "stringValue" in value:
-        return value["stringValue"]
+    text = value.get("stringValue")
+    if text is not None:
+        return text
     if "intValue" in value:
         return int(value["intValue"])
     if "doubleValue" in value:
@@ -84,7 +96,12 @@ def any_value(value: dict[str, Any]) -> Any:
 
 
 def _attributes(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    return {item["key"]: any_value(item.get("value") or {}) for item in items}
+    out: dict[str, Any] = {}
+    for item in items:
+        value = item.get("value") or {}
+        text = value.get("stringValue")
+        out[item["key"]] = text if text is not None else any_value(value)
+    return out
 
 
 def from_otlp_span(raw: dict[str, Any], line: int | None = None) -> Span:
