@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import Any
 
 try:  # orjson (a langsmith dependency, so nearly always present) parses about 2x faster
-    from orjson import loads as _orjson_loads
+    from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover
-    _orjson_loads = None
+    _fast_loads = json.loads  # type: ignore[assignment]
 
 
 def loads(text: str | bytes) -> Any:
     """Parse JSON; raises ``json.JSONDecodeError`` (orjson's error is a subclass)."""
-    return json.loads(text) if _orjson_loads is None else _orjson_loads(text)
+    return _fast_loads(text)
+
 
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET"}
 _STATUS.update({"STATUS_CODE_OK": "OK", "STATUS_CODE_ERROR": "ERROR"})
