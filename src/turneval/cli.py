@@ -127,8 +127,14 @@ def _dry_run(args: argparse.Namespace, metrics: list[Metric | str]) -> int:
     from turneval.estimate import estimate
     from turneval.results import Prices
     from turneval.runner import resolve_metrics
+    from turneval.stream import _is_otlp
 
-    dataset = EvaluationDataset.from_jsonl(args.data)
+    if args.format == "otlp" or (args.format == "auto" and _is_otlp(Path(args.data))):
+        from turneval.traces import from_otlp_json
+
+        dataset = from_otlp_json(args.data)
+    else:
+        dataset = EvaluationDataset.from_jsonl(args.data)
     result = estimate(dataset, resolve_metrics(metrics))
     print(result)
     if args.price_input is not None:

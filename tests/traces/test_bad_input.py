@@ -179,7 +179,8 @@ def test_cli_evaluates_otlp_with_auto_detection(
         assert [row["trajectory_single_tool_use"] for row in rows] == [1.0, None]
         assert rows[0]["latency_in_seconds"] > 0 and rows[0]["failure"] == 0
         assert "not captured" in rows[1]["trajectory_single_tool_use_error"]
-    capsys.readouterr()
+    assert main(["evaluate", str(path), "--metric", "tool_call_f1", "--dry-run"]) == 0
+    assert "dry run over 2 samples" in capsys.readouterr().out  # one per trace
 
 
 def test_turneval_import_does_not_load_the_traces_module() -> None:

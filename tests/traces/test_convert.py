@@ -1,8 +1,10 @@
 """Every documented source shape, built by hand on the real SDK, becomes the right conversation."""
 
+import base64
 import json
 from pathlib import Path
 
+import pytest
 from opentelemetry.trace import Status, StatusCode
 
 from tests.traces._spans import (
@@ -91,43 +93,56 @@ def test_genai_v1_38_messages_tool_spans_aliases_and_metadata() -> None:
 
 def test_indexed_prompt_completion_attributes_of_older_instrumentations() -> None:
     r = Recorder()
-    with r.span(
-        "llm",
-        llm__request__type="chat",
-        gen_ai__prompt__0__role="system",
-        gen_ai__prompt__0__content="sys",
-        gen_ai__prompt__1__role="user",
-        gen_ai__prompt__1__content="hi",
-        gen_ai__completion__0__role="assistant",
-        gen_ai__completion__0__content="",
-        gen_ai__completion__0__tool_calls__0__id="t1",
-        gen_ai__completion__0__tool_calls__0__name="f",
-        gen_ai__completion__0__tool_calls__0__arguments='{"a": [1, null]}',
-    ):
-        pass
-    with r.span(
-        "llm",
-        llm__request__type="chat",
-        gen_ai__prompt__0__role="system",
-        gen_ai__prompt__0__content="sys",
-        gen_ai__prompt__1__role="user",
-        gen_ai__prompt__1__content="hi",
-        gen_ai__prompt__2__role="assistant",
-        gen_ai__prompt__2__tool_calls__0__id="t1",
-        gen_ai__prompt__2__tool_calls__0__name="f",
-        gen_ai__prompt__2__tool_calls__0__arguments='{"a": [1, null]}',
-        gen_ai__prompt__3__role="tool",
-        gen_ai__prompt__3__content="ok",
-        gen_ai__prompt__3__tool_call_id="t1",
-        gen_ai__completion__0__role="assistant",
-        gen_ai__completion__0__content="done",
-    ):
-        pass
-    samples = from_otel_spans(r.spans())  # two traces: the calls were not nested
-    assert [m.type for m in samples[1].user_input] == ["system", "human", "ai", "tool", "ai"]
-    assert samples[0].user_input[2].tool_calls == [
-        ToolCall(name="f", args={"a": [1, None]}, id="t1")
-    ]  # type: ignore[union-attr]
+    history = {
+        "gen_ai__prompt__0__role": "system",
+        "gen_ai__prompt__0__content": "sys",
+        "gen_ai__prompt__1__role": "user",
+        "gen_ai__prompt__1__content": "hi",
+    }
+    call = {"id": "t1", "name": "f", "arguments": '{"a": [1, null]}'}
+    with r.span("workflow", traceloop__span__kind="workflow"):
+        with r.span(
+            "llm",
+            llm__request__type="chat",
+            **history,
+            gen_ai__completion__0__role="assistant",
+            **{f"gen_ai__completion__0__tool_calls__0__{k}": v for k, v in call.items()},
+        ):
+            pass
+        with r.span(
+            "tool",
+            traceloop__span__kind="tool",
+            gen_ai__tool__name="f",
+            gen_ai__tool__call__result="ok",
+        ):
+            pass
+        with r.span(
+            "llm",
+            llm__request__type="chat",
+            **history,
+            gen_ai__prompt__2__role="assistant",
+            **{f"gen_ai__prompt__2__tool_calls__0__{k}": v for k, v in call.items()},
+            gen_ai__prompt__3__role="tool",
+            gen_ai__prompt__3__content="ok",
+            gen_ai__prompt__3__tool_call_id="t1",
+            gen_ai__completion__0__role="assistant",
+            gen_ai__completion__0__content="done",
+        ):
+            pass
+    (sample,) = from_otel_spans(r.spans())
+    assert no_trace_ids(sample.user_input) == [
+        {"type": "system", "content": "sys"},
+        {"type": "human", "content": "hi"},
+        {
+            "type": "ai",
+            "content": "",
+            "tool_calls": [{"name": "f", "args": {"a": [1, None]}, "id": "t1"}],
+        },
+        {"type": "tool", "content": "ok", "tool_call_id": "t1"},
+        {"type": "ai", "content": "done"},
+    ]
+    # The tool span's result is already in the next call's history: nothing added or guessed.
+    assert sample.metadata["approximations"] is None  # type: ignore[index]
 
 
 def test_message_events_and_openinference_tool_spans_paired_by_name() -> None:
@@ -213,3 +228,47 @@ def test_memoryless_calls_are_appended_and_noted(tmp_path: Path) -> None:
     path.write_text(json.dumps(document, indent=2))
     assert from_otlp_json(path).samples == from_otel_spans(r.spans()).samples
     assert genai_messages(user("a"))  # the helper writes the documented JSON shape
+
+
+def test_otlp_json_value_types_base64_ids_and_status_names(tmp_path: Path) -> None:
+    def kv(key: str, value: dict[str, object]) -> dict[str, object]:
+        return {"key": key, "value": value}
+
+    trace_b64 = base64.b64encode(bytes.fromhex("0af7651916cd43dd8448eb211c80319c")).decode()
+    chat_span = {
+        "traceId": trace_b64,
+        "spanId": base64.b64encode(bytes.fromhex("b7ad6b7169203331")).decode(),
+        "name": "chat",
+        "startTimeUnixNano": "1000",
+        "endTimeUnixNano": "3000000000",
+        "status": {"code": "STATUS_CODE_ERROR", "message": "rate limited"},
+        "attributes": [
+            kv("gen_ai.operation.name", {"stringValue": "chat"}),
+            kv("gen_ai.input.messages", {"stringValue": json.dumps([user("hi")])}),
+            kv("gen_ai.output.messages", {"stringValue": json.dumps([assistant("yo")])}),
+            kv("gen_ai.usage.input_tokens", {"intValue": "12"}),
+            kv("x.ratio", {"doubleValue": 0.5}),
+            kv("x.flag", {"boolValue": True}),
+            kv("x.list", {"arrayValue": {"values": [{"intValue": "1"}, {"stringValue": "a"}]}}),
+            kv("x.map", {"kvlistValue": {"values": [kv("k", {"boolValue": False})]}}),
+            kv("x.bytes", {"bytesValue": "AAE="}),
+            kv("x.empty", {}),
+        ],
+    }
+    request = {"resourceSpans": [{"scopeSpans": [{"spans": [chat_span]}]}]}
+    path = tmp_path / "typed.jsonl"
+    path.write_text(json.dumps(request) + "\n\n")
+    (sample,) = from_otlp_json(path)
+    meta = sample.metadata
+    assert meta is not None
+    assert meta["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
+    assert meta["root_span_id"] == "b7ad6b7169203331"
+    assert meta["input_tokens"] == 12 and meta["latency_in_seconds"] == pytest.approx(2.999999)
+    assert meta["status"] == "ERROR" and "rate limited" in meta["error"]
+    assert [m.content for m in sample.user_input] == ["hi", "yo"]
+    from turneval.traces._spans import from_otlp_span
+
+    attributes = from_otlp_span(chat_span).attributes
+    assert attributes["x.ratio"] == 0.5 and attributes["x.flag"] is True
+    assert attributes["x.list"] == (1, "a") and attributes["x.map"] == {"k": False}
+    assert attributes["x.bytes"] == "AAE=" and attributes["x.empty"] is None
