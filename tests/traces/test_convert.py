@@ -222,6 +222,26 @@ def test_memoryless_calls_are_appended_and_noted(tmp_path: Path) -> None:
     (sample,) = from_otel_spans(r.spans())
     assert [m.content for m in sample.user_input] == ["a", "1", "b", "2"]
     assert "does not extend" in sample.metadata["approximations"][0]  # type: ignore[index]
+    r = Recorder()
+    with r.span("agent", gen_ai__operation__name="invoke_agent"):
+        chat(r, [user("a")], [assistant("", {"id": "x1", "name": "f", "arguments": {}})])
+        chat(
+            r,
+            [
+                user("a"),
+                assistant("", {"id": "x9", "name": "f", "arguments": {}}),
+                tool_result("x9", "r"),
+            ],
+            [assistant("ok")],
+        )
+    (sample,) = from_otel_spans(r.spans())  # the history is kept by position, never by text
+    assert [m.type for m in sample.user_input] == ["human", "ai", "tool", "ai"]
+    assert (
+        "(ai calling x9) differs from the earlier calls' (ai calling x1)"
+        in (
+            sample.metadata["approximations"][0]  # type: ignore[index]
+        )
+    )
     path = tmp_path / "one.json"  # one pretty-printed document is read too
     write_otlp_json(r.spans(), tmp_path / "lines.jsonl")
     document = json.loads((tmp_path / "lines.jsonl").read_text())

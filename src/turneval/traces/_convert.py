@@ -340,6 +340,15 @@ def _calls(spans: list[Span], trace_id: str) -> list[tuple[Span, list[Message], 
     return calls
 
 
+def _signature(message: Message) -> str:
+    """A message's type and tool-call ids: what positions are checked by (never the text)."""
+    if isinstance(message, AIMessage) and message.tool_calls:
+        return f"ai calling {', '.join(str(call.id) for call in message.tool_calls)}"
+    if isinstance(message, ToolMessage):
+        return f"tool answering {message.tool_call_id}"
+    return message.type
+
+
 def _merge(
     calls: list[tuple[Span, list[Message], list[Message]]], notes: list[str]
 ) -> list[Message]:
@@ -355,11 +364,13 @@ def _merge(
         known = len(conversation) - offset
         if len(inputs) >= known:
             for index in range(known):
-                if inputs[index].type != conversation[index + offset].type:
+                if _signature(inputs[index]) != _signature(conversation[index + offset]):
                     notes.append(
-                        f"span {span.span_id}: input message {index} is {inputs[index].type}, "
-                        f"earlier calls had {conversation[index + offset].type} (kept those)"
+                        f"span {span.span_id}: input message {index} "
+                        f"({_signature(inputs[index])}) differs from the earlier calls' "
+                        f"({_signature(conversation[index + offset])}); this later input wins"
                     )
+                    conversation = conversation[:offset] + inputs[:known]
                     break
             conversation += inputs[known:]
         else:  # the history restarted (a memoryless call): append it, without a second system
