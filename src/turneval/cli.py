@@ -240,8 +240,14 @@ def _dry_run(args: argparse.Namespace, metrics: list[Metric | str]) -> int:
     from turneval.estimate import estimate
     from turneval.results import Prices
     from turneval.runner import resolve_metrics
+    from turneval.stream import _is_otlp
 
-    dataset = EvaluationDataset.from_jsonl(args.data)
+    if args.format == "otlp" or (args.format == "auto" and _is_otlp(Path(args.data))):
+        from turneval.traces import from_otlp_json
+
+        dataset = from_otlp_json(args.data)
+    else:
+        dataset = EvaluationDataset.from_jsonl(args.data)
     result = estimate(dataset, resolve_metrics(metrics))
     print(result)
     if args.price_input is not None:
@@ -277,6 +283,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         report_rows=args.report_rows,
         progress=not args.quiet and sys.stderr.isatty(),
+        input_format=args.format,
     )
     _print_summary(result, out)
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
@@ -433,6 +440,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--details", action="store_true", help="write each metric's details too")
     run.add_argument("--report-rows", type=int, default=2000, help="rows in the HTML report")
     run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument(
+        "--format",
+        choices=("auto", "jsonl", "otlp"),
+        default="auto",
+        help="input: samples (jsonl) or OTLP/JSON traces (otlp); auto-detected by default",
+    )
     run.add_argument(
         "--dry-run",
         action="store_true",

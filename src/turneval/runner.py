@@ -124,6 +124,8 @@ async def score_sample(
 ) -> SampleResult:
     """Score one sample with every metric; failures (and a timeout) are recorded on the row."""
     row = SampleResult(index, sample)
+    if _from_trace(row, metrics):
+        return row
     if timeout is None:
         await _score_all(row, metrics, details)
     else:
@@ -138,6 +140,25 @@ async def score_sample(
     # Results in the metrics' order, whatever order the judged ones finished in.
     row.results = {m.name: row.results[m.name] for m in metrics if m.name in row.results}
     return row
+
+
+def _from_trace(row: SampleResult, metrics: Sequence[Metric]) -> bool:
+    """Fill EvalTask's columns for a sample read from a trace; True if it could not be read."""
+    meta = row.sample.metadata if row.sample is not None else None
+    if not meta or meta.get("source") != "otel":
+        return False
+    from turneval.judge import Usage
+
+    if meta.get("latency_in_seconds") is not None:
+        row.latency_s = float(meta["latency_in_seconds"])
+        row.failure = int(meta.get("status") == "ERROR" or bool(meta.get("conversion_error")))
+        row.agent_error = meta.get("error") or meta.get("conversion_error")
+        row.agent_usage = Usage(int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0)))
+        row.steps = sum(1 for m in getattr(row.sample, "user_input", ()) if m.type == "ai")
+    error = meta.get("conversion_error")
+    for metric in metrics if error else ():
+        _failure(row, metric.name, InvalidSampleError(str(error), sample_id=row.index))
+    return bool(error)
 
 
 def _derive(row: SampleResult, metrics: Sequence[Metric]) -> None:

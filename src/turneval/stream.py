@@ -230,6 +230,27 @@ def _chunks(path: Path, size: int) -> Iterator[list[tuple[int, str]]]:
         yield chunk
 
 
+def _is_otlp(path: Path) -> bool:
+    """Auto-detection: an OTLP/JSON export starts with ``{"resourceSpans": ...``."""
+    with path.open(encoding="utf-8") as handle:
+        head = handle.read(4096)
+    return re.match(r'\s*\{\s*"resourceSpans"\s*:', head) is not None
+
+
+def _otlp_chunks(path: Path, size: int) -> Iterator[list[tuple[int, str]]]:
+    """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line)."""
+    from turneval.traces import iter_otlp_json
+
+    chunk: list[tuple[int, str]] = []
+    for number, sample in iter_otlp_json(path):
+        chunk.append((number, sample.model_dump_json(exclude_none=True)))
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def evaluate_jsonl(
     path: str | os.PathLike[str],
     metrics: Sequence[Metric | str],
@@ -246,6 +267,7 @@ def evaluate_jsonl(
     timeout: float | None = None,
     title: str | None = None,
     progress: bool = False,
+    input_format: str = "auto",
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -265,10 +287,17 @@ def evaluate_jsonl(
         timeout: Seconds allowed per sample.
         title: The report's title.
         progress: Print a progress line to stderr.
+        input_format: ``"jsonl"`` (samples), ``"otlp"`` (OTLP/JSON traces, one sample per
+            trace; needs the ``otel`` extra) or ``"auto"`` (OTLP/JSON when the file starts with
+            ``{"resourceSpans"``).
     """
     source = Path(path)
     if not source.is_file():
         raise InvalidSampleError(f"{source}: no such file", field="path")
+    if input_format not in ("auto", "jsonl", "otlp"):
+        raise InvalidSampleError(f"unknown input format {input_format!r}", field="format")
+    otlp = input_format == "otlp" or (input_format == "auto" and _is_otlp(source))
+    read_chunks = _otlp_chunks if otlp else _chunks
     resolved = resolve_metrics(metrics)
     check_judges(resolved, llm)
     names = [metric.name for metric in resolved]
@@ -317,7 +346,7 @@ def evaluate_jsonl(
     with (target / "results.jsonl").open("w", encoding="utf-8") as handle:
         index = 0
         if workers <= 1:
-            for lines in _chunks(source, chunk_size):
+            for lines in read_chunks(source, chunk_size):
                 keep = max(report_rows - len(kept), 0)
                 chunk = anyio.run(
                     _score_chunk,
@@ -339,7 +368,7 @@ def evaluate_jsonl(
                 workers, initializer=_init_worker, initargs=(resolved,)
             ) as pool:
                 window: deque[Future[_Chunk]] = deque()
-                for lines in _chunks(source, chunk_size):
+                for lines in read_chunks(source, chunk_size):
                     keep = max(report_rows - index, 0)
                     window.append(
                         pool.submit(_score_in_worker, lines, index, keep, details, timeout)

@@ -1,0 +1,228 @@
+"""The public functions of :mod:`turneval.traces`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from os import PathLike
+from pathlib import Path
+from typing import Any, Literal
+
+from turneval.dataset import EvaluationDataset
+from turneval.errors import ConfigError
+from turneval.messages import HumanMessage
+from turneval.samples import MultiTurnSample, Sample
+from turneval.traces import _genai as g
+from turneval.traces._convert import PLACEHOLDER, convert
+from turneval.traces._spans import (
+    Span,
+    documents,
+    dumps_request,
+    from_readable,
+    is_contiguous,
+    loads,
+    spans_of_request,
+)
+
+GroupBy = Literal["trace", "session"]
+
+
+def _session(spans: list[Span]) -> str | None:
+    for span in spans:
+        for key in g.SESSION_KEYS:
+            value = span.attributes.get(key)
+            if value:
+                return str(value)
+    return None
+
+
+def _group(spans: Iterable[Span], group_by: GroupBy) -> list[MultiTurnSample]:
+    if group_by not in ("trace", "session"):
+        raise ConfigError(f"group_by must be 'trace' or 'session', got {group_by!r}")
+    traces: dict[str, list[Span]] = {}
+    for span in spans:
+        traces.setdefault(span.trace_id, []).append(span)
+    groups: dict[str, list[Span]] = {}
+    for trace_id, members in traces.items():
+        key = (_session(members) if group_by == "session" else None) or f"trace:{trace_id}"
+        groups.setdefault(key, []).extend(members)
+    ordered = sorted(groups.values(), key=lambda members: min(span.start for span in members))
+    return [convert(members, group_by) for members in ordered]
+
+
+def from_otel_spans(spans: Iterable[Any], *, group_by: GroupBy = "trace") -> EvaluationDataset:
+    """Rebuild conversations from OpenTelemetry SDK spans (GenAI conventions or OpenInference).
+
+    Args:
+        spans: ``ReadableSpan`` objects, e.g. ``InMemorySpanExporter().get_finished_spans()``.
+        group_by: One sample per trace (``"trace"``) or per conversation across traces
+            (``"session"``: ``gen_ai.conversation.id`` or OpenInference ``session.id``; a trace
+            without one is its own sample).
+
+    Returns:
+        One :class:`~turneval.MultiTurnSample` per trace or session, in order of first span
+        start. A trace that cannot be converted still gives its row: a placeholder sample whose
+        ``metadata["conversion_error"]`` names the trace, span and attribute; ``evaluate``
+        records that error for every metric.
+    """
+    return EvaluationDataset(_group((from_readable(span) for span in spans), group_by))
+
+
+def _bad_line(number: int, problem: str) -> MultiTurnSample:
+    return MultiTurnSample(
+        user_input=[HumanMessage(content=PLACEHOLDER)],
+        metadata={"source": "otel", "conversion_error": f"line {number}: {problem}"},
+    )
+
+
+def _requests(path: str | PathLike[str]) -> Iterator[tuple[int, list[Span] | str]]:
+    for number, text in documents(path):
+        try:
+            yield number, list(spans_of_request(loads(text), number))
+        except json.JSONDecodeError as exc:
+            yield number, f"not valid JSON ({exc.msg}, column {exc.colno})"
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            yield number, f"not an OTLP/JSON ExportTraceServiceRequest ({exc})"
+
+
+def iter_otlp_json(
+    path: str | PathLike[str], *, ordered: bool | None = None
+) -> Iterator[tuple[int, MultiTurnSample]]:
+    """Stream ``(line, sample)`` pairs, one per trace, from an OTLP/JSON file.
+
+    The file holds one ``ExportTraceServiceRequest`` per line (the collector's file exporter)
+    or one JSON document. When every trace's spans sit in one run of lines (``ordered=True``,
+    or ``None``: checked by a cheap first scan of the trace ids), traces are converted one by
+    one as the file is read, so memory is bounded by the largest trace; otherwise (the
+    fallback) the whole file is grouped in memory first. Traces come in file order; a line
+    that is not OTLP/JSON gives one error row.
+    """
+    if ordered is None:
+        ordered = is_contiguous(path)
+    if not ordered:
+        spans: list[Span] = []
+        firsts: dict[str, int] = {}
+        for number, read in _requests(path):
+            if isinstance(read, str):
+                yield number, _bad_line(number, read)
+                continue
+            for span in read:
+                firsts.setdefault(span.trace_id, number)
+            spans.extend(read)
+        traces: dict[str, list[Span]] = {}
+        for span in spans:
+            traces.setdefault(span.trace_id, []).append(span)
+        for trace_id, members in traces.items():
+            yield firsts[trace_id], convert(members, "trace")
+        return
+    current: list[Span] = []
+    line = 0
+    for number, read in _requests(path):
+        if isinstance(read, str):
+            yield number, _bad_line(number, read)
+            continue
+        for span in read:
+            if current and span.trace_id != current[0].trace_id:
+                yield line, convert(current, "trace")
+                current = []
+            if not current:
+                line = number
+            current.append(span)
+    if current:
+        yield line, convert(current, "trace")
+
+
+def from_otlp_json(path: str | PathLike[str], *, group_by: GroupBy = "trace") -> EvaluationDataset:
+    """Rebuild conversations from an OTLP/JSON file (see :func:`iter_otlp_json`).
+
+    Returns:
+        One sample per trace (or session) in order of first span start, as
+        :func:`from_otel_spans`; a line that is not OTLP/JSON gives one error row too.
+    """
+    if group_by == "trace":
+        rows = [sample for _, sample in iter_otlp_json(path)]
+        return EvaluationDataset(sorted(rows, key=_start_key))
+    spans: list[Span] = []
+    bad: list[MultiTurnSample] = []
+    for number, read in _requests(path):
+        if isinstance(read, str):
+            bad.append(_bad_line(number, read))
+        else:
+            spans.extend(read)
+    return EvaluationDataset(_group(spans, group_by) + bad)
+
+
+def _start_key(sample: Sample) -> float:
+    return float((sample.metadata or {}).get("start_time_unix_nano") or 0)
+
+
+def write_otlp_json(spans: Iterable[Any], path: str | PathLike[str]) -> int:
+    """Write SDK spans as OTLP/JSON, one request per trace and line; returns the span count.
+
+    Handy in tests and to save in-memory spans for ``turneval evaluate --format otlp``.
+    """
+    traces: dict[str, list[Span]] = {}
+    count = 0
+    for span in spans:
+        record = span if isinstance(span, Span) else from_readable(span)
+        traces.setdefault(record.trace_id, []).append(record)
+        count += 1
+    with Path(path).open("w", encoding="utf-8") as handle:
+        for members in traces.values():
+            handle.write(dumps_request(members) + "\n")
+    return count
+
+
+def to_otel_events(result: Any, *, logger: Any = None) -> list[Any]:
+    """One ``gen_ai.evaluation.result`` event per metric and trace-sourced conversation.
+
+    Each event (an OpenTelemetry log record with ``event_name``) is parented to the root span
+    of the trace it evaluated and carries ``gen_ai.evaluation.name``, ``...score.value`` (or
+    ``error.type`` for a failed metric), ``...score.label`` for pass/fail values and
+    ``...explanation`` (the reason). With ``logger`` (``LoggerProvider.get_logger(...)``) the
+    events are also emitted, so scores show up next to the trace in the backend.
+
+    Args:
+        result: An ``EvaluationResult`` of samples built by this module.
+        logger: An OpenTelemetry ``Logger`` to emit to, or None to only return the events.
+    """
+    from opentelemetry import trace
+    from opentelemetry._logs import LogRecord
+
+    events = []
+    for row in result.rows:
+        metadata = (getattr(row.sample, "metadata", None) or {}) if row.sample else {}
+        trace_id, span_id = metadata.get("trace_id"), metadata.get("root_span_id")
+        if not trace_id or not span_id:
+            continue
+        context = trace.set_span_in_context(
+            trace.NonRecordingSpan(
+                trace.SpanContext(
+                    int(trace_id, 16),
+                    int(span_id, 16),
+                    is_remote=True,
+                    trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+                )
+            )
+        )
+        for name in result.metric_names:
+            attributes: dict[str, Any] = {g.EVALUATION_NAME: name}
+            cell, failure = row.results.get(name), row.failures.get(name)
+            if cell is not None:
+                attributes[g.EVALUATION_SCORE_VALUE] = float(cell.value)
+                if isinstance(cell.value, bool):
+                    attributes[g.EVALUATION_SCORE_LABEL] = "pass" if cell.value else "fail"
+                if cell.reason:
+                    attributes[g.EVALUATION_EXPLANATION] = cell.reason
+            elif failure is not None:
+                attributes[g.ERROR_TYPE] = failure.error_type
+                attributes[g.EVALUATION_EXPLANATION] = failure.message
+            else:
+                continue
+            record = LogRecord(
+                context=context, event_name=g.EVALUATION_EVENT, attributes=attributes
+            )
+            if logger is not None:
+                logger.emit(record)
+            events.append(record)
+    return events

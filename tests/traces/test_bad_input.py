@@ -1,0 +1,195 @@
+"""Bad traces give one error row each, naming trace, span and attribute; the others are scored."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.traces._spans import Recorder, assistant, chat, span_hex, trace_hex, user
+from turneval import ToolCall, evaluate
+from turneval.cli import main
+from turneval.errors import ConfigError
+from turneval.metrics import TrajectorySingleToolUse
+from turneval.traces import from_otel_spans, from_otlp_json, iter_otlp_json, write_otlp_json
+
+ERROR = "conversion_error"
+
+
+def _good(r: Recorder) -> None:
+    with r.span("agent", gen_ai__operation__name="invoke_agent"):
+        chat(r, [user("hi")], [assistant("", {"id": "c1", "name": "f", "arguments": {}})])
+        chat(
+            r,
+            [
+                user("hi"),
+                assistant("", {"id": "c1", "name": "f", "arguments": {}}),
+                {
+                    "role": "tool",
+                    "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}],
+                },
+            ],
+            [assistant("done")],
+        )
+
+
+def _error(sample: object) -> str:
+    return str(sample.metadata.get(ERROR))  # type: ignore[attr-defined]
+
+
+def test_each_defect_names_trace_span_and_attribute() -> None:
+    r = Recorder()
+    _good(r)
+    with r.span("workflow", some_vendor__kind="step") as unknown:  # unknown instrumentation
+        pass
+    with r.span("llm", gen_ai__operation__name="chat") as uncaptured:  # content not captured
+        pass
+    with r.span(
+        "llm",
+        gen_ai__operation__name="chat",
+        gen_ai__input__messages='[{"role": "user", "parts": [{"type": "te',
+    ) as truncated:
+        pass
+    with r.span(
+        "llm",
+        openinference__span__kind="LLM",
+        llm__input_messages__0__message__role="user",
+        llm__input_messages__0__message__content="__REDACTED__",
+    ) as redacted:
+        pass
+    with r.span("agent", gen_ai__operation__name="invoke_agent") as orphan_root:
+        chat(r, [user("x")], [assistant("", {"id": "k1", "name": "f", "arguments": {}})])
+        with r.span(
+            "tool",
+            gen_ai__operation__name="execute_tool",
+            gen_ai__tool__name="f",
+            gen_ai__tool__call__id="zz",
+            gen_ai__tool__call__result="?",
+        ) as orphan:
+            pass
+    with r.span(
+        "llm",
+        gen_ai__operation__name="chat",
+        gen_ai__input__messages=json.dumps(
+            [
+                user("q"),
+                {
+                    "role": "tool",
+                    "parts": [{"type": "tool_call_response", "id": "nope", "response": "r"}],
+                },
+            ]
+        ),
+        gen_ai__output__messages="[]",
+    ) as unmatched:
+        pass
+    with r.span(
+        "llm",
+        gen_ai__operation__name="chat",
+        gen_ai__input__messages=json.dumps([user("q")]),
+        gen_ai__output__messages=json.dumps(
+            [assistant("", {"id": "a", "name": "f", "arguments": "{oops"})]
+        ),
+    ) as bad_args:
+        pass
+    samples = from_otel_spans(r.spans())
+    assert len(samples) == 8 and ERROR not in samples[0].metadata  # type: ignore[operator]
+    expected = [
+        (unknown, "gen_ai.operation.name", "no LLM span"),
+        (uncaptured, "gen_ai.input.messages", "not captured"),
+        (truncated, "gen_ai.input.messages", "not valid JSON"),
+        (redacted, "llm.input_messages.0", "redacted"),
+        (orphan, "gen_ai.tool.call.id", "'zz' matches no call"),
+        (unmatched, "tool_call_id", "'nope' matches no call"),
+        (bad_args, "gen_ai.output.messages[0].parts[0].arguments", "not valid JSON"),
+    ]
+    for sample, (span, attribute, problem) in zip(samples[1:], expected, strict=True):
+        message = _error(sample)
+        assert f"trace {trace_hex(span)}" in message and attribute in message and problem in message
+        assert span_hex(span) in message  # for `unmatched`: the span of the offending message
+    assert span_hex(orphan_root) not in _error(samples[5])
+
+    result = evaluate(samples, [TrajectorySingleToolUse(tool_name="f")], show_progress=False)
+    assert result.rows[0].score("trajectory_single_tool_use") == 1.0  # the good trace is scored
+    for row in result.rows[1:]:
+        failure = row.failures["trajectory_single_tool_use"]
+        assert failure.error_type == "InvalidSampleError" and "trace " in failure.message
+        assert row.failure == 1
+
+
+def test_otlp_lines_that_are_not_json_and_unordered_files(tmp_path: Path) -> None:
+    r = Recorder()
+    _good(r)
+    _good(r)
+    spans = r.spans()
+    path = tmp_path / "t.jsonl"
+    write_otlp_json(spans, path)
+    lines = path.read_text().splitlines()
+    # Split each trace over two lines and interleave them: not ordered by trace.
+    one = [json.loads(line) for line in lines]
+    halves = []
+    for request in one:
+        spans_ = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        for part in (spans_[:2], spans_[2:]):
+            copy = json.loads(json.dumps(request))
+            copy["resourceSpans"][0]["scopeSpans"][0]["spans"] = part
+            halves.append(json.dumps(copy))
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(
+        "\n".join([halves[0], halves[2], halves[1], halves[3], "{not json", "[1]"]) + "\n"
+    )
+    rows = list(iter_otlp_json(mixed))  # auto: not contiguous -> grouped in memory
+    assert [line for line, _ in rows] == [5, 6, 1, 2]
+    assert "line 5: not valid JSON" in _error(rows[0][1])
+    assert "line 6: not an OTLP/JSON" in _error(rows[1][1])
+    assert [s for _, s in rows[2:]] == from_otel_spans(spans).samples
+    contiguous = tmp_path / "split.jsonl"
+    contiguous.write_text("\n".join(halves) + "\n")
+    streamed = list(iter_otlp_json(contiguous))
+    assert [line for line, _ in streamed] == [1, 3]
+    assert [s for _, s in streamed] == from_otel_spans(spans).samples
+    assert len(from_otlp_json(mixed, group_by="session")) == 4
+    with pytest.raises(ConfigError, match="group_by"):
+        from_otel_spans(spans, group_by="user")  # type: ignore[arg-type]
+
+
+def test_cli_evaluates_otlp_with_auto_detection(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = Recorder()
+    _good(r)
+    with r.span("llm", gen_ai__operation__name="chat"):
+        pass
+    path = tmp_path / "traces.jsonl"
+    write_otlp_json(r.spans(), path)
+    for extra in ([], ["--format", "otlp"]):
+        out = tmp_path / f"out{len(extra)}"
+        main(
+            [
+                "evaluate",
+                str(path),
+                "--metric",
+                "trajectory_single_tool_use:tool_name=f",
+                "--out",
+                str(out),
+                "--quiet",
+                *extra,
+            ]
+        )
+        rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert [row["trajectory_single_tool_use"] for row in rows] == [1.0, None]
+        assert rows[0]["latency_in_seconds"] > 0 and rows[0]["failure"] == 0
+        assert "not captured" in rows[1]["trajectory_single_tool_use_error"]
+    assert main(["evaluate", str(path), "--metric", "tool_call_f1", "--dry-run"]) == 0
+    assert "dry run over 2 samples" in capsys.readouterr().out  # one per trace
+
+
+def test_turneval_import_does_not_load_the_traces_module() -> None:
+    import subprocess
+
+    code = "import sys, turneval; print('turneval.traces' in sys.modules, 'openinference' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+    blocked = "import sys; sys.modules['openinference'] = None; import turneval.traces"
+    failed = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
+    assert "needs the 'otel' extra" in failed.stderr
+    assert ToolCall(name="f")  # the sample types need no extra
