@@ -54,8 +54,17 @@ def test_a_judged_metric_without_a_judge_names_the_flags(
     err = capsys.readouterr().err
     assert "topic_adherence needs an LLM judge: set $OPENAI_API_KEY" in err
     assert "--judge-model MODEL" in err and "llm=" not in err
-    # A dry run needs no judge.
+    # A dry run needs no judge, and estimates topic adherence from the requests a run sends.
+    capsys.readouterr()
+    data.write_text(
+        '{"user_input": [{"type": "human", "content": "hi"}, {"type": "ai", "content": "hello"}],'
+        ' "reference_topics": ["greetings"]}\n'
+    )
     assert main(["evaluate", str(data), "--metric", "topic_adherence", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("topic_adherence"))
+    assert row.split()[1] == "1"  # one judge call for the one sample
+    assert "not estimated" not in out
 
 
 def test_comparators_are_chosen_by_name() -> None:
