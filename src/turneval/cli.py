@@ -159,6 +159,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         report_rows=args.report_rows,
         progress=not args.quiet and sys.stderr.isatty(),
+        chunk_bytes=int(args.chunk_mb * 2**20),
+        resume=args.resume,
+        overwrite=args.overwrite,
     )
     _print_summary(result, out)
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
@@ -252,6 +255,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--details", action="store_true", help="write each metric's details too")
     run.add_argument("--report-rows", type=int, default=2000, help="rows in the HTML report")
     run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue OUT/results.jsonl of an interrupted run: finished lines are not scored again",
+    )
+    run.add_argument(
+        "--overwrite", action="store_true", help="replace an existing OUT/results.jsonl"
+    )
+    run.add_argument(
+        "--chunk-mb",
+        type=float,
+        default=64.0,
+        help="input megabytes scored at once at most (memory bound; default 64)",
+    )
     run.add_argument(
         "--dry-run",
         action="store_true",

@@ -36,8 +36,11 @@ class JudgedMetric(Metric, ABC):
     Attributes:
         llm: A LangChain chat model (e.g. ``ChatOpenAI(model="gpt-4o")``) or a
             ``LangchainLLMWrapper``; None uses the ``llm`` given to ``evaluate``.
-        timeout: Seconds allowed for one judge request.
+        timeout: Seconds allowed for one judge request, from when it is sent (time queued for
+            the run's concurrency limit does not count).
         max_retries: Retries of transient judge errors (429, 5xx, timeouts, connection errors).
+        max_retry_after: Longest ``Retry-After`` in seconds honoured; a server asking for more
+            fails the call at once (``JudgeCallError``) instead of stalling the run.
     """
 
     uses_llm: ClassVar[bool] = True
@@ -45,6 +48,7 @@ class JudgedMetric(Metric, ABC):
     llm: Any = None
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
+    max_retry_after: float = Field(default=60.0, ge=0)
 
     @field_validator("llm")
     @classmethod
@@ -80,6 +84,7 @@ class JudgedMetric(Metric, ABC):
                 llm,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
+                max_retry_after=self.max_retry_after,
                 temperature=temperature,
                 logprobs=logprobs,
             )

@@ -199,8 +199,8 @@ class PointwiseMetric(JudgedMetric, SingleTurnMetric, MultiTurnMetric):
             temperature=0.7 if self.samples > 1 else None, logprobs=self.samples == 1
         )
         votes, explanations, usage, last = [], [], None, None
-        for _ in range(self.samples):
-            reply = await judge.ask(SYSTEM, question, schema)
+        for vote in range(self.samples):
+            reply = await judge.ask(SYSTEM, question, schema, vote=vote)
             score = float(reply.parsed.score)  # type: ignore[attr-defined]
             if score not in allowed:
                 from turneval.errors import JudgeOutputError
