@@ -89,6 +89,8 @@ class OpenAIStub:
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.times: list[float] = []
+        self.in_flight = 0  # requests the server is working on now
+        self.peak_in_flight = 0  # the most at once since the last reset
         self._lock = threading.Lock()
         self.rng = random.Random(0)
         stub = self
@@ -105,6 +107,16 @@ class OpenAIStub:
                     stub.connections += 1
 
             def do_POST(self) -> None:
+                with stub._lock:
+                    stub.in_flight += 1
+                    stub.peak_in_flight = max(stub.peak_in_flight, stub.in_flight)
+                try:
+                    self._answer()
+                finally:  # the server's work ends here, whether the client waited or not
+                    with stub._lock:
+                        stub.in_flight -= 1
+
+            def _answer(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with stub._lock:
@@ -203,6 +215,7 @@ class OpenAIStub:
             self.requests.clear()
             self.times.clear()
             self.rng = random.Random(0)
+            self.peak_in_flight = self.in_flight
 
     def close(self) -> None:
         self.server.shutdown()

@@ -59,7 +59,7 @@ def test_fail_under_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         "--quiet",
     ]
     assert main([*args, "--fail-under", "tool_call_f1=0.8"]) == 0
-    assert main([*args, "--fail-under", "tool_call_f1=0.9"]) == 1
+    assert main([*args, "--overwrite", "--fail-under", "tool_call_f1=0.9"]) == 1
     assert "FAIL: tool_call_f1 mean 0.8333 < 0.9" in capsys.readouterr().err
 
 

@@ -32,6 +32,7 @@ def run(tmp_path: Path, data: Path, *extra: str, out: str = "out") -> int:
             "tool_call_f1",
             "--out",
             str(tmp_path / out),
+            "--overwrite",
             "--quiet",
             *extra,
         ]

@@ -37,6 +37,7 @@ def command(data: Path, out: Path, cache: Path, url: str) -> list[str]:
         "--out",
         str(out),
         "--quiet",
+        "--overwrite",  # the re-run replaces the partial results; the cache pays for nothing twice
     ]
 
 

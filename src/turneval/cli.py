@@ -284,6 +284,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         report_rows=args.report_rows,
         progress=not args.quiet and sys.stderr.isatty(),
         input_format=args.format,
+        chunk_bytes=int(args.chunk_mb * 2**20),
+        resume=args.resume,
+        overwrite=args.overwrite,
     )
     _print_summary(result, out)
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
@@ -445,6 +448,20 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "jsonl", "otlp"),
         default="auto",
         help="input: samples (jsonl) or OTLP/JSON traces (otlp); auto-detected by default",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue OUT/results.jsonl of an interrupted run: finished lines are not scored again",
+    )
+    run.add_argument(
+        "--overwrite", action="store_true", help="replace an existing OUT/results.jsonl"
+    )
+    run.add_argument(
+        "--chunk-mb",
+        type=float,
+        default=64.0,
+        help="input megabytes scored at once at most (memory bound; default 64)",
     )
     run.add_argument(
         "--dry-run",

@@ -40,7 +40,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .system{background:#fff4d6}.call{font-family:monospace;font-size:12px;background:#fff;border:1px dashed #c9d1de;padding:3px 6px;margin:3px 0}
 .role{font-weight:600;margin-right:6px}.grid{display:grid;grid-template-columns:minmax(300px,720px) minmax(260px,1fr);gap:16px}
 .metric{border:1px solid #dfe3ea;background:#fff;padding:6px 8px;margin-bottom:6px}.error{color:#8a1c1c;white-space:pre-wrap}
-button.open{font-size:12px}
+button.open{font-size:12px}details.more summary{cursor:pointer;color:#4f5f85;font-size:12px}
 body{max-width:1400px}#samples{width:100%;table-layout:fixed}
 #samples th{font-size:12px;overflow-wrap:break-word}
 #samples td{overflow-wrap:anywhere}#samples col.line{width:86px}#samples col.id{width:24%}
@@ -91,8 +91,31 @@ _JS = """
 """
 
 
+_CLIP = 1_000  # characters of a text shown in a report cell before "show all"
+_FULL = 200_000  # characters of the full value kept in the page (bounds the report's size)
+
+
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as escaped HTML text; lone surrogates are shown escaped (never an error)."""
+    text = str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return html.escape(text, quote=True)
+
+
+def _clip(value: object) -> str:
+    """Escaped text, cut at ``_CLIP`` characters with the full value one click away."""
+    text = str(value)
+    if len(text) <= _CLIP:
+        return _e(text)
+    full = text[:_FULL]
+    note = f"\n[{len(text) - _FULL:,} more characters not shown]" if len(text) > _FULL else ""
+    return (
+        f"{_e(text[:_CLIP])}<details class='more'><summary>show all {len(text):,} characters"
+        f"</summary>{_e(full)}{_e(note)}</details>"
+    )
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -182,14 +205,14 @@ def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
 
 def _call(call: ToolCall) -> str:
     args = json.dumps(call.args, ensure_ascii=False)
-    return f'<div class="call">{_e(call.name)}({_e(args)})</div>'
+    return f'<div class="call">{_e(call.name)}({_clip(args)})</div>'
 
 
 def _conversation(sample: Any) -> str:
     if isinstance(sample, MultiTurnSample):
         parts = []
         for message in sample.user_input:
-            body = _e(message.content)
+            body = _clip(message.content)
             calls = (
                 "".join(_call(c) for c in message.tool_calls or [])
                 if isinstance(message, AIMessage)
@@ -212,12 +235,12 @@ def _conversation(sample: Any) -> str:
             ("Reference topics", sample.reference_topics),
         ):
             if value is not None:
-                parts.append(f"<div><b>{label}:</b> {_e(value)}</div>")
+                parts.append(f"<div><b>{label}:</b> {_clip(value)}</div>")
         return "".join(parts)
     if isinstance(sample, SingleTurnSample):
         fields = sample.model_dump(exclude_none=True)
         return "".join(
-            f'<div class="msg tool"><span class="role">{_e(k)}</span>{_e(v)}</div>'
+            f'<div class="msg tool"><span class="role">{_e(k)}</span>{_clip(v)}</div>'
             for k, v in fields.items()
         )
     return '<div class="muted">sample not kept</div>'
@@ -229,11 +252,11 @@ def _drill(row: SampleResult, names: Sequence[str]) -> str:
         result, failure = row.results.get(name), row.failures.get(name)
         if result is not None:
             metrics.append(
-                f'<div class="metric"><b>{_e(name)}</b> = {_fmt(result.value)}<br>{_e(result.reason)}</div>'
+                f'<div class="metric"><b>{_e(name)}</b> = {_fmt(result.value)}<br>{_clip(result.reason)}</div>'
             )
         elif failure is not None:
             metrics.append(
-                f'<div class="metric err"><b>{_e(name)}</b> failed<div class="error">{_e(failure)}</div></div>'
+                f'<div class="metric err"><b>{_e(name)}</b> failed<div class="error">{_clip(failure)}</div></div>'
             )
     return (
         f'<div class="grid"><div class="conv">{_conversation(row.sample)}</div>'

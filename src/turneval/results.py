@@ -24,6 +24,7 @@ __all__ = [
     "MetricResult",
     "Prices",
     "SampleResult",
+    "json_line",
     "ratio",
 ]
 
@@ -150,6 +151,16 @@ class SampleResult:
                 steps=self.steps,
             )
         return record
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """``record`` as one line of JSON, whatever its strings (lone surrogates are escaped)."""
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: \\uXXXX escapes keep the line valid UTF-8
+        text = json.dumps(record, ensure_ascii=True, default=str)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +375,7 @@ class EvaluationResult:
         """Write one JSON object per row (failed values as ``null``), with details by default."""
         with Path(path).open("w", encoding="utf-8") as handle:
             for record in self.records(details=details):
-                handle.write(json.dumps(record, ensure_ascii=False, default=str))
+                handle.write(json_line(record))
                 handle.write("\n")
 
     @classmethod
@@ -399,4 +410,5 @@ class EvaluationResult:
         """Write a self-contained HTML report (no network): summary, histograms, drill-down."""
         from turneval.report import render_html
 
-        Path(path).write_text(render_html(self, title=title), encoding="utf-8")
+        html = render_html(self, title=title)
+        Path(path).write_text(html, encoding="utf-8", errors="backslashreplace")

@@ -4,7 +4,11 @@ Lines are read in chunks; each chunk is scored by :func:`~turneval.runner.aevalu
 process or (rule-based metrics only) in worker processes, with at most ``2 x workers`` chunks in
 flight. Rows are written to ``results.jsonl`` in input order and flushed line by line, so a
 partial file is never corrupt. A line that is not valid JSON or not a valid sample becomes a row
-whose error names the line and field; every other line is scored as usual.
+whose error names the line and field; every other line is scored as usual. Whatever its bytes
+(invalid UTF-8, lone surrogates, nesting too deep to parse), a non-blank line yields exactly one
+row; a UTF-8 byte-order mark on the first line is ignored; blank lines are skipped (they hold
+no sample and yield no row). With ``resume=True`` the rows of an interrupted run are kept and
+their lines skipped (:func:`finished_lines`).
 """
 
 from __future__ import annotations
@@ -27,15 +31,15 @@ from pydantic import ValidationError
 
 from turneval.aggregate import MetricSummary, summarize, summary_document
 from turneval.dataset import sample_from_dict
-from turneval.errors import InvalidSampleError
+from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
 from turneval.metrics import Metric
 from turneval.report import render_report
-from turneval.results import MetricFailure, SampleResult
+from turneval.results import MetricFailure, MetricResult, SampleResult, json_line
 from turneval.runner import aevaluate, check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
-__all__ = ["FIRST_ERRORS", "RowError", "StreamResult", "evaluate_jsonl"]
+__all__ = ["FIRST_ERRORS", "RowError", "StreamResult", "evaluate_jsonl", "finished_lines"]
 
 
 @dataclass
@@ -91,7 +95,39 @@ class _Chunk:
 _MULTI_TURN = re.compile(r'"user_input"\s*:\s*\[')
 
 
+class _Unreadable(str):
+    """A line whose bytes are not UTF-8: kept as text for the row, with the decode error."""
+
+    __slots__ = ("error",)
+    error: str
+
+
+def _decode(raw: bytes, number: int) -> str:
+    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = _Unreadable(raw.decode("utf-8", "backslashreplace"))
+        line.error = (
+            f"line {number}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte offset "
+            f"{exc.start})"
+        )
+        return line
+
+
 def _parse(line: str, number: int) -> Sample:
+    if isinstance(line, _Unreadable):
+        raise InvalidSampleError(line.error, sample_id=number)
+    try:
+        return _parse_text(line, number)
+    except RecursionError as exc:
+        raise InvalidSampleError(
+            f"line {number}: JSON nested too deeply to parse", sample_id=number
+        ) from exc
+
+
+def _parse_text(line: str, number: int) -> Sample:
     kind = MultiTurnSample if _MULTI_TURN.search(line) else SingleTurnSample
     try:  # the fast path: pydantic parses and validates the JSON in one pass (Rust)
         return kind.model_validate_json(line)
@@ -120,6 +156,17 @@ def _name_line(row: SampleResult, number: int) -> None:
             row.failures[name] = replace(failure, message=f"{prefix}: {failure.message}")
 
 
+def _bad_line_row(index: int, number: int, names: Sequence[str], exc: Exception) -> SampleResult:
+    """The row of a line that holds no valid sample: every metric fails, naming the line."""
+    row = SampleResult(index, None)
+    kind, message = type(exc).__name__, str(exc)
+    if not isinstance(exc, (InvalidSampleError, ValidationError)):
+        kind, message = "InvalidSampleError", f"line {number}: {kind}: {message}"
+    for name in names:
+        row.failures[name] = MetricFailure(name, row.index, kind, message)
+    return row
+
+
 async def _score_chunk(
     lines: Sequence[tuple[int, str]],
     first_index: int,
@@ -139,12 +186,9 @@ async def _score_chunk(
     for position, (number, line) in enumerate(lines):
         try:
             sample = _parse(line, number)
-        except (InvalidSampleError, ValidationError) as exc:
+        except Exception as exc:  # whatever the line holds, it becomes a row naming its line
             bad += 1
-            row = SampleResult(first_index + position, None)
-            for name in names:
-                row.failures[name] = MetricFailure(name, row.index, "InvalidSampleError", str(exc))
-            rows[position] = row
+            rows[position] = _bad_line_row(first_index + position, number, names, exc)
         else:
             by_kind.setdefault(type(sample), []).append((position, sample))
     usage = Usage()
@@ -187,7 +231,7 @@ async def _score_chunk(
                 first_errors.append(RowError(lines[position][0], name, str(failure)))
         record = scored.record(names, details=details)
         record["line"] = lines[position][0]
-        records.append(json.dumps(record, ensure_ascii=False, default=str))
+        records.append(json_line(record))
         for name in names:
             cell = scored.results.get(name)
             if cell is None:
@@ -217,38 +261,146 @@ def _score_in_worker(
     )
 
 
-def _chunks(path: Path, size: int) -> Iterator[list[tuple[int, str]]]:
+def _chunks(
+    path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
+) -> Iterator[list[tuple[int, str]]]:
+    """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line)."""
     chunk: list[tuple[int, str]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                chunk.append((number, line))
-                if len(chunk) == size:
-                    yield chunk
-                    chunk = []
+    held = 0
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip() or number in skip:
+                continue
+            chunk.append((number, _decode(raw, number)))
+            held += len(raw)
+            if len(chunk) >= size or held >= budget:
+                yield chunk
+                chunk, held = [], 0
     if chunk:
         yield chunk
 
 
 def _is_otlp(path: Path) -> bool:
     """Auto-detection: an OTLP/JSON export starts with ``{"resourceSpans": ...``."""
-    with path.open(encoding="utf-8") as handle:
+    with path.open("rb") as handle:
         head = handle.read(4096)
-    return re.match(r'\s*\{\s*"resourceSpans"\s*:', head) is not None
+    return re.match(rb'\s*\{\s*"resourceSpans"\s*:', head.removeprefix(b"\xef\xbb\xbf")) is not None
 
 
-def _otlp_chunks(path: Path, size: int) -> Iterator[list[tuple[int, str]]]:
-    """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line)."""
+def _otlp_chunks(
+    path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
+) -> Iterator[list[tuple[int, str]]]:
+    """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line).
+
+    ``budget`` is unused: a trace is read whole (memory is bounded by the largest trace).
+    """
     from turneval.traces import iter_otlp_json
 
     chunk: list[tuple[int, str]] = []
     for number, sample in iter_otlp_json(path):
+        if number in skip:
+            continue
         chunk.append((number, sample.model_dump_json(exclude_none=True)))
         if len(chunk) == size:
             yield chunk
             chunk = []
     if chunk:
         yield chunk
+
+
+def finished_lines(results: str | os.PathLike[str]) -> dict[int, dict[str, Any]]:
+    """The rows an earlier run of ``evaluate_jsonl`` finished, by input line number.
+
+    Reads ``results`` (a results.jsonl) and cuts off a torn last line (a run killed while
+    writing it), so that appending continues the file cleanly. Rows are complete JSON objects
+    with a ``line``; the first row seen for a line wins.
+
+    Raises:
+        ConfigError: the file holds a line that is not such a row (not a results.jsonl).
+    """
+    target = Path(results)
+    rows: dict[int, dict[str, Any]] = {}
+    if not target.exists():
+        return rows
+    with target.open("r+b") as handle:
+        good_end = 0
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # torn: the run was killed mid-write
+            try:
+                record = json.loads(raw)
+                number = int(record["line"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(
+                    f"{target}: row after byte {good_end} is not a turneval row; cannot resume"
+                ) from exc
+            rows.setdefault(number, record)
+            good_end += len(raw)
+        handle.truncate(good_end)
+    return rows
+
+
+def _resumed_row(record: dict[str, Any], names: Sequence[str]) -> SampleResult:
+    row = SampleResult(int(record.get("index", 0)), None)
+    for name in names:
+        if record.get(name) is not None:
+            row.results[name] = MetricResult(
+                name, float(record[name]), record.get(f"{name}_reason") or ""
+            )
+        elif record.get(f"{name}_error"):
+            kind, _, message = str(record[f"{name}_error"]).partition(": ")
+            row.failures[name] = MetricFailure(name, row.index, kind, message)
+    return row
+
+
+def _is_bad(record: dict[str, Any], names: Sequence[str]) -> bool:
+    return bool(names) and all(
+        str(record.get(f"{name}_error") or "").startswith("InvalidSampleError: line ")
+        for name in names
+    )
+
+
+def _absorb_finished(
+    done: dict[int, dict[str, Any]],
+    names: Sequence[str],
+    values: dict[str, array[float]],
+    failed: dict[str, int],
+    kept: list[SampleResult],
+    report_rows: int,
+) -> int:
+    """Count the finished rows of a resumed run into the totals; returns how many there are."""
+    for record in done.values():
+        for name in names:
+            value = record.get(name)
+            if value is None:
+                failed[name] += 1
+            else:
+                values[name].append(float(value))
+        if len(kept) < report_rows:
+            kept.append(_resumed_row(record, names))
+    return len(done)
+
+
+def _preflight(
+    target: Path,
+    chunk_size: int,
+    chunk_bytes: int,
+    cache: str | os.PathLike[str] | None,
+    resume: bool,
+    overwrite: bool,
+) -> Path:
+    """Check options, output and cache before any row is scored; returns results.jsonl's path."""
+    if chunk_size < 1 or chunk_bytes < 1:
+        raise ConfigError("chunk_size and chunk_bytes must be >= 1")
+    target.mkdir(parents=True, exist_ok=True)
+    results_path = target / "results.jsonl"
+    if not resume and not overwrite and results_path.exists() and results_path.stat().st_size:
+        raise ConfigError(
+            f"{results_path} already exists; resume it (--resume) or replace it (--overwrite)"
+        )
+    if cache is not None:  # a corrupt cache fails here, named, before any row is scored
+        SQLiteCache(cache).close()
+    return results_path
 
 
 def evaluate_jsonl(
@@ -262,12 +414,15 @@ def evaluate_jsonl(
     llm_concurrency: int = 8,
     workers: int | None = None,
     chunk_size: int = 1000,
+    chunk_bytes: int = 64 * 2**20,
     report_rows: int = 2000,
     details: bool = False,
     timeout: float | None = None,
     title: str | None = None,
     progress: bool = False,
     input_format: str = "auto",
+    resume: bool = False,
+    overwrite: bool = True,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -281,7 +436,9 @@ def evaluate_jsonl(
         llm_concurrency: Judge requests in flight at once.
         workers: Worker processes for rule-based metrics (default: one per core, at most 2 x
             chunks in flight); judged metrics always run in this process.
-        chunk_size: Lines per chunk.
+        chunk_size: Lines per chunk (at most).
+        chunk_bytes: Input bytes per chunk (at most; a longer line makes a chunk of its own),
+            so memory is bounded by bytes as well as lines.
         report_rows: Rows kept for the HTML report's per-sample table.
         details: Also write each metric's ``details`` to results.jsonl.
         timeout: Seconds allowed per sample.
@@ -290,6 +447,15 @@ def evaluate_jsonl(
         input_format: ``"jsonl"`` (samples), ``"otlp"`` (OTLP/JSON traces, one sample per
             trace; needs the ``otel`` extra) or ``"auto"`` (OTLP/JSON when the file starts with
             ``{"resourceSpans"``).
+        resume: Continue ``out_dir/results.jsonl`` of an interrupted run: its finished rows are
+            kept (and counted in the summary), their lines are not scored again.
+        overwrite: Without ``resume``, replace an existing, non-empty results.jsonl; if False,
+            raise :class:`ConfigError` instead (the CLI's default).
+
+    Raises:
+        ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
+            judge cache is unreadable; or the existing file is not a results.jsonl.
+        InvalidSampleError: ``path`` does not exist.
     """
     source = Path(path)
     if not source.is_file():
@@ -315,7 +481,8 @@ def evaluate_jsonl(
     if judged:
         workers = 1
     target = Path(out_dir)
-    target.mkdir(parents=True, exist_ok=True)
+    results_path = _preflight(target, chunk_size, chunk_bytes, cache, resume, overwrite)
+    done = finished_lines(results_path) if resume else {}
     values = {name: array("d") for name in names}
     failed = dict.fromkeys(names, 0)
     usage = Usage()
@@ -343,10 +510,12 @@ def evaluate_jsonl(
         if progress:
             print(f"\rturneval: {total:,} samples", end="", file=sys.stderr, flush=True)
 
-    with (target / "results.jsonl").open("w", encoding="utf-8") as handle:
-        index = 0
+    with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
+        index = total = _absorb_finished(done, names, values, failed, kept, report_rows)
+        bad = sum(1 for record in done.values() if _is_bad(record, names))
+        skip = frozenset(done)
         if workers <= 1:
-            for lines in read_chunks(source, chunk_size):
+            for lines in read_chunks(source, chunk_size, chunk_bytes, skip):
                 keep = max(report_rows - len(kept), 0)
                 chunk = anyio.run(
                     _score_chunk,
@@ -368,7 +537,7 @@ def evaluate_jsonl(
                 workers, initializer=_init_worker, initargs=(resolved,)
             ) as pool:
                 window: deque[Future[_Chunk]] = deque()
-                for lines in read_chunks(source, chunk_size):
+                for lines in read_chunks(source, chunk_size, chunk_bytes, skip):
                     keep = max(report_rows - index, 0)
                     window.append(
                         pool.submit(_score_in_worker, lines, index, keep, details, timeout)
@@ -409,5 +578,5 @@ def evaluate_jsonl(
         usage=usage,
         tools={m.name: str(m.tool_name) for m in resolved if hasattr(m, "tool_name")},
     )
-    (target / "report.html").write_text(html, encoding="utf-8")
+    (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
     return result

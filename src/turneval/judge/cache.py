@@ -9,6 +9,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from turneval.errors import ConfigError
+
 __all__ = ["SQLiteCache"]
 
 _SCHEMA = """
@@ -39,9 +41,19 @@ class SQLiteCache:
         self._connection = sqlite3.connect(
             self.path, timeout=30.0, check_same_thread=False, isolation_level=None
         )
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute("PRAGMA busy_timeout=30000")
-        self._connection.execute(_SCHEMA)
+        try:
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute("PRAGMA busy_timeout=30000")
+            self._connection.execute(_SCHEMA)
+            check = self._connection.execute("PRAGMA quick_check").fetchone()
+            if check is None or check[0] != "ok":
+                raise sqlite3.DatabaseError(str(check[0] if check else "no answer"))
+        except sqlite3.DatabaseError as exc:
+            self._connection.close()
+            raise ConfigError(
+                f"judge cache {self.path} is not a readable SQLite database ({exc}); "
+                "move or delete it, or use another cache path"
+            ) from exc
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer for ``key``, or None."""
@@ -51,12 +63,17 @@ class SQLiteCache:
             ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
-    def set(self, key: str, value: dict[str, Any]) -> None:
-        """Store ``value`` for ``key`` and commit at once (a first answer is never replaced)."""
-        text = json.dumps(value, ensure_ascii=False)
+    def set(self, key: str, value: dict[str, Any], *, replace: bool = False) -> None:
+        """Store ``value`` for ``key`` and commit at once.
+
+        A first answer is kept unless ``replace`` (the judge replaces an entry that no longer
+        validates).
+        """
+        text = json.dumps(value, ensure_ascii=True)
+        verb = "REPLACE" if replace else "IGNORE"
         with self._lock:
             self._connection.execute(
-                "INSERT OR IGNORE INTO judge_cache (key, value) VALUES (?, ?)", (key, text)
+                f"INSERT OR {verb} INTO judge_cache (key, value) VALUES (?, ?)", (key, text)
             )
 
     def __len__(self) -> int:

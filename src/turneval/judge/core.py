@@ -7,7 +7,13 @@
 * Transient errors (429 honouring ``Retry-After``, 5xx, timeouts, connection errors) are retried
   with exponential backoff and jitter; others raise :class:`JudgeCallError` at once. The
   provider client's own retries are switched off so they never stack with ours.
-* Every request waits for the run's shared limiter (one for all judges, metrics and samples).
+* ``Retry-After`` is honoured up to ``max_retry_after`` (default 60 s); a longer wait fails the
+  call clearly instead of stalling the run.
+* Every request waits for the run's shared limiter (one for all judges, metrics and samples);
+  its ``timeout`` starts once it holds a slot (time queued does not count), and a timed-out
+  request keeps its slot until it has really ended (bounded by ``drain_timeout``), so the
+  server never sees more requests in flight than the limit. ``usage.calls`` counts requests
+  sent, retries included.
 * Token usage comes from the model's ``usage_metadata``; with a :class:`SQLiteCache`, identical
   requests are answered from disk.
 """
@@ -22,6 +28,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
@@ -180,22 +187,57 @@ def _without_provider_retries(
     return copy
 
 
+# Fields that change a model's answer but that LangChain leaves out of ``_identifying_params``:
+# sampling parameters, and which server or deployment answers (the same model name on another
+# server is another judge).
+_ANSWER_FIELDS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+    "max_tokens",
+    "max_completion_tokens",
+    "frequency_penalty",
+    "presence_penalty",
+    "stop",
+    "n",
+    "logprobs",
+    "top_logprobs",
+    "reasoning_effort",
+    "model_kwargs",
+    "extra_body",
+    "openai_api_base",
+    "base_url",
+    "api_base",
+    "endpoint",
+    "azure_endpoint",
+    "deployment_name",
+    "openai_api_version",
+    "provider",
+    "project",
+    "location",
+    "region_name",
+)
+
+
 def _identity(llm: BaseChatModel) -> dict[str, Any]:
     params: dict[str, Any]
     try:
         params = dict(llm._identifying_params)
     except Exception:  # pragma: no cover - models without identifying params
         params = {}
-    for name in ("temperature", "top_p", "seed", "max_tokens"):
-        if name in type(llm).model_fields:
+    fields = type(llm).model_fields
+    for name in _ANSWER_FIELDS:
+        if name in fields:
             params.setdefault(name, getattr(llm, name, None))
     return {"class": f"{type(llm).__module__}.{type(llm).__qualname__}", "params": params}
 
 
-def _usage_of(message: Any) -> Usage:
+def _tokens_of(message: Any) -> Usage:
+    """The tokens billed for ``message`` (its request is counted when sent)."""
     metadata = getattr(message, "usage_metadata", None) or {}
     return Usage(
-        int(metadata.get("input_tokens", 0) or 0), int(metadata.get("output_tokens", 0) or 0), 1
+        int(metadata.get("input_tokens", 0) or 0), int(metadata.get("output_tokens", 0) or 0)
     )
 
 
@@ -230,6 +272,11 @@ class Judge:
         max_backoff: Cap of one backoff delay.
         temperature: Sampling temperature where the model has one (default: 0 if unset).
         logprobs: Ask for token log-probabilities where the model supports them.
+        max_retry_after: Longest ``Retry-After`` (seconds) honoured; a server asking for more
+            fails the call at once with :class:`JudgeCallError` instead of stalling the run.
+        drain_timeout: After a request timed out, seconds its limiter slot stays held while
+            the server may still be answering it (default: ``timeout``), so that timed-out
+            requests never push the server past the concurrency limit.
     """
 
     def __init__(
@@ -243,10 +290,16 @@ class Judge:
         max_backoff: float = 30.0,
         temperature: float | None = None,
         logprobs: bool = False,
+        max_retry_after: float = 60.0,
+        drain_timeout: float | None = None,
     ) -> None:
         """Prepare the judge (the model is copied with its own retries off)."""
         if max_retries < 0 or max_parse_retries < 0 or timeout <= 0 or backoff < 0:
             raise ConfigError("retries must be >= 0, timeout > 0 and backoff >= 0")
+        if max_retry_after < 0 or (drain_timeout is not None and drain_timeout < 0):
+            raise ConfigError("max_retry_after and drain_timeout must be >= 0")
+        self.max_retry_after = max_retry_after
+        self.drain_timeout = timeout if drain_timeout is None else drain_timeout
         # Copied with its own retries off and an HTTP client private to each run's event loop.
         self.llm = loop_bound(_without_provider_retries(resolve_llm(llm), temperature, logprobs))
         self.identity = _identity(self.llm)
@@ -285,11 +338,16 @@ class Judge:
         messages: list[BaseMessage],
         schema: type[BaseModel],
         extra: Mapping[str, Any] | None = None,
+        *,
+        vote: int = 0,
     ) -> str:
-        """Key of a request: model identity and parameters, messages and output schema.
+        """Key of a request: everything that changes the answer.
 
-        ``extra`` adds what else must tell two identical requests apart (e.g. the trial of a
-        simulated user), so that they are not answered from each other's cache entry.
+        That is the model's class, name and sampling parameters, the server it is reached at
+        (base URL, endpoint or deployment), the messages, the output schema and, for repeated
+        sampling of one prompt (self-consistency), the vote's index. ``extra`` adds what else
+        must tell two identical requests apart (e.g. the trial of a simulated user), so that
+        they are not answered from each other's cache entry.
         """
         payload: dict[str, Any] = {
             "model": self.identity,
@@ -299,7 +357,9 @@ class Judge:
         }
         if extra:
             payload["extra"] = dict(extra)
-        text = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
+        if vote:
+            payload["vote"] = vote
+        text = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
     async def ask(
@@ -309,8 +369,18 @@ class Judge:
         schema: type[T],
         *,
         cache_extra: Mapping[str, Any] | None = None,
+        vote: int = 0,
     ) -> JudgeReply[T]:
-        """Ask for a verdict of type ``schema`` (``cache_extra``: see :meth:`cache_key`).
+        """Ask for a verdict of type ``schema``.
+
+        Args:
+            system: The system prompt.
+            user: The question.
+            schema: The verdict's pydantic model.
+            cache_extra: What else tells this request apart in the cache (see :meth:`cache_key`).
+            vote: Index of this answer when one prompt is asked several times (self-consistency
+                votes): each vote is its own cache entry, so a cache never turns k independent
+                answers into k copies of the first.
 
         Raises:
             JudgeCallError: the model could not be reached (after retries of transient errors).
@@ -320,13 +390,16 @@ class Judge:
         runnable = self._runnable(schema)
         messages = self.prompt(system, user, schema)
         cache = run.cache if run is not None else None
-        key = self.cache_key(messages, schema, cache_extra) if cache is not None else ""
+        key = self.cache_key(messages, schema, cache_extra, vote=vote) if cache is not None else ""
+        stale = False
         if cache is not None:
             hit = await anyio.to_thread.run_sync(cache.get, key)
-            if hit is not None:
+            cached = _cached_verdict(hit, schema)
+            if cached is not None:
                 usage = Usage(cached_calls=1)
                 self._record(run, usage)
-                return JudgeReply(schema.model_validate(hit["parsed"]), hit["raw"], usage, True)
+                return JudgeReply(cached, str(hit["raw"]), usage, True)  # type: ignore[index]
+            stale = hit is not None  # an entry that is no valid verdict is asked again
         tally = _Tally()
         try:
             async with client_scope():  # the run's, or one for this call alone
@@ -335,7 +408,7 @@ class Judge:
             self._record(run, tally.usage)
         if cache is not None:
             value = {"raw": raw, "parsed": parsed.model_dump(mode="json")}
-            await anyio.to_thread.run_sync(cache.set, key, value)
+            await anyio.to_thread.run_sync(partial(cache.set, key, value, replace=stale))
         return JudgeReply(parsed, raw, tally.usage, message=tally.message)
 
     async def _parse_loop(
@@ -388,18 +461,15 @@ class Judge:
 
         for attempt in range(self.max_retries + 1):
             try:
-                with anyio.fail_after(self.timeout):
-                    if run is not None:
-                        async with run.limiter:
-                            reply = await self._invoke(runnable, messages)
-                    else:
-                        reply = await self._invoke(runnable, messages)
+                if run is not None:
+                    async with run.limiter:  # the timeout starts once a slot is held
+                        reply = await self._send(runnable, messages, tally)
+                else:
+                    reply = await self._send(runnable, messages, tally)
             except (ValidationError, OutputParserException) as error:
                 # Clients that parse inside the request (OpenAI's json_schema) raise here.
-                tally.usage = tally.usage + Usage(calls=1)
                 raise _OutputProblem(_raw_from(error), _describe(error)) from error
             except Exception as error:
-                tally.usage = tally.usage + Usage(calls=1)
                 kind = classify(error)
                 if not kind.transient or attempt == self.max_retries:
                     what = "timed out" if isinstance(error, TimeoutError) else "failed"
@@ -408,19 +478,73 @@ class Judge:
                         f"{type(error).__name__}: {error}"
                     ) from error
                 delay = kind.retry_after
+                if delay is not None and delay > self.max_retry_after:
+                    raise JudgeCallError(
+                        f"judge call failed after {attempt + 1} attempt(s): the server asked to "
+                        f"retry after {delay:g} s, more than max_retry_after="
+                        f"{self.max_retry_after:g} s (HTTP {kind.status}: {error})"
+                    ) from error
                 if delay is None:
                     delay = min(self.max_backoff, self.backoff * 2**attempt)
                     delay *= 0.5 + random.random() / 2  # jitter
                 await anyio.sleep(delay)
                 continue
-            tally.usage = tally.usage + _usage_of(reply["raw"] if runnable is not None else reply)
             return reply
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(self, runnable: Any, messages: list[BaseMessage], tally: _Tally) -> Any:
+        """Send one request and wait for it, at most ``timeout`` seconds from now.
+
+        The request counts as a call once sent. When it times out, the server may still be
+        working on it (and bill it): the caller keeps its limiter slot until the request has
+        really ended, or ``drain_timeout`` more seconds have passed, before the request is
+        abandoned and :class:`TimeoutError` raised; tokens of a late answer are still counted.
+        """
+        tally.usage = tally.usage + Usage(calls=1)
+        outcome: dict[str, Any] = {}
+        ended = anyio.Event()
+
+        async def call() -> None:
+            try:
+                outcome["reply"] = await self._invoke(runnable, messages)
+            except Exception as error:
+                outcome["error"] = error
+            finally:
+                ended.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            with anyio.move_on_after(self.timeout):
+                await ended.wait()
+            timed_out = not ended.is_set()
+            if timed_out:
+                with anyio.move_on_after(self.drain_timeout):
+                    await ended.wait()
+                group.cancel_scope.cancel()
+        if "reply" in outcome:
+            tally.usage = tally.usage + _tokens_of(
+                outcome["reply"]["raw"] if runnable is not None else outcome["reply"]
+            )
+        if timed_out:
+            raise TimeoutError(f"no answer within {self.timeout:g} s of sending the request")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["reply"]
 
     async def _invoke(self, runnable: Any, messages: list[BaseMessage]) -> Any:
         if runnable is not None:
             return await runnable.ainvoke(messages)
         return await self.llm.ainvoke(messages)
+
+
+def _cached_verdict(hit: dict[str, Any] | None, schema: type[T]) -> T | None:
+    """The verdict stored in ``hit``, or None when it is missing or no valid ``schema``."""
+    if hit is None or not isinstance(hit.get("raw"), str):
+        return None
+    try:
+        return schema.model_validate(hit["parsed"])
+    except (KeyError, ValidationError):
+        return None
 
 
 class _OutputProblem(Exception):

@@ -135,10 +135,13 @@ class JudgedMetric(Metric, ABC):
     Attributes:
         llm: A LangChain chat model (e.g. ``ChatOpenAI(model="gpt-4o")``) or a
             ``LangchainLLMWrapper``; None uses the ``llm`` given to ``evaluate``.
-        timeout: Seconds allowed for one judge request.
+        timeout: Seconds allowed for one judge request, from when it is sent (time queued for
+            the run's concurrency limit does not count).
         max_retries: Retries of transient judge errors (429, 5xx, timeouts, connection errors).
         examples: Worked examples shown before every question (few-shot; e.g. human-labelled
             rows from :meth:`example`). They are part of the prompt, hence of the cache key.
+        max_retry_after: Longest ``Retry-After`` in seconds honoured; a server asking for more
+            fails the call at once (``JudgeCallError``) instead of stalling the run.
     """
 
     uses_llm: ClassVar[bool] = True
@@ -149,6 +152,7 @@ class JudgedMetric(Metric, ABC):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
     examples: tuple[JudgeExample, ...] = ()
+    max_retry_after: float = Field(default=60.0, ge=0)
 
     @field_validator("llm")
     @classmethod
@@ -210,7 +214,9 @@ class JudgedMetric(Metric, ABC):
         if len(requests) == 1:
             request = requests[0]
             judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
-            return [await judge.ask(request.system, request.prompt, request.schema)]
+            return [
+                await judge.ask(request.system, request.prompt, request.schema, vote=request.vote)
+            ]
         replies: list[JudgeReply[Any] | None] = [None] * len(requests)
         errors: dict[int, Exception] = {}
         limiter = None if current_run() else anyio.CapacityLimiter(MAX_CONCURRENT_REQUESTS)
@@ -219,10 +225,14 @@ class JudgedMetric(Metric, ABC):
             judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
             try:
                 if limiter is None:
-                    reply = await judge.ask(request.system, request.prompt, request.schema)
+                    reply = await judge.ask(
+                        request.system, request.prompt, request.schema, vote=request.vote
+                    )
                 else:
                     async with limiter:
-                        reply = await judge.ask(request.system, request.prompt, request.schema)
+                        reply = await judge.ask(
+                            request.system, request.prompt, request.schema, vote=request.vote
+                        )
                 replies[index] = reply
             except Exception as error:  # re-raised below, unwrapped from the task group
                 errors[index] = error
@@ -276,6 +286,7 @@ class JudgedMetric(Metric, ABC):
                 llm,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
+                max_retry_after=self.max_retry_after,
                 temperature=temperature,
                 logprobs=logprobs,
             )

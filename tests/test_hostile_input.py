@@ -1,0 +1,128 @@
+"""Hostile input lines: every non-blank line yields one row, whatever its bytes; resume."""
+
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from turneval.cli import main
+from turneval.stream import evaluate_jsonl
+
+from ._builders import call, conversation
+
+GOOD = conversation([call("a")], reference=[call("a")]).model_dump_json(exclude_none=True)
+SURROGATE = GOOD.replace('"a"', '"\\ud800"', 1)
+LISTED = [
+    b"\xef\xbb\xbf" + GOOD.encode(),  # BOM on line 1: scored as usual
+    b"[" * 10_000 + b"]" * 10_000,
+    b'{"user_input": ' + b"[" * 10_000 + b"]" * 10_000 + b"}",
+    b"\xff\xfe not utf-8",
+    SURROGATE.encode(),
+    b"",  # blank: skipped
+    GOOD.encode(),
+]
+
+
+def rows_of(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_listed_hostile_lines_each_yield_one_row(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_bytes(b"\n".join(LISTED) + b"\n")
+    result = evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "out", workers=1)
+    rows = rows_of(tmp_path / "out")
+    assert [row["line"] for row in rows] == [1, 2, 3, 4, 5, 7]
+    assert rows[0]["tool_call_f1"] == 1.0 and rows[5]["tool_call_f1"] == 1.0
+    assert "line 2: JSON nested too deeply" in rows[1]["tool_call_f1_error"]
+    assert rows[2]["tool_call_f1"] is None and "line 3" in rows[2]["tool_call_f1_error"]
+    assert "line 4: not valid UTF-8 (byte 0xff at byte offset 0)" in rows[3]["tool_call_f1_error"]
+    assert result.total_rows == 6 and (tmp_path / "out" / "report.html").stat().st_size > 0
+    # CLI: same rows, no traceback; exit 3 because 4 rows failed and --max-failed is 0.
+    assert (
+        main(
+            [
+                "evaluate",
+                str(data),
+                "--metric",
+                "tool_call_f1",
+                "--out",
+                str(tmp_path / "c"),
+                "--quiet",
+            ]
+        )
+        == 3
+    )
+    assert len(rows_of(tmp_path / "c")) == 6
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.binary(max_size=40).filter(lambda b: b"\n" not in b), min_size=1, max_size=6))
+def test_fuzzed_lines_each_yield_one_row(tmp_path: Path, lines: list[bytes]) -> None:
+    data = tmp_path / "fuzz.jsonl"
+    data.write_bytes(b"\n".join([*lines, GOOD.encode()]) + b"\n")
+    expected = [n for n, raw in enumerate([*lines, GOOD.encode()], 1) if raw.strip()]
+    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "f", workers=1)
+    assert [row["line"] for row in rows_of(tmp_path / "f")] == expected
+    assert (
+        main(
+            [
+                "evaluate",
+                str(data),
+                "--metric",
+                "tool_call_f1",
+                "--out",
+                str(tmp_path / "f"),
+                "--quiet",
+                "--max-failed",
+                "1.0",
+                "--overwrite",
+            ]
+        )
+        == 0
+    )
+
+
+def test_resume_keeps_finished_rows_and_refuses_silent_overwrite(tmp_path: Path, capsys) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text((GOOD + "\n") * 5)
+    out = tmp_path / "out"
+    args = ["evaluate", str(data), "--metric", "tool_call_f1", "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    rows = (out / "results.jsonl").read_text().splitlines()
+    kept = [json.loads(r) for r in rows[:2]]
+    for row in kept:
+        row["tool_call_f1"] = 0.5  # marks the rows an interrupted run finished
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept) + rows[2][:9])
+    assert main(args) == 2 and "already exists" in capsys.readouterr().err
+    assert main([*args, "--resume"]) == 0
+    resumed = rows_of(out)
+    assert [r["line"] for r in resumed] == [1, 2, 3, 4, 5]
+    assert [r["tool_call_f1"] for r in resumed] == [0.5, 0.5, 1.0, 1.0, 1.0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"]["tool_call_f1"]["count"] == 5
+    assert summary["metrics"]["tool_call_f1"]["mean"] == (0.5 * 2 + 3) / 5
+
+
+def test_corrupt_cache_on_the_cli_is_one_clear_error(tmp_path: Path, capsys) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(GOOD + "\n")
+    bad = tmp_path / "c.sqlite"
+    bad.write_bytes(b"garbage" * 200)
+    args = ["evaluate", str(data), "--metric", "tool_call_f1", "--out", str(tmp_path / "o")]
+    assert main([*args, "--cache", str(bad)]) == 2
+    assert f"judge cache {bad} is not a readable SQLite database" in capsys.readouterr().err
+
+
+def test_long_report_text_is_clipped_with_the_full_value_one_click_away(tmp_path: Path) -> None:
+    from turneval import evaluate
+
+    sample = conversation([call("a")], reference=[call("a")])
+    long = "x" * 5_000
+    sample.user_input[0].content = long  # type: ignore[misc]
+    evaluate([sample], ["tool_call_f1"]).to_html(tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "show all 5,000 characters" in page and long in page
