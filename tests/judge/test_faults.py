@@ -166,6 +166,33 @@ async def test_a_timed_out_request_keeps_its_slot_until_it_ends(openai_stub: Ope
     assert run.usage.input_tokens == 8 * 7  # the late answers were billed, and are counted
 
 
+async def test_a_cancelled_caller_keeps_its_slot_until_the_request_ends(
+    openai_stub: OpenAIStub,
+) -> None:
+    # The sample's own timeout (an outer cancellation) used to free the slot at once while the
+    # server still worked: the next requests piled on. Limit 2; caller i starts at 0.1 i s and
+    # gives up 0.25 s later; the server takes 0.5 s per request.
+    openai_stub.reset(default=Reply(GOOD, delay=0.5, prompt_tokens=7, completion_tokens=1))
+    judge = Judge(model(openai_stub.url), timeout=10, max_retries=0, drain_timeout=5)
+    cancelled = 0
+
+    async def ask(start: float) -> None:
+        nonlocal cancelled
+        await anyio.sleep(start)
+        with anyio.move_on_after(0.25) as scope:
+            await judge.ask("s", "q", Verdict)
+        cancelled += scope.cancelled_caught
+
+    with judge_run(JudgeRun(max_concurrency=2)) as run:
+        async with anyio.create_task_group() as group:
+            for i in range(6):
+                group.start_soon(ask, 0.1 * i)
+    assert cancelled == 6
+    assert openai_stub.peak_in_flight <= 2  # freed slots would have put 3 or more in flight
+    sent = len(openai_stub.requests)
+    assert sent >= 2 and run.usage.calls == sent
+
+
 def test_bad_drain_or_cap_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="max_retry_after and drain_timeout"):
         Judge(model("http://x/v1"), max_retry_after=-1)

@@ -499,28 +499,39 @@ class Judge:
         working on it (and bill it): the caller keeps its limiter slot until the request has
         really ended, or ``drain_timeout`` more seconds have passed, before the request is
         abandoned and :class:`TimeoutError` raised; tokens of a late answer are still counted.
+        The same holds when the caller is cancelled from outside (e.g. the sample's timeout):
+        the request is shielded and drained before the cancellation goes on.
         """
         tally.usage = tally.usage + Usage(calls=1)
         outcome: dict[str, Any] = {}
         ended = anyio.Event()
+        request = anyio.CancelScope(shield=True)  # only this method abandons the request
 
         async def call() -> None:
-            try:
-                outcome["reply"] = await self._invoke(runnable, messages)
-            except Exception as error:
-                outcome["error"] = error
-            finally:
-                ended.set()
+            with request:
+                try:
+                    outcome["reply"] = await self._invoke(runnable, messages)
+                except Exception as error:
+                    outcome["error"] = error
+                finally:
+                    ended.set()
+
+        async def drain() -> None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.drain_timeout):
+                await ended.wait()
+            request.cancel()
 
         async with anyio.create_task_group() as group:
             group.start_soon(call)
-            with anyio.move_on_after(self.timeout):
-                await ended.wait()
+            try:
+                with anyio.move_on_after(self.timeout):
+                    await ended.wait()
+            except anyio.get_cancelled_exc_class():
+                await drain()  # cancelled from outside: the slot is held until the request ends
+                raise
             timed_out = not ended.is_set()
             if timed_out:
-                with anyio.move_on_after(self.drain_timeout):
-                    await ended.wait()
-                group.cancel_scope.cancel()
+                await drain()
         if "reply" in outcome:
             tally.usage = tally.usage + _tokens_of(
                 outcome["reply"]["raw"] if runnable is not None else outcome["reply"]
