@@ -1,5 +1,6 @@
 """Report content that needs no browser: tool names, neutral colours, request counts, ids."""
 
+import json
 from pathlib import Path
 
 from turneval import EvaluationResult, SampleResult
@@ -32,3 +33,17 @@ def test_header_request_count_adds_up_to_the_per_metric_counts() -> None:
     assert "tallest bar: 1 row<" in page and 'id="legend"' in page
     same = render_html(EvaluationResult(rows, ["judge_a"], Usage(100, 10, calls=3)))
     assert "judge: 3 requests, 0 cached" in same
+
+
+def test_cli_report_names_the_same_lines_as_results_jsonl(tmp_path: Path) -> None:
+    # A blank line 2 holds no sample: the second row is line 3 in results.jsonl and the report.
+    line = conversation([call("lookup")]).model_dump_json()
+    data = tmp_path / "d.jsonl"
+    data.write_text(f"{line}\n\n{line}\n")
+    spec = "trajectory_single_tool_use:tool_name=lookup"
+    assert main(["evaluate", str(data), "--metric", spec, "--out", str(tmp_path), "--quiet"]) == 0
+    rows = (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(row)["line"] for row in rows] == [1, 3]
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    opened = 'aria-expanded="false">open</button> '
+    assert [part.split("<")[0] for part in page.split(opened)[1:]] == ["1", "3"]

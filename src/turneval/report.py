@@ -384,7 +384,7 @@ def render_report(
         groups.append(
             f'<tbody class="sample" id="sample-{row.index}" {" ".join(attrs)}>'
             f'<tr><td class="line"><button class="open" type="button" aria-expanded="false">open</button> '
-            f"{row.index + 1}</td>"
+            f"{row.line if row.line is not None else row.index + 1}</td>"
             f'<td class="id" title="{_e(label)}">{_e(label)}</td>'
             f"{''.join(cells)}<td class='num'>{len(row.failures)}</td></tr>"
             f'<tr class="drill" hidden><td colspan="{len(names) + 3}">{_drill(row, names)}</td></tr></tbody>'

@@ -100,6 +100,8 @@ class SampleResult:
 
     When an agent was run on the sample (``EvalTask``), also its ``latency_s``, ``failure``
     (0/1) with ``agent_error``, its token usage ``agent_usage`` and ``steps`` (AI messages).
+    ``line`` is the sample's 1-based line in the input file when it was read from one (the
+    streaming CLI), so reports name the same line as results.jsonl.
     """
 
     index: int
@@ -111,6 +113,7 @@ class SampleResult:
     agent_error: str | None = None
     agent_usage: Usage | None = None
     steps: int | None = None
+    line: int | None = None
 
     def score(self, name: str) -> float:
         """The metric's value, NaN where it failed (ragas' convention at this boundary)."""

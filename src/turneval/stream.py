@@ -224,6 +224,7 @@ async def _score_chunk(
     for position, scored in enumerate(rows):
         assert scored is not None
         _name_line(scored, lines[position][0])
+        scored.line = lines[position][0]
         if scored.failures:
             failed_rows += 1
             if len(first_errors) < FIRST_ERRORS:
@@ -341,7 +342,7 @@ def finished_lines(results: str | os.PathLike[str]) -> dict[int, dict[str, Any]]
 
 
 def _resumed_row(record: dict[str, Any], names: Sequence[str]) -> SampleResult:
-    row = SampleResult(int(record.get("index", 0)), None)
+    row = SampleResult(int(record.get("index", 0)), None, line=int(record["line"]))
     for name in names:
         if record.get(name) is not None:
             row.results[name] = MetricResult(
