@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from turneval.judge.usage import Usage
+from turneval.usage import Usage
 
 __all__ = [
     "MetricSummary",
