@@ -16,9 +16,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from turneval.aggregate import SummaryTable
+    from turneval.messages import Message
     from turneval.samples import Sample
 
 __all__ = [
+    "AgentRun",
     "EvaluationResult",
     "MetricFailure",
     "MetricResult",
@@ -95,25 +97,74 @@ class MetricFailure:
 
 
 @dataclass(slots=True)
+class AgentRun:
+    """What one run of an agent produced (``EvalTask``, a simulated conversation or a trace).
+
+    Attributes:
+        messages: The conversation, as it happened.
+        latency_s: Wall-clock seconds the run took.
+        error: ``"<ErrorType>: <message>"`` when the run failed (the row's metrics then fail
+            with it), else None.
+        usage: The agent's token usage (from its AI messages' usage metadata).
+        steps: The number of AI messages the agent produced.
+        error_type: The error type recorded on the row's metrics when the run failed.
+    """
+
+    messages: list[Message]
+    latency_s: float
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+    error_type: str = "AgentRunError"
+
+    @property
+    def failed(self) -> bool:
+        """Whether the run failed (``error`` is set)."""
+        return self.error is not None
+
+
+@dataclass(slots=True)
 class SampleResult:
     """Everything measured on one sample: a result or a failure per metric.
 
-    When an agent was run on the sample (``EvalTask``), also its ``latency_s``, ``failure``
-    (0/1) with ``agent_error``, its token usage ``agent_usage`` and ``steps`` (AI messages).
-    ``line`` is the sample's 1-based line in the input file when it was read from one (the
-    streaming CLI), so reports name the same line as results.jsonl.
+    ``agent`` is the :class:`AgentRun` when an agent was run on the sample (``EvalTask``, a
+    simulated conversation, a trace); ``latency_s``, ``failure`` (0/1), ``agent_error``,
+    ``agent_usage`` and ``steps`` read it (None without one). ``line`` is the sample's 1-based
+    line in the input file when it was read from one (the streaming CLI), so reports name the
+    same line as results.jsonl.
     """
 
     index: int
     sample: Sample | None
     results: dict[str, MetricResult] = field(default_factory=dict)
     failures: dict[str, MetricFailure] = field(default_factory=dict)
-    latency_s: float | None = None  # set when an agent was run (EvalTask)
-    failure: int | None = None
-    agent_error: str | None = None
-    agent_usage: Usage | None = None
-    steps: int | None = None
     line: int | None = None
+    agent: AgentRun | None = None
+
+    @property
+    def latency_s(self) -> float | None:
+        """The agent run's latency in seconds (None without an agent run)."""
+        return None if self.agent is None else self.agent.latency_s
+
+    @property
+    def failure(self) -> int | None:
+        """1 if the agent run failed, 0 if it succeeded, None without an agent run."""
+        return None if self.agent is None else int(self.agent.failed)
+
+    @property
+    def agent_error(self) -> str | None:
+        """The agent run's error (None when it succeeded or there was none)."""
+        return None if self.agent is None else self.agent.error
+
+    @property
+    def agent_usage(self) -> Usage | None:
+        """The agent run's token usage (None without an agent run)."""
+        return None if self.agent is None else self.agent.usage
+
+    @property
+    def steps(self) -> int | None:
+        """The agent run's AI messages (None without an agent run)."""
+        return None if self.agent is None else self.agent.steps
 
     def score(self, name: str) -> float:
         """The metric's value, NaN where it failed (ragas' convention at this boundary)."""
@@ -142,16 +193,16 @@ class SampleResult:
             record[f"{name}_error"] = str(failure) if failure is not None else None
             if details and result is not None:
                 record[f"{name}_details"] = result.details
-        if self.latency_s is not None:
-            usage = self.agent_usage or Usage()
+        if self.agent is not None:
+            usage = self.agent.usage
             record.update(
-                latency_in_seconds=self.latency_s,
-                failure=self.failure,
-                agent_error=self.agent_error,
+                latency_in_seconds=self.agent.latency_s,
+                failure=int(self.agent.failed),
+                agent_error=self.agent.error,
                 agent_input_tokens=usage.input_tokens,
                 agent_output_tokens=usage.output_tokens,
                 agent_total_tokens=usage.total_tokens,
-                steps=self.steps,
+                steps=self.agent.steps,
             )
         return record
 
@@ -197,6 +248,7 @@ class EvaluationResult:
         self.usage = usage if usage is not None else Usage()
         self.success_thresholds: dict[str, float] = {}  # per metric, for pass^k (default 1.0)
         self.user_usage: Usage | None = None  # the simulated user's, when scenarios were run
+        self.metrics: list[Any] = []  # the metric objects of the run, when it ran here
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
