@@ -127,3 +127,71 @@ def test_score_batch_is_the_sync_form_and_reports_usage_through_its_judge() -> N
     judge = JudgeRun()
     rows = score_batch([HALF], [ToolCallF1()], options=RunOptions(), judge=judge)
     assert rows[0].score("tool_call_f1") == 2 / 3 and judge.usage.calls == 0
+
+
+# -- the front ends take the same options -----------------------------------------------------
+
+
+async def _answer(messages: list[object]) -> list[object]:
+    from turneval import AIMessage, ToolMessage
+
+    return [
+        AIMessage(content="", tool_calls=[call("a")]),
+        ToolMessage(content="ok"),
+        AIMessage(content="done"),
+    ]
+
+
+def _scripts(n: int, reference: list[str]) -> list[object]:
+    from turneval import HumanMessage, MultiTurnSample
+
+    return [
+        MultiTurnSample(
+            user_input=[HumanMessage(content="go")],
+            reference_tool_calls=[call(name) for name in reference] or None,
+        )
+        for _ in range(n)
+    ]
+
+
+def test_eval_task_takes_fail_on_error_on_row_and_a_scoring_timeout() -> None:
+    from turneval import EvaluationAbortedError
+    from turneval.agents import EvalTask
+    from turneval.metrics import CustomMetric
+
+    task = EvalTask(_scripts(2, ["a", "b"]), [ToolCallF1()])
+    assert task.options.max_concurrency == 16  # one default for every run (was 8 here)
+    seen: list[int] = []
+    result = task.evaluate(_answer, on_row=lambda row: seen.append(row.index))
+    assert sorted(seen) == [0, 1] and result.scores("tool_call_f1") == [2 / 3, 2 / 3]
+    assert result.rows[0].agent is not None and result.rows[0].agent.steps == 2
+    assert result.records()[0]["latency_in_seconds"] == result.rows[0].agent.latency_s
+    no_reference = EvalTask(_scripts(30, []), [ToolCallF1()], max_concurrency=1)
+    with pytest.raises(EvaluationAbortedError, match="1 of 1 rows failed") as info:
+        no_reference.evaluate(_answer, fail_on_error=True)
+    assert len(info.value.result.rows) == 1  # type: ignore[attr-defined]
+
+    async def slow(instance: dict[str, object]) -> float:
+        await anyio.sleep(5)
+        return 1.0
+
+    timed = EvalTask(_scripts(1, ["a"]), [ToolCallF1(), CustomMetric("slow", slow)])
+    row = timed.evaluate(_answer, timeout=0.05).rows[0]
+    assert row.score("tool_call_f1") == 1.0 and row.failures["slow"].error_type == "TimeoutError"
+    assert row.agent is not None and row.agent.error is None  # the agent ran; scoring timed out
+    with pytest.raises(ConfigError, match="timeout: Input should be greater than 0"):
+        timed.evaluate(_answer, timeout=0)
+
+
+def test_evaluate_jsonl_takes_a_cache_object_or_a_path(tmp_path: Path) -> None:
+    from turneval.stream import evaluate_jsonl
+
+    data = tmp_path / "data.jsonl"
+    data.write_text(FULL.model_dump_json() + "\n")
+    cache = SQLiteCache(tmp_path / "c.sqlite")
+    by_object = evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "o1", cache=cache)
+    by_path = evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "o2", cache=tmp_path / "c.sqlite")
+    assert by_object.summaries["tool_call_f1"].mean == by_path.summaries["tool_call_f1"].mean == 1
+    assert len(cache) == 0  # the caller's cache stays open (rule-based: nothing stored)
+    with pytest.raises(ConfigError, match="max_concurrency"):
+        evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "o3", max_concurrency=0)

@@ -42,6 +42,7 @@ __all__ = [
     "RunOptions",
     "arun",
     "ascore_batch",
+    "has_summary_extras",
     "run_rows",
     "score_batch",
     "score_row",
@@ -150,6 +151,11 @@ class RunOptions(BaseModel):
         if self.show_progress is None:
             return sys.stderr.isatty()
         return self.show_progress
+
+
+def has_summary_extras(metric: Metric) -> bool:
+    """Whether ``metric`` adds run-level figures (so a streamed run keeps its results)."""
+    return type(metric).summary_extras is not Metric.summary_extras
 
 
 # -- score: one sample, every metric ----------------------------------------------------------

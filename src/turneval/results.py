@@ -319,42 +319,39 @@ class EvaluationResult:
         and ``latency_in_seconds``, ``agent_total_tokens`` and ``steps`` over the rows whose
         agent run succeeded (their ``failed`` counts the failed runs, left out).
         """
-        from turneval.aggregate import SummaryTable, summarize
+        from turneval.aggregate import SummaryTable, summarise_metrics, summarize
 
         summaries = SummaryTable()
-        ran = [row for row in self.rows if row.latency_s is not None]
+        ran = [row.agent for row in self.rows if row.agent is not None]
         if ran:
-            ok = [row for row in ran if not row.failure]  # failed runs would skew these
+            ok = [run for run in ran if not run.failed]  # failed runs would skew these
             failed_runs = len(ran) - len(ok)
             summaries["latency_in_seconds"] = summarize(
-                "latency_in_seconds", [r.latency_s or 0.0 for r in ok], failed_runs
+                "latency_in_seconds", [run.latency_s for run in ok], failed_runs
             )
-            summaries["failure"] = summarize("failure", [float(r.failure or 0) for r in ran], 0)
-            tokens = [float((r.agent_usage or Usage()).total_tokens) for r in ok]
+            summaries["failure"] = summarize("failure", [float(run.failed) for run in ran], 0)
+            tokens = [float(run.usage.total_tokens) for run in ok]
             summaries["agent_total_tokens"] = summarize("agent_total_tokens", tokens, failed_runs)
-            steps = [float(r.steps or 0) for r in ok]
+            steps = [float(run.steps) for run in ok]
             summaries["steps"] = summarize("steps", steps, failed_runs)
-        for name in self.metric_names:
-            results = [row.results[name] for row in self.rows if name in row.results]
-            failed = sum(1 for row in self.rows if name in row.failures)
-            usages = [result.usage for result in results if result.usage is not None]
-            usage = sum(usages, Usage()) if usages else None
-            summary = summarize(name, [r.value for r in results], failed, usage)
-            choices = [r.details.get("choice") for r in results]
-            if results and all(c in ("BASELINE", "CANDIDATE", "TIE") for c in choices):
-                rates = {
-                    "candidate_win_rate": choices.count("CANDIDATE") / len(choices),
-                    "baseline_win_rate": choices.count("BASELINE") / len(choices),
-                    "tie_rate": choices.count("TIE") / len(choices),
-                }
-                orders = [
-                    (r.details.get("baseline_first"), r.details.get("candidate_first"))
-                    for r in results
-                ]
-                # Position consistency: the share of pairs whose two orders agree.
-                if all(first is not None for first, _ in orders):
-                    rates["position_consistency"] = sum(a == b for a, b in orders) / len(orders)
-                summary = replace(summary, extra=rates)
+        results = {
+            name: [row.results[name] for row in self.rows if name in row.results]
+            for name in self.metric_names
+        }
+        usages = {
+            name: [r.usage for r in results[name] if r.usage is not None]
+            for name in self.metric_names
+        }
+        metrics = {metric.name: metric for metric in self.metrics}
+        table = summarise_metrics(
+            self.metric_names,
+            {name: [r.value for r in results[name]] for name in self.metric_names},
+            {name: sum(name in row.failures for row in self.rows) for name in self.metric_names},
+            {name: sum(used, Usage()) if used else None for name, used in usages.items()},
+            metrics=metrics,
+            results=results,
+        )
+        for name, summary in table.items():
             trial_figures = self._trial_figures(name)
             if trial_figures:
                 summary = replace(summary, extra={**(summary.extra or {}), **trial_figures})

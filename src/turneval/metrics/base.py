@@ -14,7 +14,7 @@ import atexit
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -178,6 +178,16 @@ class Metric(BaseModel, ABC):
         fields = type(self).model_fields
         for key in [key for key in self.__dict__ if key not in fields]:
             del self.__dict__[key]
+
+    def summary_extras(self, results: Sequence[MetricResult]) -> dict[str, float]:
+        """Run-level figures of this metric beside its mean, std and CI (default: none).
+
+        The run's one summariser calls it with this metric's scored results (failed rows left
+        out), in memory (``EvaluationResult.summary()``) and streamed (``evaluate_jsonl``, whose
+        summary.json then has them too); the figures land in the summary's ``extra``. With
+        ``details=False`` the results carry no ``details``: figures that need them are left out.
+        """
+        return {}
 
     @property
     def scale(self) -> tuple[float, float]:
