@@ -32,7 +32,7 @@ from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleEr
 from turneval.judge import JudgeRun, SQLiteCache, judge_run
 from turneval.judge._clients import client_scope
 from turneval.metrics import Metric
-from turneval.metrics.base import run_sync
+from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.results import AgentRun, EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
@@ -178,7 +178,7 @@ async def _score_cell(row: SampleResult, metric: Metric, details: bool) -> None:
 async def _score_all(row: SampleResult, metrics: Sequence[Metric], details: bool) -> None:
     judged = [metric for metric in metrics if metric.uses_llm]
     for metric in metrics:
-        if not metric.uses_llm and not metric.derived:
+        if not metric.uses_llm and not isinstance(metric, RowEvaluator):
             await _score_cell(row, metric, details)
     if len(judged) == 1:
         await _score_cell(row, judged[0], details)
@@ -240,17 +240,12 @@ def _from_trace(row: SampleResult, metrics: Sequence[Metric]) -> bool:
 
 
 def _derive(row: SampleResult, metrics: Sequence[Metric]) -> None:
-    """Metrics computed from the row's other results (e.g. the overall assessment)."""
-    custom = [
-        m.name
-        for m in metrics
-        if getattr(m, "assessment", False) and type(m).__name__ == "AssessmentJudge"
-    ]
+    """Row evaluators (chosen by type): computed from the row's other results."""
     errors = {name: str(failure) for name, failure in row.failures.items()}
     for metric in metrics:
-        if metric.derived and metric.name not in row.failures:
+        if isinstance(metric, RowEvaluator) and metric.name not in row.failures:
             try:
-                row.results[metric.name] = metric.derive(row.sample, row.results, errors, custom)  # type: ignore[attr-defined]
+                row.results[metric.name] = metric.derive(row.sample, row.results, errors, metrics)
             except Exception as exc:  # recorded on the row; the run goes on
                 _failure(row, metric.name, exc)
 

@@ -31,17 +31,6 @@ __all__ = [
 ]
 
 
-_RAGAS_NAMES: dict[str, tuple[str, ...]] = {
-    "bleu_score": ("bleu",),
-    "rouge_score": ("rouge",),
-    "agent_goal_accuracy": (
-        "agent_goal_accuracy_with_reference",
-        "agent_goal_accuracy_without_reference",
-    ),
-}
-"""ragas' default metric names -> turneval's, for ``result[name]``."""
-
-
 @dataclass(frozen=True, slots=True)
 class MetricResult:
     """The detailed score of one metric on one sample.
@@ -377,11 +366,11 @@ class EvaluationResult:
         """``result["tool_call_f1"]``: the column of scores, as ragas' results give it.
 
         ragas' default names of metrics that turneval names differently are accepted too
-        (``bleu_score``, ``rouge_score``, ``agent_goal_accuracy``), when the run has one
-        metric they can mean.
+        (each metric's ``ragas_names``, e.g. ``bleu_score``), when the run has one metric
+        they can mean (a result read back from a file has no metric objects: names only).
         """
         if name not in self.metric_names:
-            candidates = [n for n in _RAGAS_NAMES.get(name, ()) if n in self.metric_names]
+            candidates = [m.name for m in self.metrics if name in getattr(m, "ragas_names", ())]
             if len(candidates) == 1:
                 name = candidates[0]
         return self.scores(name)
