@@ -195,3 +195,14 @@ def test_evaluate_jsonl_takes_a_cache_object_or_a_path(tmp_path: Path) -> None:
     assert len(cache) == 0  # the caller's cache stays open (rule-based: nothing stored)
     with pytest.raises(ConfigError, match="max_concurrency"):
         evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "o3", max_concurrency=0)
+
+
+def test_eval_task_takes_the_agent_timeout_by_either_name() -> None:
+    from turneval.agents import EvalTask
+
+    assert EvalTask(_scripts(1, ["a"]), [ToolCallF1()], agent_timeout=2.5).timeout == 2.5
+    assert EvalTask(_scripts(1, ["a"]), [ToolCallF1()], timeout=2.5).options.agent_timeout == 2.5
+    with pytest.raises(ConfigError, match="not both"):
+        EvalTask(_scripts(1, ["a"]), [ToolCallF1()], timeout=1, agent_timeout=1)
+    with pytest.raises(ConfigError, match="agent_timeout: Input should be greater than 0"):
+        EvalTask(_scripts(1, ["a"]), [ToolCallF1()], agent_timeout=-1)

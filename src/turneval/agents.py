@@ -235,8 +235,9 @@ class EvalTask:
     """A dataset and metrics; ``evaluate(runnable=agent)`` runs the agent first (Vertex AI).
 
     The run options have the names and defaults of :class:`~turneval.pipeline.RunOptions`
-    (validated there); ``timeout`` here is the agent step's (``agent_timeout``), the scoring
-    timeout per sample is :meth:`evaluate`'s.
+    (validated there), except ``timeout`` here: Vertex AI's name for the agent step's limit,
+    RunOptions' ``agent_timeout`` (either may be given); the scoring timeout per sample is
+    :meth:`evaluate`'s ``timeout``, beside its ``fail_on_error`` and ``on_row``.
 
     Args:
         dataset: Multi-turn samples whose human turns are replayed to the agent, with their
@@ -248,6 +249,7 @@ class EvalTask:
         max_concurrency: Samples (agent runs) in flight at once.
         max_llm_concurrency: Judge requests in flight at once.
         timeout: Seconds allowed for one agent run (all its turns).
+        agent_timeout: The same, by its :class:`~turneval.pipeline.RunOptions` name.
         multi_turn: Replay every human turn (True) or only the first (a single prompt).
         show_progress: A tqdm progress bar; None shows it only on a terminal.
         config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every run
@@ -273,17 +275,20 @@ class EvalTask:
         config: dict[str, Any] | None = None,
         config_fn: Callable[[Sample], dict[str, Any] | None] | None = None,
         details: bool = True,
+        agent_timeout: float | None = None,
     ) -> None:
         """Check the configuration now; nothing runs before :meth:`evaluate`."""
         if config is not None and config_fn is not None:
             raise ConfigError("pass config= or config_fn=, not both")
+        if timeout is not None and agent_timeout is not None:
+            raise ConfigError("pass timeout= or agent_timeout= (the same limit), not both")
         self.config, self.config_fn = config, config_fn
         self.options = RunOptions(
             llm=llm,
             cache=cache,
             max_concurrency=max_concurrency,
             max_llm_concurrency=max_llm_concurrency,
-            agent_timeout=timeout,
+            agent_timeout=timeout if agent_timeout is None else agent_timeout,
             show_progress=show_progress,
             details=details,
         )
