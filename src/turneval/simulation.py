@@ -44,6 +44,7 @@ from turneval.messages import (
     to_langchain,
 )
 from turneval.metrics.base import run_sync
+from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import MultiTurnSample
 
@@ -590,6 +591,7 @@ async def asimulate(
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     show_progress: bool | None = False,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
 
@@ -615,6 +617,9 @@ async def asimulate(
             ``seed`` parameter, e.g. ``ChatOpenAI``).
         max_steps: Per-turn step limit: AI messages the agent may produce for one user turn.
         show_progress: A tqdm progress bar (None: only on a terminal).
+        rate_limit: The user model provider's quota
+            (:class:`~turneval.ratelimit.RateLimit`): its requests are paced and its requests
+            in flight adapt to 429s.
     """
     rows, _ = await _simulated_rows(
         agent,
@@ -628,6 +633,7 @@ async def asimulate(
         max_steps=max_steps,
         show_progress=show_progress,
         score=None,
+        rate_limit=rate_limit,
     )
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
@@ -644,6 +650,7 @@ def simulate(
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     show_progress: bool | None = False,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
     return run_sync(
@@ -659,6 +666,7 @@ def simulate(
             seed=seed,
             max_steps=max_steps,
             show_progress=show_progress,
+            rate_limit=rate_limit,
         )
     )
 
@@ -677,6 +685,7 @@ async def _simulated_rows(
     show_progress: bool | None,
     score: EvalTask | None,
     judge: JudgeRun | None = None,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> tuple[list[SampleResult], Usage]:
     """Simulate every (scenario, trial); with ``score``, score each conversation as it ends.
 
@@ -687,7 +696,8 @@ async def _simulated_rows(
     _check_run(user, trials, max_concurrency, timeout, max_steps)
     if agent is None:
         raise ConfigError("simulating needs an agent: pass runnable=... (or agent)")
-    user_run = JudgeRun(max_concurrency=max_concurrency, cache=cache)
+    limiter = judge.rate_limiter if judge is not None else RateLimiter.coerce(rate_limit)
+    user_run = JudgeRun(max_concurrency=max_concurrency, cache=cache, rate_limiter=limiter)
 
     async def produce(index: int) -> SampleResult:
         scenario, trial = scenarios[index // trials], index % trials
@@ -729,8 +739,12 @@ async def _evaluate_scenarios(
     seed: int | None,
     max_steps: int,
     success_thresholds: Mapping[str, float] | None,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationResult:
-    """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation."""
+    """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation.
+
+    The judge and the simulated user share one ``rate_limit``.
+    """
     if task.scenarios is None:
         raise ConfigError(
             "user= and trials= need scenarios: build the EvalTask from Scenario objects"
@@ -740,7 +754,12 @@ async def _evaluate_scenarios(
             "scenarios need a user: evaluate(runnable=agent, user=SimulatedUser(llm)) "
             "or user=ScriptedUser([...])"
         )
-    judge = JudgeRun(llm=task.llm, max_concurrency=task.max_llm_concurrency, cache=task.cache)
+    judge = JudgeRun(
+        llm=task.llm,
+        max_concurrency=task.max_llm_concurrency,
+        cache=task.cache,
+        rate_limiter=RateLimiter.coerce(rate_limit),
+    )
     rows, user_usage = await _simulated_rows(
         agent,
         task.scenarios,

@@ -39,6 +39,7 @@ from turneval.judge._clients import client_scope, loop_bound
 from turneval.judge._errors import classify
 from turneval.judge.cache import SQLiteCache
 from turneval.judge.usage import Usage
+from turneval.ratelimit import RateLimiter, estimate_tokens
 
 if TYPE_CHECKING:  # LangChain is imported when a judge is used, not with turneval
     from langchain_core.language_models import BaseChatModel
@@ -96,13 +97,18 @@ def resolve_llm(llm: Any) -> BaseChatModel:
 
 @dataclass
 class JudgeRun:
-    """What judges share during one run: the default model, limiter, cache and usage."""
+    """What judges share during one run: the default model, limiter, cache and usage.
+
+    With a ``rate_limiter``, requests wait for it (quota and adaptive window) instead of the
+    fixed ``max_concurrency`` limiter.
+    """
 
     llm: Any = None
     max_concurrency: int = 8
     cache: SQLiteCache | None = None
     usage: Usage = field(default_factory=Usage)
     _limiter: anyio.CapacityLimiter | None = None
+    rate_limiter: RateLimiter | None = None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -461,7 +467,9 @@ class Judge:
 
         for attempt in range(self.max_retries + 1):
             try:
-                if run is not None:
+                if run is not None and run.rate_limiter is not None:
+                    reply = await self._send_limited(run.rate_limiter, runnable, messages, tally)
+                elif run is not None:
                     async with run.limiter:  # the timeout starts once a slot is held
                         reply = await self._send(runnable, messages, tally)
                 else:
@@ -491,6 +499,17 @@ class Judge:
                 continue
             return reply
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send_limited(
+        self, limiter: RateLimiter, runnable: Any, messages: list[BaseMessage], tally: _Tally
+    ) -> Any:
+        """:meth:`_send` inside the run's rate limiter: quota, adaptive window, usage settled."""
+        async with limiter.slot(estimate_tokens(_text_of(m) for m in messages)) as slot:
+            before = tally.usage.total_tokens
+            try:
+                return await self._send(runnable, messages, tally)
+            finally:  # the provider's reported tokens correct the estimate
+                slot.tokens = tally.usage.total_tokens - before
 
     async def _send(self, runnable: Any, messages: list[BaseMessage], tally: _Tally) -> Any:
         """Send one request and wait for it, at most ``timeout`` seconds from now.
