@@ -368,3 +368,23 @@ def test_progress_shows_in_flight_and_rate(capsys: pytest.CaptureFixture[str]) -
     evaluate(questions(4), [clarity(judge)], rate_limit=limit, show_progress=True)
     bar = capsys.readouterr().err
     assert "4/4" in bar and "in flight 0/3" in bar and "req/min" in bar
+
+
+def test_scenarios_share_one_limit_between_judge_and_simulated_user() -> None:
+    def user_turn(messages: list[Any]) -> str:  # says "hi", then ends
+        done = "[you]" in str(messages[-1].content)
+        return json.dumps({"message": "bye" if done else "hi", "done": done})
+
+    judge = ScriptedChatModel(responses=[RATED])
+    user_model = ScriptedChatModel(responses=[user_turn])
+    limiter = RateLimiter(RateLimit(max_in_flight=1))
+    task = EvalTask([Scenario(id="a", goal="g")], [clarity(judge)], show_progress=False)
+
+    def agent(messages: list[Any]) -> list[Any]:
+        return [turneval.AIMessage(content="ok")]
+
+    result = task.evaluate(
+        runnable=agent, user=SimulatedUser(user_model), trials=2, rate_limit=limiter
+    )
+    assert [row.results["clarity"].value for row in result.rows] == [3.0, 3.0]
+    assert limiter.started == judge.calls + user_model.calls == 2 + 2 * 2
