@@ -84,7 +84,7 @@ def test_rate_limit_is_validated_frozen_and_exported() -> None:
 
 async def test_request_quota_spaces_starts_evenly() -> None:
     clock = FakeClock()
-    budget = LocalBudget(RateLimit(requests_per_minute=120), clock=clock, sleep=clock.sleep)
+    budget = LocalBudget(RateLimit(requests_per_minute=120), headroom=0, clock=clock, sleep=clock.sleep)
     starts = []
     for _ in range(5):
         await budget.acquire(1000)  # no token quota: tokens do not matter
@@ -98,7 +98,7 @@ async def test_request_quota_spaces_starts_evenly() -> None:
 
 async def test_token_quota_uses_the_estimate_then_the_reported_usage() -> None:
     clock = FakeClock()
-    budget = LocalBudget(RateLimit(tokens_per_minute=6000), clock=clock, sleep=clock.sleep)
+    budget = LocalBudget(RateLimit(tokens_per_minute=6000), headroom=0, clock=clock, sleep=clock.sleep)
     await budget.acquire(1000)  # 1000 of 6000 tokens a minute: holds the budget for 10 s
     await budget.acquire(500)
     assert clock.now - 100.0 == 10.0
@@ -114,11 +114,22 @@ async def test_token_quota_uses_the_estimate_then_the_reported_usage() -> None:
 async def test_both_quotas_the_tighter_one_wins() -> None:
     clock = FakeClock()
     limit = RateLimit(requests_per_minute=60, tokens_per_minute=600)
-    budget = LocalBudget(limit, clock=clock, sleep=clock.sleep)
+    budget = LocalBudget(limit, headroom=0, clock=clock, sleep=clock.sleep)
     await budget.acquire(5)  # 0.5 s of tokens, 1 s of requests: the request quota binds
     await budget.acquire(50)  # 5 s of tokens: the token quota binds next
     await budget.acquire(5)
     assert clock.slept == [1.0, 5.0]
+
+
+async def test_default_headroom_paces_one_percent_under_the_quota() -> None:
+    clock = FakeClock()
+    limit = RateLimit(requests_per_minute=120, tokens_per_minute=6000)
+    budget = LocalBudget(limit, clock=clock, sleep=clock.sleep)
+    await budget.acquire(100)  # 100 of 6000 tokens: 1 s of tokens, 0.5 s of requests
+    await budget.acquire(100)
+    assert clock.now - 100.0 == pytest.approx(1.0 * 1.01)
+    with pytest.raises(ConfigError, match="headroom"):
+        LocalBudget(limit, headroom=1.0)
 
 
 def test_estimate_tokens_counts_characters_as_the_dry_run_does() -> None:

@@ -137,11 +137,16 @@ class LocalBudget:
     per-minute quota over seconds). :meth:`settle` moves the token budget by the difference
     between the estimate and the reported usage.
 
+    Starts are paced ``headroom`` (1%) slower than the quota: a request reaches the provider a
+    little after it starts, by a delay that varies, and without headroom that jitter alone puts
+    one request too many into some windows as the provider counts them.
+
     The budget holds no event-loop object: one budget may serve several runs one after another
     (chunks of a file) and requests of several threads' loops.
 
     Args:
         rate_limit: The quota.
+        headroom: Share by which starts are paced slower than the quota (0 paces exactly).
         clock: Monotonic seconds (tests pass a fake clock).
         sleep: Async sleep (tests pass one that advances the fake clock).
     """
@@ -150,6 +155,7 @@ class LocalBudget:
         self,
         rate_limit: RateLimit,
         *,
+        headroom: float = 0.01,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] | None = None,
     ) -> None:
@@ -158,8 +164,11 @@ class LocalBudget:
         self._clock = clock
         self._sleep = sleep or anyio.sleep
         rpm, tpm = rate_limit.requests_per_minute, rate_limit.tokens_per_minute
-        self._request_gap = 60.0 / rpm if rpm else 0.0
-        self._token_seconds = 60.0 / tpm if tpm else 0.0
+        if not 0.0 <= headroom < 1.0:
+            raise ConfigError(f"LocalBudget: headroom must be in [0, 1), got {headroom!r}")
+        slower = 1.0 + headroom
+        self._request_gap = 60.0 / rpm * slower if rpm else 0.0
+        self._token_seconds = 60.0 / tpm * slower if tpm else 0.0
         self._next_request = -math.inf
         self._next_token = -math.inf
 
