@@ -84,7 +84,9 @@ def test_rate_limit_is_validated_frozen_and_exported() -> None:
 
 async def test_request_quota_spaces_starts_evenly() -> None:
     clock = FakeClock()
-    budget = LocalBudget(RateLimit(requests_per_minute=120), headroom=0, clock=clock, sleep=clock.sleep)
+    budget = LocalBudget(
+        RateLimit(requests_per_minute=120), headroom=0, clock=clock, sleep=clock.sleep
+    )
     starts = []
     for _ in range(5):
         await budget.acquire(1000)  # no token quota: tokens do not matter
@@ -98,7 +100,9 @@ async def test_request_quota_spaces_starts_evenly() -> None:
 
 async def test_token_quota_uses_the_estimate_then_the_reported_usage() -> None:
     clock = FakeClock()
-    budget = LocalBudget(RateLimit(tokens_per_minute=6000), headroom=0, clock=clock, sleep=clock.sleep)
+    budget = LocalBudget(
+        RateLimit(tokens_per_minute=6000), headroom=0, clock=clock, sleep=clock.sleep
+    )
     await budget.acquire(1000)  # 1000 of 6000 tokens a minute: holds the budget for 10 s
     await budget.acquire(500)
     assert clock.now - 100.0 == 10.0
