@@ -37,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 from turneval.errors import ConfigError, JudgeCallError, JudgeOutputError
 from turneval.judge._clients import client_scope, loop_bound
 from turneval.judge._errors import classify
+from turneval.judge._openai_direct import direct_openai
 from turneval.judge.cache import SQLiteCache
 from turneval.judge.usage import Usage
 from turneval.ratelimit import RateLimiter, estimate_tokens
@@ -314,21 +315,22 @@ class Judge:
         self.max_parse_retries = max_parse_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._structured: Any = None
-        self._structured_schema: type[BaseModel] | None = None
+        self._structured: dict[type[BaseModel], Any] = {}  # built once per verdict schema
         self._supports_structured = True
 
     def _runnable(self, schema: type[BaseModel]) -> Any:
         if not self._supports_structured:
             return None
-        if self._structured_schema is not schema:
+        runnable = self._structured.get(schema)
+        if runnable is None:
             try:
-                self._structured = self.llm.with_structured_output(schema, include_raw=True)
+                structured = self.llm.with_structured_output(schema, include_raw=True)
             except NotImplementedError:
                 self._supports_structured = False
                 return None
-            self._structured_schema = schema
-        return self._structured
+            runnable = direct_openai(self.llm, schema, structured) or structured
+            self._structured[schema] = runnable
+        return runnable
 
     def prompt(self, system: str, user: str, schema: type[BaseModel]) -> list[BaseMessage]:
         """The messages :meth:`ask` sends first (for estimates): system, then the question."""
