@@ -46,6 +46,7 @@ from turneval.messages import (
 from turneval.metrics import Metric
 from turneval.metrics.base import run_sync
 from turneval.pipeline import RunOptions, arun, score_row
+from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult
 from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample
@@ -358,6 +359,7 @@ class EvalTask:
         timeout: float | None = None,
         fail_on_error: bool | float = False,
         on_row: Callable[[SampleResult], None] | None = None,
+        rate_limit: RateLimit | RateLimiter | None = None,
     ) -> EvaluationResult:
         """Run ``runnable`` on every sample (if given), then score; one row per sample, in order.
 
@@ -368,9 +370,15 @@ class EvalTask:
         value counted as a success in ``summary()``'s pass^k and pass@k (default 1.0).
         ``timeout`` (seconds to score one sample), ``fail_on_error`` and ``on_row`` are the
         :class:`~turneval.pipeline.RunOptions` of the same names.
+        ``rate_limit`` (a :class:`~turneval.ratelimit.RateLimit`) paces the judge's requests
+        (and the simulated user's) to the provider's quota, as in :func:`turneval.aevaluate`.
         """
         options = self.options.replace(
-            timeout=timeout, fail_on_error=fail_on_error, on_row=on_row, seed=seed
+            timeout=timeout,
+            fail_on_error=fail_on_error,
+            on_row=on_row,
+            seed=seed,
+            rate_limit=rate_limit,
         )
         if self.scenarios is not None or user is not None or trials != 1:
             from turneval.simulation import _evaluate_scenarios
@@ -404,6 +412,7 @@ class EvalTask:
         timeout: float | None = None,
         fail_on_error: bool | float = False,
         on_row: Callable[[SampleResult], None] | None = None,
+        rate_limit: RateLimit | RateLimiter | None = None,
     ) -> EvaluationResult:
         """Sync form of :meth:`aevaluate`."""
         return run_sync(
@@ -418,5 +427,6 @@ class EvalTask:
                 timeout=timeout,
                 fail_on_error=fail_on_error,
                 on_row=on_row,
+                rate_limit=rate_limit,
             )
         )

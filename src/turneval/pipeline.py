@@ -33,6 +33,7 @@ from turneval.judge import JudgeRun, SQLiteCache, judge_run
 from turneval.judge._clients import client_scope
 from turneval.metrics import Metric
 from turneval.metrics.base import RowEvaluator, run_sync
+from turneval.ratelimit import RateLimiter
 from turneval.results import AgentRun, EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
@@ -86,6 +87,10 @@ class RunOptions(BaseModel):
             here, so an unreadable cache fails before any row is scored).
         llm: The default judge (a LangChain chat model) for judged metrics built without one.
         seed: Seed of the simulated user (trial t uses ``seed + t``), where the model has one.
+        rate_limit: The provider's quota: a :class:`~turneval.ratelimit.RateLimit` (a
+            :class:`~turneval.ratelimit.RateLimiter` is made from it here, so copies of these
+            options share it) or a limiter shared as is. Judge requests (and the simulated
+            user's) are paced to it and adapt to 429s.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -101,6 +106,7 @@ class RunOptions(BaseModel):
     cache: SQLiteCache | None = None
     llm: Any = None
     seed: int | None = None
+    rate_limit: RateLimiter | None = None
 
     def __init__(self, **options: Any) -> None:
         """Validate ``options``; a bad value raises ConfigError naming the option."""
@@ -131,6 +137,11 @@ class RunOptions(BaseModel):
             return SQLiteCache(value)  # ConfigError here names the unreadable file
         raise ValueError(f"must be a SQLiteCache or the path of one, got {type(value).__name__}")
 
+    @field_validator("rate_limit", mode="before")
+    @classmethod
+    def _limiter(cls, value: Any) -> RateLimiter | None:
+        return RateLimiter.coerce(value)  # ConfigError, as is, for anything else
+
     def replace(self, **changes: Any) -> RunOptions:
         """A copy with ``changes`` applied, validated like the original."""
         values = {name: getattr(self, name) for name in type(self).model_fields}
@@ -138,7 +149,12 @@ class RunOptions(BaseModel):
 
     def judge_run(self) -> JudgeRun:
         """A fresh judge context for one run: default model, request limiter and cache."""
-        return JudgeRun(llm=self.llm, max_concurrency=self.max_llm_concurrency, cache=self.cache)
+        return JudgeRun(
+            llm=self.llm,
+            max_concurrency=self.max_llm_concurrency,
+            cache=self.cache,
+            rate_limiter=self.rate_limit,
+        )
 
     def should_abort(self, failed: int, done: int) -> bool:
         """Whether ``fail_on_error`` stops a run with ``failed`` of ``done`` rows failed."""
@@ -334,6 +350,8 @@ async def run_rows(
             row = await produce(index)
             rows[index] = row
             if bar is not None:
+                if judge.rate_limiter is not None:
+                    bar.set_postfix_str(judge.rate_limiter.describe(), refresh=False)
                 bar.update(1)
             if not batch and stop(row):
                 scope.cancel()

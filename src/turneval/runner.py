@@ -16,6 +16,7 @@ from turneval.judge import SQLiteCache, resolve_llm
 from turneval.metrics import BUILTIN_METRICS, Metric
 from turneval.metrics.base import run_sync
 from turneval.pipeline import MIN_ROWS_FOR_FRACTION, RunOptions, arun, score_row, score_sample
+from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import EvaluationResult, SampleResult
 from turneval.samples import Sample
 
@@ -98,6 +99,7 @@ async def aevaluate(
     show_progress: bool | None = None,
     on_row: Callable[[SampleResult], None] | None = None,
     details: bool = True,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationResult:
     """Score every sample with every metric; one row per sample, in input order.
 
@@ -123,6 +125,10 @@ async def aevaluate(
             stderr is a terminal.
         on_row: Called with each finished row (in completion order).
         details: Keep each result's ``details`` (matched calls, ...); False saves their cost.
+        rate_limit: The provider's quota (:class:`~turneval.ratelimit.RateLimit`): judge
+            requests are paced to its requests and tokens a minute, and the requests in flight
+            adapt to 429s (AIMD, at most ``max_in_flight``, which then replaces
+            ``max_llm_concurrency``). A :class:`~turneval.ratelimit.RateLimiter` is shared as is.
     """
     options = RunOptions(
         llm=llm,
@@ -134,6 +140,7 @@ async def aevaluate(
         show_progress=show_progress,
         on_row=on_row,
         details=details,
+        rate_limit=rate_limit,
     )
     data = EvaluationDataset.coerce(dataset)
     resolved = resolve_metrics(metrics)
@@ -160,6 +167,7 @@ def evaluate(
     show_progress: bool | None = None,
     on_row: Callable[[SampleResult], None] | None = None,
     details: bool = True,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationResult:
     """Sync form of :func:`aevaluate` (same arguments)."""
     return run_sync(
@@ -176,5 +184,6 @@ def evaluate(
             show_progress=show_progress,
             on_row=on_row,
             details=details,
+            rate_limit=rate_limit,
         )
     )

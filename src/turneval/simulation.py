@@ -11,8 +11,10 @@ trials=k)`` simulates and scores, and its ``summary()`` adds pass^k and pass@k.
 Stop reasons (``metadata["stop_reason"]``): ``user_done`` (the user's goal was reached, or it
 gave up), ``max_turns`` (the scenario's user turns ran out), ``agent_error`` (the agent raised,
 returned an invalid conversation or exceeded the per-turn step limit), ``timeout`` (the whole
-conversation took longer than ``timeout``) and ``user_error`` (the user model failed, after
-bounded repair). The conversation so far is always kept.
+conversation took longer than ``timeout``). When the user model itself fails (after bounded
+repair), the conversation has no stop reason (None): the row fails with the user model's error,
+and the trial counts as neither a success nor a failure of the agent. The conversation so far is
+always kept.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from turneval.messages import (
 from turneval.metrics import Metric
 from turneval.metrics.base import run_sync
 from turneval.pipeline import RunOptions, run_rows, score_row
+from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult
 from turneval.samples import MultiTurnSample
 
@@ -65,8 +68,8 @@ __all__ = [
     "simulate",
 ]
 
-StopReason = Literal["user_done", "max_turns", "agent_error", "timeout", "user_error"]
-"""Why a simulated conversation ended."""
+StopReason = Literal["user_done", "max_turns", "agent_error", "timeout"]
+"""Why a simulated conversation ended (None in ``metadata`` when the user model failed)."""
 
 DEFAULT_MAX_STEPS = 25
 """Default per-turn step limit: AI messages the agent may produce answering one user turn."""
@@ -289,6 +292,13 @@ class SimulatedUser(BaseUser):
         temperature: Sampling temperature; None keeps the model's own (0 if it has none).
             Set it above 0 for trials to differ.
         max_parse_retries: Repairs of an unusable answer before the trial fails.
+        max_retries: Retries of a transient error (429, 5xx, timeout) before the trial fails.
+        timeout: Seconds to wait for one answer of the user model.
+        backoff: First retry delay in seconds (doubled each retry, jittered; a
+            ``Retry-After`` header wins).
+
+    Raises:
+        ConfigError: negative retries or backoff, or a timeout that is not positive.
     """
 
     def __init__(
@@ -298,23 +308,37 @@ class SimulatedUser(BaseUser):
         instructions: str | None = None,
         temperature: float | None = None,
         max_parse_retries: int = 2,
+        max_retries: int = 4,
+        timeout: float = 60.0,
+        backoff: float = 1.0,
     ) -> None:
         """Prepare the user (the model is checked now; nothing is called)."""
         self.llm = resolve_llm(llm)
         self.instructions = instructions
         self.temperature = temperature
         self.max_parse_retries = max_parse_retries
-        self._judges: dict[int | None, Judge] = {}
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.backoff = backoff
+        self._judges: dict[int | None, Judge] = {None: self._new_judge(self.llm)}  # checks them
 
     def _judge(self, seed: int | None) -> Judge:
         if seed not in self._judges:
             llm = self.llm
             if seed is not None and "seed" in type(llm).model_fields:
                 llm = llm.model_copy(update={"seed": seed})
-            self._judges[seed] = Judge(
-                llm, temperature=self.temperature, max_parse_retries=self.max_parse_retries
-            )
+            self._judges[seed] = self._new_judge(llm)
         return self._judges[seed]
+
+    def _new_judge(self, llm: Any) -> Judge:
+        return Judge(
+            llm,
+            temperature=self.temperature,
+            max_parse_retries=self.max_parse_retries,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            backoff=self.backoff,
+        )
 
     def prompt(self, scenario: Scenario, conversation: Sequence[Message]) -> tuple[str, str]:
         """The system and user texts sent for the next turn."""
@@ -377,7 +401,7 @@ class _Conversation:
     """One simulated trial, as it happened."""
 
     messages: list[Message] = field(default_factory=list)
-    stop_reason: StopReason = "user_done"
+    stop_reason: StopReason | None = "user_done"
     error: str | None = None
     error_type: str | None = None
     user_usage: Usage = field(default_factory=Usage)
@@ -472,7 +496,7 @@ async def _next_text(
             scenario, list(convo.messages), trial=trial, seed=None if seed is None else seed + trial
         )
     except Exception as exc:  # the trial fails, the run goes on
-        convo.stop_reason, convo.error_type = "user_error", type(exc).__name__
+        convo.stop_reason, convo.error_type = None, type(exc).__name__
         convo.error = f"{type(exc).__name__}: the simulated user failed: {exc}"
         return None
     convo.user_usage = convo.user_usage + usage
@@ -585,6 +609,7 @@ async def asimulate(
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     show_progress: bool | None = None,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
 
@@ -611,6 +636,9 @@ async def asimulate(
             ``seed`` parameter, e.g. ``ChatOpenAI``).
         max_steps: Per-turn step limit: AI messages the agent may produce for one user turn.
         show_progress: A tqdm progress bar (None: only on a terminal).
+        rate_limit: The user model provider's quota
+            (:class:`~turneval.ratelimit.RateLimit`): its requests are paced and its requests
+            in flight adapt to 429s.
     """
     options = RunOptions(
         max_concurrency=max_concurrency,
@@ -618,6 +646,7 @@ async def asimulate(
         cache=cache,
         seed=seed,
         show_progress=show_progress,
+        rate_limit=rate_limit,
     )
     rows, _ = await _simulated_rows(
         agent, _check_scenarios(scenarios), options, user=user, trials=trials, max_steps=max_steps
@@ -637,6 +666,7 @@ def simulate(
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     show_progress: bool | None = None,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
     return run_sync(
@@ -652,6 +682,7 @@ def simulate(
             seed=seed,
             max_steps=max_steps,
             show_progress=show_progress,
+            rate_limit=rate_limit,
         )
     )
 
@@ -676,7 +707,11 @@ async def _simulated_rows(
     _check_run(user, trials, max_steps)
     if agent is None:
         raise ConfigError("simulating needs an agent: pass runnable=... (or agent)")
-    user_run = JudgeRun(max_concurrency=options.max_concurrency, cache=options.cache)
+    user_run = JudgeRun(  # the simulated user shares the run's limiter with the judge
+        max_concurrency=options.max_concurrency,
+        cache=options.cache,
+        rate_limiter=options.rate_limit,
+    )
     timeout, seed = options.agent_timeout, options.seed
 
     async def produce(index: int) -> SampleResult:
@@ -716,7 +751,10 @@ async def _evaluate_scenarios(
     max_steps: int,
     success_thresholds: Mapping[str, float] | None,
 ) -> EvaluationResult:
-    """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation."""
+    """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation.
+
+    The judge and the simulated user share the options' one ``rate_limit``.
+    """
     if task.scenarios is None:
         raise ConfigError(
             "user= and trials= need scenarios: build the EvalTask from Scenario objects"

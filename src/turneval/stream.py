@@ -37,6 +37,7 @@ from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
 from turneval.metrics import Metric
 from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras
+from turneval.ratelimit import RateLimit
 from turneval.report import render_report
 from turneval.results import MetricFailure, MetricResult, SampleResult, json_line
 from turneval.runner import check_judges, resolve_metrics
@@ -420,6 +421,7 @@ def evaluate_jsonl(
     input_format: str = "auto",
     resume: bool = False,
     overwrite: bool = True,
+    rate_limit: RateLimit | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -453,6 +455,8 @@ def evaluate_jsonl(
             kept (and counted in the summary), their lines are not scored again.
         overwrite: Without ``resume``, replace an existing, non-empty results.jsonl; if False,
             raise :class:`ConfigError` instead (the CLI's default).
+        rate_limit: The judge provider's quota (:class:`~turneval.ratelimit.RateLimit`), held
+            across the whole file: judge requests are paced to it and adapt to 429s.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -477,13 +481,14 @@ def evaluate_jsonl(
         timeout=timeout,
         details=details,
         show_progress=show_progress,
+        rate_limit=rate_limit,  # one limiter for the whole file, across chunks
     )
     try:
         target = Path(out_dir)
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
         done = finished_lines(results_path) if resume else {}
         with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
-            sink = _JsonlSink(resolved, handle, report_rows, options.progress_shown())
+            sink = _JsonlSink(resolved, handle, report_rows, options)
             sink.resume(done)
             chunks = read_chunks(source, chunk_size, chunk_bytes, frozenset(done))
             _score_chunks(chunks, resolved, options, workers, sink)
@@ -521,7 +526,9 @@ def _score_chunks(
             sink.absorb(anyio.run(_score_chunk, lines, index, metrics, keep, options))
             index += len(lines)
         return
-    portable = options.replace(cache=None, llm=None, on_row=None, show_progress=False)
+    portable = options.replace(
+        cache=None, llm=None, on_row=None, show_progress=False, rate_limit=None
+    )
     portable = portable.replace(max_concurrency=1, max_llm_concurrency=1)
     with ProcessPoolExecutor(
         workers, initializer=_init_worker, initargs=(metrics, portable)
@@ -541,9 +548,10 @@ class _JsonlSink:
     """The JSONL sink: rows written in order and flushed, totals kept for the summary."""
 
     def __init__(
-        self, metrics: list[Metric], handle: Any, report_rows: int, progress: bool
+        self, metrics: list[Metric], handle: Any, report_rows: int, options: RunOptions
     ) -> None:
-        self.metrics, self.handle, self.progress = metrics, handle, progress
+        self.metrics, self.handle = metrics, handle
+        self.progress, self.limiter = options.progress_shown(), options.rate_limit
         self.names = [metric.name for metric in metrics]
         self.report_rows = report_rows
         self.values = {name: array("d") for name in self.names}
@@ -588,7 +596,9 @@ class _JsonlSink:
         room = max(FIRST_ERRORS - len(self.first_errors), 0)
         self.first_errors.extend(chunk.first_errors[:room])
         if self.progress:
-            print(f"\rturneval: {self.total:,} samples", end="", file=sys.stderr, flush=True)
+            rate = f" ({self.limiter.describe()})" if self.limiter is not None else ""
+            line = f"\rturneval: {self.total:,} samples{rate}"
+            print(line, end="", file=sys.stderr, flush=True)
 
     def finish(self, target: Path, title: str) -> StreamResult:
         """Summarise (the run's one summariser), write summary.json and report.html."""
