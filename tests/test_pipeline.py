@@ -206,3 +206,15 @@ def test_eval_task_takes_the_agent_timeout_by_either_name() -> None:
         EvalTask(_scripts(1, ["a"]), [ToolCallF1()], timeout=1, agent_timeout=1)
     with pytest.raises(ConfigError, match="agent_timeout: Input should be greater than 0"):
         EvalTask(_scripts(1, ["a"]), [ToolCallF1()], agent_timeout=-1)
+
+
+def test_a_rate_limit_becomes_one_limiter_shared_by_every_copy_of_the_options() -> None:
+    from turneval.ratelimit import RateLimit, RateLimiter
+
+    options = RunOptions(rate_limit=RateLimit(requests_per_minute=60, max_in_flight=2))
+    assert isinstance(options.rate_limit, RateLimiter) and options.rate_limit.window == 2
+    copy = options.replace(timeout=1.0)
+    assert copy.rate_limit is options.rate_limit  # one quota for the judge, user and chunks
+    assert options.judge_run().rate_limiter is options.rate_limit
+    with pytest.raises(ConfigError, match="rate_limit must be a RateLimit"):
+        RunOptions(rate_limit=60)
