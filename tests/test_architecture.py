@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.traces",
         "turneval.integrations",
     ),
-    ("turneval.judge", "turneval.llms"),
+    ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
     ("turneval.grounding",),
     ("turneval.metrics",),
     (
@@ -38,7 +38,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.agents",
         "turneval.simulation",
         "turneval.estimate",
-        "turneval.ratelimit",
         "turneval.testing",
         "turneval._scripted",
         "turneval.pytest_plugin",
@@ -57,6 +56,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 DEFERRED = {
     ("turneval.results", "turneval.report"),  # EvaluationResult.to_html renders the report
     ("turneval.messages", "turneval.formats"),  # the converters' original import path
+    ("turneval.ratelimit", "turneval.estimate"),  # the token estimate of a request
+    ("turneval.pipeline", "turneval.stream"),  # the JSONL line reader (belongs in dataset)
 }
 
 

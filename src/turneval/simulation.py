@@ -11,8 +11,10 @@ trials=k)`` simulates and scores, and its ``summary()`` adds pass^k and pass@k.
 Stop reasons (``metadata["stop_reason"]``): ``user_done`` (the user's goal was reached, or it
 gave up), ``max_turns`` (the scenario's user turns ran out), ``agent_error`` (the agent raised,
 returned an invalid conversation or exceeded the per-turn step limit), ``timeout`` (the whole
-conversation took longer than ``timeout``) and ``user_error`` (the user model failed, after
-bounded repair). The conversation so far is always kept.
+conversation took longer than ``timeout``). When the user model itself fails (after bounded
+repair), the conversation has no stop reason (None): the row fails with the user model's error,
+and the trial counts as neither a success nor a failure of the agent. The conversation so far is
+always kept.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from turneval.agents import _invoke, _is_graph, _new_messages, _usage
 from turneval.dataset import EvaluationDataset, _jsonl_rows
-from turneval.errors import ConfigError, InvalidSampleError
+from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
 from turneval.messages import (
     AIMessage,
@@ -43,8 +45,11 @@ from turneval.messages import (
     ToolCall,
     to_langchain,
 )
+from turneval.metrics import Metric
 from turneval.metrics.base import run_sync
-from turneval.results import EvaluationResult, MetricFailure, SampleResult
+from turneval.pipeline import RunOptions, run_rows, score_row
+from turneval.ratelimit import RateLimit, RateLimiter
+from turneval.results import AgentRun, EvaluationResult, SampleResult
 from turneval.samples import MultiTurnSample
 
 if TYPE_CHECKING:
@@ -63,8 +68,8 @@ __all__ = [
     "simulate",
 ]
 
-StopReason = Literal["user_done", "max_turns", "agent_error", "timeout", "user_error"]
-"""Why a simulated conversation ended."""
+StopReason = Literal["user_done", "max_turns", "agent_error", "timeout"]
+"""Why a simulated conversation ended (None in ``metadata`` when the user model failed)."""
 
 DEFAULT_MAX_STEPS = 25
 """Default per-turn step limit: AI messages the agent may produce answering one user turn."""
@@ -287,6 +292,13 @@ class SimulatedUser(BaseUser):
         temperature: Sampling temperature; None keeps the model's own (0 if it has none).
             Set it above 0 for trials to differ.
         max_parse_retries: Repairs of an unusable answer before the trial fails.
+        max_retries: Retries of a transient error (429, 5xx, timeout) before the trial fails.
+        timeout: Seconds to wait for one answer of the user model.
+        backoff: First retry delay in seconds (doubled each retry, jittered; a
+            ``Retry-After`` header wins).
+
+    Raises:
+        ConfigError: negative retries or backoff, or a timeout that is not positive.
     """
 
     def __init__(
@@ -296,23 +308,37 @@ class SimulatedUser(BaseUser):
         instructions: str | None = None,
         temperature: float | None = None,
         max_parse_retries: int = 2,
+        max_retries: int = 4,
+        timeout: float = 60.0,
+        backoff: float = 1.0,
     ) -> None:
         """Prepare the user (the model is checked now; nothing is called)."""
         self.llm = resolve_llm(llm)
         self.instructions = instructions
         self.temperature = temperature
         self.max_parse_retries = max_parse_retries
-        self._judges: dict[int | None, Judge] = {}
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.backoff = backoff
+        self._judges: dict[int | None, Judge] = {None: self._new_judge(self.llm)}  # checks them
 
     def _judge(self, seed: int | None) -> Judge:
         if seed not in self._judges:
             llm = self.llm
             if seed is not None and "seed" in type(llm).model_fields:
                 llm = llm.model_copy(update={"seed": seed})
-            self._judges[seed] = Judge(
-                llm, temperature=self.temperature, max_parse_retries=self.max_parse_retries
-            )
+            self._judges[seed] = self._new_judge(llm)
         return self._judges[seed]
+
+    def _new_judge(self, llm: Any) -> Judge:
+        return Judge(
+            llm,
+            temperature=self.temperature,
+            max_parse_retries=self.max_parse_retries,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            backoff=self.backoff,
+        )
 
     def prompt(self, scenario: Scenario, conversation: Sequence[Message]) -> tuple[str, str]:
         """The system and user texts sent for the next turn."""
@@ -375,7 +401,7 @@ class _Conversation:
     """One simulated trial, as it happened."""
 
     messages: list[Message] = field(default_factory=list)
-    stop_reason: StopReason = "user_done"
+    stop_reason: StopReason | None = "user_done"
     error: str | None = None
     error_type: str | None = None
     user_usage: Usage = field(default_factory=Usage)
@@ -470,7 +496,7 @@ async def _next_text(
             scenario, list(convo.messages), trial=trial, seed=None if seed is None else seed + trial
         )
     except Exception as exc:  # the trial fails, the run goes on
-        convo.stop_reason, convo.error_type = "user_error", type(exc).__name__
+        convo.stop_reason, convo.error_type = None, type(exc).__name__
         convo.error = f"{type(exc).__name__}: the simulated user failed: {exc}"
         return None
     convo.user_usage = convo.user_usage + usage
@@ -561,21 +587,14 @@ def _sample(scenario: Scenario, trial: int, convo: _Conversation) -> MultiTurnSa
         return MultiTurnSample.model_construct(**fields)  # kept as it happened
 
 
-def _check_run(
-    user: Any, trials: int, max_concurrency: int, timeout: float | None, max_steps: int
-) -> None:
+def _check_run(user: Any, trials: int, max_steps: int) -> None:
     if not isinstance(user, BaseUser):
         raise ConfigError(
             "user must be a SimulatedUser(llm), a ScriptedUser(turns) or another BaseUser, got "
             f"{type(user).__name__}"
         )
-    if trials < 1 or max_concurrency < 1 or max_steps < 1:
-        raise ConfigError(
-            f"trials, max_concurrency and max_steps must be >= 1, got {trials}, "
-            f"{max_concurrency} and {max_steps}"
-        )
-    if timeout is not None and timeout <= 0:
-        raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+    if trials < 1 or max_steps < 1:
+        raise ConfigError(f"trials and max_steps must be >= 1, got {trials} and {max_steps}")
 
 
 async def asimulate(
@@ -584,12 +603,13 @@ async def asimulate(
     *,
     user: BaseUser,
     trials: int = 1,
-    max_concurrency: int = 8,
+    max_concurrency: int = 16,
     timeout: float | None = None,
-    cache: SQLiteCache | None = None,
+    cache: SQLiteCache | str | PathLike[str] | None = None,
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
-    show_progress: bool | None = False,
+    show_progress: bool | None = None,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
 
@@ -608,26 +628,28 @@ async def asimulate(
         trials: Independent conversations per scenario.
         max_concurrency: Conversations in flight at once.
         timeout: Seconds allowed for one whole conversation.
-        cache: A :class:`~turneval.llms.SQLiteCache` for the user model's answers; the trial is
+        cache: A :class:`~turneval.llms.SQLiteCache` (or its path) for the user model's
+            answers; the trial is
             part of the key, so a re-run replays every conversation with no user-model call
             (given a deterministic agent).
         seed: Trial t of the user model runs with seed ``seed + t`` (where the model has a
             ``seed`` parameter, e.g. ``ChatOpenAI``).
         max_steps: Per-turn step limit: AI messages the agent may produce for one user turn.
         show_progress: A tqdm progress bar (None: only on a terminal).
+        rate_limit: The user model provider's quota
+            (:class:`~turneval.ratelimit.RateLimit`): its requests are paced and its requests
+            in flight adapt to 429s.
     """
-    rows, _ = await _simulated_rows(
-        agent,
-        _check_scenarios(scenarios),
-        user=user,
-        trials=trials,
+    options = RunOptions(
         max_concurrency=max_concurrency,
-        timeout=timeout,
+        agent_timeout=timeout,
         cache=cache,
         seed=seed,
-        max_steps=max_steps,
         show_progress=show_progress,
-        score=None,
+        rate_limit=rate_limit,
+    )
+    rows, _ = await _simulated_rows(
+        agent, _check_scenarios(scenarios), options, user=user, trials=trials, max_steps=max_steps
     )
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
@@ -638,12 +660,13 @@ def simulate(
     *,
     user: BaseUser,
     trials: int = 1,
-    max_concurrency: int = 8,
+    max_concurrency: int = 16,
     timeout: float | None = None,
-    cache: SQLiteCache | None = None,
+    cache: SQLiteCache | str | PathLike[str] | None = None,
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
-    show_progress: bool | None = False,
+    show_progress: bool | None = None,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
     return run_sync(
@@ -659,6 +682,7 @@ def simulate(
             seed=seed,
             max_steps=max_steps,
             show_progress=show_progress,
+            rate_limit=rate_limit,
         )
     )
 
@@ -666,28 +690,29 @@ def simulate(
 async def _simulated_rows(
     agent: Any,
     scenarios: list[Scenario],
+    options: RunOptions,
     *,
     user: BaseUser,
     trials: int,
-    max_concurrency: int,
-    timeout: float | None,
-    cache: SQLiteCache | None,
-    seed: int | None,
     max_steps: int,
-    show_progress: bool | None,
-    score: EvalTask | None,
+    metrics: Sequence[Metric] | None = None,
     judge: JudgeRun | None = None,
+    aborted: list[str] | None = None,
 ) -> tuple[list[SampleResult], Usage]:
-    """Simulate every (scenario, trial); with ``score``, score each conversation as it ends.
+    """Simulate every (scenario, trial); with ``metrics``, score each conversation as it ends.
 
-    Returns the rows in input order and the user model's usage over the run.
+    The simulation step of the run pipeline. Returns the rows in input order and the user
+    model's usage over the run.
     """
-    from turneval.runner import run_in_order, score_sample
-
-    _check_run(user, trials, max_concurrency, timeout, max_steps)
+    _check_run(user, trials, max_steps)
     if agent is None:
         raise ConfigError("simulating needs an agent: pass runnable=... (or agent)")
-    user_run = JudgeRun(max_concurrency=max_concurrency, cache=cache)
+    user_run = JudgeRun(  # the simulated user shares the run's limiter with the judge
+        max_concurrency=options.max_concurrency,
+        cache=options.cache,
+        rate_limiter=options.rate_limit,
+    )
+    timeout, seed = options.agent_timeout, options.seed
 
     async def produce(index: int) -> SampleResult:
         scenario, trial = scenarios[index // trials], index % trials
@@ -696,26 +721,22 @@ async def _simulated_rows(
                 agent, scenario, trial, user, timeout=timeout, max_steps=max_steps, seed=seed
             )
         sample = _sample(scenario, trial, convo)
-        if score is None:
+        if metrics is None:
             return SampleResult(index, sample)
-        if convo.error is None:
-            row = await score_sample(index, sample, score.metrics)
-        else:  # the trial failed: no metric is computed as if it had succeeded
-            row = SampleResult(index, sample)
-            for metric in score.metrics:
-                row.failures[metric.name] = MetricFailure(
-                    metric.name, index, convo.error_type or "AgentRunError", convo.error
-                )
-        row.latency_s, row.failure = convo.latency_s, int(convo.error is not None)
-        row.agent_error, row.agent_usage, row.steps = convo.error, convo.agent_usage, convo.steps
-        return row
+        run = AgentRun(
+            convo.messages,
+            convo.latency_s,
+            convo.error,
+            convo.agent_usage,
+            convo.steps,
+            convo.error_type or "AgentRunError",
+        )
+        return await score_row(index, sample, metrics, options, agent=run)
 
-    rows = await run_in_order(
-        len(scenarios) * trials,
-        produce,
-        concurrency=max_concurrency,
-        judge=judge or user_run,
-        show_progress=show_progress,
+    if metrics is None:  # simulation alone: no row to report or abort on
+        options = options.replace(on_row=None, fail_on_error=False)
+    rows = await run_rows(
+        len(scenarios) * trials, produce, options, judge=judge or user_run, aborted=aborted
     )
     return rows, user_run.usage
 
@@ -723,14 +744,17 @@ async def _simulated_rows(
 async def _evaluate_scenarios(
     task: EvalTask,
     agent: Any,
+    options: RunOptions,
     *,
     user: BaseUser | None,
     trials: int,
-    seed: int | None,
     max_steps: int,
     success_thresholds: Mapping[str, float] | None,
 ) -> EvaluationResult:
-    """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation."""
+    """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation.
+
+    The judge and the simulated user share the options' one ``rate_limit``.
+    """
     if task.scenarios is None:
         raise ConfigError(
             "user= and trials= need scenarios: build the EvalTask from Scenario objects"
@@ -740,22 +764,22 @@ async def _evaluate_scenarios(
             "scenarios need a user: evaluate(runnable=agent, user=SimulatedUser(llm)) "
             "or user=ScriptedUser([...])"
         )
-    judge = JudgeRun(llm=task.llm, max_concurrency=task.max_llm_concurrency, cache=task.cache)
+    judge, aborted = options.judge_run(), list[str]()
     rows, user_usage = await _simulated_rows(
         agent,
         task.scenarios,
+        options,
         user=user,
         trials=trials,
-        max_concurrency=task.max_concurrency,
-        timeout=task.timeout,
-        cache=task.cache,
-        seed=seed,
         max_steps=max_steps,
-        show_progress=task.show_progress,
-        score=task,
+        metrics=task.metrics,
         judge=judge,
+        aborted=aborted,
     )
     result = EvaluationResult(rows, [metric.name for metric in task.metrics], judge.usage)
+    result.metrics = list(task.metrics)
     result.success_thresholds = dict(success_thresholds or {})
     result.user_usage = user_usage
+    if aborted:
+        raise EvaluationAbortedError(aborted[0], result=result)
     return result
