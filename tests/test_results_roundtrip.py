@@ -40,6 +40,7 @@ def test_round_trip_keeps_details_and_usage(tmp_path: Path) -> None:
     assert back.rows[0].results["rubric"].usage == Usage(120, 8, 2, 1)
     assert back.rows[0].usage == Usage(120, 8, 2, 1)  # the row's sum: tool_call_f1 has none
     assert back.rows[0].results["tool_call_f1"].usage is None
+    assert back.usage == Usage(120, 8, 2, 1)  # the run's: the sum over the rows
 
 
 def test_without_details_nothing_extra_is_written_or_invented(tmp_path: Path) -> None:

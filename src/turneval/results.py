@@ -440,7 +440,8 @@ class EvaluationResult:
 
         Samples are not stored there, so rows have ``sample=None``; values, reasons, errors and
         (when the file was written with details) each result's details and judge usage are
-        restored.
+        restored; the run's ``usage`` is the sum of the results' (requests of failed metrics
+        are not in the file).
         """
         rows: list[SampleResult] = []
         names: list[str] = []
@@ -465,7 +466,7 @@ class EvaluationResult:
                         error_type, _, message = str(record[f"{name}_error"]).partition(": ")
                         row.failures[name] = MetricFailure(name, row.index, error_type, message)
                 rows.append(row)
-        return cls(rows, names)
+        return cls(rows, names, sum((row.usage for row in rows), Usage()))
 
     def to_html(self, path: str | PathLike[str], *, title: str = "turneval report") -> None:
         """Write a self-contained HTML report (no network): summary, histograms, drill-down."""
