@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval.judge.usage import Usage
+from turneval.usage import Usage
 
 if TYPE_CHECKING:
     from turneval.metrics import Metric

@@ -35,9 +35,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
+from turneval._sync import run_sync
 from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeRequest, StrictVerdict, tagged
-from turneval.metrics.base import run_sync
 
 __all__ = [
     "CitedChunk",

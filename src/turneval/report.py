@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval.judge.usage import Usage
 from turneval.messages import AIMessage, ToolCall, ToolMessage
 from turneval.samples import MultiTurnSample, SingleTurnSample
+from turneval.usage import Usage
 
 if TYPE_CHECKING:
     from turneval.aggregate import MetricSummary

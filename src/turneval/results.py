@@ -10,7 +10,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from turneval.judge.usage import Usage
+from turneval.usage import Usage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -168,7 +168,8 @@ class SampleResult:
     def record(self, metric_names: list[str], *, details: bool = False) -> dict[str, Any]:
         """A flat, JSON-ready dict: ``<name>``, ``<name>_reason``, ``<name>_error`` per metric.
 
-        Values are None where the metric failed; ``details=True`` adds ``<name>_details``.
+        Values are None where the metric failed; ``details=True`` adds ``<name>_details`` and,
+        for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`).
         """
         record: dict[str, Any] = {"index": self.index}
         metadata = (getattr(self.sample, "metadata", None) or {}) if self.sample else {}
@@ -182,6 +183,8 @@ class SampleResult:
             record[f"{name}_error"] = str(failure) if failure is not None else None
             if details and result is not None:
                 record[f"{name}_details"] = result.details
+                if result.usage is not None:
+                    record[f"{name}_usage"] = result.usage.to_dict()
         if self.agent is not None:
             usage = self.agent.usage
             record.update(
@@ -194,6 +197,18 @@ class SampleResult:
                 steps=self.agent.steps,
             )
         return record
+
+
+def _read_usage(data: Any, name: str, line: int) -> Usage | None:
+    """The ``<name>_usage`` object of a results line, None when absent."""
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise ValueError(f"line {line}: {name}_usage must be an object, got {data!r}")
+    try:
+        return Usage.from_dict(data)
+    except ValueError as error:
+        raise ValueError(f"line {line}: {name}_usage: {error}") from None
 
 
 def json_line(record: dict[str, Any]) -> str:
@@ -423,8 +438,10 @@ class EvaluationResult:
     def from_jsonl(cls, path: str | PathLike[str]) -> EvaluationResult:
         """Read back the rows a run wrote (``to_jsonl`` or the CLI's results.jsonl).
 
-        Samples are not stored there, so rows have ``sample=None``; values, reasons and errors
-        are restored.
+        Samples are not stored there, so rows have ``sample=None``; values, reasons, errors and
+        (when the file was written with details) each result's details and judge usage are
+        restored; the run's ``usage`` is the sum of the results' (requests of failed metrics
+        are not in the file).
         """
         rows: list[SampleResult] = []
         names: list[str] = []
@@ -439,13 +456,17 @@ class EvaluationResult:
                 for name in names:
                     if record.get(name) is not None:
                         row.results[name] = MetricResult(
-                            name, float(record[name]), record.get(f"{name}_reason") or ""
+                            name,
+                            float(record[name]),
+                            record.get(f"{name}_reason") or "",
+                            dict(record.get(f"{name}_details") or {}),
+                            _read_usage(record.get(f"{name}_usage"), name, number),
                         )
                     elif record.get(f"{name}_error"):
                         error_type, _, message = str(record[f"{name}_error"]).partition(": ")
                         row.failures[name] = MetricFailure(name, row.index, error_type, message)
                 rows.append(row)
-        return cls(rows, names)
+        return cls(rows, names, sum((row.usage for row in rows), Usage()))
 
     def to_html(self, path: str | PathLike[str], *, title: str = "turneval report") -> None:
         """Write a self-contained HTML report (no network): summary, histograms, drill-down."""

@@ -6,6 +6,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from turneval.formats._rule import OpenToolCalls
 from turneval.messages import (
     AIMessage,
     HumanMessage,
@@ -85,21 +86,18 @@ class MultiTurnSample(BaseModel):
         messages = self.user_input
         if not messages:
             raise ValueError("user_input must hold at least one message")
-        open_calls: list[ToolCall] | None = None  # calls a ToolMessage may answer
+        rule = OpenToolCalls()  # the converters' rule too (turneval.formats)
         for index, message in enumerate(messages):
             if isinstance(message, SystemMessage) and index:
                 raise ValueError(f"user_input[{index}]: a SystemMessage is only allowed at index 0")
             if isinstance(message, ToolMessage):
-                if open_calls is None:
-                    raise ValueError(
-                        f"user_input[{index}]: ToolMessage must follow an AIMessage with "
-                        "tool_calls (or another ToolMessage)"
-                    )
-                _check_tool_call_id(index, message, open_calls)
-            elif isinstance(message, AIMessage) and message.tool_calls:
-                open_calls = message.tool_calls
+                problem = rule.answer(message.tool_call_id, "ToolMessage")
+                if problem is not None:
+                    raise ValueError(f"user_input[{index}]: {problem}")
+            elif isinstance(message, AIMessage):
+                rule.ai(message)
             else:
-                open_calls = None
+                rule.close()
         return self
 
     @property
@@ -128,7 +126,7 @@ def _is_langchain(message: Any) -> bool:
 
 def _from_langchain_mixed(messages: list[Any]) -> list[Any]:
     """Convert the LangChain messages of a list, losslessly; other items are left as they are."""
-    from turneval.messages import from_langchain, to_langchain
+    from turneval.formats import from_langchain, to_langchain
 
     if all(map(_is_langchain, messages)):
         return from_langchain(messages)
@@ -137,17 +135,6 @@ def _from_langchain_mixed(messages: list[Any]) -> list[Any]:
     if all(isinstance(m, (SystemMessage, HumanMessage, AIMessage, ToolMessage)) for m in native):
         return from_langchain([m if _is_langchain(m) else to_langchain([m])[0] for m in messages])
     return messages  # dicts among LangChain messages: pydantic reports the bad item
-
-
-def _check_tool_call_id(index: int, message: ToolMessage, calls: list[ToolCall]) -> None:
-    if message.tool_call_id is None:
-        return
-    ids = [call.id for call in calls if call.id is not None]
-    if ids and message.tool_call_id not in ids:
-        raise ValueError(
-            f"user_input[{index}]: ToolMessage.tool_call_id={message.tool_call_id!r} "
-            f"answers no preceding tool call (ids: {', '.join(map(repr, ids))})"
-        )
 
 
 Sample: TypeAlias = SingleTurnSample | MultiTurnSample

@@ -18,7 +18,7 @@ from turneval.judge.schema import (
     strict_schema_problems,
 )
 from turneval.judge.template import JudgeExample, JudgeRequest, escape, tagged
-from turneval.judge.usage import Usage
+from turneval.usage import Usage
 
 if TYPE_CHECKING:
     from turneval.judge.core import (

@@ -39,8 +39,8 @@ from turneval.judge._clients import client_scope, loop_bound
 from turneval.judge._errors import classify
 from turneval.judge._openai_direct import direct_openai
 from turneval.judge.cache import SQLiteCache
-from turneval.judge.usage import Usage
 from turneval.ratelimit import RateLimiter, estimate_tokens
+from turneval.usage import Usage
 
 if TYPE_CHECKING:  # LangChain is imported when a judge is used, not with turneval
     from langchain_core.language_models import BaseChatModel

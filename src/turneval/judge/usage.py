@@ -1,47 +1,7 @@
-"""Token usage of judge calls."""
+"""Token usage of judge calls (re-export: :class:`Usage` lives in :mod:`turneval.usage`)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from turneval.usage import Usage
 
 __all__ = ["Usage"]
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens and calls spent by judges.
-
-    Attributes:
-        input_tokens: Prompt tokens the provider billed (from the model's usage metadata).
-        output_tokens: Completion tokens the provider billed.
-        calls: Requests sent to the model (retries included).
-        cached_calls: Answers served by the judge cache instead of the model.
-    """
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    calls: int = 0
-    cached_calls: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        """Sum two usages."""
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.calls + other.calls,
-            self.cached_calls + other.cached_calls,
-        )
-
-    def cost(self, input_price: float, output_price: float) -> float:
-        """Cost given prices per one million input and output tokens."""
-        return (self.input_tokens * input_price + self.output_tokens * output_price) / 1e6
-
-    def to_dict(self) -> dict[str, Any]:
-        """The counts as a dict, with ``total_tokens``."""
-        return {**asdict(self), "total_tokens": self.total_tokens}

@@ -36,9 +36,9 @@ from pydantic import Field, create_model, field_validator
 from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
 from turneval.judge.template import JudgeExample, JudgeRequest, escape, render_examples, tagged
-from turneval.judge.usage import Usage
 from turneval.metrics.base import Explained, Metric
 from turneval.samples import MultiTurnSample
+from turneval.usage import Usage
 
 __all__ = [
     "JudgedMetric",

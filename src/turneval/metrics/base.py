@@ -9,22 +9,19 @@ forms are one-line runners of those.
 
 from __future__ import annotations
 
-import asyncio
-import atexit
-import os
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from turneval.errors import InvalidSampleError, SyncInAsyncContextError
-from turneval.judge.usage import Usage
+from turneval._sync import run_sync
+from turneval.errors import InvalidSampleError
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
+from turneval.usage import Usage
 
 __all__ = [
     "Explained",
@@ -65,76 +62,6 @@ class Explained(Outcome):
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         """Return the stored reason and details."""
         return self.reason, self.details if details else {}
-
-
-class _Loop:
-    """The process's long-lived event loop for sync calls, running in a daemon thread.
-
-    Every sync wrapper runs its coroutine here, so objects bound to an event loop (HTTP
-    clients of judges and agents) stay usable from one sync call to the next.
-    """
-
-    def __init__(self) -> None:
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.thread: threading.Thread | None = None
-        self.lock = threading.Lock()
-        self.pid = 0
-
-    def get(self) -> asyncio.AbstractEventLoop:
-        with self.lock:
-            if self.loop is None or self.pid != os.getpid() or self.loop.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="turneval-sync-loop", daemon=True
-                )
-                thread.start()
-                self.loop, self.thread, self.pid = loop, thread, os.getpid()
-            return self.loop
-
-    def close(self) -> None:
-        with self.lock:
-            loop, thread, self.loop, self.thread = self.loop, self.thread, None, None
-            if loop is None or thread is None or self.pid != os.getpid():
-                return
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-        if not thread.is_alive():
-            loop.close()
-
-
-_SYNC_LOOP = _Loop()
-atexit.register(_SYNC_LOOP.close)
-
-
-def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """Run an async function to completion from sync code, on the process's sync-call loop.
-
-    The coroutine runs in one long-lived event loop (a daemon thread) shared by every sync call
-    of the process, with the caller's context variables; an interrupt cancels it.
-
-    Raises:
-        SyncInAsyncContextError: when called inside a running event loop.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        target = getattr(function, "func", function)  # a functools.partial names its function
-        raise SyncInAsyncContextError(
-            "a sync turneval call was made inside a running event loop; await "
-            f"{getattr(target, '__qualname__', target)!s}(...) instead"
-        )
-
-    async def call() -> T:
-        return await function(*args)
-
-    future = asyncio.run_coroutine_threadsafe(call(), _SYNC_LOOP.get())
-    try:
-        return future.result()
-    except BaseException:
-        future.cancel()  # e.g. KeyboardInterrupt: stop the coroutine too
-        raise
 
 
 def missing_field(metric: Metric, field_name: str) -> InvalidSampleError:

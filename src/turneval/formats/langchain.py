@@ -1,0 +1,138 @@
+"""LangChain messages <-> turneval messages, losslessly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turneval.formats._common import _KEPT, _blocks_text, _jsonable, _sample_error
+from turneval.formats._rule import OpenToolCalls
+from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall, ToolMessage
+
+__all__ = ["from_langchain", "to_langchain"]
+
+
+def from_langchain(messages: Any) -> list[Message]:
+    """Convert LangChain messages (including chunks) to turneval messages, losslessly.
+
+    Tool calls are read from ``AIMessage.tool_calls`` (LangChain's normalised field, filled by
+    every current provider), with their ids; ``invalid_tool_calls`` are kept in
+    ``metadata["invalid_tool_calls"]``; list-of-blocks content becomes its text joined (other
+    blocks described as ``[image_url]`` ...) with the blocks kept in ``metadata``; message ids,
+    usage and response metadata are kept too, so :func:`to_langchain` restores the messages.
+
+    Raises:
+        InvalidSampleError: naming the message index and field, for an unsupported message
+            type, a tool result with no preceding tool call, or arguments that are not JSON.
+    """
+    from langchain_core import messages as lc
+
+    converted: list[Message] = []
+    rule = OpenToolCalls()
+    for index, message in enumerate(messages):
+        if not isinstance(message, lc.BaseMessage):
+            raise _sample_error(
+                index, "type", f"expected a LangChain BaseMessage, got {type(message).__name__}"
+            )
+        text, blocks = _blocks_text(message.content)
+        metadata: dict[str, Any] = dict(message.additional_kwargs.get("turneval_metadata") or {})
+        if message.id:
+            metadata["id"] = message.id
+        if blocks is not None:
+            metadata["content_blocks"] = _jsonable(blocks)
+        if isinstance(message, lc.SystemMessage):
+            converted.append(SystemMessage(content=text, metadata=metadata or None))
+            rule.close()
+        elif isinstance(message, lc.HumanMessage):
+            converted.append(HumanMessage(content=text, metadata=metadata or None))
+            rule.close()
+        elif isinstance(message, lc.AIMessage):
+            ai = _from_langchain_ai(index, message, text, metadata)
+            converted.append(ai)
+            rule.ai(ai)
+        elif isinstance(message, lc.ToolMessage):
+            problem = rule.answer(message.tool_call_id or None, "ToolMessage")
+            if problem is not None:
+                raise _sample_error(index, "tool_call_id", problem)
+            if message.status != "success":
+                metadata["status"] = message.status
+            if message.name:
+                metadata["name"] = message.name
+            converted.append(
+                ToolMessage(
+                    content=text,
+                    tool_call_id=message.tool_call_id or None,
+                    metadata=metadata or None,
+                )
+            )
+        else:
+            raise _sample_error(
+                index,
+                "type",
+                f"unsupported message type {type(message).__name__!r}; expected system, human, ai or tool messages",
+            )
+    return converted
+
+
+def _from_langchain_ai(index: int, message: Any, text: str, metadata: dict[str, Any]) -> AIMessage:
+    from pydantic import ValidationError
+
+    calls = []
+    for position, call in enumerate(message.tool_calls):
+        try:
+            calls.append(ToolCall(name=call["name"], args=call["args"], id=call.get("id")))
+        except ValidationError as exc:
+            raise _sample_error(
+                index,
+                f"tool_calls[{position}].args",
+                f"arguments are not JSON values ({exc.errors()[0]['msg']})",
+            ) from exc
+    if message.invalid_tool_calls:
+        metadata["invalid_tool_calls"] = _jsonable([dict(c) for c in message.invalid_tool_calls])
+    if message.usage_metadata:
+        metadata["usage_metadata"] = _jsonable(dict(message.usage_metadata))
+    if message.response_metadata:
+        metadata["response_metadata"] = _jsonable(message.response_metadata)
+    return AIMessage(content=text, tool_calls=calls or None, metadata=metadata or None)
+
+
+def to_langchain(messages: Any) -> list[Any]:
+    """Convert turneval messages to LangChain messages (the inverse of :func:`from_langchain`)."""
+    from langchain_core import messages as lc
+
+    converted: list[Any] = []
+    for message in messages:
+        metadata = dict(message.metadata or {})
+        kept = {key: metadata.pop(key) for key in _KEPT if key in metadata}
+        extra = {"turneval_metadata": metadata} if metadata else {}
+        content: Any = kept.get("content_blocks", message.content)
+        common: dict[str, Any] = {"content": content, "additional_kwargs": extra}
+        if "id" in kept:
+            common["id"] = kept["id"]
+        if isinstance(message, SystemMessage):
+            converted.append(lc.SystemMessage(**common))
+        elif isinstance(message, HumanMessage):
+            converted.append(lc.HumanMessage(**common))
+        elif isinstance(message, AIMessage):
+            calls = [
+                {"name": call.name, "args": call.args, "id": call.id, "type": "tool_call"}
+                for call in message.tool_calls or []
+            ]
+            converted.append(
+                lc.AIMessage(
+                    **common,
+                    tool_calls=calls,
+                    invalid_tool_calls=kept.get("invalid_tool_calls", []),
+                    usage_metadata=kept.get("usage_metadata"),
+                    response_metadata=kept.get("response_metadata", {}),
+                )
+            )
+        else:
+            converted.append(
+                lc.ToolMessage(
+                    **common,
+                    tool_call_id=message.tool_call_id or "",
+                    status=kept.get("status", "success"),
+                    name=kept.get("name"),
+                )
+            )
+    return converted

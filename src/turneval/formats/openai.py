@@ -1,0 +1,82 @@
+"""OpenAI chat-format dicts -> turneval messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from turneval.formats._common import _blocks_text, _sample_error
+from turneval.formats._rule import OpenToolCalls
+from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall, ToolMessage
+
+__all__ = ["from_openai"]
+
+
+def from_openai(messages: Any) -> list[Message]:
+    """Convert OpenAI chat-format dicts (``role``, ``content``, ``tool_calls``, ``tool_call_id``).
+
+    ``tool_calls[].function.arguments`` is a JSON string; the legacy ``function_call`` and
+    ``function`` role are accepted too; ``developer`` is a system message; content may be a
+    string or a list of parts.
+
+    Raises:
+        InvalidSampleError: naming the message index and field, for an unknown role, arguments
+            that do not decode to a JSON object, or a tool result with no preceding call.
+    """
+    converted: list[Message] = []
+    rule = OpenToolCalls()
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _sample_error(index, "role", f"expected an object, got {type(message).__name__}")
+        role = message.get("role")
+        text, _ = _blocks_text(message.get("content"))
+        if role in ("system", "developer"):
+            converted.append(SystemMessage(content=text))
+            rule.close()
+        elif role == "user":
+            converted.append(HumanMessage(content=text))
+            rule.close()
+        elif role == "assistant":
+            raw_calls = list(message.get("tool_calls") or [])
+            if message.get("function_call"):
+                raw_calls.append({"function": message["function_call"], "id": None})
+            calls = []
+            for position, raw in enumerate(raw_calls):
+                function = raw.get("function") or {}
+                field = f"tool_calls[{position}].function.arguments"
+                arguments = function.get("arguments") or "{}"
+                try:
+                    args = json.loads(arguments) if isinstance(arguments, str) else arguments
+                except json.JSONDecodeError as exc:
+                    raise _sample_error(
+                        index,
+                        field,
+                        f"arguments are not valid JSON ({exc.msg} at column {exc.colno})",
+                    ) from exc
+                if not isinstance(args, dict):
+                    raise _sample_error(
+                        index,
+                        field,
+                        f"arguments must decode to a JSON object, got {type(args).__name__}",
+                    )
+                if not function.get("name"):
+                    raise _sample_error(
+                        index, f"tool_calls[{position}].function.name", "a tool call needs a name"
+                    )
+                calls.append(ToolCall(name=function["name"], args=args, id=raw.get("id")))
+            ai = AIMessage(content=text, tool_calls=calls or None)
+            converted.append(ai)
+            rule.ai(ai)
+        elif role in ("tool", "function"):
+            call_id = message.get("tool_call_id")
+            problem = rule.answer(call_id or None)
+            if problem is not None:
+                raise _sample_error(index, "tool_call_id", problem)
+            converted.append(ToolMessage(content=text, tool_call_id=call_id))
+        else:
+            raise _sample_error(
+                index,
+                "role",
+                f"unknown role {role!r}; expected system, developer, user, assistant or tool",
+            )
+    return converted
