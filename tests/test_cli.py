@@ -72,7 +72,10 @@ def test_fail_under_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
             ["--metric", "tool_call_f1", "--fail-under", "tool_call_f1=high"],
             "'high' is not a number",
         ),
-        (["--metric", "trajectory_single_tool_use"], "needs its tool"),
+        (
+            ["--metric", "trajectory_single_tool_use"],
+            "needs its option 'tool_name': --metric trajectory_single_tool_use:tool_name=VALUE",
+        ),
         (["--metric", "tool_call_f1:match_threshold=3"], "less than or equal to 1"),
         (["--metric", "topic_adherence"], "needs an LLM judge"),
     ],
