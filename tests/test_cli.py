@@ -194,3 +194,16 @@ def test_behaviour_metrics_and_json_options_on_the_command_line(
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert {"tool_permission", "agent_loop_detection", "tool_call_efficiency"} <= set(names)
     assert "step_budget" in names
+
+
+def test_version_has_one_source(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    import turneval
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"turneval {turneval.__version__}\n"
+    # the installed metadata's version is read from turneval.__version__ (pyproject: dynamic)
+    assert version("turneval") == turneval.__version__

@@ -417,7 +417,10 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``turneval`` argument parser."""
+    from turneval import __version__
+
     parser = _Parser(prog="turneval", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"turneval {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("evaluate", help="score a JSONL file of samples")
