@@ -72,7 +72,10 @@ def test_fail_under_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
             ["--metric", "tool_call_f1", "--fail-under", "tool_call_f1=high"],
             "'high' is not a number",
         ),
-        (["--metric", "trajectory_single_tool_use"], "needs its tool"),
+        (
+            ["--metric", "trajectory_single_tool_use"],
+            "needs its option 'tool_name': --metric trajectory_single_tool_use:tool_name=VALUE",
+        ),
         (["--metric", "tool_call_f1:match_threshold=3"], "less than or equal to 1"),
         (["--metric", "topic_adherence"], "needs an LLM judge"),
     ],
@@ -191,3 +194,16 @@ def test_behaviour_metrics_and_json_options_on_the_command_line(
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert {"tool_permission", "agent_loop_detection", "tool_call_efficiency"} <= set(names)
     assert "step_budget" in names
+
+
+def test_version_has_one_source(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    import turneval
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"turneval {turneval.__version__}\n"
+    # the installed metadata's version is read from turneval.__version__ (pyproject: dynamic)
+    assert version("turneval") == turneval.__version__

@@ -73,66 +73,28 @@ def test_all_is_sorted_complete_and_documented(name: str) -> None:
             assert value.__doc__, f"{name}.{attr} has no docstring"
 
 
-def test_metrics_package_exports_every_metric_class() -> None:
-    from turneval.metrics import BUILTIN_METRICS, Metric
+def test_metrics_package_exports_every_registered_metric_class() -> None:
+    from turneval.metrics import BUILTIN_METRICS, Metric, builtin_metrics
 
     metrics = importlib.import_module("turneval.metrics")
-    names = {m.model_fields["name"].default for m in BUILTIN_METRICS}
-    assert names == {
-        "agent_goal_accuracy_with_reference",
-        "agent_goal_accuracy_without_reference",
-        "agent_loop_detection",
-        "bleu",
-        "chunk_relevance",
-        "coherence",
-        "context_sufficiency",
-        "conversation_completeness",
-        "correctness",
-        "exact_match",
-        "fluency",
-        "fulfillment",
-        "groundedness",
-        "guideline_adherence",
-        "knowledge_retention",
-        "non_llm_string_similarity",
-        "overall_assessment",
-        "pairwise_question_answering_quality",
-        "pairwise_summarization_quality",
-        "question_answering_correctness",
-        "question_answering_helpfulness",
-        "question_answering_quality",
-        "question_answering_relevance",
-        "relevance_to_query",
-        "role_adherence",
-        "rouge",
-        "safety",
-        "step_budget",
-        "summarization_helpfulness",
-        "summarization_quality",
-        "summarization_verbosity",
-        "tool_call_accuracy",
-        "tool_call_efficiency",
-        "tool_call_f1",
-        "tool_call_valid",
-        "tool_name_match",
-        "tool_output_groundedness",
-        "tool_parameter_key_match",
-        "tool_parameter_kv_match",
-        "tool_permission",
-        "topic_adherence",
-        "trajectory_any_order_match",
-        "trajectory_exact_match",
-        "trajectory_in_order_match",
-        "trajectory_judge",
-        "trajectory_precision",
-        "trajectory_recall",
-        "turn_relevancy",
-        "user_frustration",
+    registry = builtin_metrics()
+    assert len(registry) >= 50  # 49 buildable by name + trajectory_single_tool_use
+    for name, cls in registry.items():
+        assert cls.model_fields["name"].default == name
+        assert cls.__name__ in metrics.__all__, f"{cls.__name__} ({name}) is not exported"
+        assert getattr(metrics, cls.__name__) is cls
+        assert cls.__doc__, f"{cls.__name__} has no docstring"
+    assert set(BUILTIN_METRICS) == {cls for cls in registry.values() if cls.buildable_by_name()}
+    assert set(registry) - {cls.model_fields["name"].default for cls in BUILTIN_METRICS} == {
+        "trajectory_single_tool_use"  # the one metric that needs an option (its tool)
     }
+    # every concrete metric class the package exports is registered (none is missed)
     for attr in metrics.__all__:
         value = getattr(metrics, attr)
-        if isinstance(value, type) and issubclass(value, Metric) and "name" in value.model_fields:
-            assert value.__name__ in metrics.__all__
+        if isinstance(value, type) and issubclass(value, Metric):
+            default = value.model_fields["name"].default
+            if isinstance(default, str) and not value.__abstractmethods__:
+                assert registry[default] is value
 
 
 def test_ragas_import_paths() -> None:

@@ -56,25 +56,16 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_metric(spec: str) -> Metric | str:
     """``NAME`` or ``NAME:key=value,key=value`` (values parsed as JSON when they can be)."""
-    from turneval.metrics import TrajectorySingleToolUse
-    from turneval.runner import metric_names
+    from turneval.metrics import builtin_metrics
 
     name, _, options = spec.partition(":")
-    known: dict[str, type[Metric]] = {
-        **metric_names(),
-        "trajectory_single_tool_use": TrajectorySingleToolUse,
-    }
+    known = builtin_metrics()
     if name not in known:
         raise UsageError(f"unknown metric {name!r}; run 'turneval metrics' for the list")
-    if not options:
-        if name == "trajectory_single_tool_use":
-            raise UsageError(
-                "trajectory_single_tool_use needs its tool: "
-                "--metric trajectory_single_tool_use:tool_name=NAME"
-            )
+    if not options and known[name].buildable_by_name():
         return name
     config: dict[str, Any] = {}
-    for item in _split_options(options):
+    for item in _split_options(options) if options else []:
         key, equals, value = item.partition("=")
         if not equals:
             raise UsageError(f"metric option {item!r} in {spec!r} is not key=value")
@@ -85,7 +76,13 @@ def parse_metric(spec: str) -> Metric | str:
     try:
         return known[name].model_validate(config)
     except ValidationError as exc:
-        raise UsageError(f"metric {spec!r}: {exc.errors(include_url=False)[0]['msg']}") from exc
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(map(str, error["loc"]))
+        if error["type"] == "missing":
+            raise UsageError(
+                f"metric {name!r} needs its option {where!r}: --metric {name}:{where}=VALUE"
+            ) from exc
+        raise UsageError(f"metric {spec!r}: {where}: {error['msg']}") from exc
 
 
 def _metric_list(specs: Sequence[str]) -> list[Metric | str]:
@@ -325,11 +322,9 @@ def _check_bars(bars: dict[str, float], summaries: Any) -> int:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from turneval.metrics import TrajectorySingleToolUse
-    from turneval.runner import metric_names
+    from turneval.metrics import builtin_metrics
 
-    entries = {name: cls for name, cls in metric_names().items()}
-    entries["trajectory_single_tool_use"] = TrajectorySingleToolUse
+    entries = builtin_metrics()
     width = max(map(len, entries))
     for name in sorted(entries):
         cls = entries[name]
@@ -422,7 +417,10 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``turneval`` argument parser."""
+    from turneval import __version__
+
     parser = _Parser(prog="turneval", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"turneval {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("evaluate", help="score a JSONL file of samples")

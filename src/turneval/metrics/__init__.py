@@ -1,4 +1,4 @@
-"""Every metric, and ``BUILTIN_METRICS``, the tuple names are resolved from."""
+"""Every metric; ``BUILTIN_METRICS``, the tuple names are resolved from, comes from the registry."""
 
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._judged import JudgedMetric
@@ -12,7 +12,15 @@ from turneval.metrics.assessments import (
     OverallAssessment,
     RelevanceToQuery,
 )
-from turneval.metrics.base import Explained, Metric, MultiTurnMetric, Outcome, SingleTurnMetric
+from turneval.metrics.base import (
+    Explained,
+    Metric,
+    MultiTurnMetric,
+    Outcome,
+    SingleTurnMetric,
+    builtin_metrics,
+    registered_metrics,
+)
 from turneval.metrics.behaviour import (
     AgentLoopDetection,
     StepBudget,
@@ -138,58 +146,12 @@ __all__ = [
     "TrajectorySingleToolUse",
     "TurnRelevancy",
     "UserFrustration",
+    "builtin_metrics",
+    "registered_metrics",
 ]
 
-BUILTIN_METRICS: tuple[type[Metric], ...] = (
-    AgentGoalAccuracyWithReference,
-    AgentGoalAccuracyWithoutReference,
-    AgentLoopDetection,
-    BleuScore,
-    ChunkRelevance,
-    Coherence,
-    ContextSufficiency,
-    ConversationCompleteness,
-    Correctness,
-    ExactMatch,
-    Fluency,
-    Fulfillment,
-    Groundedness,
-    GuidelineAdherence,
-    KnowledgeRetention,
-    NonLLMStringSimilarity,
-    OverallAssessment,
-    PairwiseQuestionAnsweringQuality,
-    PairwiseSummarizationQuality,
-    QuestionAnsweringCorrectness,
-    QuestionAnsweringHelpfulness,
-    QuestionAnsweringQuality,
-    QuestionAnsweringRelevance,
-    RelevanceToQuery,
-    RoleAdherence,
-    RougeScore,
-    Safety,
-    StepBudget,
-    SummarizationHelpfulness,
-    SummarizationQuality,
-    SummarizationVerbosity,
-    ToolCallAccuracy,
-    ToolCallEfficiency,
-    ToolCallF1,
-    ToolCallValid,
-    ToolNameMatch,
-    ToolOutputGroundedness,
-    ToolParameterKVMatch,
-    ToolParameterKeyMatch,
-    ToolPermission,
-    TopicAdherenceScore,
-    TrajectoryAnyOrderMatch,
-    TrajectoryExactMatch,
-    TrajectoryInOrderMatch,
-    TrajectoryJudge,
-    TrajectoryPrecision,
-    TrajectoryRecall,
-    TurnRelevancy,
-    UserFrustration,
+BUILTIN_METRICS: tuple[type[Metric], ...] = tuple(
+    cls for cls in builtin_metrics().values() if cls.buildable_by_name()
 )
 """Metrics buildable from their name alone (``evaluate(metrics=["..."])``); judged ones use
 ``evaluate``'s ``llm``."""

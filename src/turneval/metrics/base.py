@@ -30,7 +30,9 @@ __all__ = [
     "Outcome",
     "RowEvaluator",
     "SingleTurnMetric",
+    "builtin_metrics",
     "missing_field",
+    "registered_metrics",
     "require",
     "run_sync",
 ]
@@ -62,6 +64,29 @@ class Explained(Outcome):
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         """Return the stored reason and details."""
         return self.reason, self.details if details else {}
+
+
+_REGISTRY: dict[str, type[Metric]] = {}
+
+
+def registered_metrics() -> dict[str, type[Metric]]:
+    """Every concrete metric class defined so far, by its default ``name`` (sorted by name).
+
+    A :class:`Metric` subclass registers itself when its class is defined, if it is concrete
+    (no abstract method left) and its ``name`` field has a string default. The first class to
+    claim a name keeps it: a subclass that inherits its parent's name, or a user class that
+    reuses a built-in name, does not replace the registered one.
+    """
+    return dict(sorted(_REGISTRY.items()))
+
+
+def builtin_metrics() -> dict[str, type[Metric]]:
+    """The registered metrics that turneval itself defines, by name (sorted by name)."""
+    return {
+        name: cls
+        for name, cls in registered_metrics().items()
+        if cls.__module__.startswith("turneval.")
+    }
 
 
 def missing_field(metric: Metric, field_name: str) -> InvalidSampleError:
@@ -97,6 +122,19 @@ class Metric(BaseModel, ABC):
     derived: ClassVar[bool] = False  # computed by the runner from the row's other results
     ragas_names: ClassVar[tuple[str, ...]] = ()
     """ragas' default names for this metric, where they differ (``result["bleu_score"]``)."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Register the finished class under its default name (see :func:`registered_metrics`)."""
+        super().__pydantic_init_subclass__(**kwargs)
+        default = cls.model_fields["name"].default if "name" in cls.model_fields else None
+        if isinstance(default, str) and default and not getattr(cls, "__abstractmethods__", ()):
+            _REGISTRY.setdefault(default, cls)
+
+    @classmethod
+    def buildable_by_name(cls) -> bool:
+        """Whether the metric can be built with no arguments (every field has a default)."""
+        return not any(info.is_required() for info in cls.model_fields.values())
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Validate the assignment, then drop values derived from the old configuration.
