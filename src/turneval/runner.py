@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 
+from turneval._gc import batch_collection
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import JudgeRun, SQLiteCache, judge_run, resolve_llm
@@ -164,6 +165,8 @@ def _from_trace(row: SampleResult, metrics: Sequence[Metric]) -> bool:
 
 def _derive(row: SampleResult, metrics: Sequence[Metric]) -> None:
     """Metrics computed from the row's other results (e.g. the overall assessment)."""
+    if not any(metric.derived for metric in metrics):
+        return
     custom = [
         m.name
         for m in metrics
@@ -284,14 +287,15 @@ async def aevaluate(
         return False
 
     samples = data.samples
-    rows = await run_in_order(
-        len(samples),
-        lambda index: score_sample(index, samples[index], resolved, timeout, details),
-        concurrency=max_concurrency,
-        judge=run,
-        show_progress=show_progress,
-        after=after,
-    )
+    with batch_collection():  # the collector skips the dataset, runs less often (turneval._gc)
+        rows = await run_in_order(
+            len(samples),
+            lambda index: score_sample(index, samples[index], resolved, timeout, details),
+            concurrency=max_concurrency,
+            judge=run,
+            show_progress=show_progress,
+            after=after,
+        )
     result = EvaluationResult(rows, [metric.name for metric in resolved], run.usage)
     if aborted:
         raise EvaluationAbortedError(aborted[0], result=result)
