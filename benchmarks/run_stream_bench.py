@@ -146,9 +146,10 @@ def main() -> None:
     )
     print(
         "| round | bare (float path) /s | bare with reasons /s | stream /s | stream / bare "
-        "| stream / bare with reasons | stream CPU s | peak RSS MB | peak PSS MB |"
+        "| stream / bare with reasons | CPU s: bare / reasons / stream | stream / bare by CPU "
+        "| peak RSS MB | peak PSS MB |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     ratios, reason_ratios, cpu_ratios = [], [], []
     for index in range(args.rounds):
         sides = ["bare", "reasons", "stream"]
