@@ -10,7 +10,8 @@ in a plain loop) in as many processes as the CLI has workers, on the same lines;
 alternate which goes first. For scale it then runs ragas' ``evaluate()`` on the first
 ``--ragas-n`` samples with its tool-call metrics, in its own venv (``--ragas-n 0`` skips it).
 
-    .venv/bin/python benchmarks/run_stream_bench.py --n 1000000 --rounds 2 --ragas-n 0
+    .venv/bin/python benchmarks/run_stream_bench.py --n 200000 --rounds 3 --ragas-n 0
+    .venv/bin/python benchmarks/run_stream_bench.py --n 1000000 --rounds 1 --stream-only
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--stream-only", action="store_true", help="skip the bare work")
     parser.add_argument("--ragas-n", type=int, default=20_000)
     parser.add_argument("--ragas-python", default=DEFAULT_RAGAS_PYTHON)
     args = parser.parse_args()
@@ -157,6 +159,8 @@ def main() -> None:
         for side in sides if index % 2 == 0 else reversed(sides):
             if side == "stream":
                 figures[side] = run_stream(data, out, args.workers)
+            elif args.stream_only:  # memory and throughput only: no ratio
+                figures[side] = {"wall_s": float("nan"), "cpu_s": float("nan")}
             else:
                 figures[side] = run_bare(data, args.n, args.workers, side == "reasons")
         rate = {side: args.n / figures[side]["wall_s"] for side in sides}
