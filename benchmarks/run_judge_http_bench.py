@@ -10,7 +10,8 @@ Two judge paths, rounds alternating their order: ``direct`` (the default for a p
 ``ChatOpenAI``: the request body built by the model, sent through its own OpenAI client) and
 ``langchain`` (the structured-output runnable, as with ``TURNEVAL_DIRECT_OPENAI=0``), and a
 ``bare`` client as the reference of what HTTP and this server allow: the same number of
-requests posted by a bare ``AsyncOpenAI`` client (a fresh HTTP client per run, as a run has),
+requests posted by a bare ``AsyncOpenAI`` client (a fresh HTTP client per run, as a run has,
+with a TLS context built once),
 16 at a time, no turneval at all. Each run is preceded by an unmeasured warm-up round in the
 same process; figures are medians of rounds.
 
@@ -23,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import ssl
 import statistics
 import subprocess
 import sys
@@ -51,6 +53,8 @@ print(stub.url, flush=True)
 sys.stdin.read()
 stub.close()
 """
+
+TLS = ssl.create_default_context()  # built once: the bare client pays no per-run TLS set-up
 
 METRICS = (
     "agent_goal_accuracy_with_reference",
@@ -118,7 +122,7 @@ async def bare_run(url: str, requests: int) -> tuple[float, float]:
         },
     }
     client = openai.AsyncOpenAI(
-        base_url=url, api_key="bench", http_client=openai.DefaultAsyncHttpxClient()
+        base_url=url, api_key="bench", http_client=openai.DefaultAsyncHttpxClient(verify=TLS)
     )
     limiter = anyio.CapacityLimiter(16)
 

@@ -1,6 +1,7 @@
 """A plain ChatOpenAI judge sends its requests directly: the same body, the same behaviour."""
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,3 +136,21 @@ def test_the_direct_path_can_be_turned_off(
     assert not isinstance(Judge(llm)._runnable(Verdict), DirectOpenAI)
     monkeypatch.setenv("TURNEVAL_DIRECT_OPENAI", "1")
     assert isinstance(Judge(llm)._runnable(Verdict), DirectOpenAI)
+
+
+def test_private_http_clients_share_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssl
+
+    from turneval.judge._clients import _shared_tls
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    first, second = _shared_tls()["verify"], _shared_tls()["verify"]
+    assert isinstance(first, ssl.SSLContext) and first is second  # loaded once, not per run
+    assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
+    bundle = ssl.get_default_verify_paths().openssl_cafile
+    if not Path(bundle).is_file():  # pragma: no cover - machines without OpenSSL's bundle
+        pytest.skip("no CA bundle at OpenSSL's default path")
+    monkeypatch.setenv("SSL_CERT_FILE", bundle)  # the user's certificates are honoured
+    custom = _shared_tls()["verify"]
+    assert custom is not first and custom.cert_store_stats()["x509_ca"] > 0
