@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import ValidationError
 
+from turneval._gc import batch_collection
 from turneval.errors import InvalidSampleError
 from turneval.messages import AIMessage, HumanMessage, Message, ToolCall
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
@@ -189,7 +190,8 @@ class EvaluationDataset:
     @classmethod
     def from_list(cls, rows: Iterable[Mapping[str, Any]]) -> EvaluationDataset:
         """Build from dicts; errors name the row index and field."""
-        return cls(sample_from_dict(row, index=index) for index, row in enumerate(rows))
+        with batch_collection():  # the collector would walk every sample built so far
+            return cls(sample_from_dict(row, index=index) for index, row in enumerate(rows))
 
     def to_list(self) -> list[dict[str, Any]]:
         """Dicts that :meth:`from_list` reads back to equal samples (``None`` fields left out)."""
@@ -198,7 +200,8 @@ class EvaluationDataset:
     @classmethod
     def from_jsonl(cls, path: str | PathLike[str]) -> EvaluationDataset:
         """Read one JSON object per line (blank lines skipped); errors name the line number."""
-        return cls(sample_from_dict(row, index=f"line {n}") for n, row in _jsonl_rows(path))
+        with batch_collection():  # the collector would walk every sample read so far
+            return cls(sample_from_dict(row, index=f"line {n}") for n, row in _jsonl_rows(path))
 
     def to_jsonl(self, path: str | PathLike[str]) -> None:
         """Write one JSON object per line, UTF-8."""

@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from turneval._gc import batch_collection
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import JudgeRun, SQLiteCache, judge_run
 from turneval.judge._clients import client_scope
@@ -376,10 +377,9 @@ def _read_item(item: Any, index: int, line: int) -> Sample:
     if isinstance(item, (SingleTurnSample, MultiTurnSample)):
         return item
     if isinstance(item, (str, bytes)):
-        from turneval.stream import _decode, _parse  # the streaming CLI's per-line reader
+        from turneval.stream import _parse  # the streaming CLI's per-line reader
 
-        text = _decode(item, line) if isinstance(item, bytes) else item
-        return _parse(text, line)
+        return _parse(item, line)  # bytes are validated as they are (decoded only on error)
     if isinstance(item, dict):
         from turneval.dataset import sample_from_dict
 
@@ -487,7 +487,8 @@ async def arun(
     """
     judge = judge or options.judge_run()
     aborted: list[str] = []
-    rows = await run_rows(count, produce, options, judge=judge, aborted=aborted)
+    with batch_collection():  # the collector skips the dataset, runs less often (turneval._gc)
+        rows = await run_rows(count, produce, options, judge=judge, aborted=aborted)
     result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
     result.metrics = list(metrics)
     if aborted:

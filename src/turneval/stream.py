@@ -15,13 +15,14 @@ their lines skipped (:func:`finished_lines`).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import sys
 from array import array
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +32,7 @@ import anyio
 import numpy as np
 from pydantic import ValidationError
 
+from turneval._gc import batch_collection
 from turneval.aggregate import MetricSummary, summarise_metrics, summary_document
 from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
@@ -42,6 +44,12 @@ from turneval.report import render_report
 from turneval.results import MetricFailure, MetricResult, SampleResult, json_line
 from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
+
+_orjson_dumps: Callable[[Any], bytes] | None
+try:  # the "fast" extra (also a langsmith dependency, so nearly always present)
+    from orjson import dumps as _orjson_dumps
+except ImportError:  # pragma: no cover - exercised only without orjson
+    _orjson_dumps = None
 
 __all__ = ["FIRST_ERRORS", "RowError", "StreamResult", "evaluate_jsonl", "finished_lines"]
 
@@ -97,6 +105,8 @@ class _Chunk:
     results: dict[str, list[MetricResult]] = field(default_factory=dict)  # for summary extras
 
 
+_Line = tuple[int, str | bytes]  # (1-based line number, the line: raw bytes or text)
+
 _MULTI_TURN = re.compile(r'"user_input"\s*:\s*\[')
 
 
@@ -121,7 +131,17 @@ def _decode(raw: bytes, number: int) -> str:
         return line
 
 
-def _parse(line: str, number: int) -> Sample:
+_MULTI_TURN_BYTES = re.compile(rb'"user_input"\s*:\s*\[')
+
+
+def _parse(line: str | bytes, number: int) -> Sample:
+    if isinstance(line, bytes):  # a raw line: validated straight from its bytes (Rust)
+        raw = line[3:] if number == 1 and line.startswith(b"\xef\xbb\xbf") else line  # BOM
+        kind = MultiTurnSample if _MULTI_TURN_BYTES.search(raw) else SingleTurnSample
+        try:
+            return kind.model_validate_json(raw)
+        except ValidationError:  # the text path below names the line and field
+            line = _decode(line, number)
     if isinstance(line, _Unreadable):
         raise InvalidSampleError(line.error, sample_id=number)
     try:
@@ -172,8 +192,25 @@ def _bad_line_row(index: int, number: int, names: Sequence[str], exc: Exception)
     return row
 
 
+def _record_line(record: dict[str, Any], plain_size: int) -> str:
+    """One results.jsonl line; orjson (Rust) for plain rows, the stdlib for anything else.
+
+    A plain row holds only the index, the line and each metric's value (finite), reason and
+    error (strings): orjson writes the same JSON values for it as :func:`json_line`, only
+    faster. Details and metadata may hold values the two write differently (NaN, huge
+    integers), so those rows, and any string orjson refuses (a lone surrogate), take
+    :func:`json_line`.
+    """
+    if _orjson_dumps is not None and len(record) == plain_size:
+        try:
+            return _orjson_dumps(record).decode("utf-8")
+        except TypeError:  # orjson.JSONEncodeError: e.g. a lone surrogate in a reason
+            pass
+    return json_line(record)
+
+
 async def _score_chunk(
-    lines: Sequence[tuple[int, str]],
+    lines: Sequence[_Line],
     first_index: int,
     metrics: list[Metric],
     keep: int,
@@ -210,6 +247,7 @@ async def _score_chunk(
     failed = dict.fromkeys(names, 0)
     metric_usage = {name: Usage() for name in names}
     records = []
+    plain_size = 2 + 3 * len(names)  # index, line and three keys a metric: no free-form values
     failed_rows = 0
     first_errors: list[RowError] = []
     for position, scored in enumerate(rows):
@@ -223,7 +261,7 @@ async def _score_chunk(
                 first_errors.append(RowError(lines[position][0], name, str(failure)))
         record = scored.record(names, details=details)
         record["line"] = lines[position][0]
-        records.append(json_line(record))
+        records.append(_record_line(record, plain_size))
         for name in names:
             cell = scored.results.get(name)
             if cell is None:
@@ -256,23 +294,27 @@ _WORKER_OPTIONS: list[RunOptions] = []
 def _init_worker(metrics: list[Metric], options: RunOptions) -> None:
     _WORKER_METRICS[:] = metrics
     _WORKER_OPTIONS[:] = [options]
+    gc.freeze()  # start-up objects (modules, metrics) are never walked by the collector again
 
 
-def _score_in_worker(lines: list[tuple[int, str]], first_index: int, keep: int) -> _Chunk:
-    return anyio.run(_score_chunk, lines, first_index, _WORKER_METRICS, keep, _WORKER_OPTIONS[0])
+def _score_in_worker(lines: list[_Line], first_index: int, keep: int) -> _Chunk:
+    with batch_collection():
+        return anyio.run(
+            _score_chunk, lines, first_index, _WORKER_METRICS, keep, _WORKER_OPTIONS[0]
+        )
 
 
 def _chunks(
     path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
-) -> Iterator[list[tuple[int, str]]]:
+) -> Iterator[list[_Line]]:
     """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line)."""
-    chunk: list[tuple[int, str]] = []
+    chunk: list[_Line] = []
     held = 0
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip() or number in skip:
                 continue
-            chunk.append((number, _decode(raw, number)))
+            chunk.append((number, raw))  # decoded (and validated) where it is scored
             held += len(raw)
             if len(chunk) >= size or held >= budget:
                 yield chunk
@@ -290,14 +332,14 @@ def _is_otlp(path: Path) -> bool:
 
 def _otlp_chunks(
     path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
-) -> Iterator[list[tuple[int, str]]]:
+) -> Iterator[list[_Line]]:
     """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line).
 
     ``budget`` is unused: a trace is read whole (memory is bounded by the largest trace).
     """
     from turneval.traces import iter_otlp_json
 
-    chunk: list[tuple[int, str]] = []
+    chunk: list[_Line] = []
     for number, sample in iter_otlp_json(path):
         if number in skip:
             continue
@@ -499,7 +541,7 @@ def evaluate_jsonl(
 
 
 def _score_chunks(
-    chunks: Iterator[list[tuple[int, str]]],
+    chunks: Iterator[list[_Line]],
     metrics: list[Metric],
     options: RunOptions,
     workers: int | None,
@@ -523,7 +565,9 @@ def _score_chunks(
     if workers <= 1:
         for lines in chunks:
             keep = sink.keep()
-            sink.absorb(anyio.run(_score_chunk, lines, index, metrics, keep, options))
+            with batch_collection():
+                chunk = anyio.run(_score_chunk, lines, index, metrics, keep, options)
+            sink.absorb(chunk)
             index += len(lines)
         return
     portable = options.replace(

@@ -1,0 +1,161 @@
+"""The streaming hot path (raw bytes, worker processes, orjson rows, collector policy) gives the
+same rows as ``evaluate()`` on the same samples, for good and bad lines, across chunks, with
+details, and when resumed."""
+
+import gc
+import json
+from pathlib import Path
+
+import pytest
+
+from turneval import evaluate
+from turneval._gc import YOUNG_THRESHOLD, batch_collection
+from turneval.results import json_line
+from turneval.stream import _record_line, evaluate_jsonl
+
+from ._builders import call, conversation
+
+METRICS = ["tool_call_accuracy", "tool_call_f1", "trajectory_precision", "trajectory_recall"]
+REFERENCE = [call("search", q="x"), call("book", id=1)]
+SAMPLES = [
+    conversation([call("search", q="x"), call("book", id=1)], reference=REFERENCE),
+    conversation([call("book", id=1)], [call("search", q="x")], reference=REFERENCE),
+    conversation([call("search", q="y")], reference=REFERENCE),
+    conversation([], reference=REFERENCE),
+    conversation([call("search", q="x"), call("search", q="x")], reference=REFERENCE),
+    conversation([call("book", id=1, note="é ✓")], reference=[call("book", id=1, note="é ✓")]),
+]
+GOOD = [sample.model_dump_json(exclude_none=True).encode() for sample in SAMPLES]
+# (line bytes, the sample it holds or None): good lines, hostile ones, blank ones.
+LINES: list[tuple[bytes, int | None]] = [
+    (b"\xef\xbb\xbf" + GOOD[0], 0),  # a byte-order mark on line 1
+    (GOOD[1], 1),
+    (b"{not json", None),
+    (b"", None),  # blank: no row
+    (GOOD[2] + b"\r", 2),  # a CRLF line ending
+    (b"\xff\xfe not utf-8", None),
+    (b'{"user_input": [{"type": "robot", "content": "x"}]}', None),
+    (GOOD[3], 3),
+    (b"   ", None),  # blank
+    (GOOD[4], 4),
+    (GOOD[5], 5),
+    (b"[" * 5_000 + b"]" * 5_000, None),
+]
+
+
+def rows_of(out: Path) -> list[dict]:
+    text = (out / "results.jsonl").read_bytes().decode("utf-8")  # valid UTF-8, every line
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def write_data(path: Path) -> Path:
+    path.write_bytes(b"".join(raw + b"\n" for raw, _ in LINES))
+    return path
+
+
+@pytest.mark.parametrize("details", [False, True])
+def test_stream_rows_equal_evaluate_rows_across_chunks_and_workers(
+    tmp_path: Path, details: bool
+) -> None:
+    data = write_data(tmp_path / "data.jsonl")
+    expected = evaluate(SAMPLES, METRICS, details=details, show_progress=False).records(
+        details=details
+    )
+    one = evaluate_jsonl(data, METRICS, tmp_path / "one", chunk_size=3, workers=1, details=details)
+    evaluate_jsonl(data, METRICS, tmp_path / "two", chunk_size=2, workers=2, details=details)
+    rows = rows_of(tmp_path / "one")
+    assert rows == rows_of(tmp_path / "two")  # in-process and worker processes agree
+    numbered = [(n, held) for n, (raw, held) in enumerate(LINES, start=1) if raw.strip()]
+    assert [row["line"] for row in rows] == [n for n, _ in numbered]
+    assert [row["index"] for row in rows] == list(range(len(numbered)))
+    for row, (number, held) in zip(rows, numbered, strict=True):
+        if held is None:  # a bad line: every metric fails, naming the line
+            for name in METRICS:
+                assert row[name] is None
+                assert row[f"{name}_error"].startswith(f"InvalidSampleError: line {number}")
+            continue
+        want = {key: value for key, value in expected[held].items() if key != "index"}
+        assert {key: row[key] for key in want} == want
+        assert set(row) == {"index", "line", *want}
+    assert one.total_rows == len(numbered) and one.bad_lines == 4
+    # Hand-checked values: line 1 (after its BOM) has the reference's calls in order: 1 and 1;
+    # line 2 has both calls, swapped, over two turns: F1 2*1*1/(1+1) = 1; line 5 calls
+    # search(q="y"): no call matches (q differs), F1 0; line 10 repeats search(q="x"):
+    # precision 1/2, recall 1/2.
+    by_line = {row["line"]: row for row in rows}
+    assert by_line[1]["tool_call_f1"] == 1.0 and by_line[1]["tool_call_accuracy"] == 1.0
+    assert by_line[2]["tool_call_f1"] == 1.0
+    assert by_line[5]["tool_call_f1"] == 0.0
+    assert by_line[10]["trajectory_precision"] == 0.5 and by_line[10]["trajectory_recall"] == 0.5
+    assert "line 6: not valid UTF-8" in by_line[6]["tool_call_f1_error"]
+
+
+def test_resumed_run_gives_the_file_an_uninterrupted_run_gives(tmp_path: Path) -> None:
+    data = write_data(tmp_path / "data.jsonl")
+    evaluate_jsonl(data, METRICS, tmp_path / "full", chunk_size=2, workers=2)
+    full = (tmp_path / "full" / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    out = tmp_path / "out"
+    out.mkdir()
+    torn = full[4][: len(full[4]) // 2]  # a run killed while writing its fifth row
+    (out / "results.jsonl").write_text("\n".join(full[:4]) + "\n" + torn, encoding="utf-8")
+    resumed = evaluate_jsonl(data, METRICS, out, chunk_size=2, workers=2, resume=True)
+    assert (out / "results.jsonl").read_text(encoding="utf-8").splitlines() == full
+    assert resumed.total_rows == len(full) and resumed.bad_lines == 4
+
+
+def test_plain_rows_take_orjson_and_write_what_the_stdlib_writes() -> None:
+    names = ["m"]
+    plain = {"index": 3, "m": 2 / 3, "m_reason": "é 2/3", "m_error": None, "line": 4}
+    assert json.loads(_record_line(plain, 2 + 3 * len(names))) == json.loads(json_line(plain))
+    surrogate = {**plain, "m_reason": "\ud800"}  # orjson refuses it: the stdlib escapes it
+    assert _record_line(surrogate, 5) == json_line(surrogate)
+    assert json.loads(_record_line(surrogate, 5))["m_reason"] == "\ud800"
+    detailed = {**plain, "m_details": {"x": float("nan")}}  # not plain: the stdlib, as before
+    assert _record_line(detailed, 5) == json_line(detailed)
+
+
+def test_batch_collection_freezes_raises_the_threshold_and_restores() -> None:
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    kept = [[index] for index in range(1000)]  # tracked containers alive before the batch
+    with batch_collection():
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, before[1], before[2])
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(kept)
+        with batch_collection():  # nested: the outer policy stays, nothing frozen twice
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    gc.freeze()  # a process that froze objects itself keeps them frozen
+    try:
+        mine = gc.get_freeze_count()  # it only falls as frozen objects are freed
+        with batch_collection():
+            assert 0 < gc.get_freeze_count() <= mine  # nothing more frozen
+        assert gc.get_freeze_count() > mine // 2 and gc.get_threshold() == before  # not unfrozen
+    finally:
+        gc.unfreeze()
+
+
+def test_cycles_made_in_a_batch_are_still_collected() -> None:
+    import weakref
+
+    class Node:
+        pass
+
+    with batch_collection():
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]
+        ref = weakref.ref(node)
+        del node
+        gc.collect()
+        assert ref() is None
+
+
+def test_evaluate_scores_under_the_batch_policy_and_restores_it() -> None:
+    before = gc.get_threshold()
+    seen: list[int] = []
+    result = evaluate(
+        SAMPLES[:2], ["tool_call_f1"], on_row=lambda row: seen.append(gc.get_threshold()[0])
+    )
+    assert seen == [YOUNG_THRESHOLD, YOUNG_THRESHOLD] and result["tool_call_f1"] == [1.0, 1.0]
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
