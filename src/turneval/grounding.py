@@ -37,7 +37,6 @@ from pydantic import BaseModel, Field, create_model
 
 from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeRequest, StrictVerdict, tagged
-from turneval.metrics.base import run_sync
 
 __all__ = [
     "CitedChunk",
@@ -739,6 +738,8 @@ def check_grounding(
 ) -> GroundingResult:
     """Sync form of :func:`acheck_grounding`."""
     from functools import partial
+
+    from turneval.metrics.base import run_sync  # here: turneval.metrics imports this module
 
     return run_sync(
         partial(
