@@ -88,6 +88,8 @@ class OpenAIStub:
         # reset(responder=f): f(request body) -> Reply answers what the script does not cover.
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []  # lower-cased names, one per request
+        self.request_paths: list[str] = []  # path and query string, one per request
         self.times: list[float] = []
         self.in_flight = 0  # requests the server is working on now
         self.peak_in_flight = 0  # the most at once since the last reset
@@ -121,6 +123,8 @@ class OpenAIStub:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with stub._lock:
                     stub.requests.append(body)
+                    stub.request_headers.append({k.lower(): v for k, v in self.headers.items()})
+                    stub.request_paths.append(self.path)
                     stub.times.append(time.monotonic())
                     reply = stub.script.popleft() if stub.script else None
                     responder = stub.responder
@@ -213,6 +217,8 @@ class OpenAIStub:
             self.default = default or Reply()
             self.responder = responder
             self.requests.clear()
+            self.request_headers.clear()
+            self.request_paths.clear()
             self.times.clear()
             self.rng = random.Random(0)
             self.peak_in_flight = self.in_flight

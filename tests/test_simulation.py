@@ -213,7 +213,7 @@ async def test_user_model_garbage_fails_only_its_trial() -> None:
         max_concurrency=1,
     )
     bad, fine = (sample.metadata or {} for sample in data)
-    assert bad["stop_reason"] == "user_error"
+    assert bad["stop_reason"] is None  # no stop reason: the user, not the agent, failed
     assert bad["error"].startswith("JudgeOutputError: the simulated user failed: ")
     assert model.calls == 3  # two attempts for "bad", one for "fine"
     assert fine["stop_reason"] == "user_done" and fine["error"] is None
@@ -345,6 +345,50 @@ async def test_llm_user_through_chat_openai_against_the_stub(openai_stub: Any) -
     assert prompt.count("</conversation>") == 1
     assert [r["seed"] for r in openai_stub.requests] == [3, 3]  # trial 0 runs with seed + 0
     assert second["temperature"] == 0.0
+
+
+def test_user_model_failing_over_http_fails_its_row_with_the_error_kept(
+    openai_stub: Any, tmp_path: Path
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    # Scenario "down": the user model answers 500 to every request (ChatOpenAI's own retries
+    # off, the judge layer retries twice); scenario "up" gets a valid user turn.
+    def respond(body: dict[str, Any]) -> Reply:
+        if "Your goal: down" in body["messages"][0]["content"]:
+            return Reply(status=500)
+        return Reply(content='{"message": "", "done": true}')
+
+    openai_stub.reset(responder=respond)
+    llm = ChatOpenAI(model="user-model", base_url=openai_stub.url, api_key="k", max_retries=0)
+    user = SimulatedUser(llm, max_retries=1, backoff=0.0)
+    scenarios = [
+        Scenario(id="down", goal="down", first_message="hi"),
+        Scenario(id="up", goal="up", first_message="hi"),
+    ]
+    metric = CustomMetric(name="turns", metric_function=lambda i: float(len(i["user_input"])))
+    result = EvalTask(scenarios, [metric], show_progress=False).evaluate(
+        runnable=echo, user=user, trials=2
+    )
+    down = [row for row in result.rows if row.sample.metadata["scenario_id"] == "down"]  # type: ignore[union-attr,index]
+    up = [row for row in result.rows if row.sample.metadata["scenario_id"] == "up"]  # type: ignore[union-attr,index]
+    for row in down:
+        meta = row.sample.metadata  # type: ignore[union-attr]
+        assert meta["stop_reason"] is None  # type: ignore[index]
+        failure = row.failures["turns"]
+        assert failure.error_type == "JudgeCallError" and "500" in failure.message
+        assert "the simulated user failed" in failure.message
+        assert [m.content for m in row.sample.user_input] == ["hi", "agent heard: hi"]  # type: ignore[union-attr]
+    assert [row.results["turns"].value for row in up] == [2.0, 2.0]
+    # 2 failed trials x 2 attempts at the second user turn, 2 good trials x 1 call
+    assert len(openai_stub.requests) == 2 * 2 + 2
+    # a user failure is not the agent's: those trials are unknown, not failed
+    assert result.trial_outcomes("turns") == {"down": [None, None], "up": [True, True]}
+    assert [r["stop_reason"] for r in result.records()] == [None, None, "user_done", "user_done"]
+    result.to_html(tmp_path / "r.html")
+    assert (tmp_path / "r.html").read_text().count(">user model failed</a>") == 2
+    with pytest.raises(ConfigError, match="retries"):
+        SimulatedUser(llm, max_retries=-1)
 
 
 # -- trials, pass^k, cache --------------------------------------------------------------------

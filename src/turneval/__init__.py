@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         TurnevalError,
     )
     from turneval.messages import AIMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
+    from turneval.ratelimit import RateLimit
     from turneval.results import (
         EvaluationResult,
         MetricFailure,
@@ -49,6 +50,7 @@ _LAZY: dict[str, str] = {
     "MetricSummary": "turneval.aggregate",
     "MultiTurnSample": "turneval.samples",
     "Prices": "turneval.results",
+    "RateLimit": "turneval.ratelimit",
     "SampleResult": "turneval.results",
     "SingleTurnSample": "turneval.samples",
     "SystemMessage": "turneval.messages",
@@ -75,6 +77,7 @@ __all__ = [
     "MetricSummary",
     "MultiTurnSample",
     "Prices",
+    "RateLimit",
     "SampleResult",
     "SingleTurnSample",
     "SystemMessage",

@@ -45,6 +45,7 @@ from turneval.messages import (
 )
 from turneval.metrics import Metric
 from turneval.metrics.base import run_sync
+from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
 from turneval.runner import check_judges, resolve_metrics, run_in_order, score_sample
 from turneval.samples import MultiTurnSample, Sample
@@ -341,6 +342,7 @@ class EvalTask:
         seed: int | None = None,
         max_steps: int = 25,
         success_thresholds: Mapping[str, float] | None = None,
+        rate_limit: RateLimit | RateLimiter | None = None,
     ) -> EvaluationResult:
         """Run ``runnable`` on every sample (if given), then score; one row per sample, in order.
 
@@ -349,6 +351,8 @@ class EvalTask:
         scenario (one row per trial; see :func:`turneval.simulation.asimulate` for ``seed`` and
         ``max_steps``, the per-turn step limit). ``success_thresholds`` sets, per metric, the
         value counted as a success in ``summary()``'s pass^k and pass@k (default 1.0).
+        ``rate_limit`` (a :class:`~turneval.ratelimit.RateLimit`) paces the judge's requests
+        (and the simulated user's) to the provider's quota, as in :func:`turneval.aevaluate`.
         """
         if self.scenarios is not None or user is not None or trials != 1:
             from turneval.simulation import _evaluate_scenarios
@@ -361,8 +365,14 @@ class EvalTask:
                 seed=seed,
                 max_steps=max_steps,
                 success_thresholds=success_thresholds,
+                rate_limit=rate_limit,
             )
-        judge = JudgeRun(llm=self.llm, max_concurrency=self.max_llm_concurrency, cache=self.cache)
+        judge = JudgeRun(
+            llm=self.llm,
+            max_concurrency=self.max_llm_concurrency,
+            cache=self.cache,
+            rate_limiter=RateLimiter.coerce(rate_limit),
+        )
         samples = self.dataset.samples
         rows = await run_in_order(
             len(samples),
@@ -382,6 +392,7 @@ class EvalTask:
         seed: int | None = None,
         max_steps: int = 25,
         success_thresholds: Mapping[str, float] | None = None,
+        rate_limit: RateLimit | RateLimiter | None = None,
     ) -> EvaluationResult:
         """Sync form of :meth:`aevaluate`."""
         return run_sync(
@@ -393,5 +404,6 @@ class EvalTask:
                 seed=seed,
                 max_steps=max_steps,
                 success_thresholds=success_thresholds,
+                rate_limit=rate_limit,
             )
         )

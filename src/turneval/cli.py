@@ -256,6 +256,16 @@ def _dry_run(args: argparse.Namespace, metrics: list[Metric | str]) -> int:
     return 0
 
 
+def _rate_limit(args: argparse.Namespace) -> Any:
+    """The RateLimit of ``--rpm``, ``--tpm`` and ``--max-in-flight`` (None without them)."""
+    if args.rpm is None and args.tpm is None and args.max_in_flight is None:
+        return None
+    from turneval.ratelimit import RateLimit
+
+    cap = args.llm_concurrency if args.max_in_flight is None else args.max_in_flight
+    return RateLimit(args.rpm, args.tpm, cap)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from turneval.runner import resolve_metrics
     from turneval.stream import evaluate_jsonl
@@ -263,6 +273,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     metrics = _metric_list(args.metric)
     bars = _fail_under(args.fail_under, resolve_metrics(metrics))
     allowed = max_failed(args.max_failed)
+    rate_limit = _rate_limit(args)  # a bad quota fails before any work
     if args.dry_run:
         return _dry_run(args, metrics)
     out = Path(args.out)
@@ -287,6 +298,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         chunk_bytes=int(args.chunk_mb * 2**20),
         resume=args.resume,
         overwrite=args.overwrite,
+        rate_limit=rate_limit,
     )
     _print_summary(result, out)
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
@@ -438,6 +450,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--concurrency", type=int, default=16, help="samples scored at once")
     run.add_argument("--llm-concurrency", type=int, default=8, help="judge requests in flight")
+    run.add_argument(
+        "--rpm", type=float, default=None, help="judge provider quota: requests per minute"
+    )
+    run.add_argument(
+        "--tpm", type=float, default=None, help="judge provider quota: tokens per minute"
+    )
+    run.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=None,
+        help="judge requests in flight at most, adapting to 429s (default: --llm-concurrency)",
+    )
     run.add_argument("--workers", type=int, default=None, help="processes for rule-based metrics")
     run.add_argument("--timeout", type=float, default=None, help="seconds allowed per sample")
     run.add_argument("--details", action="store_true", help="write each metric's details too")

@@ -310,7 +310,8 @@ def _trials_grid(result: EvaluationResult) -> str:
                         f'<span class="{"good" if ok else "bad"}" title="{_e(name)}={_fmt(value.value)}">'
                         f"{'&#x2713;' if ok else '&#x2717;'}</span>"
                     )
-            reason = (getattr(cell.sample, "metadata", None) or {}).get("stop_reason", "")
+            meta = getattr(cell.sample, "metadata", None) or {}
+            reason = meta.get("stop_reason") or ("user model failed" if meta.get("error") else "")
             tds.append(
                 f'<td class="trial"><a href="#sample-{cell.index}">{_e(reason)}</a> {"".join(marks)}</td>'
             )

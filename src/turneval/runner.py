@@ -15,6 +15,7 @@ from turneval.judge import JudgeRun, SQLiteCache, judge_run, resolve_llm
 from turneval.judge._clients import client_scope
 from turneval.metrics import BUILTIN_METRICS, Metric
 from turneval.metrics.base import run_sync
+from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import Sample
 
@@ -218,6 +219,7 @@ async def aevaluate(
     show_progress: bool | None = None,
     on_row: Callable[[SampleResult], None] | None = None,
     details: bool = True,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationResult:
     """Score every sample with every metric; one row per sample, in input order.
 
@@ -242,6 +244,10 @@ async def aevaluate(
             stderr is a terminal.
         on_row: Called with each finished row (in completion order).
         details: Keep each result's ``details`` (matched calls, ...); False saves their cost.
+        rate_limit: The provider's quota (:class:`~turneval.ratelimit.RateLimit`): judge
+            requests are paced to its requests and tokens a minute, and the requests in flight
+            adapt to 429s (AIMD, at most ``max_in_flight``, which then replaces
+            ``max_llm_concurrency``). A :class:`~turneval.ratelimit.RateLimiter` is shared as is.
     """
     if max_concurrency < 1 or max_llm_concurrency < 1:
         raise ConfigError(
@@ -254,7 +260,12 @@ async def aevaluate(
     data = EvaluationDataset.coerce(dataset)
     resolved = resolve_metrics(metrics)
     check_judges(resolved, llm)
-    run = JudgeRun(llm=llm, max_concurrency=max_llm_concurrency, cache=cache)
+    run = JudgeRun(
+        llm=llm,
+        max_concurrency=max_llm_concurrency,
+        cache=cache,
+        rate_limiter=RateLimiter.coerce(rate_limit),
+    )
     tally = {"done": 0, "failed": 0}
     aborted: list[str] = []
 
@@ -310,6 +321,8 @@ async def run_in_order(
             row = await produce(index)
             rows[index] = row
             if bar is not None:
+                if judge.rate_limiter is not None:
+                    bar.set_postfix_str(judge.rate_limiter.describe(), refresh=False)
                 bar.update(1)
             if after is not None and after(row):
                 scope.cancel()
@@ -339,6 +352,7 @@ def evaluate(
     show_progress: bool | None = None,
     on_row: Callable[[SampleResult], None] | None = None,
     details: bool = True,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationResult:
     """Sync form of :func:`aevaluate` (same arguments)."""
     return run_sync(
@@ -355,5 +369,6 @@ def evaluate(
             show_progress=show_progress,
             on_row=on_row,
             details=details,
+            rate_limit=rate_limit,
         )
     )

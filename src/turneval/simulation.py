@@ -11,8 +11,10 @@ trials=k)`` simulates and scores, and its ``summary()`` adds pass^k and pass@k.
 Stop reasons (``metadata["stop_reason"]``): ``user_done`` (the user's goal was reached, or it
 gave up), ``max_turns`` (the scenario's user turns ran out), ``agent_error`` (the agent raised,
 returned an invalid conversation or exceeded the per-turn step limit), ``timeout`` (the whole
-conversation took longer than ``timeout``) and ``user_error`` (the user model failed, after
-bounded repair). The conversation so far is always kept.
+conversation took longer than ``timeout``). When the user model itself fails (after bounded
+repair), the conversation has no stop reason (None): the row fails with the user model's error,
+and the trial counts as neither a success nor a failure of the agent. The conversation so far is
+always kept.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from turneval.messages import (
     to_langchain,
 )
 from turneval.metrics.base import run_sync
+from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import MultiTurnSample
 
@@ -63,8 +66,8 @@ __all__ = [
     "simulate",
 ]
 
-StopReason = Literal["user_done", "max_turns", "agent_error", "timeout", "user_error"]
-"""Why a simulated conversation ended."""
+StopReason = Literal["user_done", "max_turns", "agent_error", "timeout"]
+"""Why a simulated conversation ended (None in ``metadata`` when the user model failed)."""
 
 DEFAULT_MAX_STEPS = 25
 """Default per-turn step limit: AI messages the agent may produce answering one user turn."""
@@ -287,6 +290,13 @@ class SimulatedUser(BaseUser):
         temperature: Sampling temperature; None keeps the model's own (0 if it has none).
             Set it above 0 for trials to differ.
         max_parse_retries: Repairs of an unusable answer before the trial fails.
+        max_retries: Retries of a transient error (429, 5xx, timeout) before the trial fails.
+        timeout: Seconds to wait for one answer of the user model.
+        backoff: First retry delay in seconds (doubled each retry, jittered; a
+            ``Retry-After`` header wins).
+
+    Raises:
+        ConfigError: negative retries or backoff, or a timeout that is not positive.
     """
 
     def __init__(
@@ -296,23 +306,37 @@ class SimulatedUser(BaseUser):
         instructions: str | None = None,
         temperature: float | None = None,
         max_parse_retries: int = 2,
+        max_retries: int = 4,
+        timeout: float = 60.0,
+        backoff: float = 1.0,
     ) -> None:
         """Prepare the user (the model is checked now; nothing is called)."""
         self.llm = resolve_llm(llm)
         self.instructions = instructions
         self.temperature = temperature
         self.max_parse_retries = max_parse_retries
-        self._judges: dict[int | None, Judge] = {}
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.backoff = backoff
+        self._judges: dict[int | None, Judge] = {None: self._new_judge(self.llm)}  # checks them
 
     def _judge(self, seed: int | None) -> Judge:
         if seed not in self._judges:
             llm = self.llm
             if seed is not None and "seed" in type(llm).model_fields:
                 llm = llm.model_copy(update={"seed": seed})
-            self._judges[seed] = Judge(
-                llm, temperature=self.temperature, max_parse_retries=self.max_parse_retries
-            )
+            self._judges[seed] = self._new_judge(llm)
         return self._judges[seed]
+
+    def _new_judge(self, llm: Any) -> Judge:
+        return Judge(
+            llm,
+            temperature=self.temperature,
+            max_parse_retries=self.max_parse_retries,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            backoff=self.backoff,
+        )
 
     def prompt(self, scenario: Scenario, conversation: Sequence[Message]) -> tuple[str, str]:
         """The system and user texts sent for the next turn."""
@@ -375,7 +399,7 @@ class _Conversation:
     """One simulated trial, as it happened."""
 
     messages: list[Message] = field(default_factory=list)
-    stop_reason: StopReason = "user_done"
+    stop_reason: StopReason | None = "user_done"
     error: str | None = None
     error_type: str | None = None
     user_usage: Usage = field(default_factory=Usage)
@@ -470,7 +494,7 @@ async def _next_text(
             scenario, list(convo.messages), trial=trial, seed=None if seed is None else seed + trial
         )
     except Exception as exc:  # the trial fails, the run goes on
-        convo.stop_reason, convo.error_type = "user_error", type(exc).__name__
+        convo.stop_reason, convo.error_type = None, type(exc).__name__
         convo.error = f"{type(exc).__name__}: the simulated user failed: {exc}"
         return None
     convo.user_usage = convo.user_usage + usage
@@ -590,6 +614,7 @@ async def asimulate(
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     show_progress: bool | None = False,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
 
@@ -615,6 +640,9 @@ async def asimulate(
             ``seed`` parameter, e.g. ``ChatOpenAI``).
         max_steps: Per-turn step limit: AI messages the agent may produce for one user turn.
         show_progress: A tqdm progress bar (None: only on a terminal).
+        rate_limit: The user model provider's quota
+            (:class:`~turneval.ratelimit.RateLimit`): its requests are paced and its requests
+            in flight adapt to 429s.
     """
     rows, _ = await _simulated_rows(
         agent,
@@ -628,6 +656,7 @@ async def asimulate(
         max_steps=max_steps,
         show_progress=show_progress,
         score=None,
+        rate_limit=rate_limit,
     )
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
@@ -644,6 +673,7 @@ def simulate(
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     show_progress: bool | None = False,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
     return run_sync(
@@ -659,6 +689,7 @@ def simulate(
             seed=seed,
             max_steps=max_steps,
             show_progress=show_progress,
+            rate_limit=rate_limit,
         )
     )
 
@@ -677,6 +708,7 @@ async def _simulated_rows(
     show_progress: bool | None,
     score: EvalTask | None,
     judge: JudgeRun | None = None,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> tuple[list[SampleResult], Usage]:
     """Simulate every (scenario, trial); with ``score``, score each conversation as it ends.
 
@@ -687,7 +719,8 @@ async def _simulated_rows(
     _check_run(user, trials, max_concurrency, timeout, max_steps)
     if agent is None:
         raise ConfigError("simulating needs an agent: pass runnable=... (or agent)")
-    user_run = JudgeRun(max_concurrency=max_concurrency, cache=cache)
+    limiter = judge.rate_limiter if judge is not None else RateLimiter.coerce(rate_limit)
+    user_run = JudgeRun(max_concurrency=max_concurrency, cache=cache, rate_limiter=limiter)
 
     async def produce(index: int) -> SampleResult:
         scenario, trial = scenarios[index // trials], index % trials
@@ -729,8 +762,12 @@ async def _evaluate_scenarios(
     seed: int | None,
     max_steps: int,
     success_thresholds: Mapping[str, float] | None,
+    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationResult:
-    """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation."""
+    """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation.
+
+    The judge and the simulated user share one ``rate_limit``.
+    """
     if task.scenarios is None:
         raise ConfigError(
             "user= and trials= need scenarios: build the EvalTask from Scenario objects"
@@ -740,7 +777,12 @@ async def _evaluate_scenarios(
             "scenarios need a user: evaluate(runnable=agent, user=SimulatedUser(llm)) "
             "or user=ScriptedUser([...])"
         )
-    judge = JudgeRun(llm=task.llm, max_concurrency=task.max_llm_concurrency, cache=task.cache)
+    judge = JudgeRun(
+        llm=task.llm,
+        max_concurrency=task.max_llm_concurrency,
+        cache=task.cache,
+        rate_limiter=RateLimiter.coerce(rate_limit),
+    )
     rows, user_usage = await _simulated_rows(
         agent,
         task.scenarios,

@@ -34,6 +34,7 @@ from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
 from turneval.metrics import Metric
+from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.report import render_report
 from turneval.results import MetricFailure, MetricResult, SampleResult, json_line
 from turneval.runner import aevaluate, check_judges, resolve_metrics
@@ -178,6 +179,7 @@ async def _score_chunk(
     concurrency: int,
     llm_concurrency: int,
     timeout: float | None,
+    rate_limiter: RateLimiter | None = None,
 ) -> _Chunk:
     names = [metric.name for metric in metrics]
     rows: list[SampleResult | None] = [None] * len(lines)
@@ -205,6 +207,7 @@ async def _score_chunk(
                 timeout=timeout,
                 show_progress=False,
                 details=details,
+                rate_limit=rate_limiter,
             )
             usage = usage + result.usage
             for (position, _), row in zip(good, result.rows, strict=True):
@@ -424,6 +427,7 @@ def evaluate_jsonl(
     input_format: str = "auto",
     resume: bool = False,
     overwrite: bool = True,
+    rate_limit: RateLimit | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -452,6 +456,8 @@ def evaluate_jsonl(
             kept (and counted in the summary), their lines are not scored again.
         overwrite: Without ``resume``, replace an existing, non-empty results.jsonl; if False,
             raise :class:`ConfigError` instead (the CLI's default).
+        rate_limit: The judge provider's quota (:class:`~turneval.ratelimit.RateLimit`), held
+            across the whole file: judge requests are paced to it and adapt to 429s.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -492,6 +498,7 @@ def evaluate_jsonl(
     total = bad = failed_rows = 0
     first_errors: list[RowError] = []
     cache_path = None if cache is None else str(cache)
+    limiter = RateLimiter.coerce(rate_limit)  # one for the whole file, across chunks
 
     def absorb(chunk: _Chunk, handle: Any) -> None:
         nonlocal usage, total, bad, failed_rows
@@ -509,7 +516,8 @@ def evaluate_jsonl(
         failed_rows += chunk.failed_rows
         first_errors.extend(chunk.first_errors[: max(FIRST_ERRORS - len(first_errors), 0)])
         if progress:
-            print(f"\rturneval: {total:,} samples", end="", file=sys.stderr, flush=True)
+            rate = f" ({limiter.describe()})" if limiter is not None else ""
+            print(f"\rturneval: {total:,} samples{rate}", end="", file=sys.stderr, flush=True)
 
     with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
         index = total = _absorb_finished(done, names, values, failed, kept, report_rows)
@@ -530,6 +538,7 @@ def evaluate_jsonl(
                     concurrency,
                     llm_concurrency,
                     timeout,
+                    limiter,
                 )
                 absorb(chunk, handle)
                 index += len(lines)

@@ -15,6 +15,9 @@ so are models of other providers.
 from __future__ import annotations
 
 import contextvars
+import functools
+import importlib
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -36,7 +39,7 @@ class _Scope:
         if entry is None:
             import openai
 
-            http = openai.DefaultAsyncHttpxClient()
+            http = openai.DefaultAsyncHttpxClient(**_shared_tls())
             self.http.append(http)
             entry = (root, root.with_options(http_client=http))
             self.clients[id(root)] = entry
@@ -48,6 +51,29 @@ class _Scope:
                 await http.aclose()
         self.http.clear()
         self.clients.clear()
+
+
+def _shared_tls() -> dict[str, Any]:
+    """``verify=`` with this process's default TLS context, built once (not once per run).
+
+    Loading the system's certificates costs tens of milliseconds, paid before a run's first
+    request; the context itself holds no connection and no event loop, so every private client
+    can share it. It is rebuilt when ``SSL_CERT_FILE``/``SSL_CERT_DIR`` change; an HTTP library
+    without ``create_ssl_context`` gets its own default.
+    """
+    context = _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    return {} if context is None else {"verify": context}
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context(cert_file: str | None, cert_dir: str | None) -> Any:
+    import openai
+
+    base = openai.DefaultAsyncHttpxClient.__mro__[1]  # httpx's AsyncClient, whichever package
+    create = getattr(
+        importlib.import_module(base.__module__.split(".")[0]), "create_ssl_context", None
+    )
+    return None if create is None else create()
 
 
 _SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(

@@ -37,8 +37,10 @@ from pydantic import BaseModel, ValidationError
 from turneval.errors import ConfigError, JudgeCallError, JudgeOutputError
 from turneval.judge._clients import client_scope, loop_bound
 from turneval.judge._errors import classify
+from turneval.judge._openai_direct import direct_openai
 from turneval.judge.cache import SQLiteCache
 from turneval.judge.usage import Usage
+from turneval.ratelimit import RateLimiter, estimate_tokens
 
 if TYPE_CHECKING:  # LangChain is imported when a judge is used, not with turneval
     from langchain_core.language_models import BaseChatModel
@@ -96,13 +98,18 @@ def resolve_llm(llm: Any) -> BaseChatModel:
 
 @dataclass
 class JudgeRun:
-    """What judges share during one run: the default model, limiter, cache and usage."""
+    """What judges share during one run: the default model, limiter, cache and usage.
+
+    With a ``rate_limiter``, requests wait for it (quota and adaptive window) instead of the
+    fixed ``max_concurrency`` limiter.
+    """
 
     llm: Any = None
     max_concurrency: int = 8
     cache: SQLiteCache | None = None
     usage: Usage = field(default_factory=Usage)
     _limiter: anyio.CapacityLimiter | None = None
+    rate_limiter: RateLimiter | None = None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -308,21 +315,22 @@ class Judge:
         self.max_parse_retries = max_parse_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._structured: Any = None
-        self._structured_schema: type[BaseModel] | None = None
+        self._structured: dict[type[BaseModel], Any] = {}  # built once per verdict schema
         self._supports_structured = True
 
     def _runnable(self, schema: type[BaseModel]) -> Any:
         if not self._supports_structured:
             return None
-        if self._structured_schema is not schema:
+        runnable = self._structured.get(schema)
+        if runnable is None:
             try:
-                self._structured = self.llm.with_structured_output(schema, include_raw=True)
+                structured = self.llm.with_structured_output(schema, include_raw=True)
             except NotImplementedError:
                 self._supports_structured = False
                 return None
-            self._structured_schema = schema
-        return self._structured
+            runnable = direct_openai(self.llm, schema, structured) or structured
+            self._structured[schema] = runnable
+        return runnable
 
     def prompt(self, system: str, user: str, schema: type[BaseModel]) -> list[BaseMessage]:
         """The messages :meth:`ask` sends first (for estimates): system, then the question."""
@@ -461,7 +469,9 @@ class Judge:
 
         for attempt in range(self.max_retries + 1):
             try:
-                if run is not None:
+                if run is not None and run.rate_limiter is not None:
+                    reply = await self._send_limited(run.rate_limiter, runnable, messages, tally)
+                elif run is not None:
                     async with run.limiter:  # the timeout starts once a slot is held
                         reply = await self._send(runnable, messages, tally)
                 else:
@@ -491,6 +501,17 @@ class Judge:
                 continue
             return reply
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send_limited(
+        self, limiter: RateLimiter, runnable: Any, messages: list[BaseMessage], tally: _Tally
+    ) -> Any:
+        """:meth:`_send` inside the run's rate limiter: quota, adaptive window, usage settled."""
+        async with limiter.slot(estimate_tokens(_text_of(m) for m in messages)) as slot:
+            before = tally.usage.total_tokens
+            try:
+                return await self._send(runnable, messages, tally)
+            finally:  # the provider's reported tokens correct the estimate
+                slot.tokens = tally.usage.total_tokens - before
 
     async def _send(self, runnable: Any, messages: list[BaseMessage], tally: _Tally) -> Any:
         """Send one request and wait for it, at most ``timeout`` seconds from now.

@@ -1,0 +1,242 @@
+"""Judged metrics over HTTP: wall time against the latency floor, client CPU per call.
+
+Each judged metric scores the same 50 generated conversations through a real ``ChatOpenAI``
+pointed at the tests' OpenAI-compatible stub, run in its own process on 127.0.0.1 with a fixed
+latency per request (HTTP/1.1 keep-alive; answers are random JSON valid under the request's
+schema). 16 samples and 16 judge requests in flight: the floor is ceil(requests / 16) x latency
+(4 waves x 100 ms = 0.4 s for one request per sample).
+
+Two judge paths, rounds alternating their order: ``direct`` (the default for a plain
+``ChatOpenAI``: the request body built by the model, sent through its own OpenAI client) and
+``langchain`` (the structured-output runnable, as with ``TURNEVAL_DIRECT_OPENAI=0``), and a
+``bare`` client as the reference of what HTTP and this server allow: the same number of
+requests posted by a bare ``AsyncOpenAI`` client (a fresh HTTP client per run, as a run has,
+with a TLS context built once),
+16 at a time, no turneval at all. Each run is preceded by an unmeasured warm-up round in the
+same process; figures are medians of rounds.
+
+    .venv/bin/python benchmarks/run_judge_http_bench.py --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from generate import generate  # noqa: E402
+
+STUB = """
+import sys
+sys.path.insert(0, {root!r})
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from tests._openai_stub import OpenAIStub, Reply
+
+ThreadingHTTPServer.request_queue_size = 256
+stub = OpenAIStub(keep_alive=True)
+stub.reset(default=Reply(from_schema=True, delay={latency!r}))
+print(stub.url, flush=True)
+sys.stdin.read()
+stub.close()
+"""
+
+TLS = ssl.create_default_context()  # built once: the bare client pays no per-run TLS set-up
+
+METRICS = (
+    "agent_goal_accuracy_with_reference",
+    "agent_goal_accuracy_without_reference",
+    "topic_adherence",
+)
+
+
+def samples(n: int) -> list[Any]:
+    from turneval import MultiTurnSample
+
+    rows = []
+    for row in generate(n, seed=7):
+        messages = row["user_input"]
+        rows.append(
+            MultiTurnSample.model_validate(
+                {
+                    "user_input": messages,
+                    "reference": "The user's request is done: " + messages[0]["content"],
+                    "reference_topics": ["smart home", "orders and refunds", "content"],
+                }
+            )
+        )
+    return rows
+
+
+def metric(name: str, url: str) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    from turneval.metrics import (
+        AgentGoalAccuracyWithoutReference,
+        AgentGoalAccuracyWithReference,
+        TopicAdherenceScore,
+    )
+
+    llm = ChatOpenAI(model="judge", base_url=url, api_key="bench")
+    classes = {
+        "agent_goal_accuracy_with_reference": AgentGoalAccuracyWithReference,
+        "agent_goal_accuracy_without_reference": AgentGoalAccuracyWithoutReference,
+        "topic_adherence": TopicAdherenceScore,
+    }
+    return classes[name](llm=llm)
+
+
+async def bare_run(url: str, requests: int) -> tuple[float, float]:
+    """Wall time of ``requests`` structured requests from a bare OpenAI client, 16 in flight."""
+    import httpx
+    import openai
+
+    body = {
+        "model": "judge",
+        "messages": [{"role": "user", "content": "Judge this."}],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "Verdict",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {"reason": {"type": "string"}, "verdict": {"type": "integer"}},
+                    "required": ["reason", "verdict"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+    }
+    client = openai.AsyncOpenAI(
+        base_url=url, api_key="bench", http_client=openai.DefaultAsyncHttpxClient(verify=TLS)
+    )
+    limiter = anyio.CapacityLimiter(16)
+
+    async def one() -> None:
+        async with limiter:
+            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
+            json.loads(await response.aread())
+
+    cpu, start = time.process_time(), time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(requests):
+            group.start_soon(one)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    await client.close()
+    return wall, cpu
+
+
+async def one_run(
+    path: str, name: str, url: str, data: list[Any], latency: float
+) -> dict[str, Any]:
+    from turneval import aevaluate
+
+    if path == "bare":
+        requests = len(data)  # one request per sample, as each judged metric here makes
+        await bare_run(url, requests)  # warm-up
+        wall, cpu = await bare_run(url, requests)
+        floor = math.ceil(requests / 16) * latency
+        return {
+            "requests": requests,
+            "wall_s": wall,
+            "floor_s": floor,
+            "wall_over_floor": wall / floor,
+            "cpu_ms_per_call": 1000 * cpu / requests,
+        }
+
+    os.environ["TURNEVAL_DIRECT_OPENAI"] = "1" if path == "direct" else "0"
+    figures: dict[str, Any] = {}
+    for measured in (False, True):  # a warm-up round, then the measured one
+        scorer = metric(name, url)
+        cpu, start = time.process_time(), time.perf_counter()
+        result = await aevaluate(
+            data, [scorer], max_concurrency=16, max_llm_concurrency=16, show_progress=False
+        )
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        failed = [row for row in result.rows if row.failures]
+        if failed:
+            raise SystemExit(f"{name}/{path}: {len(failed)} rows failed: {failed[0].failures}")
+        calls = result.usage.calls
+        floor = math.ceil(calls / 16) * latency
+        figures = {
+            "requests": calls,
+            "wall_s": wall,
+            "floor_s": floor,
+            "wall_over_floor": wall / floor,
+            "cpu_ms_per_call": 1000 * cpu / calls,
+        }
+        if measured:
+            return figures
+    return figures
+
+
+async def all_rounds(args: argparse.Namespace, url: str) -> dict[str, dict[str, list[Any]]]:
+    data = samples(args.n)
+    paths = ["direct", "langchain", "bare"]
+    out: dict[str, dict[str, list[Any]]] = {name: {p: [] for p in paths} for name in METRICS}
+    for round_ in range(args.rounds):
+        for name in METRICS:
+            for path in paths if round_ % 2 == 0 else paths[::-1]:
+                figures = await one_run(path, name, url, data, args.latency)
+                out[name][path].append(figures)
+                print(
+                    f"{name:<40} {path:<9} wall {figures['wall_s']:.3f}s "
+                    f"({figures['wall_over_floor']:.2f}x floor {figures['floor_s']:.1f}s) "
+                    f"cpu/call {figures['cpu_ms_per_call']:.2f} ms",
+                    file=sys.stderr,
+                )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--latency", type=float, default=0.1)
+    args = parser.parse_args()
+    server = subprocess.Popen(
+        [sys.executable, "-c", STUB.format(root=str(ROOT), latency=args.latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        rounds = anyio.run(all_rounds, args, url)
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
+    summary = {
+        name: {
+            path: {
+                "requests": runs[0]["requests"],
+                "floor_s": runs[0]["floor_s"],
+                "wall_s": statistics.median(r["wall_s"] for r in runs),
+                "wall_over_floor": statistics.median(r["wall_over_floor"] for r in runs),
+                "cpu_ms_per_call": statistics.median(r["cpu_ms_per_call"] for r in runs),
+            }
+            for path, runs in paths.items()
+        }
+        for name, paths in rounds.items()
+    }
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
