@@ -27,6 +27,9 @@ __all__ = [
     "describe_matching",
     "json_comparison",
     "json_key",
+    "plain_equal",
+    "plain_in_order",
+    "plain_matched",
     "scored_comparison",
 ]
 
@@ -295,6 +298,31 @@ async def scored_comparison(
             if pred.name == ref.name:
                 scores[pred_index, ref_index] = await args_score(comparator, ref.args, pred.args)
     return CallComparison(predicted, reference, scores=scores, threshold=threshold)
+
+
+def plain_equal(pred: ToolCall, ref: ToolCall) -> bool:
+    """Whether two calls are equal under JSON-value equality of args (:class:`CallComparison`).
+
+    Equal names and equal JSON texts of args, else equal canonical keys (:func:`call_key`).
+    """
+    return pred.name == ref.name and (
+        to_json(pred.args) == to_json(ref.args) or call_key(pred) == call_key(ref)
+    )
+
+
+def plain_matched(predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> int:
+    """``json_comparison(predicted, reference).matched_count()``, lean for one call a side."""
+    if len(predicted) == 1 and len(reference) == 1:
+        return int(plain_equal(predicted[0], reference[0]))
+    return json_comparison(predicted, reference).matched_count()
+
+
+def plain_in_order(predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> bool:
+    """Whether ``json_comparison(predicted, reference).in_order()`` finds the reference."""
+    if len(reference) == 1:
+        ref = reference[0]
+        return any(plain_equal(pred, ref) for pred in predicted)
+    return json_comparison(predicted, reference).in_order() is not None
 
 
 def describe_matching(comparison: CallComparison, pairs: Sequence[Pair]) -> dict[str, Any]:

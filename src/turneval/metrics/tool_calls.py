@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -13,7 +13,7 @@ from pydantic import field_validator
 from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
-from turneval.metrics._matching import CallComparison, describe_matching
+from turneval.metrics._matching import CallComparison, describe_matching, plain_matched
 from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
@@ -142,6 +142,25 @@ class ToolCallAccuracy(MultiTurnMetric):
         assert comparator is not None
         return comparator
 
+    @cached_property
+    def _plain(self) -> bool:
+        """Whether args compare by string equality (ExactMatch) without rules."""
+        return self._comparator.exact and self._rule_book is None
+
+    async def multi_turn_ascore(
+        self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
+    ) -> float:
+        """Score a conversation; ragas' signature (``callbacks`` is accepted and unused).
+
+        With ExactMatch (the default) and no rules the value is computed in one plain call,
+        with the same result as :meth:`ascore`'s.
+        """
+        if timeout is None and self._plain and type(sample) is MultiTurnSample:
+            reference = sample.reference_tool_calls
+            if reference is not None:
+                return _exact_accuracy(sample.tool_calls, reference, self.strict_order)
+        return await self._value(sample, timeout)
+
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         reference: list[ToolCall] | None = sample.reference_tool_calls
         if reference is None:
@@ -222,6 +241,36 @@ class ToolCallAccuracy(MultiTurnMetric):
         return outcome
 
 
+def _exact_accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict: bool) -> float:
+    """ToolCallAccuracy's value with ExactMatch and no rules (``_evaluate``'s arithmetic)."""
+    if not predicted or not reference:
+        return 0.0 if predicted or reference else 1.0
+    if len(predicted) != len(reference):
+        return 0.0  # the name sequences differ, sorted or not
+    if strict:
+        for pred, ref in zip(predicted, reference, strict=True):
+            if pred.name != ref.name:
+                return 0.0
+    else:
+        ref_names = [call.name for call in reference]
+        if sorted([call.name for call in predicted]) != sorted(ref_names):
+            return 0.0
+        order = _sort_key if len(set(ref_names)) < len(ref_names) else _by_name
+        predicted, reference = sorted(predicted, key=order), sorted(reference, key=order)
+    total = 0.0
+    for pred, ref in zip(predicted, reference, strict=True):
+        ref_args, pred_args = ref.args, pred.args
+        if not ref_args:
+            total += 0.0 if pred_args else 1.0
+            continue
+        equal = 0
+        for key, ref_value in ref_args.items():
+            if key in pred_args and str(ref_value) == str(pred_args[key]):
+                equal += 1
+        total += equal / len(ref_args)
+    return total / len(reference)
+
+
 def _ruled_sort_key(book: RuleBook) -> Callable[[ToolCall], tuple[str, ...]]:
     """The unordered sort key without the arguments the rules ignore."""
 
@@ -269,6 +318,15 @@ class ToolCallF1(CallMatchingMetric):
     """
 
     name: str = "tool_call_f1"
+
+    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
+        if not predicted or not reference:
+            return 0.0 if predicted or reference else 1.0
+        matched = plain_matched(predicted, reference)
+        if not matched:
+            return 0.0
+        precision, recall = matched / len(predicted), matched / len(reference)
+        return 2 * precision * recall / (precision + recall)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
