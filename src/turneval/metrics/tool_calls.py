@@ -25,6 +25,7 @@ __all__ = ["ToolCallAccuracy", "ToolCallF1"]
 
 
 _by_name = attrgetter("name")
+_ABSENT = object()
 
 
 def _sort_key(call: ToolCall) -> tuple[str, ...]:
@@ -265,7 +266,12 @@ def _exact_accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict
             continue
         equal = 0
         for key, ref_value in ref_args.items():
-            if key in pred_args and str(ref_value) == str(pred_args[key]):
+            pred_value = pred_args.get(key, _ABSENT)
+            if pred_value is _ABSENT:
+                continue
+            if type(ref_value) is str and type(pred_value) is str:  # str() is the identity
+                equal += ref_value == pred_value
+            elif str(ref_value) == str(pred_value):
                 equal += 1
         total += equal / len(ref_args)
     return total / len(reference)
