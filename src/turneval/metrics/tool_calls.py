@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from pydantic import field_validator
@@ -256,8 +256,10 @@ def _exact_accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict
         ref_names = [call.name for call in reference]
         if sorted([call.name for call in predicted]) != sorted(ref_names):
             return 0.0
-        order = _sort_key if len(set(ref_names)) < len(ref_names) else _by_name
-        predicted, reference = sorted(predicted, key=order), sorted(reference, key=order)
+        if len(set(ref_names)) == len(ref_names):
+            predicted, reference = sorted(predicted, key=_by_name), sorted(reference, key=_by_name)
+        else:
+            return _keyed_accuracy(predicted, reference)
     total = 0.0
     for pred, ref in zip(predicted, reference, strict=True):
         ref_args, pred_args = ref.args, pred.args
@@ -274,6 +276,25 @@ def _exact_accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict
             elif str(ref_value) == str(pred_value):
                 equal += 1
         total += equal / len(ref_args)
+    return total / len(reference)
+
+
+def _keyed_accuracy(predicted: list[ToolCall], reference: list[ToolCall]) -> float:
+    """Unordered exact accuracy sorted by :func:`_sort_key`, whose ``str(value)`` it reuses."""
+    by_key = itemgetter(0)
+    pred_sorted = sorted([(_sort_key(call), call) for call in predicted], key=by_key)
+    ref_sorted = sorted([(_sort_key(call), call) for call in reference], key=by_key)
+    total = 0.0
+    for (pred_key, pred), (ref_key, ref) in zip(pred_sorted, ref_sorted, strict=True):
+        if not ref.args:
+            total += 0.0 if pred.args else 1.0
+            continue
+        pred_texts = dict(zip(pred_key[1::2], pred_key[2::2], strict=True))
+        equal = 0
+        for position in range(1, len(ref_key), 2):  # (arg, str(value)) pairs, sorted by arg
+            if pred_texts.get(ref_key[position]) == ref_key[position + 1]:
+                equal += 1
+        total += equal / len(ref.args)
     return total / len(reference)
 
 
