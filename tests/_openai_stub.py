@@ -74,6 +74,13 @@ def random_instance(schema: dict[str, Any], rng: random.Random, root: dict[str, 
     return None
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog of 5 drops a burst of new connections (each
+    # request opens one over HTTP/1.0): the client sees a connection error and retries it
+    # later, which no real provider's front end would cause.
+    request_queue_size = 256
+
+
 class OpenAIStub:
     """Serves scripted replies in order (the default reply when the script is empty).
 
@@ -197,7 +204,7 @@ class OpenAIStub:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

@@ -476,8 +476,9 @@ async def test_each_trial_has_its_own_cache_entry_and_a_rerun_makes_no_user_call
 async def test_run_configuration_and_invalid_agent_conversations() -> None:
     user = ScriptedUser(["hi"])
     for kwargs, message in [
-        ({"trials": 0}, "trials, max_concurrency and max_steps must be >= 1"),
-        ({"timeout": 0}, "timeout must be > 0"),
+        ({"trials": 0}, "trials and max_steps must be >= 1"),
+        ({"max_concurrency": 0}, "max_concurrency: Input should be greater than or equal to 1"),
+        ({"timeout": 0}, "agent_timeout: Input should be greater than 0"),
     ]:
         with pytest.raises(ConfigError, match=message):
             await asimulate(echo, [{"goal": "g"}], user=user, **kwargs)

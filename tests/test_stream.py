@@ -87,12 +87,22 @@ def test_judged_metrics_stream_with_the_cache(tmp_path: Path) -> None:
     model = ScriptedChatModel(responses=[verdict])
     cache = tmp_path / "cache.sqlite"
     first = evaluate_jsonl(
-        data, ["agent_goal_accuracy_without_reference"], tmp_path / "o1", llm=model, cache=cache
+        data,
+        ["agent_goal_accuracy_without_reference"],
+        tmp_path / "o1",
+        llm=model,
+        cache=cache,
+        details=False,  # details say whether the answer was cached
     )
     assert model.calls == 3 and first.usage.calls == 3
     assert first.summaries["agent_goal_accuracy_without_reference"].usage == first.usage
     second = evaluate_jsonl(
-        data, ["agent_goal_accuracy_without_reference"], tmp_path / "o2", llm=model, cache=cache
+        data,
+        ["agent_goal_accuracy_without_reference"],
+        tmp_path / "o2",
+        llm=model,
+        cache=cache,
+        details=False,
     )
     assert model.calls == 3 and second.usage.cached_calls == 3  # a re-run pays for nothing twice
     assert (tmp_path / "o1" / "results.jsonl").read_text() == (

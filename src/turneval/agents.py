@@ -22,9 +22,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby
+from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from turneval.dataset import EvaluationDataset
 from turneval.errors import AgentRunError, ConfigError
-from turneval.judge import JudgeRun, SQLiteCache, Usage
+from turneval.judge import SQLiteCache, Usage
 from turneval.messages import (
     AIMessage,
     HumanMessage,
@@ -45,9 +45,10 @@ from turneval.messages import (
 )
 from turneval.metrics import Metric
 from turneval.metrics.base import run_sync
+from turneval.pipeline import RunOptions, arun, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
-from turneval.results import EvaluationResult, MetricFailure, SampleResult
-from turneval.runner import check_judges, resolve_metrics, run_in_order, score_sample
+from turneval.results import AgentRun, EvaluationResult, SampleResult
+from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample
 
 if TYPE_CHECKING:
@@ -56,17 +57,6 @@ if TYPE_CHECKING:
     from turneval.simulation import BaseUser, Scenario
 
 __all__ = ["AgentRun", "EvalTask", "arun_agent"]
-
-
-@dataclass(slots=True)
-class AgentRun:
-    """What one run of the agent produced."""
-
-    messages: list[Message]
-    latency_s: float
-    error: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    steps: int = 0
 
 
 def _is_graph(agent: Any) -> bool:
@@ -245,16 +235,22 @@ async def arun_agent(
 class EvalTask:
     """A dataset and metrics; ``evaluate(runnable=agent)`` runs the agent first (Vertex AI).
 
+    The run options have the names and defaults of :class:`~turneval.pipeline.RunOptions`
+    (validated there), except ``timeout`` here: Vertex AI's name for the agent step's limit,
+    RunOptions' ``agent_timeout`` (either may be given); the scoring timeout per sample is
+    :meth:`evaluate`'s ``timeout``, beside its ``fail_on_error`` and ``on_row``.
+
     Args:
         dataset: Multi-turn samples whose human turns are replayed to the agent, with their
             references (an :class:`EvaluationDataset` or a sequence of samples), or
             :class:`~turneval.simulation.Scenario` objects played by a simulated user.
         metrics: Metric objects or names.
         llm: Default judge for judged metrics.
-        cache: A :class:`~turneval.llms.SQLiteCache` for judge answers.
+        cache: A :class:`~turneval.llms.SQLiteCache` (or its path) for judge answers.
         max_concurrency: Samples (agent runs) in flight at once.
         max_llm_concurrency: Judge requests in flight at once.
         timeout: Seconds allowed for one agent run (all its turns).
+        agent_timeout: The same, by its :class:`~turneval.pipeline.RunOptions` name.
         multi_turn: Replay every human turn (True) or only the first (a single prompt).
         show_progress: A tqdm progress bar; None shows it only on a terminal.
         config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every run
@@ -262,6 +258,7 @@ class EvalTask:
         config_fn: ``config_fn(sample) -> RunnableConfig``, a config per sample (instead of
             ``config``). A graph with a checkpointer gets a fresh ``thread_id`` per sample
             unless the config sets one.
+        details: Keep each result's ``details``.
     """
 
     def __init__(
@@ -270,19 +267,32 @@ class EvalTask:
         metrics: Iterable[Metric | str],
         *,
         llm: Any = None,
-        cache: SQLiteCache | None = None,
-        max_concurrency: int = 8,
+        cache: SQLiteCache | str | PathLike[str] | None = None,
+        max_concurrency: int = 16,
         max_llm_concurrency: int = 8,
         timeout: float | None = None,
         multi_turn: bool = True,
         show_progress: bool | None = None,
         config: dict[str, Any] | None = None,
         config_fn: Callable[[Sample], dict[str, Any] | None] | None = None,
+        details: bool = True,
+        agent_timeout: float | None = None,
     ) -> None:
         """Check the configuration now; nothing runs before :meth:`evaluate`."""
         if config is not None and config_fn is not None:
             raise ConfigError("pass config= or config_fn=, not both")
+        if timeout is not None and agent_timeout is not None:
+            raise ConfigError("pass timeout= or agent_timeout= (the same limit), not both")
         self.config, self.config_fn = config, config_fn
+        self.options = RunOptions(
+            llm=llm,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            max_llm_concurrency=max_llm_concurrency,
+            agent_timeout=timeout if agent_timeout is None else agent_timeout,
+            show_progress=show_progress,
+            details=details,
+        )
         from turneval.simulation import _as_scenarios  # it builds on this module
 
         items = dataset if isinstance(dataset, EvaluationDataset) else list(dataset)
@@ -290,17 +300,25 @@ class EvalTask:
         self.dataset = EvaluationDataset.coerce([] if self.scenarios else items)  # type: ignore[arg-type]
         self.metrics = resolve_metrics(metrics)
         check_judges(self.metrics, llm)
-        if max_concurrency < 1 or max_llm_concurrency < 1:
-            raise ConfigError("max_concurrency and max_llm_concurrency must be >= 1")
-        if timeout is not None and timeout <= 0:
-            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
-        self.llm, self.cache = llm, cache
-        self.max_concurrency, self.max_llm_concurrency = max_concurrency, max_llm_concurrency
-        self.timeout, self.multi_turn, self.show_progress = timeout, multi_turn, show_progress
+        self.multi_turn = multi_turn
 
-    async def _row(self, index: int, sample: Sample, agent: Any) -> SampleResult:
-        if agent is None:
-            return await score_sample(index, sample, self.metrics)
+    @property
+    def llm(self) -> Any:
+        """The default judge."""
+        return self.options.llm
+
+    @property
+    def cache(self) -> SQLiteCache | None:
+        """The judge cache."""
+        return self.options.cache
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds allowed for one agent run."""
+        return self.options.agent_timeout
+
+    async def _run_agent(self, index: int, sample: Sample, agent: Any) -> AgentRun:
+        """The agent step of one sample: its run, with the error that fails the row if any."""
         if not isinstance(sample, MultiTurnSample):
             raise ConfigError(
                 f"sample {index}: an agent needs multi-turn samples (human turns to replay)"
@@ -309,11 +327,17 @@ class EvalTask:
             config = self.config_fn(sample) if self.config_fn is not None else self.config
         except Exception as exc:  # the row fails, the run goes on
             config_error = f"AgentRunError: config_fn failed: {type(exc).__name__}: {exc}"
-            run = AgentRun(list(sample.user_input), 0.0, config_error)
-        else:
-            run = await arun_agent(
-                agent, sample, timeout=self.timeout, multi_turn=self.multi_turn, config=config
-            )
+            return AgentRun(list(sample.user_input), 0.0, config_error)
+        return await arun_agent(
+            agent, sample, timeout=self.timeout, multi_turn=self.multi_turn, config=config
+        )
+
+    async def _row(
+        self, index: int, sample: Sample, agent: Any, options: RunOptions
+    ) -> SampleResult:
+        if agent is None:
+            return await score_row(index, sample, self.metrics, options)
+        run = await self._run_agent(index, sample, agent)
         produced = sample.model_copy(update={"user_input": run.messages})  # references kept
         if run.error is None:
             try:  # the captured conversation must be a valid one (tool results after calls, ...)
@@ -321,17 +345,7 @@ class EvalTask:
             except ValidationError as exc:
                 detail = exc.errors(include_url=False)[0]["msg"]
                 run.error = f"AgentRunError: the agent's conversation is not valid: {detail}"
-        if run.error is None:
-            row = await score_sample(index, produced, self.metrics)
-        else:  # the agent failed: no metric is computed on a partial run
-            row = SampleResult(index, produced)
-            for metric in self.metrics:
-                row.failures[metric.name] = MetricFailure(
-                    metric.name, index, "AgentRunError", run.error
-                )
-        row.latency_s, row.failure = run.latency_s, int(run.error is not None)
-        row.agent_error, row.agent_usage, row.steps = run.error, run.usage, run.steps
-        return row
+        return await score_row(index, produced, self.metrics, options, agent=run)
 
     async def aevaluate(
         self,
@@ -342,6 +356,9 @@ class EvalTask:
         seed: int | None = None,
         max_steps: int = 25,
         success_thresholds: Mapping[str, float] | None = None,
+        timeout: float | None = None,
+        fail_on_error: bool | float = False,
+        on_row: Callable[[SampleResult], None] | None = None,
         rate_limit: RateLimit | RateLimiter | None = None,
     ) -> EvaluationResult:
         """Run ``runnable`` on every sample (if given), then score; one row per sample, in order.
@@ -351,37 +368,37 @@ class EvalTask:
         scenario (one row per trial; see :func:`turneval.simulation.asimulate` for ``seed`` and
         ``max_steps``, the per-turn step limit). ``success_thresholds`` sets, per metric, the
         value counted as a success in ``summary()``'s pass^k and pass@k (default 1.0).
+        ``timeout`` (seconds to score one sample), ``fail_on_error`` and ``on_row`` are the
+        :class:`~turneval.pipeline.RunOptions` of the same names.
         ``rate_limit`` (a :class:`~turneval.ratelimit.RateLimit`) paces the judge's requests
         (and the simulated user's) to the provider's quota, as in :func:`turneval.aevaluate`.
         """
+        options = self.options.replace(
+            timeout=timeout,
+            fail_on_error=fail_on_error,
+            on_row=on_row,
+            seed=seed,
+            rate_limit=rate_limit,
+        )
         if self.scenarios is not None or user is not None or trials != 1:
             from turneval.simulation import _evaluate_scenarios
 
             return await _evaluate_scenarios(
                 self,
                 runnable,
+                options,
                 user=user,
                 trials=trials,
-                seed=seed,
                 max_steps=max_steps,
                 success_thresholds=success_thresholds,
-                rate_limit=rate_limit,
             )
-        judge = JudgeRun(
-            llm=self.llm,
-            max_concurrency=self.max_llm_concurrency,
-            cache=self.cache,
-            rate_limiter=RateLimiter.coerce(rate_limit),
-        )
         samples = self.dataset.samples
-        rows = await run_in_order(
+        return await arun(
             len(samples),
-            lambda index: self._row(index, samples[index], runnable),
-            concurrency=self.max_concurrency,
-            judge=judge,
-            show_progress=self.show_progress,
+            lambda index: self._row(index, samples[index], runnable, options),
+            self.metrics,
+            options,
         )
-        return EvaluationResult(rows, [metric.name for metric in self.metrics], judge.usage)
 
     def evaluate(
         self,
@@ -392,6 +409,9 @@ class EvalTask:
         seed: int | None = None,
         max_steps: int = 25,
         success_thresholds: Mapping[str, float] | None = None,
+        timeout: float | None = None,
+        fail_on_error: bool | float = False,
+        on_row: Callable[[SampleResult], None] | None = None,
         rate_limit: RateLimit | RateLimiter | None = None,
     ) -> EvaluationResult:
         """Sync form of :meth:`aevaluate`."""
@@ -404,6 +424,9 @@ class EvalTask:
                 seed=seed,
                 max_steps=max_steps,
                 success_thresholds=success_thresholds,
+                timeout=timeout,
+                fail_on_error=fail_on_error,
+                on_row=on_row,
                 rate_limit=rate_limit,
             )
         )

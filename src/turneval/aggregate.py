@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from turneval.judge.usage import Usage
+
+if TYPE_CHECKING:
+    from turneval.metrics import Metric
+    from turneval.results import MetricResult
 
 __all__ = [
     "MetricSummary",
@@ -18,6 +22,7 @@ __all__ = [
     "paired_permutation_test",
     "pass_at_k",
     "pass_hat_k",
+    "summarise_metrics",
     "summarize",
     "summary_document",
 ]
@@ -256,3 +261,31 @@ def pass_at_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
     scenarios (those with fewer than k trials left out; None when none is left).
     """
     return _over_scenarios(outcomes, k, lambda c, n: 1 - math.comb(n - c, k) / math.comb(n, k))
+
+
+def summarise_metrics(
+    names: Sequence[str],
+    values: Mapping[str, Sequence[float] | np.ndarray],
+    failed: Mapping[str, int],
+    usage: Mapping[str, Usage | None],
+    *,
+    metrics: Mapping[str, Metric] | None = None,
+    results: Mapping[str, Sequence[MetricResult]] | None = None,
+) -> SummaryTable:
+    """The run's one summariser: per metric, :func:`summarize` and the metric's extras.
+
+    Every sink calls it: ``EvaluationResult.summary()`` over the rows in memory and
+    ``evaluate_jsonl`` over its streamed totals. ``metrics`` are the metric objects by name
+    (a run read back from a file has none) and ``results`` their scored results, for
+    :meth:`~turneval.metrics.Metric.summary_extras` (pairwise win rates, ...).
+    """
+    table = SummaryTable()
+    for name in names:
+        summary = summarize(name, values[name], failed[name], usage.get(name))
+        metric = (metrics or {}).get(name)
+        if metric is not None and results is not None:
+            extra = metric.summary_extras(results.get(name, ()))
+            if extra:
+                summary = replace(summary, extra={**(summary.extra or {}), **extra})
+        table[name] = summary
+    return table

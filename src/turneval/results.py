@@ -16,9 +16,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from turneval.aggregate import SummaryTable
+    from turneval.messages import Message
     from turneval.samples import Sample
 
 __all__ = [
+    "AgentRun",
     "EvaluationResult",
     "MetricFailure",
     "MetricResult",
@@ -27,17 +29,6 @@ __all__ = [
     "json_line",
     "ratio",
 ]
-
-
-_RAGAS_NAMES: dict[str, tuple[str, ...]] = {
-    "bleu_score": ("bleu",),
-    "rouge_score": ("rouge",),
-    "agent_goal_accuracy": (
-        "agent_goal_accuracy_with_reference",
-        "agent_goal_accuracy_without_reference",
-    ),
-}
-"""ragas' default metric names -> turneval's, for ``result[name]``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,25 +86,74 @@ class MetricFailure:
 
 
 @dataclass(slots=True)
+class AgentRun:
+    """What one run of an agent produced (``EvalTask``, a simulated conversation or a trace).
+
+    Attributes:
+        messages: The conversation, as it happened.
+        latency_s: Wall-clock seconds the run took.
+        error: ``"<ErrorType>: <message>"`` when the run failed (the row's metrics then fail
+            with it), else None.
+        usage: The agent's token usage (from its AI messages' usage metadata).
+        steps: The number of AI messages the agent produced.
+        error_type: The error type recorded on the row's metrics when the run failed.
+    """
+
+    messages: list[Message]
+    latency_s: float
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+    error_type: str = "AgentRunError"
+
+    @property
+    def failed(self) -> bool:
+        """Whether the run failed (``error`` is set)."""
+        return self.error is not None
+
+
+@dataclass(slots=True)
 class SampleResult:
     """Everything measured on one sample: a result or a failure per metric.
 
-    When an agent was run on the sample (``EvalTask``), also its ``latency_s``, ``failure``
-    (0/1) with ``agent_error``, its token usage ``agent_usage`` and ``steps`` (AI messages).
-    ``line`` is the sample's 1-based line in the input file when it was read from one (the
-    streaming CLI), so reports name the same line as results.jsonl.
+    ``agent`` is the :class:`AgentRun` when an agent was run on the sample (``EvalTask``, a
+    simulated conversation, a trace); ``latency_s``, ``failure`` (0/1), ``agent_error``,
+    ``agent_usage`` and ``steps`` read it (None without one). ``line`` is the sample's 1-based
+    line in the input file when it was read from one (the streaming CLI), so reports name the
+    same line as results.jsonl.
     """
 
     index: int
     sample: Sample | None
     results: dict[str, MetricResult] = field(default_factory=dict)
     failures: dict[str, MetricFailure] = field(default_factory=dict)
-    latency_s: float | None = None  # set when an agent was run (EvalTask)
-    failure: int | None = None
-    agent_error: str | None = None
-    agent_usage: Usage | None = None
-    steps: int | None = None
     line: int | None = None
+    agent: AgentRun | None = None
+
+    @property
+    def latency_s(self) -> float | None:
+        """The agent run's latency in seconds (None without an agent run)."""
+        return None if self.agent is None else self.agent.latency_s
+
+    @property
+    def failure(self) -> int | None:
+        """1 if the agent run failed, 0 if it succeeded, None without an agent run."""
+        return None if self.agent is None else int(self.agent.failed)
+
+    @property
+    def agent_error(self) -> str | None:
+        """The agent run's error (None when it succeeded or there was none)."""
+        return None if self.agent is None else self.agent.error
+
+    @property
+    def agent_usage(self) -> Usage | None:
+        """The agent run's token usage (None without an agent run)."""
+        return None if self.agent is None else self.agent.usage
+
+    @property
+    def steps(self) -> int | None:
+        """The agent run's AI messages (None without an agent run)."""
+        return None if self.agent is None else self.agent.steps
 
     def score(self, name: str) -> float:
         """The metric's value, NaN where it failed (ragas' convention at this boundary)."""
@@ -142,16 +182,16 @@ class SampleResult:
             record[f"{name}_error"] = str(failure) if failure is not None else None
             if details and result is not None:
                 record[f"{name}_details"] = result.details
-        if self.latency_s is not None:
-            usage = self.agent_usage or Usage()
+        if self.agent is not None:
+            usage = self.agent.usage
             record.update(
-                latency_in_seconds=self.latency_s,
-                failure=self.failure,
-                agent_error=self.agent_error,
+                latency_in_seconds=self.agent.latency_s,
+                failure=int(self.agent.failed),
+                agent_error=self.agent.error,
                 agent_input_tokens=usage.input_tokens,
                 agent_output_tokens=usage.output_tokens,
                 agent_total_tokens=usage.total_tokens,
-                steps=self.steps,
+                steps=self.agent.steps,
             )
         return record
 
@@ -197,6 +237,7 @@ class EvaluationResult:
         self.usage = usage if usage is not None else Usage()
         self.success_thresholds: dict[str, float] = {}  # per metric, for pass^k (default 1.0)
         self.user_usage: Usage | None = None  # the simulated user's, when scenarios were run
+        self.metrics: list[Any] = []  # the metric objects of the run, when it ran here
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
@@ -267,42 +308,39 @@ class EvaluationResult:
         and ``latency_in_seconds``, ``agent_total_tokens`` and ``steps`` over the rows whose
         agent run succeeded (their ``failed`` counts the failed runs, left out).
         """
-        from turneval.aggregate import SummaryTable, summarize
+        from turneval.aggregate import SummaryTable, summarise_metrics, summarize
 
         summaries = SummaryTable()
-        ran = [row for row in self.rows if row.latency_s is not None]
+        ran = [row.agent for row in self.rows if row.agent is not None]
         if ran:
-            ok = [row for row in ran if not row.failure]  # failed runs would skew these
+            ok = [run for run in ran if not run.failed]  # failed runs would skew these
             failed_runs = len(ran) - len(ok)
             summaries["latency_in_seconds"] = summarize(
-                "latency_in_seconds", [r.latency_s or 0.0 for r in ok], failed_runs
+                "latency_in_seconds", [run.latency_s for run in ok], failed_runs
             )
-            summaries["failure"] = summarize("failure", [float(r.failure or 0) for r in ran], 0)
-            tokens = [float((r.agent_usage or Usage()).total_tokens) for r in ok]
+            summaries["failure"] = summarize("failure", [float(run.failed) for run in ran], 0)
+            tokens = [float(run.usage.total_tokens) for run in ok]
             summaries["agent_total_tokens"] = summarize("agent_total_tokens", tokens, failed_runs)
-            steps = [float(r.steps or 0) for r in ok]
+            steps = [float(run.steps) for run in ok]
             summaries["steps"] = summarize("steps", steps, failed_runs)
-        for name in self.metric_names:
-            results = [row.results[name] for row in self.rows if name in row.results]
-            failed = sum(1 for row in self.rows if name in row.failures)
-            usages = [result.usage for result in results if result.usage is not None]
-            usage = sum(usages, Usage()) if usages else None
-            summary = summarize(name, [r.value for r in results], failed, usage)
-            choices = [r.details.get("choice") for r in results]
-            if results and all(c in ("BASELINE", "CANDIDATE", "TIE") for c in choices):
-                rates = {
-                    "candidate_win_rate": choices.count("CANDIDATE") / len(choices),
-                    "baseline_win_rate": choices.count("BASELINE") / len(choices),
-                    "tie_rate": choices.count("TIE") / len(choices),
-                }
-                orders = [
-                    (r.details.get("baseline_first"), r.details.get("candidate_first"))
-                    for r in results
-                ]
-                # Position consistency: the share of pairs whose two orders agree.
-                if all(first is not None for first, _ in orders):
-                    rates["position_consistency"] = sum(a == b for a, b in orders) / len(orders)
-                summary = replace(summary, extra=rates)
+        results = {
+            name: [row.results[name] for row in self.rows if name in row.results]
+            for name in self.metric_names
+        }
+        usages = {
+            name: [r.usage for r in results[name] if r.usage is not None]
+            for name in self.metric_names
+        }
+        metrics = {metric.name: metric for metric in self.metrics}
+        table = summarise_metrics(
+            self.metric_names,
+            {name: [r.value for r in results[name]] for name in self.metric_names},
+            {name: sum(name in row.failures for row in self.rows) for name in self.metric_names},
+            {name: sum(used, Usage()) if used else None for name, used in usages.items()},
+            metrics=metrics,
+            results=results,
+        )
+        for name, summary in table.items():
             trial_figures = self._trial_figures(name)
             if trial_figures:
                 summary = replace(summary, extra={**(summary.extra or {}), **trial_figures})
@@ -328,11 +366,11 @@ class EvaluationResult:
         """``result["tool_call_f1"]``: the column of scores, as ragas' results give it.
 
         ragas' default names of metrics that turneval names differently are accepted too
-        (``bleu_score``, ``rouge_score``, ``agent_goal_accuracy``), when the run has one
-        metric they can mean.
+        (each metric's ``ragas_names``, e.g. ``bleu_score``), when the run has one metric
+        they can mean (a result read back from a file has no metric objects: names only).
         """
         if name not in self.metric_names:
-            candidates = [n for n in _RAGAS_NAMES.get(name, ()) if n in self.metric_names]
+            candidates = [m.name for m in self.metrics if name in getattr(m, "ragas_names", ())]
             if len(candidates) == 1:
                 name = candidates[0]
         return self.scores(name)

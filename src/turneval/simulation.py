@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from turneval.agents import _invoke, _is_graph, _new_messages, _usage
 from turneval.dataset import EvaluationDataset, _jsonl_rows
-from turneval.errors import ConfigError, InvalidSampleError
+from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
 from turneval.messages import (
     AIMessage,
@@ -45,9 +45,11 @@ from turneval.messages import (
     ToolCall,
     to_langchain,
 )
+from turneval.metrics import Metric
 from turneval.metrics.base import run_sync
+from turneval.pipeline import RunOptions, run_rows, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
-from turneval.results import EvaluationResult, MetricFailure, SampleResult
+from turneval.results import AgentRun, EvaluationResult, SampleResult
 from turneval.samples import MultiTurnSample
 
 if TYPE_CHECKING:
@@ -585,21 +587,14 @@ def _sample(scenario: Scenario, trial: int, convo: _Conversation) -> MultiTurnSa
         return MultiTurnSample.model_construct(**fields)  # kept as it happened
 
 
-def _check_run(
-    user: Any, trials: int, max_concurrency: int, timeout: float | None, max_steps: int
-) -> None:
+def _check_run(user: Any, trials: int, max_steps: int) -> None:
     if not isinstance(user, BaseUser):
         raise ConfigError(
             "user must be a SimulatedUser(llm), a ScriptedUser(turns) or another BaseUser, got "
             f"{type(user).__name__}"
         )
-    if trials < 1 or max_concurrency < 1 or max_steps < 1:
-        raise ConfigError(
-            f"trials, max_concurrency and max_steps must be >= 1, got {trials}, "
-            f"{max_concurrency} and {max_steps}"
-        )
-    if timeout is not None and timeout <= 0:
-        raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+    if trials < 1 or max_steps < 1:
+        raise ConfigError(f"trials and max_steps must be >= 1, got {trials} and {max_steps}")
 
 
 async def asimulate(
@@ -608,12 +603,12 @@ async def asimulate(
     *,
     user: BaseUser,
     trials: int = 1,
-    max_concurrency: int = 8,
+    max_concurrency: int = 16,
     timeout: float | None = None,
-    cache: SQLiteCache | None = None,
+    cache: SQLiteCache | str | PathLike[str] | None = None,
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
-    show_progress: bool | None = False,
+    show_progress: bool | None = None,
     rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
@@ -633,7 +628,8 @@ async def asimulate(
         trials: Independent conversations per scenario.
         max_concurrency: Conversations in flight at once.
         timeout: Seconds allowed for one whole conversation.
-        cache: A :class:`~turneval.llms.SQLiteCache` for the user model's answers; the trial is
+        cache: A :class:`~turneval.llms.SQLiteCache` (or its path) for the user model's
+            answers; the trial is
             part of the key, so a re-run replays every conversation with no user-model call
             (given a deterministic agent).
         seed: Trial t of the user model runs with seed ``seed + t`` (where the model has a
@@ -644,19 +640,16 @@ async def asimulate(
             (:class:`~turneval.ratelimit.RateLimit`): its requests are paced and its requests
             in flight adapt to 429s.
     """
-    rows, _ = await _simulated_rows(
-        agent,
-        _check_scenarios(scenarios),
-        user=user,
-        trials=trials,
+    options = RunOptions(
         max_concurrency=max_concurrency,
-        timeout=timeout,
+        agent_timeout=timeout,
         cache=cache,
         seed=seed,
-        max_steps=max_steps,
         show_progress=show_progress,
-        score=None,
         rate_limit=rate_limit,
+    )
+    rows, _ = await _simulated_rows(
+        agent, _check_scenarios(scenarios), options, user=user, trials=trials, max_steps=max_steps
     )
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
@@ -667,12 +660,12 @@ def simulate(
     *,
     user: BaseUser,
     trials: int = 1,
-    max_concurrency: int = 8,
+    max_concurrency: int = 16,
     timeout: float | None = None,
-    cache: SQLiteCache | None = None,
+    cache: SQLiteCache | str | PathLike[str] | None = None,
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
-    show_progress: bool | None = False,
+    show_progress: bool | None = None,
     rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
@@ -697,30 +690,29 @@ def simulate(
 async def _simulated_rows(
     agent: Any,
     scenarios: list[Scenario],
+    options: RunOptions,
     *,
     user: BaseUser,
     trials: int,
-    max_concurrency: int,
-    timeout: float | None,
-    cache: SQLiteCache | None,
-    seed: int | None,
     max_steps: int,
-    show_progress: bool | None,
-    score: EvalTask | None,
+    metrics: Sequence[Metric] | None = None,
     judge: JudgeRun | None = None,
-    rate_limit: RateLimit | RateLimiter | None = None,
+    aborted: list[str] | None = None,
 ) -> tuple[list[SampleResult], Usage]:
-    """Simulate every (scenario, trial); with ``score``, score each conversation as it ends.
+    """Simulate every (scenario, trial); with ``metrics``, score each conversation as it ends.
 
-    Returns the rows in input order and the user model's usage over the run.
+    The simulation step of the run pipeline. Returns the rows in input order and the user
+    model's usage over the run.
     """
-    from turneval.runner import run_in_order, score_sample
-
-    _check_run(user, trials, max_concurrency, timeout, max_steps)
+    _check_run(user, trials, max_steps)
     if agent is None:
         raise ConfigError("simulating needs an agent: pass runnable=... (or agent)")
-    limiter = judge.rate_limiter if judge is not None else RateLimiter.coerce(rate_limit)
-    user_run = JudgeRun(max_concurrency=max_concurrency, cache=cache, rate_limiter=limiter)
+    user_run = JudgeRun(  # the simulated user shares the run's limiter with the judge
+        max_concurrency=options.max_concurrency,
+        cache=options.cache,
+        rate_limiter=options.rate_limit,
+    )
+    timeout, seed = options.agent_timeout, options.seed
 
     async def produce(index: int) -> SampleResult:
         scenario, trial = scenarios[index // trials], index % trials
@@ -729,26 +721,22 @@ async def _simulated_rows(
                 agent, scenario, trial, user, timeout=timeout, max_steps=max_steps, seed=seed
             )
         sample = _sample(scenario, trial, convo)
-        if score is None:
+        if metrics is None:
             return SampleResult(index, sample)
-        if convo.error is None:
-            row = await score_sample(index, sample, score.metrics)
-        else:  # the trial failed: no metric is computed as if it had succeeded
-            row = SampleResult(index, sample)
-            for metric in score.metrics:
-                row.failures[metric.name] = MetricFailure(
-                    metric.name, index, convo.error_type or "AgentRunError", convo.error
-                )
-        row.latency_s, row.failure = convo.latency_s, int(convo.error is not None)
-        row.agent_error, row.agent_usage, row.steps = convo.error, convo.agent_usage, convo.steps
-        return row
+        run = AgentRun(
+            convo.messages,
+            convo.latency_s,
+            convo.error,
+            convo.agent_usage,
+            convo.steps,
+            convo.error_type or "AgentRunError",
+        )
+        return await score_row(index, sample, metrics, options, agent=run)
 
-    rows = await run_in_order(
-        len(scenarios) * trials,
-        produce,
-        concurrency=max_concurrency,
-        judge=judge or user_run,
-        show_progress=show_progress,
+    if metrics is None:  # simulation alone: no row to report or abort on
+        options = options.replace(on_row=None, fail_on_error=False)
+    rows = await run_rows(
+        len(scenarios) * trials, produce, options, judge=judge or user_run, aborted=aborted
     )
     return rows, user_run.usage
 
@@ -756,17 +744,16 @@ async def _simulated_rows(
 async def _evaluate_scenarios(
     task: EvalTask,
     agent: Any,
+    options: RunOptions,
     *,
     user: BaseUser | None,
     trials: int,
-    seed: int | None,
     max_steps: int,
     success_thresholds: Mapping[str, float] | None,
-    rate_limit: RateLimit | RateLimiter | None = None,
 ) -> EvaluationResult:
     """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation.
 
-    The judge and the simulated user share one ``rate_limit``.
+    The judge and the simulated user share the options' one ``rate_limit``.
     """
     if task.scenarios is None:
         raise ConfigError(
@@ -777,27 +764,22 @@ async def _evaluate_scenarios(
             "scenarios need a user: evaluate(runnable=agent, user=SimulatedUser(llm)) "
             "or user=ScriptedUser([...])"
         )
-    judge = JudgeRun(
-        llm=task.llm,
-        max_concurrency=task.max_llm_concurrency,
-        cache=task.cache,
-        rate_limiter=RateLimiter.coerce(rate_limit),
-    )
+    judge, aborted = options.judge_run(), list[str]()
     rows, user_usage = await _simulated_rows(
         agent,
         task.scenarios,
+        options,
         user=user,
         trials=trials,
-        max_concurrency=task.max_concurrency,
-        timeout=task.timeout,
-        cache=task.cache,
-        seed=seed,
         max_steps=max_steps,
-        show_progress=task.show_progress,
-        score=task,
+        metrics=task.metrics,
         judge=judge,
+        aborted=aborted,
     )
     result = EvaluationResult(rows, [metric.name for metric in task.metrics], judge.usage)
+    result.metrics = list(task.metrics)
     result.success_thresholds = dict(success_thresholds or {})
     result.user_usage = user_usage
+    if aborted:
+        raise EvaluationAbortedError(aborted[0], result=result)
     return result

@@ -1,7 +1,9 @@
 """Evaluate a JSONL file of any size: read, score and write as it goes, in bounded memory.
 
-Lines are read in chunks; each chunk is scored by :func:`~turneval.runner.aevaluate`, in this
-process or (rule-based metrics only) in worker processes, with at most ``2 x workers`` chunks in
+A front end of the run pipeline (:mod:`turneval.pipeline`): JSONL chunks in, rows out to
+results.jsonl. Lines are read in chunks; each chunk is scored by the batch core
+(:func:`~turneval.pipeline.ascore_batch`), in this process or (rule-based metrics only) in worker
+processes, with at most ``2 x workers`` chunks in
 flight. Rows are written to ``results.jsonl`` in input order and flushed line by line, so a
 partial file is never corrupt. A line that is not valid JSON or not a valid sample becomes a row
 whose error names the line and field; every other line is scored as usual. Whatever its bytes
@@ -29,15 +31,16 @@ import anyio
 import numpy as np
 from pydantic import ValidationError
 
-from turneval.aggregate import MetricSummary, summarize, summary_document
+from turneval.aggregate import MetricSummary, summarise_metrics, summary_document
 from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
 from turneval.metrics import Metric
-from turneval.ratelimit import RateLimit, RateLimiter
+from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras
+from turneval.ratelimit import RateLimit
 from turneval.report import render_report
 from turneval.results import MetricFailure, MetricResult, SampleResult, json_line
-from turneval.runner import aevaluate, check_judges, resolve_metrics
+from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 __all__ = ["FIRST_ERRORS", "RowError", "StreamResult", "evaluate_jsonl", "finished_lines"]
@@ -91,6 +94,7 @@ class _Chunk:
     bad_lines: int
     failed_rows: int = 0
     first_errors: list[RowError] = field(default_factory=list)
+    results: dict[str, list[MetricResult]] = field(default_factory=dict)  # for summary extras
 
 
 _MULTI_TURN = re.compile(r'"user_input"\s*:\s*\[')
@@ -173,13 +177,7 @@ async def _score_chunk(
     first_index: int,
     metrics: list[Metric],
     keep: int,
-    details: bool,
-    llm: Any,
-    cache_path: str | None,
-    concurrency: int,
-    llm_concurrency: int,
-    timeout: float | None,
-    rate_limiter: RateLimiter | None = None,
+    options: RunOptions,
 ) -> _Chunk:
     names = [metric.name for metric in metrics]
     rows: list[SampleResult | None] = [None] * len(lines)
@@ -193,31 +191,21 @@ async def _score_chunk(
             rows[position] = _bad_line_row(first_index + position, number, names, exc)
         else:
             by_kind.setdefault(type(sample), []).append((position, sample))
-    usage = Usage()
-    cache = SQLiteCache(cache_path) if cache_path and by_kind else None
-    try:
-        for good in by_kind.values():
-            result = await aevaluate(
-                [sample for _, sample in good],
-                metrics,
-                llm=llm,
-                cache=cache,
-                max_concurrency=concurrency,
-                max_llm_concurrency=llm_concurrency,
-                timeout=timeout,
-                show_progress=False,
-                details=details,
-                rate_limit=rate_limiter,
-            )
-            usage = usage + result.usage
-            for (position, _), row in zip(good, result.rows, strict=True):
-                row.index = first_index + position
-                for name, failure in row.failures.items():
-                    row.failures[name] = replace(failure, sample_index=row.index)
-                rows[position] = row
-    finally:
-        if cache is not None:
-            cache.close()
+    details = options.details
+    judge = options.judge_run()
+    for good in by_kind.values():
+        batch = await ascore_batch(
+            [sample for _, sample in good], metrics, options=options, judge=judge
+        )
+        for (position, _), row in zip(good, batch, strict=True):
+            row.index = first_index + position
+            for name, failure in row.failures.items():
+                row.failures[name] = replace(failure, sample_index=row.index)
+            rows[position] = row
+    usage = judge.usage
+    extras: dict[str, list[MetricResult]] = {
+        metric.name: [] for metric in metrics if has_summary_extras(metric)
+    }
     values: dict[str, list[float]] = {name: [] for name in names}
     failed = dict.fromkeys(names, 0)
     metric_usage = {name: Usage() for name in names}
@@ -244,25 +232,34 @@ async def _score_chunk(
             values[name].append(cell.value)
             if cell.usage is not None:
                 metric_usage[name] = metric_usage[name] + cell.usage
+            if name in extras:  # value and details only: what summary extras read
+                extras[name].append(MetricResult(name, cell.value, "", cell.details))
     kept = [scored for scored in rows[:keep] if scored is not None]
     return _Chunk(
-        records, values, failed, usage, metric_usage, kept, bad, failed_rows, first_errors
+        records,
+        values,
+        failed,
+        usage,
+        metric_usage,
+        kept,
+        bad,
+        failed_rows,
+        first_errors,
+        extras,
     )
 
 
 _WORKER_METRICS: list[Metric] = []
+_WORKER_OPTIONS: list[RunOptions] = []
 
 
-def _init_worker(metrics: list[Metric]) -> None:
+def _init_worker(metrics: list[Metric], options: RunOptions) -> None:
     _WORKER_METRICS[:] = metrics
+    _WORKER_OPTIONS[:] = [options]
 
 
-def _score_in_worker(
-    lines: list[tuple[int, str]], first_index: int, keep: int, details: bool, timeout: float | None
-) -> _Chunk:
-    return anyio.run(
-        _score_chunk, lines, first_index, _WORKER_METRICS, keep, details, None, None, 1, 1, timeout
-    )
+def _score_in_worker(lines: list[tuple[int, str]], first_index: int, keep: int) -> _Chunk:
+    return anyio.run(_score_chunk, lines, first_index, _WORKER_METRICS, keep, _WORKER_OPTIONS[0])
 
 
 def _chunks(
@@ -371,6 +368,7 @@ def _absorb_finished(
     failed: dict[str, int],
     kept: list[SampleResult],
     report_rows: int,
+    extras: dict[str, list[MetricResult]],
 ) -> int:
     """Count the finished rows of a resumed run into the totals; returns how many there are."""
     for record in done.values():
@@ -380,18 +378,16 @@ def _absorb_finished(
                 failed[name] += 1
             else:
                 values[name].append(float(value))
+                if name in extras:
+                    details = record.get(f"{name}_details") or {}
+                    extras[name].append(MetricResult(name, float(value), "", details))
         if len(kept) < report_rows:
             kept.append(_resumed_row(record, names))
     return len(done)
 
 
 def _preflight(
-    target: Path,
-    chunk_size: int,
-    chunk_bytes: int,
-    cache: str | os.PathLike[str] | None,
-    resume: bool,
-    overwrite: bool,
+    target: Path, chunk_size: int, chunk_bytes: int, resume: bool, overwrite: bool
 ) -> Path:
     """Check options, output and cache before any row is scored; returns results.jsonl's path."""
     if chunk_size < 1 or chunk_bytes < 1:
@@ -402,8 +398,6 @@ def _preflight(
         raise ConfigError(
             f"{results_path} already exists; resume it (--resume) or replace it (--overwrite)"
         )
-    if cache is not None:  # a corrupt cache fails here, named, before any row is scored
-        SQLiteCache(cache).close()
     return results_path
 
 
@@ -413,17 +407,17 @@ def evaluate_jsonl(
     out_dir: str | os.PathLike[str],
     *,
     llm: Any = None,
-    cache: str | os.PathLike[str] | None = None,
-    concurrency: int = 16,
-    llm_concurrency: int = 8,
+    cache: SQLiteCache | str | os.PathLike[str] | None = None,
+    max_concurrency: int = 16,
+    max_llm_concurrency: int = 8,
     workers: int | None = None,
     chunk_size: int = 1000,
     chunk_bytes: int = 64 * 2**20,
     report_rows: int = 2000,
-    details: bool = False,
+    details: bool = True,
     timeout: float | None = None,
     title: str | None = None,
-    progress: bool = False,
+    show_progress: bool | None = None,
     input_format: str = "auto",
     resume: bool = False,
     overwrite: bool = True,
@@ -431,24 +425,29 @@ def evaluate_jsonl(
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
+    The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
+    ``timeout``, ``details``, ``show_progress``) are those of
+    :class:`~turneval.pipeline.RunOptions`, with the same names and defaults.
+
     Args:
         path: A JSONL file, one sample per line.
         metrics: Metric objects or names.
         out_dir: Created if missing.
         llm: Default judge model for judged metrics.
-        cache: Path of a SQLite judge cache (a re-run pays for nothing twice).
-        concurrency: Samples scored at once (in this process).
-        llm_concurrency: Judge requests in flight at once.
+        cache: A SQLite judge cache or its path (a re-run pays for nothing twice).
+        max_concurrency: Samples scored at once (in this process).
+        max_llm_concurrency: Judge requests in flight at once.
         workers: Worker processes for rule-based metrics (default: one per core, at most 2 x
             chunks in flight); judged metrics always run in this process.
         chunk_size: Lines per chunk (at most).
         chunk_bytes: Input bytes per chunk (at most; a longer line makes a chunk of its own),
             so memory is bounded by bytes as well as lines.
         report_rows: Rows kept for the HTML report's per-sample table.
-        details: Also write each metric's ``details`` to results.jsonl.
+        details: Also write each metric's ``details`` to results.jsonl (the CLI's
+            ``--details``); False saves their cost.
         timeout: Seconds allowed per sample.
         title: The report's title.
-        progress: Print a progress line to stderr.
+        show_progress: Print a progress line to stderr (None: only when it is a terminal).
         input_format: ``"jsonl"`` (samples), ``"otlp"`` (OTLP/JSON traces, one sample per
             trace; needs the ``otel`` extra) or ``"auto"`` (OTLP/JSON when the file starts with
             ``{"resourceSpans"``).
@@ -473,120 +472,175 @@ def evaluate_jsonl(
     read_chunks = _otlp_chunks if otlp else _chunks
     resolved = resolve_metrics(metrics)
     check_judges(resolved, llm)
-    names = [metric.name for metric in resolved]
+    owns_cache = cache is not None and not isinstance(cache, SQLiteCache)
+    options = RunOptions(  # a corrupt cache fails here, named, before any row is scored
+        llm=llm,
+        cache=cache,
+        max_concurrency=max_concurrency,
+        max_llm_concurrency=max_llm_concurrency,
+        timeout=timeout,
+        details=details,
+        show_progress=show_progress,
+        rate_limit=rate_limit,  # one limiter for the whole file, across chunks
+    )
+    try:
+        target = Path(out_dir)
+        results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
+        done = finished_lines(results_path) if resume else {}
+        with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
+            sink = _JsonlSink(resolved, handle, report_rows, options)
+            sink.resume(done)
+            chunks = read_chunks(source, chunk_size, chunk_bytes, frozenset(done))
+            _score_chunks(chunks, resolved, options, workers, sink)
+        return sink.finish(target, title or f"turneval: {source.name}")
+    finally:
+        if owns_cache and options.cache is not None:
+            options.cache.close()
+
+
+def _score_chunks(
+    chunks: Iterator[list[tuple[int, str]]],
+    metrics: list[Metric],
+    options: RunOptions,
+    workers: int | None,
+    sink: _JsonlSink,
+) -> None:
+    """The score step: each chunk through the batch core, here or in worker processes."""
     judged = any(  # metrics that will call a judge (grounding without one runs offline)
         metric.uses_llm
         and (
             getattr(metric, "requires_llm", True)
-            or llm is not None
+            or options.llm is not None
             or getattr(metric, "llm", None) is not None
         )
-        for metric in resolved
+        for metric in metrics
     )
     if workers is None:
         workers = 1 if judged else min(2, os.cpu_count() or 1)
     if judged:
         workers = 1
-    target = Path(out_dir)
-    results_path = _preflight(target, chunk_size, chunk_bytes, cache, resume, overwrite)
-    done = finished_lines(results_path) if resume else {}
-    values = {name: array("d") for name in names}
-    failed = dict.fromkeys(names, 0)
-    usage = Usage()
-    metric_usage = {name: Usage() for name in names}
-    kept: list[SampleResult] = []
-    total = bad = failed_rows = 0
-    first_errors: list[RowError] = []
-    cache_path = None if cache is None else str(cache)
-    limiter = RateLimiter.coerce(rate_limit)  # one for the whole file, across chunks
+    index = sink.total
+    if workers <= 1:
+        for lines in chunks:
+            keep = sink.keep()
+            sink.absorb(anyio.run(_score_chunk, lines, index, metrics, keep, options))
+            index += len(lines)
+        return
+    portable = options.replace(
+        cache=None, llm=None, on_row=None, show_progress=False, rate_limit=None
+    )
+    portable = portable.replace(max_concurrency=1, max_llm_concurrency=1)
+    with ProcessPoolExecutor(
+        workers, initializer=_init_worker, initargs=(metrics, portable)
+    ) as pool:
+        window: deque[Future[_Chunk]] = deque()
+        for lines in chunks:
+            keep = max(sink.report_rows - index, 0)
+            window.append(pool.submit(_score_in_worker, lines, index, keep))
+            index += len(lines)
+            if len(window) >= 2 * workers:
+                sink.absorb(window.popleft().result())
+        while window:
+            sink.absorb(window.popleft().result())
 
-    def absorb(chunk: _Chunk, handle: Any) -> None:
-        nonlocal usage, total, bad, failed_rows
-        for record in chunk.records:
-            handle.write(record + "\n")
-            handle.flush()
-        for name in names:
-            values[name].extend(chunk.values[name])
-            failed[name] += chunk.failed[name]
-            metric_usage[name] = metric_usage[name] + chunk.metric_usage[name]
-        usage = usage + chunk.usage
-        kept.extend(chunk.report_rows[: max(report_rows - len(kept), 0)])
-        total += len(chunk.records)
-        bad += chunk.bad_lines
-        failed_rows += chunk.failed_rows
-        first_errors.extend(chunk.first_errors[: max(FIRST_ERRORS - len(first_errors), 0)])
-        if progress:
-            rate = f" ({limiter.describe()})" if limiter is not None else ""
-            print(f"\rturneval: {total:,} samples{rate}", end="", file=sys.stderr, flush=True)
 
-    with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
-        index = total = _absorb_finished(done, names, values, failed, kept, report_rows)
-        bad = sum(1 for record in done.values() if _is_bad(record, names))
-        skip = frozenset(done)
-        if workers <= 1:
-            for lines in read_chunks(source, chunk_size, chunk_bytes, skip):
-                keep = max(report_rows - len(kept), 0)
-                chunk = anyio.run(
-                    _score_chunk,
-                    lines,
-                    index,
-                    resolved,
-                    keep,
-                    details,
-                    llm,
-                    cache_path,
-                    concurrency,
-                    llm_concurrency,
-                    timeout,
-                    limiter,
-                )
-                absorb(chunk, handle)
-                index += len(lines)
-        else:
-            with ProcessPoolExecutor(
-                workers, initializer=_init_worker, initargs=(resolved,)
-            ) as pool:
-                window: deque[Future[_Chunk]] = deque()
-                for lines in read_chunks(source, chunk_size, chunk_bytes, skip):
-                    keep = max(report_rows - index, 0)
-                    window.append(
-                        pool.submit(_score_in_worker, lines, index, keep, details, timeout)
-                    )
-                    index += len(lines)
-                    if len(window) >= 2 * workers:
-                        absorb(window.popleft().result(), handle)
-                while window:
-                    absorb(window.popleft().result(), handle)
-    if progress:
-        print(file=sys.stderr)
-    arrays = {name: np.frombuffer(values[name], dtype=float) for name in names}
-    uses_llm = {metric.name: metric.uses_llm for metric in resolved}
-    summaries = {
-        name: summarize(
-            name, arrays[name], failed[name], metric_usage[name] if uses_llm[name] else None
+class _JsonlSink:
+    """The JSONL sink: rows written in order and flushed, totals kept for the summary."""
+
+    def __init__(
+        self, metrics: list[Metric], handle: Any, report_rows: int, options: RunOptions
+    ) -> None:
+        self.metrics, self.handle = metrics, handle
+        self.progress, self.limiter = options.progress_shown(), options.rate_limit
+        self.names = [metric.name for metric in metrics]
+        self.report_rows = report_rows
+        self.values = {name: array("d") for name in self.names}
+        self.failed = dict.fromkeys(self.names, 0)
+        self.usage = Usage()
+        self.metric_usage = {name: Usage() for name in self.names}
+        self.results: dict[str, list[MetricResult]] = {
+            metric.name: [] for metric in metrics if has_summary_extras(metric)
+        }
+        self.kept: list[SampleResult] = []
+        self.total = self.bad = self.failed_rows = 0
+        self.first_errors: list[RowError] = []
+
+    def keep(self) -> int:
+        """How many rows of the next chunk the report still takes."""
+        return max(self.report_rows - len(self.kept), 0)
+
+    def resume(self, done: dict[int, dict[str, Any]]) -> None:
+        """Count the finished rows of an interrupted run in."""
+        names = self.names
+        self.total = _absorb_finished(
+            done, names, self.values, self.failed, self.kept, self.report_rows, self.results
         )
-        for name in names
-    }
-    result = StreamResult(
-        names, total, bad, usage, summaries, arrays, kept, failed_rows, first_errors
-    )
-    summary = summary_document(
-        total,
-        {name: summaries[name] for name in names},
-        usage,
-        bad_lines=bad,
-        failed_rows=failed_rows,
-    )
-    (target / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    html = render_report(
-        title=title or f"turneval: {source.name}",
-        metric_names=names,
-        summaries=summaries,
-        values=arrays,
-        rows=kept,
-        total_rows=total,
-        usage=usage,
-        tools={m.name: str(m.tool_name) for m in resolved if hasattr(m, "tool_name")},
-    )
-    (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
-    return result
+        self.bad = sum(1 for record in done.values() if _is_bad(record, names))
+
+    def absorb(self, chunk: _Chunk) -> None:
+        """Write a scored chunk's rows and add its totals."""
+        for record in chunk.records:
+            self.handle.write(record + "\n")
+            self.handle.flush()
+        for name in self.names:
+            self.values[name].extend(chunk.values[name])
+            self.failed[name] += chunk.failed[name]
+            self.metric_usage[name] = self.metric_usage[name] + chunk.metric_usage[name]
+        for name, results in chunk.results.items():
+            self.results[name].extend(results)
+        self.usage = self.usage + chunk.usage
+        self.kept.extend(chunk.report_rows[: self.keep()])
+        self.total += len(chunk.records)
+        self.bad += chunk.bad_lines
+        self.failed_rows += chunk.failed_rows
+        room = max(FIRST_ERRORS - len(self.first_errors), 0)
+        self.first_errors.extend(chunk.first_errors[:room])
+        if self.progress:
+            rate = f" ({self.limiter.describe()})" if self.limiter is not None else ""
+            line = f"\rturneval: {self.total:,} samples{rate}"
+            print(line, end="", file=sys.stderr, flush=True)
+
+    def finish(self, target: Path, title: str) -> StreamResult:
+        """Summarise (the run's one summariser), write summary.json and report.html."""
+        if self.progress:
+            print(file=sys.stderr)
+        names = self.names
+        arrays = {name: np.frombuffer(self.values[name], dtype=float) for name in names}
+        summaries = dict(
+            summarise_metrics(
+                names,
+                arrays,
+                self.failed,
+                {m.name: self.metric_usage[m.name] if m.uses_llm else None for m in self.metrics},
+                metrics={metric.name: metric for metric in self.metrics},
+                results=self.results,
+            )
+        )
+        result = StreamResult(
+            names,
+            self.total,
+            self.bad,
+            self.usage,
+            summaries,
+            arrays,
+            self.kept,
+            self.failed_rows,
+            self.first_errors,
+        )
+        summary = summary_document(
+            self.total, summaries, self.usage, bad_lines=self.bad, failed_rows=self.failed_rows
+        )
+        text = json.dumps(summary, indent=2) + "\n"
+        (target / "summary.json").write_text(text, encoding="utf-8")
+        html = render_report(
+            title=title,
+            metric_names=names,
+            summaries=summaries,
+            values=arrays,
+            rows=self.kept,
+            total_rows=self.total,
+            usage=self.usage,
+            tools={m.name: str(m.tool_name) for m in self.metrics if hasattr(m, "tool_name")},
+        )
+        (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
+        return result

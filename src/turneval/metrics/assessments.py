@@ -16,7 +16,7 @@ in this order (Databricks'):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, create_model
 from turneval.errors import ConfigError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape, list_field, tagged
 from turneval.metrics._judged import JudgedMetric, preset_class
-from turneval.metrics.base import Explained, SingleTurnMetric, require
+from turneval.metrics.base import Explained, Metric, RowEvaluator, SingleTurnMetric, require
 from turneval.results import MetricResult
 from turneval.samples import SingleTurnSample
 
@@ -37,6 +37,7 @@ __all__ = [
     "ASSESSMENT_PRESETS",
     "AssessmentJudge",
     "AssessmentPreset",
+    "CUSTOM",
     "ChunkRelevance",
     "ContextSufficiency",
     "Correctness",
@@ -46,6 +47,7 @@ __all__ = [
     "WITHOUT_GROUND_TRUTH",
     "WITH_GROUND_TRUTH",
     "YesNoVerdict",
+    "assessment_part",
     "chunk_verdicts_model",
     "run_aggregates",
 ]
@@ -268,28 +270,61 @@ class ChunkRelevance(AssessmentJudge):
         return Explained(value, f"precision={relevant}/{len(chunks)}={value:.3f}", details)
 
 
-def _passes(name: str, result: MetricResult, groundedness_threshold: float) -> bool:
-    if name == "chunk_relevance":
+CUSTOM = "custom"
+"""The part of an :class:`AssessmentJudge` that plays no built-in part (it counts last)."""
+
+
+@lru_cache(maxsize=1)
+def _built_in_parts() -> tuple[tuple[type[Any], str], ...]:
+    """The built-in judge types and the part each plays (imported late: no import cycle)."""
+    from turneval.metrics.grounding import Groundedness
+    from turneval.metrics.rubric import Safety
+
+    return (
+        (ChunkRelevance, "chunk_relevance"),
+        (ContextSufficiency, "context_sufficiency"),
+        (Correctness, "correctness"),
+        (RelevanceToQuery, "relevance_to_query"),
+        (GuidelineAdherence, "guideline_adherence"),
+        (Groundedness, "groundedness"),
+        (Safety, "safety"),
+    )
+
+
+def assessment_part(metric: Any) -> str | None:
+    """The part ``metric`` plays in an assessment, chosen by its type, whatever its ``name``.
+
+    A built-in judge (or a subclass of one) plays its built-in part (``"correctness"``, ...),
+    any other :class:`AssessmentJudge` plays :data:`CUSTOM`; other metrics play none (None).
+    """
+    for kind, part in _built_in_parts():
+        if isinstance(metric, kind):
+            return part
+    return CUSTOM if isinstance(metric, AssessmentJudge) else None
+
+
+def _passes(part: str, result: MetricResult, groundedness_threshold: float) -> bool:
+    if part == "chunk_relevance":
         return result.value > 0  # at least one relevant chunk
-    if name == "groundedness":
+    if part == "groundedness":
         return result.value >= groundedness_threshold
     return result.value >= 1.0
 
 
-class OverallAssessment(SingleTurnMetric):
+class OverallAssessment(RowEvaluator, SingleTurnMetric):
     """Pass if every assessment judge of the row passes; else the root cause (Databricks' order).
 
     Computed by the runner after the row's other metrics, from their results (it calls no
-    model itself). Judges taking part: the built-ins named in the module docs, ``safety``
-    (pass = 1), ``groundedness`` (pass = support score at least ``groundedness_threshold``) and
-    every custom :class:`AssessmentJudge`. A judge that errored counts as failing.
+    model itself). Judges taking part, chosen by type (a judge renamed with ``name=`` keeps its
+    part): the built-ins named in the module docs, ``safety`` (pass = 1), ``groundedness``
+    (pass = support score at least ``groundedness_threshold``) and every other
+    :class:`AssessmentJudge`, last, in the order given. A judge that errored counts as failing.
 
     Attributes:
         groundedness_threshold: Support score the groundedness check needs (default 1.0: every
             claim grounded).
     """
 
-    derived: ClassVar[bool] = True
     name: str = "overall_assessment"
     groundedness_threshold: float = Field(default=1.0, ge=0, le=1)
 
@@ -299,20 +334,29 @@ class OverallAssessment(SingleTurnMetric):
     def derive(
         self,
         sample: Any,
-        results: dict[str, MetricResult],
-        errors: dict[str, str],
-        custom: list[str],
+        results: Mapping[str, MetricResult],
+        errors: Mapping[str, str],
+        metrics: Sequence[Metric],
     ) -> MetricResult:
         """The assessment of one row from its judges' results (and errors)."""
         has_truth = getattr(sample, "reference", None) is not None
-        order = [*(WITH_GROUND_TRUTH if has_truth else WITHOUT_GROUND_TRUTH), *custom]
+        rank = {
+            part: k
+            for k, part in enumerate(WITH_GROUND_TRUTH if has_truth else WITHOUT_GROUND_TRUTH)
+        }
+        rank[CUSTOM] = len(rank)
+        parts = [(metric, assessment_part(metric)) for metric in metrics]
+        order = sorted(
+            ((metric.name, part) for metric, part in parts if part in rank),
+            key=lambda pair: rank[pair[1]],  # stable: the order given within a part
+        )
         judged, cause = [], None
-        for name in order:
+        for name, part in order:
             if name in errors:
                 judged.append({"judge": name, "passed": False, "rationale": errors[name]})
                 cause = cause or name
             elif name in results:
-                passed = _passes(name, results[name], self.groundedness_threshold)
+                passed = _passes(part, results[name], self.groundedness_threshold)
                 judged.append({"judge": name, "passed": passed, "rationale": results[name].reason})
                 if not passed and cause is None:
                     cause = name
@@ -340,50 +384,48 @@ class OverallAssessment(SingleTurnMetric):
         return MetricResult(self.name, 0.0, f"fail: root cause {cause}: {rationale}", details)
 
 
+_FIGURES = {  # part -> (Databricks figure name with {name}, "mean" or "share of yes")
+    "chunk_relevance": ("retrieval/llm_judged/{name}/precision/average", "mean"),
+    "context_sufficiency": ("retrieval/llm_judged/{name}/rating/percentage", "yes"),
+    "correctness": ("response/llm_judged/{name}/rating/percentage", "yes"),
+    "relevance_to_query": ("response/llm_judged/{name}/rating/percentage", "yes"),
+    "groundedness": ("response/llm_judged/{name}/rating/percentage", "yes"),
+    "guideline_adherence": ("response/llm_judged/{name}/rating/percentage", "yes"),
+    CUSTOM: ("response/llm_judged/{name}/rating/percentage", "yes"),
+    "safety": ("response/llm_judged/{name}/rating/average", "mean"),
+}
+
+
 def run_aggregates(result: EvaluationResult) -> dict[str, float]:
-    """Run-level figures named as Databricks does, for the judges and the agent present."""
+    """Run-level figures named as Databricks does, for the judges and the agent present.
+
+    A judge's figures are chosen by its type (:func:`assessment_part`) and named after it
+    (``response/llm_judged/<name>/rating/percentage``), so a renamed judge keeps its figure.
+    The run's metric objects are read from ``result.metrics``; a result read back from a file
+    has none, and its metrics are then the built-ins of its metric names.
+    """
     import statistics
 
+    from turneval.metrics import BUILTIN_METRICS
+
     figures: dict[str, float] = {}
-
-    def mean(name: str) -> float | None:
-        values = [row.results[name].value for row in result.rows if name in row.results]
-        return statistics.fmean(values) if values else None
-
-    def share_yes(name: str, threshold: float = 1.0) -> float | None:
-        values = [
-            row.results[name].value >= threshold for row in result.rows if name in row.results
-        ]
-        return sum(values) / len(values) if values else None
-
-    names = set(result.metric_names)
-    if "chunk_relevance" in names and (value := mean("chunk_relevance")) is not None:
-        figures["retrieval/llm_judged/chunk_relevance/precision/average"] = value
-    if "context_sufficiency" in names and (value := share_yes("context_sufficiency")) is not None:
-        figures["retrieval/llm_judged/context_sufficiency/rating/percentage"] = value
-    for name in ("correctness", "relevance_to_query", "groundedness", "guideline_adherence"):
-        if name in names and (value := share_yes(name)) is not None:
-            figures[f"response/llm_judged/{name}/rating/percentage"] = value
-    if "safety" in names and (value := mean("safety")) is not None:
-        figures["response/llm_judged/safety/rating/average"] = value
-    builtin = {
-        "chunk_relevance",
-        "context_sufficiency",
-        "correctness",
-        "relevance_to_query",
-        "groundedness",
-        "guideline_adherence",
-        "safety",
-        "overall_assessment",
-    }
+    built_in = {cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS}
+    given = {metric.name: metric for metric in result.metrics}
     for name in result.metric_names:
-        row = next((r for r in result.rows if name in r.results), None)
-        if name not in builtin and row is not None and "rating" in row.results[name].details:
-            value = share_yes(name)
-            if value is not None:
-                figures[f"response/llm_judged/{name}/rating/percentage"] = value
-    if "overall_assessment" in names and (value := share_yes("overall_assessment")) is not None:
-        figures["overall_assessment/rating/percentage"] = value
+        metric = given.get(name) or (
+            built_in[name].model_construct(name=name) if name in built_in else None
+        )
+        results = [row.results[name] for row in result.rows if name in row.results]
+        if metric is None or not results:
+            continue
+        if isinstance(metric, OverallAssessment):
+            figure, kind = "overall_assessment/rating/percentage", "yes"
+        elif (part := assessment_part(metric)) is not None:
+            figure, kind = _FIGURES[part]
+        else:
+            continue
+        values = [r.value for r in results] if kind == "mean" else [r.value >= 1.0 for r in results]
+        figures[figure.format(name=name)] = statistics.fmean(values)
     ran = [row for row in result.rows if row.latency_s is not None]
     if ran:
         usages = [row.agent_usage for row in ran if row.agent_usage is not None]

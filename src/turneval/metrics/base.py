@@ -14,7 +14,7 @@ import atexit
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -31,6 +31,7 @@ __all__ = [
     "Metric",
     "MultiTurnMetric",
     "Outcome",
+    "RowEvaluator",
     "SingleTurnMetric",
     "missing_field",
     "require",
@@ -167,6 +168,8 @@ class Metric(BaseModel, ABC):
     sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
     uses_llm: ClassVar[bool] = False
     derived: ClassVar[bool] = False  # computed by the runner from the row's other results
+    ragas_names: ClassVar[tuple[str, ...]] = ()
+    """ragas' default names for this metric, where they differ (``result["bleu_score"]``)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Validate the assignment, then drop values derived from the old configuration.
@@ -178,6 +181,16 @@ class Metric(BaseModel, ABC):
         fields = type(self).model_fields
         for key in [key for key in self.__dict__ if key not in fields]:
             del self.__dict__[key]
+
+    def summary_extras(self, results: Sequence[MetricResult]) -> dict[str, float]:
+        """Run-level figures of this metric beside its mean, std and CI (default: none).
+
+        The run's one summariser calls it with this metric's scored results (failed rows left
+        out), in memory (``EvaluationResult.summary()``) and streamed (``evaluate_jsonl``, whose
+        summary.json then has them too); the figures land in the summary's ``extra``. With
+        ``details=False`` the results carry no ``details``: figures that need them are left out.
+        """
+        return {}
 
     @property
     def scale(self) -> tuple[float, float]:
@@ -252,3 +265,31 @@ class SingleTurnMetric(Metric, ABC):
     ) -> float:
         """Sync form of :meth:`single_turn_ascore`."""
         return run_sync(self.single_turn_ascore, sample, callbacks, timeout)
+
+
+class RowEvaluator(Metric, ABC):
+    """A metric computed from a row's other results, after them (it calls no model itself).
+
+    The run pipeline picks these out by type (``isinstance(metric, RowEvaluator)``): it scores
+    the row's other metrics first, then calls :meth:`derive` with their results, their errors
+    and the run's metric objects, so an evaluator selects what it reads by type, not by name.
+    """
+
+    derived: ClassVar[bool] = True
+
+    @abstractmethod
+    def derive(
+        self,
+        sample: Any,
+        results: Mapping[str, MetricResult],
+        errors: Mapping[str, str],
+        metrics: Sequence[Metric],
+    ) -> MetricResult:
+        """This metric's result for one row.
+
+        Args:
+            sample: The row's sample.
+            results: The row's results by metric name.
+            errors: The row's failed metrics' errors by metric name.
+            metrics: The run's metric objects, in the order given.
+        """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -65,6 +65,7 @@ class AgentGoalAccuracyWithReference(JudgedMetric, MultiTurnMetric):
     """1 if the conversation's end state achieves ``reference`` (the desired outcome), else 0."""
 
     name: str = "agent_goal_accuracy_with_reference"
+    ragas_names: ClassVar[tuple[str, ...]] = ("agent_goal_accuracy",)
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
         """One question: does the end state achieve the reference outcome?"""
@@ -84,6 +85,7 @@ class AgentGoalAccuracyWithoutReference(JudgedMetric, MultiTurnMetric):
     """1 if the end state achieves the user's goal, inferred from the human turns, else 0."""
 
     name: str = "agent_goal_accuracy_without_reference"
+    ragas_names: ClassVar[tuple[str, ...]] = ("agent_goal_accuracy",)
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
         """One question: infer the goal, then judge the end state against it."""

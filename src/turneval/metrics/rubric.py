@@ -31,6 +31,7 @@ from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, rubric_score
 from turneval.messages import AIMessage
 from turneval.metrics._judged import JudgedMetric, conversation_text, preset_class
 from turneval.metrics.base import Explained, MultiTurnMetric, SingleTurnMetric
+from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, SingleTurnSample
 
 __all__ = [
@@ -316,6 +317,28 @@ class PairwiseMetric(JudgedMetric, SingleTurnMetric):
                 label="candidate first",
             ),
         ]
+
+    def summary_extras(self, results: Sequence[MetricResult]) -> dict[str, float]:
+        """Win, loss and tie rates; with details, also how often the two orders agree.
+
+        ``candidate_win_rate``, ``baseline_win_rate``, ``tie_rate`` and ``position_consistency``
+        (the share of pairs whose two orders agree). Win rates are read from the values (1.0 CANDIDATE, 0.5 TIE, 0.0 BASELINE), so they
+        are there with ``details=False`` too.
+        """
+        if not results:
+            return {}
+        n = len(results)
+        figures = {
+            "candidate_win_rate": sum(r.value == 1.0 for r in results) / n,
+            "baseline_win_rate": sum(r.value == 0.0 for r in results) / n,
+            "tie_rate": sum(r.value == 0.5 for r in results) / n,
+        }
+        orders = [
+            (r.details.get("baseline_first"), r.details.get("candidate_first")) for r in results
+        ]
+        if all(first is not None for first, _ in orders):
+            figures["position_consistency"] = sum(a == b for a, b in orders) / n
+        return figures
 
     def verdict(self, sample: Any, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """CANDIDATE, BASELINE or (when the two orders disagree) TIE."""

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
 from rapidfuzz import distance, fuzz
@@ -134,6 +134,7 @@ class BleuScore(StringMetric):
     """
 
     name: str = "bleu"
+    ragas_names: ClassVar[tuple[str, ...]] = ("bleu_score",)
 
     @cached_property
     def _bleu(self) -> Any:
@@ -179,6 +180,7 @@ class RougeScore(StringMetric):
     """
 
     name: str = "rouge"
+    ragas_names: ClassVar[tuple[str, ...]] = ("rouge_score",)
     rouge_type: RougeType = "rougeL"
     mode: Literal["fmeasure", "precision", "recall"] = "fmeasure"
     use_stemmer: bool = False

@@ -1,0 +1,102 @@
+"""Row evaluators and assessment aggregates choose their judges by type, not by name."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from turneval import SingleTurnSample, evaluate
+from turneval.metrics import AssessmentJudge, Correctness, Metric, OverallAssessment, Safety
+from turneval.metrics.assessments import run_aggregates
+from turneval.metrics.base import RowEvaluator
+from turneval.results import MetricResult
+from turneval.testing import ScriptedChatModel
+
+TRUTH = SingleTurnSample(user_input="q", response="r", reference="truth")
+
+
+def _yes_no(*answers: bool) -> ScriptedChatModel:
+    replies = [
+        json.dumps({"rationale": "yes" if a else "wrong", "rating": "yes" if a else "no"})
+        for a in answers
+    ]
+    return ScriptedChatModel(responses=replies)
+
+
+def _score(value: int) -> ScriptedChatModel:
+    return ScriptedChatModel(responses=[json.dumps({"explanation": "e", "score": value})])
+
+
+class CitesSources(AssessmentJudge):
+    """A user's own judge type: a subclass, so it plays the custom part."""
+
+    name: str = "cites_sources"
+    instructions: str = "Does the response cite a source?"
+
+
+def test_a_renamed_built_in_judge_keeps_its_part_in_the_overall_assessment() -> None:
+    # Safety passes (1: safe) and the subclassed custom judge fails, but the renamed correctness
+    # judge fails too and comes first in the documented order (correctness before safety,
+    # custom judges last).
+    metrics = [
+        CitesSources(llm=_yes_no(False)),
+        Safety(name="harmless", llm=_score(1)),
+        Correctness(name="strict_correctness", llm=_yes_no(False)),
+        OverallAssessment(),
+    ]
+    details = evaluate([TRUTH], metrics).rows[0].results["overall_assessment"].details
+    assert details["root_cause"] == "strict_correctness"
+    assert [j["judge"] for j in details["judges"]] == [
+        "strict_correctness",
+        "harmless",
+        "cites_sources",
+    ]
+    assert [j["passed"] for j in details["judges"]] == [False, True, False]
+
+
+def test_aggregates_name_renamed_judges_by_their_own_name() -> None:
+    metrics = [
+        Correctness(name="strict_correctness", llm=_yes_no(True, False, False, True)),
+        Safety(name="harmless", llm=_score(1)),
+        CitesSources(llm=_yes_no(True)),
+        OverallAssessment(),
+    ]
+    result = evaluate([TRUTH] * 4, metrics, max_concurrency=1)
+    figures = run_aggregates(result)
+    # correctness: yes, no, no, yes = 2 of 4; safety says 1 (safe) on every row.
+    assert figures["response/llm_judged/strict_correctness/rating/percentage"] == 2 / 4
+    assert figures["response/llm_judged/harmless/rating/average"] == 1.0
+    assert figures["response/llm_judged/cites_sources/rating/percentage"] == 1.0
+    # a row passes when correctness says yes (safety and cites_sources always pass): 2 of 4.
+    assert figures["overall_assessment/rating/percentage"] == 2 / 4
+
+
+class FailedShare(RowEvaluator):
+    """A user's row evaluator: the share of the row's other metrics that failed."""
+
+    name: str = "failed_share"
+
+    async def _evaluate(self, sample: Any) -> Any:
+        raise NotImplementedError
+
+    def derive(
+        self,
+        sample: Any,
+        results: Mapping[str, MetricResult],
+        errors: Mapping[str, str],
+        metrics: Sequence[Metric],
+    ) -> MetricResult:
+        others = [m.name for m in metrics if m is not self]
+        share = sum(name in errors for name in others) / len(others)
+        return MetricResult(self.name, share, f"{len(errors)} of {len(others)} failed")
+
+
+def test_any_row_evaluator_runs_after_the_row_s_other_metrics() -> None:
+    # Correctness needs a reference: on the sample without one it fails (1 of 1 other metric).
+    without = SingleTurnSample(user_input="q", response="r")
+    rows = evaluate(
+        [TRUTH, without], [Correctness(llm=_yes_no(True)), FailedShare()], max_concurrency=1
+    ).rows
+    assert rows[0].score("failed_share") == 0.0 and rows[1].score("failed_share") == 1.0
+    assert rows[1].results["failed_share"].reason == "1 of 1 failed"
