@@ -5,7 +5,14 @@ reference trajectory and a predicted one derived from it by realistic faults: pa
 retries after a tool error, swapped order, missing and extra calls, changed and dropped args,
 typed values (int/float/str/bool) and nested values (objects, lists).
 
+Three fixed shapes (``--shape``; the default ``mixed`` is the original generator above):
+
+* ``short``: 2-4 messages, one call (flat args).
+* ``typical``: 4-12 messages, 1-4 calls, flat args.
+* ``long``: 20-60 messages, up to 8 calls, nested args (objects, lists).
+
     python benchmarks/generate.py --n 2000 --seed 7 --out benchmarks/.data/samples.jsonl
+    python benchmarks/generate.py --shape long --n 2000 --seed 7 --out benchmarks/.data/long.jsonl
 """
 
 from __future__ import annotations
@@ -215,8 +222,151 @@ def generate(n: int, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
+# -- fixed shapes ------------------------------------------------------------------------------
+
+SHAPES = ("short", "typical", "long")
+
+
+def _flat_call(rng: random.Random) -> Call:
+    return rng.choice(
+        [
+            {"name": "get_user_preferences", "args": {"user_id": rng.choice(USERS)}},
+            {
+                "name": "set_temperature",
+                "args": {
+                    "location": rng.choice(ROOMS),
+                    "temperature": rng.choice([19, 20, 21, 21.5, 22]),
+                },
+            },
+            {"name": "get_device_info", "args": {"device_id": rng.choice(DEVICES)}},
+            {"name": "cancel_order", "args": {"order_id": rng.choice(ORDERS), "refund": True}},
+            {
+                "name": "lookup_customer",
+                "args": {"email": f"{rng.choice(USERS)}@example.com", "verified": False},
+            },
+            {"name": "get_campaign", "args": {"campaign_id": f"campaign_{rng.randint(1, 50)}"}},
+            {
+                "name": "escalate_ticket",
+                "args": {"ticket_id": rng.randint(100, 999), "priority": "high", "note": ""},
+            },
+            {"name": "get_time", "args": {}},
+        ]
+    )
+
+
+def _nested_call(rng: random.Random) -> Call:
+    if rng.random() < 0.3:
+        return _flat_call(rng)
+    device = rng.choice(DEVICES)
+    return rng.choice(
+        [
+            {
+                "name": "set_device_info",
+                "args": {
+                    "device_id": device,
+                    "updates": {
+                        "status": rng.choice(["ON", "OFF"]),
+                        "schedule": {"on": "23:00", "off": "08:00", "days": ["mon", "fri"]},
+                        "level": rng.choice([0.5, 1, 75]),
+                    },
+                },
+            },
+            {
+                "name": "escalate_ticket",
+                "args": {
+                    "ticket_id": rng.randint(100, 999),
+                    "priority": rng.choice(["high", "urgent"]),
+                    "tags": rng.sample(["billing", "shipping", "refund", "vip"], k=2),
+                    "customer": {"id": rng.choice(USERS), "tier": rng.choice([1, 2, 3])},
+                },
+            },
+            {
+                "name": "update_campaign",
+                "args": {
+                    "campaign_id": f"campaign_{rng.randint(1, 50)}",
+                    "channels": rng.sample(CHANNELS, k=rng.randint(1, 3)),
+                    "budget_multiplier": rng.choice([0.5, 1.5, 2]),
+                    "schedule": {
+                        "dates": ["2024-12-25", "2025-01-01"][: rng.randint(1, 2)],
+                        "repeat": rng.random() < 0.5,
+                        "window": {"start": "09:00", "end": "17:00"},
+                    },
+                },
+            },
+        ]
+    )
+
+
+_CHAT = [
+    "Sure, which one do you mean?",
+    "The first one, please, and keep the rest as it is.",
+    "I can do that. Do you want a confirmation by email as well?",
+    "No need, thanks. Just tell me when it is done.",
+    "Understood. One moment while I look at the account history for the last three months.",
+    "Also, what did we decide last week about the schedule?",
+]
+
+
+def _shaped_conversation(
+    rng: random.Random, predicted: list[Call], low: int, high: int, prompt: str
+) -> list[dict[str, Any]]:
+    """A conversation carrying ``predicted`` in ``low..high`` messages (chat pads it)."""
+    core: list[dict[str, Any]] = []
+    position = 0
+    while position < len(predicted):
+        size = 1 if rng.random() < 0.6 else min(rng.randint(2, 3), len(predicted) - position)
+        batch = predicted[position : position + size]
+        core.append({"type": "ai", "content": rng.choice(["", "On it."]), "tool_calls": batch})
+        for call in batch:
+            failed = rng.random() < 0.05
+            result = json.dumps({"ok": not failed, "tool": call["name"], "args": call["args"]})
+            core.append({"type": "tool", "content": "error: timeout" if failed else result})
+        position += size
+    head = [{"type": "human", "content": prompt}]
+    target = rng.randint(max(low, len(core) + 1), max(high, len(core) + 1))
+    padding = max(0, target - len(core) - 2)  # room left for chat and a closing answer
+    chat = [
+        {"type": "ai" if i % 2 == 0 else "human", "content": rng.choice(_CHAT)}
+        for i in range(padding - padding % 2)
+    ]
+    split = rng.randint(0, len(chat) // 2) * 2
+    messages = head + chat[:split] + core + chat[split:]
+    while len(messages) < target:
+        messages.append({"type": "ai", "content": "All done. Anything else?"})
+    return messages
+
+
+def shaped_row(rng: random.Random, shape: str) -> dict[str, Any]:
+    """One sample of ``shape`` (see :data:`SHAPES`)."""
+    if shape == "short":
+        reference = [_flat_call(rng)]
+        predicted = predict(rng, reference)[:1] if rng.random() > 0.05 else []
+        messages = _shaped_conversation(rng, predicted, 2, 4, "Please do this one thing.")
+        return {"user_input": messages, "reference_tool_calls": reference}
+    if shape == "typical":
+        reference = [_flat_call(rng) for _ in range(rng.randint(1, 4))]
+        predicted = predict(rng, reference)[:4] if rng.random() > 0.03 else []
+        low, high = 4, 12
+    elif shape == "long":
+        reference = [_nested_call(rng) for _ in range(rng.randint(3, 8))]
+        predicted = predict(rng, reference)[:8] if rng.random() > 0.03 else []
+        low, high = 20, 60
+    else:
+        raise ValueError(f"unknown shape {shape!r}; expected one of {SHAPES}")
+    prompt = "Could you sort out my account and the open requests? " * rng.randint(1, 3)
+    messages = _shaped_conversation(rng, predicted, low, high, prompt.strip())
+    return {"user_input": messages, "reference_tool_calls": reference}
+
+
+def generate_shape(shape: str, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` seeded samples of one shape: ``short``, ``typical`` or ``long``."""
+    rng = random.Random(f"{shape}-{seed}")
+    return [shaped_row(rng, shape) for _ in range(n)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", choices=["mixed", *SHAPES], default="mixed")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
@@ -225,7 +375,12 @@ def main() -> None:
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as handle:
-        for row in generate(args.n, args.seed):
+        rows = (
+            generate(args.n, args.seed)
+            if args.shape == "mixed"
+            else generate_shape(args.shape, args.n, args.seed)
+        )
+        for row in rows:
             handle.write(json.dumps(row) + "\n")
     print(f"wrote {args.n} samples to {args.out}")
 

@@ -9,6 +9,7 @@ vocabulary repeated, so every claim word occurs thousands of times).
 
 from __future__ import annotations
 
+import argparse
 import glob
 import random
 import statistics
@@ -29,14 +30,16 @@ TITANIC = [
 ]
 
 
-def timed(call: Callable[[], object], repeat: int) -> float:
+def timed(call: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Median wall and CPU (this process, all threads) milliseconds per call."""
     call()  # warm
-    times = []
+    walls, cpus = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
 
 
 def prose_facts() -> list[str]:
@@ -71,32 +74,54 @@ def synthetic_facts() -> list[str]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15, help="timed checks per large case")
+    args = parser.parse_args()
     seed = "Titanic was directed by James Cameron. It was released in 1997."
-    print("| case | median ms per check | target |\n|---|---:|---:|")
-    print(
-        f"| seed example (2 facts, 2 claims) | {timed(lambda: check_grounding(seed, TITANIC), 200):.2f} | <= 5 |"
-    )
     full = {"enable_anti_citations": True, "enable_claim_level_score": True}
-    print(
-        f"| seed example, anti-citations and claim scores on | {timed(lambda: check_grounding(seed, TITANIC, **full), 200):.2f} | <= 5 |"
-    )
     prose = prose_facts()
     licence = (
         "The GNU General Public License is a free software license. It guarantees your freedom to share and "
         "change all versions of a program. The license was published by the Free Software Foundation in 2007."
     )
-    cases = [
-        ("200 x 10,000 chars of licence prose, an off-topic answer", prose, seed),
-        ("200 x 10,000 chars of licence prose, an answer about licences", prose, licence),
+    cases: list[tuple[str, list[str], str, dict[str, bool], int, int]] = [
+        ("seed example (2 facts, 2 claims)", TITANIC, seed, {}, 200, 5),
+        ("seed example, anti-citations and claim scores on", TITANIC, seed, full, 200, 5),
+        (
+            "200 x 10,000 chars of licence prose, an off-topic answer",
+            prose,
+            seed,
+            full,
+            args.repeat,
+            50,
+        ),
+        (
+            "200 x 10,000 chars of licence prose, an answer about licences",
+            prose,
+            licence,
+            full,
+            args.repeat,
+            50,
+        ),
         (
             "200 x 10,000 chars, adversarial 25-word vocabulary",
             synthetic_facts(),
             seed + " The ship sank in 1912 after hitting an iceberg.",
+            full,
+            args.repeat,
+            50,
         ),
     ]
-    for label, facts, answer in cases:
-        ms = timed(lambda facts=facts, answer=answer: check_grounding(answer, facts, **full), 15)
-        print(f"| {label} | {ms:.1f} | <= 50 |")
+    print("| case | median wall ms per check | median CPU ms per check | target |")
+    print("|---|---:|---:|---:|")
+    for label, facts, answer, options, repeat, target in cases:
+        wall, cpu = timed(
+            lambda facts=facts, answer=answer, options=options: check_grounding(
+                answer, facts, **options
+            ),
+            repeat,
+        )
+        print(f"| {label} | {wall:.2f} | {cpu:.2f} | <= {target} |")
 
 
 if __name__ == "__main__":

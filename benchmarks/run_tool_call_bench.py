@@ -6,6 +6,11 @@ median is reported.
 
     benchmarks/setup_ragas.sh                      # once: ragas in benchmarks/.ragas-venv
     .venv/bin/python benchmarks/run_tool_call_bench.py --rounds 5
+    .venv/bin/python benchmarks/run_tool_call_bench.py --shapes short,typical,long
+
+Shapes: ``mixed`` (the original generator) and the fixed ``short``/``typical``/``long`` ones of
+``generate.py``. Speed misses against the targets (>= 30x ragas' legacy ToolCallAccuracy, >= 2x
+its collections path) are listed at the end; a parity failure exits non-zero.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from _harness import DEFAULT_RAGAS_PYTHON, alternate, run_side  # noqa: E402
-from generate import generate  # noqa: E402
+from generate import generate, generate_shape  # noqa: E402
 
 ACCURACY = [
     "tool_call_accuracy[strict]",
@@ -82,27 +87,17 @@ def classify_f1(row: dict[str, Any], ours: float, theirs: float) -> str:
     return "ragas rounds to 4 decimals"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--passes", type=int, default=3, help="timed passes per variant per round")
-    parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--ragas-python", default=DEFAULT_RAGAS_PYTHON)
-    args = parser.parse_args()
-
-    data = HERE / ".data" / f"samples-{args.n}-{args.seed}.jsonl"
+def bench(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """Run both sides on ``rows``, print parity and speed; return the failures found."""
+    data = HERE / ".data" / f"samples-{label}-{args.n}-{args.seed}.jsonl"
     data.parent.mkdir(parents=True, exist_ok=True)
-    rows = generate(args.n, args.seed)
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    ours_python = sys.executable
-
-    sides = [("ragas", args.ragas_python), ("turneval", ours_python)]
+    sides = [("ragas", args.ragas_python), ("turneval", sys.executable)]
     results = alternate(args.rounds, sides, side, data, args.passes)
     rounds = [(result["turneval"], result["ragas"]) for result in results]
 
     ours0, theirs0 = rounds[0]
-    print(f"## Parity on {len(rows)} samples (seed {args.seed})\n")
+    print(f"## {label}: parity on {len(rows)} samples (seed {args.seed})\n")
     print("| metric | equal | different |\n|---|---:|---:|")
     for name in ACCURACY:
         equal = sum(
@@ -125,20 +120,28 @@ def main() -> None:
         print(f"- {cause}: {count}")
 
     def rate(side: dict[str, Any], name: str) -> float:
-        return statistics.median(side[name]["per_s"])
+        return statistics.median(side[name][args.clock])
 
-    print(
-        f"\n## Speed: samples/s, median of {args.rounds} alternating rounds ({args.passes} passes each)\n"
+    fastest = max(
+        COLLECTIONS.values(), key=lambda n: statistics.median(rate(t, n) for _, t in rounds)
     )
     print(
-        "| variant | turneval | ragas (same metric) | ratio | vs ragas legacy ToolCallAccuracy | vs ragas collections (same metric or unordered) |"
+        f"\n## {label}: samples/s ({args.clock}), median of {args.rounds} alternating rounds "
+        f"({args.passes} passes each)\n"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "| variant | turneval | ragas (same metric) | ratio | vs ragas legacy ToolCallAccuracy "
+        "| vs ragas collections (same metric or unordered) "
+        f"| vs fastest ragas collections ({fastest.split(':')[1]}) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    failures = []
     for name in ours0:
         ours_rates = [rate(ours, name) for ours, _ in rounds]
         legacy = [rate(ours, name) / rate(theirs, LEGACY_REFERENCE) for ours, theirs in rounds]
         collections_name = COLLECTIONS.get(name, "collections:tool_call_accuracy[unordered]")
         modern = [rate(ours, name) / rate(theirs, collections_name) for ours, theirs in rounds]
+        hardest = [rate(ours, name) / rate(theirs, fastest) for ours, theirs in rounds]
         same = (
             f"{statistics.median(rate(t, name) for _, t in rounds):,.0f}"
             if name in theirs0
@@ -151,18 +154,58 @@ def main() -> None:
         )
         print(
             f"| {name} | {statistics.median(ours_rates):,.0f} | {same} | {same_ratio} | "
-            f"{statistics.median(legacy):.1f}x | {statistics.median(modern):.2f}x ({collections_name.split(':')[1]}) |"
+            f"{statistics.median(legacy):.1f}x | {statistics.median(modern):.2f}x "
+            f"({collections_name.split(':')[1]}) | {statistics.median(hardest):.2f}x |"
         )
+        if statistics.median(legacy) < 30 or statistics.median(modern) < 2:
+            failures.append(f"{label}: {name} below 30x legacy or 2x collections")
     print("\nragas alone:")
     for name in theirs0:
         print(f"- {name}: {statistics.median(rate(t, name) for _, t in rounds):,.0f}/s")
+    print()
     if "UNEXPLAINED" in causes:
-        sys.exit("some ToolCallF1 differences are not among those SPEC §3.1 lists")
+        failures.append(f"{label}: ToolCallF1 differences not among those SPEC §3.1 lists")
     if any(
         sum(a != b for a, b in zip(ours0[n]["scores"], theirs0[n]["scores"], strict=True))
         for n in ACCURACY
     ):
-        sys.exit("ToolCallAccuracy differs from ragas")
+        failures.append(f"{label}: ToolCallAccuracy differs from ragas")
+    return failures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--passes", type=int, default=3, help="timed passes per variant per round")
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--shapes",
+        default="mixed,short,typical,long",
+        help="comma-separated: mixed (the original generator), short, typical, long",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=["cpu_per_s", "per_s"],
+        default="cpu_per_s",
+        help="rates per CPU second of the scoring process (default; robust on a shared machine) "
+        "or per wall second",
+    )
+    parser.add_argument("--ragas-python", default=DEFAULT_RAGAS_PYTHON)
+    args = parser.parse_args()
+
+    failures = []
+    for label in args.shapes.split(","):
+        rows = (
+            generate(args.n, args.seed)
+            if label == "mixed"
+            else generate_shape(label, args.n, args.seed)
+        )
+        failures += bench(label, rows, args)
+    for failure in failures:
+        print(f"FAILED: {failure}")
+    if any("differ" in failure for failure in failures):
+        sys.exit("parity failures")
 
 
 if __name__ == "__main__":

@@ -281,32 +281,101 @@ def _needs_check(tokens: Sequence[_Token]) -> bool:
 # -- the offline backend -----------------------------------------------------------------------
 
 
-def _sentence_starts(text: str) -> np.ndarray:
+def _codes(text: str) -> np.ndarray:
+    """The text's code points, one array element per character, in the narrowest dtype."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    wide = text.encode("utf-16-le")
+    if len(wide) == 2 * len(text):  # no surrogate pairs: one unit per character
+        return np.frombuffer(wide, dtype=np.uint16)
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+
+_BMP_TABLES: dict[str, np.ndarray] = {}
+
+
+def _char_table(kind: str) -> np.ndarray:
+    """``str.isalnum`` or ``str.islower`` of every code point below 0x10000, built once."""
+    table = _BMP_TABLES.get(kind)
+    if table is None:
+        test = getattr(str, kind)
+        table = _BMP_TABLES[kind] = np.fromiter(
+            (test(chr(code)) for code in range(0x10000)), dtype=bool, count=0x10000
+        )
+    return table
+
+
+def _char_class(text: str, codes: np.ndarray, kind: str) -> np.ndarray:
+    """``getattr(c, kind)()`` for each character ``c`` of ``text`` (``codes`` its code points).
+
+    ASCII by arithmetic over the whole array; other characters (few in most texts) by table.
+    """
+    if kind == "isalnum":
+        result = (codes - 97) < 26  # wraps below 'a'
+        result |= (codes - 65) < 26
+        result |= (codes - 48) < 10
+    else:
+        result = (codes - 97) < 26
+    if codes.dtype != np.uint8:
+        other = np.flatnonzero(codes > 127)
+        if other.size:
+            result[other] = _char_table(kind).take(codes[other], mode="clip")
+            if codes.dtype == np.uint32:
+                for position in other[codes[other] > 0xFFFF].tolist():  # astral: rare
+                    result[position] = getattr(text[position], kind)()
+    return result
+
+
+def _distinct(values: np.ndarray, *, is_sorted: bool = False) -> np.ndarray:
+    """``numpy.unique(values)`` by sort and compare (faster here than its hash path)."""
+    ordered = values if is_sorted else np.sort(values)
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def _sentence_starts(text: str, codes: np.ndarray | None = None) -> np.ndarray:
     """Offsets where sentences start.
 
     After ``.``, ``!`` or ``?`` (and a closing quote or bracket) followed by white space, and
-    after each newline. Vectorised over the text as UTF-32, one array element per character,
-    so offsets are character offsets.
+    after each newline. Vectorised over the text's code points, so offsets are character
+    offsets: the marks are found in one pass, their neighbours checked on the marks only.
     """
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    if codes.size < 2:
+    if codes is None:
+        codes = _codes(text)
+    size = codes.size
+    if size < 2:
         return np.zeros(1, dtype=np.int64)
-    end_mark = (codes == ord(".")) | (codes == ord("!")) | (codes == ord("?"))
-    closer = (codes == ord('"')) | (codes == ord("'")) | (codes == ord(")")) | (codes == ord("]"))
-    space = (codes == ord(" ")) | (codes == ord("\n")) | (codes == ord("\t")) | (codes == ord("\r"))
-    ends = end_mark[:-1] & space[1:]
-    ends[1:] |= end_mark[:-2] & closer[1:-1] & space[2:]  # '."' or '.)' then a space
-    starts = np.flatnonzero(ends) + 1
+    is_mark = codes == ord(".")
+    is_mark |= codes == ord("!")
+    is_mark |= codes == ord("?")
+    marks = np.flatnonzero(is_mark[:-1])
     newlines = np.flatnonzero(codes == ord("\n")) + 1
-    return np.unique(np.concatenate(([0], starts, newlines)).astype(np.int64))
+
+    def member(values: np.ndarray, chars: str) -> np.ndarray:
+        found = np.zeros(values.size, dtype=bool)
+        for char in chars:
+            found |= values == ord(char)
+        return found
+
+    after = codes[marks + 1]
+    spaced = marks[member(after, " \n\t\r")] + 1
+    closed = marks[(marks < size - 2) & member(after, "\"')]")]
+    closed = closed[member(codes[closed + 2], " \n\t\r")] + 2  # '."' or '.)' then a space
+    return _distinct(np.concatenate(([0], spaced, closed, newlines)).astype(np.int64))
 
 
 class _Index:
     """The facts joined and lowered; passages are their sentences.
 
-    A token's occurrences are found by one compiled regex over the whole text (the loop runs in
-    C) and mapped to passages with ``numpy.searchsorted``, so cost follows the claim's tokens
-    and their occurrences, never a tokenisation of every passage.
+    A token's occurrences are found with numpy over the text's code points: the word starts
+    (after a character that is not alphanumeric) are computed once, grouped by their first
+    character on demand, then narrowed character by character; they are mapped to passages
+    with ``numpy.searchsorted``. Cost follows the claim's tokens and their occurrences, never a
+    tokenisation of every passage.
     """
 
     def __init__(self, facts: Sequence[Fact]) -> None:
@@ -315,12 +384,32 @@ class _Index:
         for fact in facts:
             self.fact_starts.append(offset)
             offset += len(fact.text) + 2
+        self.fact_offsets = np.array(self.fact_starts, dtype=np.int64)
         self.original = "\n\n".join(fact.text for fact in facts)
-        lowered = self.original.lower()
+        # Lowering fact by fact is lowering the whole (the separators are not cased, so Greek
+        # final sigma sees the same context) and keeps ASCII facts on CPython's fast path.
+        lowered = "\n\n".join(fact.text.lower() for fact in facts)
         # lower() keeps offsets for nearly every text; where it does not, case checks are off.
         self.case_aligned = len(lowered) == len(self.original)
         self.text = lowered
-        self.starts = _sentence_starts(lowered)
+        self.codes = _codes(lowered)
+        self.starts = _sentence_starts(lowered, self.codes)
+        size = self.codes.size
+        alnum = _char_class(lowered, self.codes, "isalnum")
+        # Padded so the checks after a match never index out of range (padding: not alnum).
+        self.alnum = np.concatenate((alnum, np.zeros(2, dtype=bool)))
+        word_start = np.empty(size, dtype=bool)
+        if size:
+            word_start[0] = True
+            np.logical_not(alnum[:-1], out=word_start[1:])
+        word_starts = np.flatnonzero(word_start)
+        # Word starts grouped by their first character (a stable sort keeps each group's
+        # offsets ascending); a group is a slice, found by binary search.
+        first = self.codes[word_starts]
+        order = np.argsort(first, kind="stable")
+        self._grouped = word_starts[order]
+        self._group_first = first[order]
+        self._lower: np.ndarray | None = None
         self._cache: dict[tuple[str, bool, bool], np.ndarray] = {}
 
     def fact_of(self, passage: int) -> int:
@@ -337,6 +426,35 @@ class _Index:
             keys.append(f"{int(token.key):,}")  # 1500 also as 1,500
         return keys
 
+    def _starting_with(self, code: int) -> np.ndarray:
+        low, high = np.searchsorted(self._group_first, [code, code + 1])
+        return self._grouped[low:high]
+
+    def _occurrences(self, key: str) -> np.ndarray:
+        """Sorted offsets where ``key`` occurs at a word start."""
+        codes, size = self.codes, self.codes.size
+        limit = 0xFF if codes.dtype == np.uint8 else 0xFFFFFFFF
+        points = [ord(char) for char in key]
+        if not points or max(points) > limit:
+            return np.zeros(0, dtype=np.int64)
+        found = self._starting_with(points[0])
+        found = found[found <= size - len(points)]
+        for step, point in enumerate(points[1:], start=1):
+            if not found.size:
+                break
+            found = found[codes[found + step] == point]
+        return found
+
+    def _written_lower(self, positions: np.ndarray) -> np.ndarray:
+        """Whether the original character at each position is lower case."""
+        if self._lower is None and positions.size < 5_000:  # cheaper than the whole text
+            original = self.original
+            return np.array([original[p].islower() for p in positions.tolist()], dtype=bool)
+        if self._lower is None:
+            self._lower = _char_class(self.original, _codes(self.original), "islower")
+        lower: np.ndarray = self._lower[positions]
+        return lower
+
     def passages_with(self, token: _Token, *, lowercase: bool = False) -> np.ndarray:
         """Sorted passage numbers where the token starts a word.
 
@@ -348,32 +466,29 @@ class _Index:
         cached = self._cache.get(cache_key)
         if cached is not None:
             return cached
-        text, original, size = self.text, self.original, len(self.text)
-        check_case = lowercase and self.case_aligned
-        positions = []
-        for key in self._keys(token):  # str.find: CPython's fast literal search
-            end = len(key)
-            position = text.find(key)
-            while position >= 0:
-                after = position + end
-                if (
-                    (not position or not text[position - 1].isalnum())
-                    and (
-                        not token.critical
-                        or after >= size
-                        or not text[after].isalnum()
-                        or (
-                            text[after] == "s"
-                            and (after + 1 >= size or not text[after + 1].isalnum())
-                        )
-                    )
-                    and (not check_case or original[position].islower())
-                ):
-                    positions.append(position)
-                position = text.find(key, position + 1)
-        found = np.unique(np.searchsorted(self.starts, positions, side="right") - 1)
+        alnum = self.alnum
+        parts = []
+        for key in self._keys(token):
+            found = self._occurrences(key)
+            if token.critical and found.size:
+                after = found + len(key)  # alnum is padded: past the end reads as a boundary
+                ends = ~alnum[after] | ((self._code_at(after) == ord("s")) & ~alnum[after + 1])
+                found = found[ends]
+            if lowercase and self.case_aligned and found.size:
+                found = found[self._written_lower(found)]
+            parts.append(found)
+        positions = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+        passages = np.searchsorted(self.starts, positions, side="right") - 1
+        found = _distinct(passages, is_sorted=True)  # positions are sorted, so are passages
         self._cache[cache_key] = found
         return found
+
+    def _code_at(self, positions: np.ndarray) -> np.ndarray:
+        """Code points at ``positions`` (0 past the end)."""
+        inside = positions < self.codes.size
+        result = np.zeros(positions.size, dtype=np.int64)
+        result[inside] = self.codes[positions[inside]]
+        return result
 
     def masks(self, tokens: Sequence[_Token], *, lowercase: bool = False) -> dict[int, int]:
         """``{passage: bitmask of the tokens it contains}``."""
@@ -382,6 +497,60 @@ class _Index:
             for passage in self.passages_with(token, lowercase=lowercase).tolist():
                 where[passage] = where.get(passage, 0) | (1 << bit)
         return where
+
+    def _mask_array(self, tokens: Sequence[_Token], lowercase: bool) -> np.ndarray:
+        masks = np.zeros(len(self.starts), dtype=np.uint64)
+        for bit, token in enumerate(tokens):
+            masks[self.passages_with(token, lowercase=lowercase)] |= np.uint64(1 << bit)
+        return masks
+
+    def best_overlaps(
+        self, tokens: Sequence[_Token], threshold: float, per_fact: int
+    ) -> dict[int, list[tuple[float, int]]]:
+        """``{fact: [(-share, passage), ...]}``: its ``per_fact`` passages sharing most tokens.
+
+        The share is that of the tokens written in the passage in lower case; only passages
+        with a share of at least ``threshold`` (and some token) count; best first, then by
+        passage.
+        """
+        if len(tokens) > 63 or not hasattr(np, "bitwise_count"):
+            by_fact: dict[int, list[tuple[float, int]]] = {}
+            for passage, mask in self.masks(tokens, lowercase=True).items():
+                share = bin(mask).count("1") / len(tokens)
+                if share >= threshold:
+                    by_fact.setdefault(self.fact_of(passage), []).append((-share, passage))
+            return {fact: sorted(found)[:per_fact] for fact, found in by_fact.items()}
+        counts = np.bitwise_count(self._mask_array(tokens, lowercase=True))
+        # float64 division is Python's int / int here: both exact, one correctly rounded result
+        passages = np.flatnonzero((counts / len(tokens) >= threshold) & (counts > 0))
+        counts = counts[passages].astype(np.int64)
+        facts = np.searchsorted(self.fact_offsets, self.starts[passages], side="right") - 1
+        order = np.lexsort((passages, -counts, facts))  # by fact, most tokens, passage
+        facts, counts, passages = facts[order], counts[order], passages[order]
+        group_start = np.flatnonzero(np.concatenate(([True], facts[1:] != facts[:-1])))
+        rank = np.arange(facts.size) - np.repeat(
+            group_start, np.diff(np.append(group_start, facts.size))
+        )
+        keep = rank < per_fact
+        best: dict[int, list[tuple[float, int]]] = {}
+        for fact, count, passage in zip(
+            facts[keep].tolist(), counts[keep].tolist(), passages[keep].tolist(), strict=True
+        ):
+            best.setdefault(fact, []).append((-(count / len(tokens)), passage))
+        return best
+
+    def first_passages(self, tokens: Sequence[_Token]) -> dict[int, int]:
+        """``{bitmask: the first passage whose tokens are exactly that mask}`` (mask not 0)."""
+        if len(tokens) > 63:
+            first: dict[int, int] = {}
+            for passage, mask in self.masks(tokens).items():
+                if mask not in first or passage < first[mask]:
+                    first[mask] = passage
+            return first
+        masks = self._mask_array(tokens, lowercase=False)
+        present = np.flatnonzero(masks)
+        distinct, first_at = np.unique(masks[present], return_index=True)
+        return dict(zip(distinct.tolist(), present[first_at].tolist(), strict=True))
 
 
 @dataclass(slots=True)
@@ -402,11 +571,7 @@ def _support(tokens: Sequence[_Token], index: _Index, max_passages: int = 3) -> 
     """
     weights = [t.weight for t in tokens]
     total = sum(weights)
-    where = index.masks(tokens)
-    first: dict[int, int] = {}  # distinct masks and their first passage: few, whatever the size
-    for passage, mask in where.items():
-        if mask not in first or passage < first[mask]:
-            first[mask] = passage
+    first = index.first_passages(tokens)  # distinct masks: few, whatever the size
     covered, chosen = 0, []
     for _ in range(max_passages):
         best_mask, best_gain = 0, 0.0
@@ -438,14 +603,9 @@ def _contradiction(tokens: Sequence[_Token], index: _Index, threshold: float) ->
     if not frame or all(len(index.passages_with(t)) for t in tokens if t.critical):
         return {}
     claim_keys = {t.key for t in tokens}
-    by_fact: dict[int, list[tuple[float, int]]] = {}
-    for passage, mask in index.masks(frame, lowercase=True).items():
-        overlap = bin(mask).count("1") / len(frame)
-        if overlap >= threshold:
-            by_fact.setdefault(index.fact_of(passage), []).append((-overlap, passage))
     result: dict[int, float] = {}
-    for fact, candidates in by_fact.items():
-        for negative, passage in sorted(candidates)[:5]:  # a fact's best-overlapping passages
+    for fact, candidates in index.best_overlaps(frame, threshold, per_fact=5).items():
+        for negative, passage in candidates:  # the fact's best-overlapping passages
             text = " " + index.passage_text(passage)
             others = {m.group().lower().rstrip(".,") for m in _CRITICAL_IN_PASSAGE.finditer(text)}
             if others - claim_keys:
@@ -739,6 +899,8 @@ def check_grounding(
 ) -> GroundingResult:
     """Sync form of :func:`acheck_grounding`."""
     from functools import partial
+
+    from turneval.metrics.base import run_sync  # here: turneval.metrics imports this module
 
     return run_sync(
         partial(

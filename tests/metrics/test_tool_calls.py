@@ -98,7 +98,7 @@ def test_sync_wrappers_outside_a_loop_and_refused_inside() -> None:
         return metric.multi_turn_score(weather_sample())
 
     with pytest.raises(
-        SyncInAsyncContextError, match=r"await MultiTurnMetric\.multi_turn_ascore\(\.\.\.\)"
+        SyncInAsyncContextError, match=r"await ToolCallAccuracy\.multi_turn_ascore\(\.\.\.\)"
     ):
         run_sync(inside)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from abc import ABC
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
 from pydantic import Field, field_validator
 
+from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
 from turneval.metrics._matching import CallComparison, Pair, json_comparison, scored_comparison
 from turneval.metrics._tools import check_rule_tools
@@ -55,6 +57,29 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
     def _comparator(self) -> ArgComparator | None:
         # Cleared by Metric.__setattr__ when arg_comparison_metric is reassigned.
         return resolve_comparator(self.arg_comparison_metric)
+
+    @cached_property
+    def _plain(self) -> bool:
+        """Whether calls compare by JSON-value equality alone (no comparator, no rules)."""
+        return self._comparator is None and self._rule_book is None
+
+    @abstractmethod
+    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
+        """The value under JSON-value equality, without the records an explanation needs."""
+
+    async def multi_turn_ascore(
+        self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
+    ) -> float:
+        """Score a conversation; ragas' signature (``callbacks`` is accepted and unused).
+
+        Under JSON-value equality (the default) the value is computed in one plain call, with
+        the same result as :meth:`ascore`'s.
+        """
+        if timeout is None and self._plain and type(sample) is MultiTurnSample:
+            reference = sample.reference_tool_calls
+            if reference is not None:
+                return self._plain_value(sample.tool_calls, reference)
+        return await self._value(sample, timeout)
 
     def _compare(self, sample: MultiTurnSample) -> CallComparison | None:
         """The relation under JSON equality, or None when a comparator must be awaited.

@@ -7,14 +7,22 @@ Precision and recall count multisets under a maximum one-to-one matching.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
+from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric
-from turneval.metrics._matching import CallComparison, Pair, describe_matching
+from turneval.metrics._matching import (
+    CallComparison,
+    Pair,
+    describe_matching,
+    plain_equal,
+    plain_in_order,
+    plain_matched,
+)
 from turneval.metrics.base import Explained, MultiTurnMetric, Outcome
 from turneval.results import ratio
 from turneval.samples import MultiTurnSample
@@ -90,6 +98,11 @@ class TrajectoryExactMatch(CallMatchingMetric):
 
     name: str = "trajectory_exact_match"
 
+    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
+        if len(predicted) != len(reference):
+            return 0.0
+        return float(all(map(plain_equal, predicted, reference)))
+
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
         common = range(min(len(comparison.predicted), len(comparison.reference)))
@@ -105,6 +118,9 @@ class TrajectoryInOrderMatch(CallMatchingMetric):
 
     name: str = "trajectory_in_order_match"
 
+    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
+        return float(plain_in_order(predicted, reference))
+
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
         pairs = comparison.in_order()
@@ -118,6 +134,9 @@ class TrajectoryAnyOrderMatch(CallMatchingMetric):
 
     name: str = "trajectory_any_order_match"
 
+    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
+        return float(plain_matched(predicted, reference) == len(reference))
+
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
         value = float(comparison.matched_count() == len(comparison.reference))
@@ -128,6 +147,11 @@ class TrajectoryPrecision(CallMatchingMetric):
     """matched/|predicted| under a maximum multiset matching (both empty: 1; none predicted: 0)."""
 
     name: str = "trajectory_precision"
+
+    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
+        if not predicted:
+            return 0.0 if reference else 1.0
+        return plain_matched(predicted, reference) / len(predicted)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
@@ -143,6 +167,9 @@ class TrajectoryRecall(CallMatchingMetric):
     """matched/|reference| under a maximum multiset matching (empty reference: 1)."""
 
     name: str = "trajectory_recall"
+
+    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
+        return plain_matched(predicted, reference) / len(reference) if reference else 1.0
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
