@@ -900,8 +900,6 @@ def check_grounding(
     """Sync form of :func:`acheck_grounding`."""
     from functools import partial
 
-    from turneval.metrics.base import run_sync  # here: turneval.metrics imports this module
-
     return run_sync(
         partial(
             acheck_grounding,
