@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.compare",
         "turneval.calibration",
         "turneval.stream",
+        "turneval.distributed",
         "turneval.demo",
     ),
     ("turneval.cli", "turneval"),

@@ -263,22 +263,13 @@ def _rate_limit(args: argparse.Namespace) -> Any:
     return RateLimit(args.rpm, args.tpm, cap)
 
 
-def _evaluate(args: argparse.Namespace) -> int:
-    from turneval.runner import resolve_metrics
+def _evaluate_here(
+    args: argparse.Namespace, metrics: list[Metric | str], out: Path, llm: Any, rate_limit: Any
+) -> Any:
+    """``evaluate`` in this process (and its workers)."""
     from turneval.stream import evaluate_jsonl
 
-    metrics = _metric_list(args.metric)
-    bars = _fail_under(args.fail_under, resolve_metrics(metrics))
-    allowed = max_failed(args.max_failed)
-    rate_limit = _rate_limit(args)  # a bad quota fails before any work
-    if args.dry_run:
-        return _dry_run(args, metrics)
-    out = Path(args.out)
-    from turneval.runner import resolve_metrics
-
-    llm = _judge(args, needed=any(m.uses_llm for m in resolve_metrics(metrics)))
-    _require_judge(metrics, llm)
-    result = evaluate_jsonl(
+    return evaluate_jsonl(
         args.data,
         metrics,
         out,
@@ -297,6 +288,62 @@ def _evaluate(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         rate_limit=rate_limit,
     )
+
+
+def _evaluate_on_ray(
+    args: argparse.Namespace,
+    metrics: list[Metric | str],
+    out: Path,
+    judged: bool,
+    rate_limit: Any,
+) -> Any:
+    """``evaluate --engine ray``: the same run, its chunks scored by Ray Data actors.
+
+    The judge is built in each worker from the same flags (and the same environment).
+    """
+    from functools import partial
+
+    from turneval.distributed import evaluate_on_ray
+
+    return evaluate_on_ray(
+        args.data,
+        metrics,
+        output=out,
+        address=args.ray_address,
+        llm_factory=partial(_judge, args, True) if judged else None,
+        cache=args.cache,
+        rate_limit=rate_limit,
+        concurrency=args.workers or 2,
+        sample_concurrency=args.concurrency,
+        llm_concurrency=args.llm_concurrency,
+        details=args.details,
+        timeout=args.timeout,
+        report_rows=args.report_rows,
+        progress=not args.quiet,
+        input_format=args.format,
+        resume=args.resume,
+        overwrite=args.overwrite,
+    ).stream
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from turneval.runner import resolve_metrics
+
+    metrics = _metric_list(args.metric)
+    bars = _fail_under(args.fail_under, resolve_metrics(metrics))
+    allowed = max_failed(args.max_failed)
+    rate_limit = _rate_limit(args)  # a bad quota fails before any work
+    if args.dry_run:
+        return _dry_run(args, metrics)
+    out = Path(args.out)
+    from turneval.runner import resolve_metrics
+
+    llm = _judge(args, needed=any(m.uses_llm for m in resolve_metrics(metrics)))
+    _require_judge(metrics, llm)
+    if args.engine == "ray":
+        result = _evaluate_on_ray(args, metrics, out, llm is not None, rate_limit)
+    else:
+        result = _evaluate_here(args, metrics, out, llm, rate_limit)
     _print_summary(result, out)
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
         from turneval.results import Prices
@@ -460,7 +507,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="judge requests in flight at most, adapting to 429s (default: --llm-concurrency)",
     )
-    run.add_argument("--workers", type=int, default=None, help="processes for rule-based metrics")
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes for rule-based metrics (with --engine ray: scoring actors, default 2)",
+    )
+    run.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="score here (local) or on a Ray cluster (ray; needs the ray extra)",
+    )
+    run.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="the Ray cluster to join (default: a running one, else a local one)",
+    )
     run.add_argument("--timeout", type=float, default=None, help="seconds allowed per sample")
     run.add_argument("--details", action="store_true", help="write each metric's details too")
     run.add_argument("--report-rows", type=int, default=2000, help="rows in the HTML report")

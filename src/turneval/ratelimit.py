@@ -172,18 +172,36 @@ class LocalBudget:
         self._next_request = -math.inf
         self._next_token = -math.inf
 
-    async def acquire(self, tokens: int) -> None:
-        """Reserve the next start that fits both quotas and sleep until then."""
+    @property
+    def request_gap(self) -> float:
+        """Seconds between two request starts (0 without a request quota)."""
+        return self._request_gap
+
+    def reserve(self, tokens: int) -> float:
+        """Take the next start that fits both quotas; returns the seconds until it (>= 0).
+
+        The synchronous half of :meth:`acquire`, for a budget held by one process (or Ray
+        actor) that many workers ask: it never waits, the caller sleeps.
+        """
         now = self._clock()
         start = max(now, self._next_request, self._next_token)
         self._next_request = start + self._request_gap
         self._next_token = start + max(tokens, 0) * self._token_seconds
-        if start > now:
-            await self._sleep(start - now)  # type: ignore[misc]
+        return start - now
+
+    def correct(self, estimated: int, actual: int) -> None:
+        """Give back (or take more of) the token budget by ``actual - estimated`` tokens."""
+        self._next_token += (actual - estimated) * self._token_seconds
+
+    async def acquire(self, tokens: int) -> None:
+        """Reserve the next start that fits both quotas and sleep until then."""
+        wait = self.reserve(tokens)
+        if wait > 0:
+            await self._sleep(wait)  # type: ignore[misc]
 
     async def settle(self, estimated: int, actual: int) -> None:
         """Give back (or take more of) the token budget by ``actual - estimated`` tokens."""
-        self._next_token += (actual - estimated) * self._token_seconds
+        self.correct(estimated, actual)
 
 
 @dataclass

@@ -22,7 +22,7 @@ import re
 import sys
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,7 +51,14 @@ try:  # the "fast" extra (also a langsmith dependency, so nearly always present)
 except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson_dumps = None
 
-__all__ = ["FIRST_ERRORS", "RowError", "StreamResult", "evaluate_jsonl", "finished_lines"]
+__all__ = [
+    "FIRST_ERRORS",
+    "ChunkEngine",
+    "RowError",
+    "StreamResult",
+    "evaluate_jsonl",
+    "finished_lines",
+]
 
 
 @dataclass
@@ -464,6 +471,7 @@ def evaluate_jsonl(
     resume: bool = False,
     overwrite: bool = True,
     rate_limit: RateLimit | None = None,
+    engine: ChunkEngine | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -499,6 +507,10 @@ def evaluate_jsonl(
             raise :class:`ConfigError` instead (the CLI's default).
         rate_limit: The judge provider's quota (:class:`~turneval.ratelimit.RateLimit`), held
             across the whole file: judge requests are paced to it and adapt to 429s.
+        engine: Scores the chunks instead of this process and its workers (e.g. on a Ray
+            cluster, :func:`turneval.distributed.evaluate_on_ray`): called with the chunks as
+            ``(lines, first_index, report_rows_to_keep)``, the metrics and the run options, it
+            yields each chunk's scores in input order. It builds the judges where it scores.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -513,7 +525,8 @@ def evaluate_jsonl(
     otlp = input_format == "otlp" or (input_format == "auto" and _is_otlp(source))
     read_chunks = _otlp_chunks if otlp else _chunks
     resolved = resolve_metrics(metrics)
-    check_judges(resolved, llm)
+    if engine is None:  # an engine builds the judges where it scores
+        check_judges(resolved, llm)
     owns_cache = cache is not None and not isinstance(cache, SQLiteCache)
     options = RunOptions(  # a corrupt cache fails here, named, before any row is scored
         llm=llm,
@@ -533,11 +546,32 @@ def evaluate_jsonl(
             sink = _JsonlSink(resolved, handle, report_rows, options)
             sink.resume(done)
             chunks = read_chunks(source, chunk_size, chunk_bytes, frozenset(done))
-            _score_chunks(chunks, resolved, options, workers, sink)
+            if engine is None:
+                _score_chunks(chunks, resolved, options, workers, sink)
+            else:
+                for chunk in engine(_numbered(chunks, sink), resolved, options):
+                    sink.absorb(chunk)
         return sink.finish(target, title or f"turneval: {source.name}")
     finally:
         if owns_cache and options.cache is not None:
             options.cache.close()
+
+
+ChunkEngine = Callable[
+    [Iterator[tuple[list[_Line], int, int]], list[Metric], RunOptions],
+    Iterable[_Chunk],
+]
+"""Scores chunks of numbered lines elsewhere, in order; see ``evaluate_jsonl(engine=...)``."""
+
+
+def _numbered(
+    chunks: Iterator[list[_Line]], sink: _JsonlSink
+) -> Iterator[tuple[list[_Line], int, int]]:
+    """Each chunk with the index of its first row and the report rows it may still fill."""
+    index = sink.total
+    for lines in chunks:
+        yield lines, index, max(sink.report_rows - index, 0)
+        index += len(lines)
 
 
 def _score_chunks(

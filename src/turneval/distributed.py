@@ -1,0 +1,390 @@
+"""Evaluate on a Ray cluster: the streamed run's chunks scored by Ray Data actors.
+
+:func:`evaluate_on_ray` is :func:`turneval.stream.evaluate_jsonl` with another engine. The driver
+reads the file in chunks (line numbers, blank lines, resume and OTLP input work as they do
+locally); each chunk is scored by an actor of a Ray Data ``map_batches`` stage, which builds
+the metrics and the judge once (the judge from ``llm_factory`` inside the actor: chat models are
+never shipped pickled) and scores the chunk exactly as a local run scores it; the driver takes
+the chunks back in input order and writes ``results.jsonl``, ``summary.json`` and
+``report.html`` with the local run's own code. So the rows are identical row by row, and the
+summary is computed exactly as locally.
+
+The provider quota is global: one Ray actor holds the :class:`~turneval.ratelimit.LocalBudget`
+and every worker takes its request starts from it (the actor computes the wait, the worker
+sleeps it), so the sum over workers stays within the quota while each worker keeps its own
+adaptive in-flight window. A worker that dies is restarted and its chunk retried; since only the
+driver writes, in order, no row is lost or written twice. A re-run with ``resume=True`` and the
+same ``output`` scores only the rows the first run did not finish (and, with the same judge
+cache, pays for no judge answer twice).
+
+Needs the ``ray`` extra: ``pip install 'turneval[ray]'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from turneval.errors import ConfigError
+from turneval.metrics import Metric
+from turneval.pipeline import RunOptions
+from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
+from turneval.runner import resolve_metrics
+from turneval.stream import StreamResult, _Chunk, _Line, _score_chunk, evaluate_jsonl
+
+__all__ = ["ActorBudget", "DistributedResult", "evaluate_on_ray"]
+
+_LATE_RETRIES = 4  # starts a worker may miss in a row before it sends anyway
+_MIN_LATENESS = 0.005  # seconds late that never count as missing a start
+
+_EXTRA = "evaluate_on_ray needs Ray Data: pip install 'turneval[ray]'"
+
+
+def _ray() -> Any:
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise ConfigError(_EXTRA) from exc
+    return ray
+
+
+@dataclass
+class DistributedResult:
+    """What :func:`evaluate_on_ray` leaves: the streamed run's result and where its rows are.
+
+    Attributes:
+        stream: Summaries, counts, usage and the report's rows, as a local streamed run gives.
+        output: The folder holding ``results.jsonl``, ``summary.json`` and ``report.html``.
+    """
+
+    stream: StreamResult
+    output: Path
+
+    @property
+    def results_path(self) -> Path:
+        """``results.jsonl``: one row per input line, in input order."""
+        return self.output / "results.jsonl"
+
+    def summary(self) -> dict[str, Any]:
+        """The run's ``summary.json``, as a local run writes it."""
+        loaded: dict[str, Any] = json.loads((self.output / "summary.json").read_text("utf-8"))
+        return loaded
+
+    def dataset(self) -> Any:
+        """The result rows as a Ray Dataset (read from ``results.jsonl``)."""
+        return _ray().data.read_json(str(self.results_path))
+
+    def to_pandas(self) -> Any:
+        """The result rows as a pandas DataFrame, in input order (needs the ``pandas`` extra)."""
+        import pandas as pd
+
+        return pd.read_json(self.results_path, lines=True)
+
+
+class _Quota:
+    """The provider's quota, held once for the whole cluster (a Ray actor's state)."""
+
+    def __init__(self, rate_limit: RateLimit) -> None:
+        self.budget = LocalBudget(rate_limit)
+
+    def reserve(self, tokens: int) -> tuple[float, float]:
+        """When the request may start (wall clock, ``time.time()``) and the gap between starts."""
+        return time.time() + self.budget.reserve(tokens), self.budget.request_gap
+
+    def correct(self, estimated: int, actual: int) -> None:
+        self.budget.correct(estimated, actual)
+
+
+class ActorBudget:
+    """A :class:`~turneval.ratelimit.Budget` held by a Ray actor that every worker asks.
+
+    Args:
+        handle: The actor (it has ``reserve(tokens) -> seconds`` and ``correct``).
+    """
+
+    def __init__(self, handle: Any) -> None:
+        """Ask ``handle`` for request starts."""
+        self.handle = handle
+
+    async def acquire(self, tokens: int) -> None:
+        """Take the next start from the actor, then wait for it here.
+
+        The actor answers with a wall-clock time, not a delay, so that the time its answer
+        takes to arrive does not shift the start (the clocks of a cluster's nodes are assumed
+        synchronised, as NTP keeps them). A worker that wakes up more than one request gap past
+        its start (its process was busy) takes a new start instead of sending late, so that
+        late requests never bunch up with the ones on time; the missed start is lost.
+        """
+        for _ in range(_LATE_RETRIES):
+            start_at, gap = await self.handle.reserve.remote(tokens)
+            wait = start_at - time.time()
+            if wait > 0:
+                await anyio.sleep(wait)
+            if time.time() - start_at <= max(gap, _MIN_LATENESS):
+                return
+
+    async def settle(self, estimated: int, actual: int) -> None:
+        """Correct the shared token budget with the provider's reported usage."""
+        await self.handle.correct.remote(estimated, actual)
+
+
+class _ChunkScorer:
+    """One Ray Data actor: metrics and judge built once, then chunk after chunk."""
+
+    def __init__(
+        self,
+        metrics: list[Metric],
+        options: RunOptions,
+        llm_factory: Callable[[], Any] | None,
+        cache: str | None,
+        quota: Any,
+        rate_limit: RateLimit | None,
+    ) -> None:
+        limiter = None if rate_limit is None else RateLimiter(rate_limit, budget=ActorBudget(quota))
+        self.metrics = metrics
+        self.options = options.replace(
+            llm=llm_factory() if llm_factory is not None else None,
+            cache=cache,
+            rate_limit=limiter,
+        )
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
+        ray = _ray()
+        chunks = []
+        for ref in batch["chunk_ref"]:
+            lines, first, keep = ray.get(ref)
+            chunk = anyio.run(_score_chunk, lines, first, self.metrics, keep, self.options)
+            chunks.append(pickle.dumps(chunk))
+        return {"chunk": chunks}
+
+
+def _engine(
+    ray: Any,
+    *,
+    llm_factory: Callable[[], Any] | None,
+    cache: str | None,
+    rate_limit: RateLimit | None,
+    concurrency: int,
+    num_cpus: float,
+    max_retries: int,
+) -> Callable[..., Iterable[_Chunk]]:
+    def run(
+        chunks: Iterator[tuple[list[_Line], int, int]],
+        metrics: list[Metric],
+        options: RunOptions,
+    ) -> Iterator[_Chunk]:
+        # The chunks go to the object store (which spills to disk), not into the driver's heap:
+        # the driver holds one reference per chunk, whatever the size of the file.
+        items = [{"chunk_ref": ray.put(chunk)} for chunk in chunks]
+        if not items:
+            return
+        quota = None
+        if rate_limit is not None:
+            quota = ray.remote(num_cpus=0)(_Quota).remote(rate_limit)
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True  # chunks come back in input order
+        context.execution_options.verbose_progress = False
+        context.enable_progress_bars = options.progress_shown()
+        context.print_on_execution_start = False
+        portable = options.replace(cache=None, llm=None, on_row=None, show_progress=False)
+        kwargs = {
+            "metrics": metrics,
+            "options": portable,
+            "llm_factory": llm_factory,
+            "cache": cache,
+            "quota": quota,
+            "rate_limit": rate_limit,
+        }
+        source = ray.data.from_items(items, override_num_blocks=len(items))
+        with warnings.catch_warnings():
+            # Ray 2.5x deprecates remote args passed as keywords but names no parameter for
+            # actor restarts yet; its default (restart forever) would hang on a chunk that
+            # kills every actor, so the bound is passed the only way there is.
+            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+            scored = _scored(source, concurrency, len(items), num_cpus, max_retries, kwargs)
+        for row in scored.iter_rows():
+            yield pickle.loads(row["chunk"])
+
+    return run
+
+
+def _scored(
+    source: Any,
+    concurrency: int,
+    chunks: int,
+    num_cpus: float,
+    max_retries: int,
+    kwargs: dict[str, Any],
+) -> Any:
+    """The ``map_batches`` stage of the scoring actors over ``source``."""
+    import ray.data
+
+    return source.map_batches(
+        _ChunkScorer,
+        batch_size=1,
+        compute=ray.data.ActorPoolStrategy(size=min(concurrency, chunks)),
+        num_cpus=num_cpus,
+        fn_constructor_kwargs=kwargs,
+        max_restarts=max_retries,
+        max_task_retries=max_retries,
+    )
+
+
+def evaluate_on_ray(
+    data: str | os.PathLike[str] | Any,
+    metrics: Sequence[Metric | str],
+    *,
+    output: str | os.PathLike[str] | None = None,
+    address: str | None = None,
+    llm_factory: Callable[[], Any] | None = None,
+    rate_limit: RateLimit | None = None,
+    cache: str | os.PathLike[str] | None = None,
+    batch_size: int = 1000,
+    concurrency: int = 2,
+    num_cpus: float = 0.5,
+    sample_concurrency: int = 16,
+    llm_concurrency: int = 8,
+    resume: bool = False,
+    overwrite: bool = True,
+    input_format: str = "auto",
+    details: bool = False,
+    timeout: float | None = None,
+    max_retries: int = 3,
+    report_rows: int = 2000,
+    title: str | None = None,
+    progress: bool = False,
+) -> DistributedResult:
+    """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
+
+    Connects to the running Ray cluster (``ray.init()`` first for a remote one; a local one is
+    started otherwise).
+
+    Args:
+        data: A JSONL (or OTLP/JSON) file of samples, a Parquet file or folder of sample rows,
+            or a ``ray.data.Dataset`` of sample rows (Parquet and datasets are written to
+            ``output/input.jsonl`` first, in their order, so that rows keep line numbers).
+        metrics: Metric objects or names. Metrics are shipped to the actors; a metric that
+            holds its own chat model is refused (pass ``llm_factory``).
+        output: Folder of the results (created; a temporary folder if None).
+        address: The Ray cluster to join when Ray is not initialised yet (``ray.init(address)``;
+            None: a running cluster, else a local one).
+        llm_factory: Builds the judge model inside each actor (e.g.
+            ``lambda: ChatOpenAI(model="gpt-4o-mini")``).
+        rate_limit: The provider's quota, held once for the whole cluster.
+        cache: SQLite judge cache path, shared by the actors (same machine or shared storage
+            that supports SQLite's locking).
+        batch_size: Input lines per chunk (one actor call scores one chunk).
+        concurrency: Scoring actors.
+        num_cpus: CPUs each actor requests (fractional: whole CPUs starve the other stages
+            of a small cluster).
+        sample_concurrency: Samples in flight in one actor.
+        llm_concurrency: Judge requests in flight in one actor (the quota's ``max_in_flight``
+            when ``rate_limit`` is given).
+        resume: Keep the rows ``output/results.jsonl`` already holds; score only the others.
+        overwrite: Without ``resume``, replace an existing results.jsonl (if False, raise
+            :class:`~turneval.errors.ConfigError` instead, as the CLI does by default).
+        input_format: ``"jsonl"``, ``"otlp"`` or ``"auto"``, as for
+            :func:`~turneval.stream.evaluate_jsonl`.
+        details: Also write each metric's ``details``.
+        timeout: Seconds allowed per sample.
+        max_retries: Restarts of a dead actor and retries of its chunk.
+        report_rows: Rows kept for the report's per-sample table.
+        title: The report's title.
+        progress: Print a progress line to stderr.
+
+    Raises:
+        ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
+            out of range.
+    """
+    ray = _ray()
+    if concurrency < 1 or num_cpus <= 0 or max_retries < 0:
+        raise ConfigError("concurrency must be >= 1, num_cpus > 0 and max_retries >= 0")
+    resolved = resolve_metrics(metrics)
+    holding = [m.name for m in resolved if getattr(m, "llm", None) is not None]
+    if holding:
+        raise ConfigError(
+            f"metrics {holding} hold their own chat model: chat models are not shipped to Ray "
+            "workers; build the judge in each worker with llm_factory=... instead"
+        )
+    needing = [m.name for m in resolved if m.uses_llm and getattr(m, "requires_llm", True)]
+    if needing and llm_factory is None:
+        raise ConfigError(
+            f"metrics {needing} need an LLM judge: pass llm_factory=... (called in each worker)"
+        )
+    target = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="turneval-"))
+    target.mkdir(parents=True, exist_ok=True)
+    if not ray.is_initialized():
+        ray.init(address=address)
+    if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
+        path: str | os.PathLike[str] = data
+    elif isinstance(data, (str, os.PathLike)):
+        path = _write_rows(ray.data.read_parquet(str(data)), target)
+    else:
+        path = _write_rows(data, target)
+    engine = _engine(
+        ray,
+        llm_factory=llm_factory,
+        cache=None if cache is None else str(cache),
+        rate_limit=rate_limit,
+        concurrency=concurrency,
+        num_cpus=num_cpus,
+        max_retries=max_retries,
+    )
+    stream = evaluate_jsonl(
+        path,
+        resolved,
+        target,
+        max_concurrency=sample_concurrency,
+        max_llm_concurrency=llm_concurrency
+        if rate_limit is None
+        else max(llm_concurrency, rate_limit.max_in_flight),
+        chunk_size=batch_size,
+        report_rows=report_rows,
+        details=details,
+        timeout=timeout,
+        title=title,
+        show_progress=progress,
+        resume=resume,
+        overwrite=overwrite,
+        input_format=input_format,
+        engine=engine,
+    )
+    return DistributedResult(stream, target)
+
+
+def _is_parquet(path: Path) -> bool:
+    """A Parquet file, or a folder of them."""
+    if path.is_dir():
+        return any(path.glob("*.parquet"))
+    return path.suffix.lower() in {".parquet", ".pq"}
+
+
+def _write_rows(dataset: Any, target: Path) -> Path:
+    """A Ray Dataset of sample rows as ``target/input.jsonl``, in the dataset's order."""
+    path = target / "input.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        for row in dataset.iter_rows():
+            handle.write(json.dumps(_plain(row), ensure_ascii=False, default=str) + "\n")
+    return path
+
+
+def _plain(value: Any) -> Any:
+    """Arrow/numpy values of a Ray row as plain JSON values (None fields dropped)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

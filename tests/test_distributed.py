@@ -1,0 +1,191 @@
+"""evaluate_on_ray on a local 2-CPU Ray cluster: the same rows as a local run, one quota."""
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from turneval import ConfigError
+from turneval.ratelimit import RateLimit
+from turneval.stream import evaluate_jsonl
+
+from ._builders import call, conversation
+from ._openai_stub import OpenAIStub, Reply
+
+ray = pytest.importorskip("ray")
+
+from turneval.distributed import DistributedResult, evaluate_on_ray  # noqa: E402
+
+pytestmark = [  # Ray warns about its own deprecated settings while it starts
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+METRICS = ["tool_call_f1", "trajectory_in_order_match"]
+RATED = json.dumps({"explanation": "fine", "score": 3})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}},
+    )
+    yield
+    ray.shutdown()
+
+
+def sample_lines(n: int) -> list[str]:
+    """Good samples of varying calls, with a bad line and a blank line among them."""
+    names = ["a", "b", "c"]
+    lines = []
+    for i in range(n):
+        calls = [call(names[(i + k) % 3]) for k in range(1 + i % 3)]
+        sample = conversation(calls, reference=[call("a"), call("b")])
+        lines.append(sample.model_dump_json(exclude_none=True))
+    lines[7] = "{not json"
+    lines[11] = ""
+    return lines
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in sample_lines(3000)))
+    local = tmp_path / "local"
+    evaluate_jsonl(data, METRICS, local, chunk_size=100, workers=1, details=False)
+    result = evaluate_on_ray(data, METRICS, output=tmp_path / "ray", batch_size=350)
+    assert isinstance(result, DistributedResult)
+    assert rows(result.results_path) == rows(local / "results.jsonl")  # row by row
+    assert result.summary() == json.loads((local / "summary.json").read_text())
+    assert result.stream.total_rows == 2999 and result.stream.bad_lines == 1
+    assert result.to_pandas()["line"].tolist()[:8] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_a_killed_worker_loses_and_duplicates_no_row(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in sample_lines(300)))
+    marker = tmp_path / "killed"
+    from turneval.metrics import CustomMetric
+
+    def dies_once(instance: dict[str, Any]) -> float:
+        """Kills its worker process the first time it is called in the run."""
+        if not marker.exists():
+            marker.write_text("x")
+            os._exit(1)
+        return float(len(instance["user_input"]))
+
+    metric = CustomMetric(name="length", metric_function=dies_once)
+    result = evaluate_on_ray(data, [metric], output=tmp_path / "out", batch_size=25)
+    assert marker.exists()  # a worker did die
+    lines = [row["line"] for row in rows(result.results_path)]
+    assert lines == [n for n in range(1, 301) if n != 12]  # every row once, in order
+    assert all(row["length"] is not None for row in rows(result.results_path) if row["line"] != 8)
+
+
+def test_one_quota_across_workers_and_resume_pays_nothing(tmp_path: Path) -> None:
+    from langchain_openai import ChatOpenAI
+
+    from turneval.metrics import PointwiseMetric
+
+    stub = OpenAIStub()
+    stub.reset(default=Reply(RATED, delay=0.02))
+    try:
+        url = stub.url
+        questions = [
+            json.dumps({"user_input": f"Question {i}?", "response": f"Answer {i}."})
+            for i in range(40)
+        ]
+        data = tmp_path / "q.jsonl"
+        data.write_text("".join(q + "\n" for q in questions))
+        clarity = PointwiseMetric(
+            name="clarity", criteria="Clear?", rating_rubric={"1": "no", "3": "ok", "5": "yes"}
+        )
+
+        def judge() -> Any:
+            return ChatOpenAI(model="gpt-4o-mini", base_url=url, api_key="k")
+
+        quota = RateLimit(requests_per_minute=1200, max_in_flight=4)  # 20 a second
+        out = tmp_path / "out"
+        result = evaluate_on_ray(
+            data, [clarity], output=out, llm_factory=judge, rate_limit=quota, batch_size=10
+        )
+        assert [row["clarity"] for row in rows(result.results_path)] == [3.0] * 40
+        times = sorted(stub.times)
+        assert len(times) == 40
+        # 2 workers share one quota: 40 requests take at least 39 gaps of 1/20 s (two quotas of
+        # their own would let them through in about half that), and any second holds at most
+        # 20 arrivals (+2 for the jitter between a start and its arrival on a loaded machine).
+        assert times[-1] - times[0] >= 39 / 20 * 0.95
+        most = max(sum(1 for t in times if start <= t < start + 1.0) for start in times)
+        assert most <= 22
+        again = evaluate_on_ray(
+            data, [clarity], output=out, llm_factory=judge, rate_limit=quota, resume=True
+        )
+        assert len(stub.requests) == 40  # nothing scored twice
+        assert rows(again.results_path) == rows(result.results_path)
+        assert again.summary()["metrics"]["clarity"]["mean"] == 3.0
+    finally:
+        stub.close()
+
+
+def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from turneval.metrics import PointwiseMetric
+    from turneval.testing import ScriptedChatModel
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(sample_lines(20)[0] + "\n")
+    judged = PointwiseMetric(name="c", criteria="c", rating_rubric={"1": "a", "2": "b"})
+    with pytest.raises(ConfigError, match="llm_factory"):
+        evaluate_on_ray(data, [judged], output=tmp_path / "o")
+    holding = judged.model_copy(update={"llm": ScriptedChatModel(responses=[RATED])})
+    with pytest.raises(ConfigError, match="not shipped to Ray workers"):
+        evaluate_on_ray(data, [holding], output=tmp_path / "o", llm_factory=lambda: None)
+    with pytest.raises(ConfigError, match="concurrency"):
+        evaluate_on_ray(data, METRICS, output=tmp_path / "o", concurrency=0)
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ConfigError, match=r"pip install 'turneval\[ray\]'"):
+        evaluate_on_ray(data, METRICS, output=tmp_path / "o")
+
+
+def test_cli_engine_ray_writes_what_the_local_engine_writes(tmp_path: Path) -> None:
+    from turneval.cli import main
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in sample_lines(120)))
+    common = ["evaluate", str(data), "--metric", "tool_call_f1", "--quiet", "--max-failed", "1"]
+    assert main([*common, "--out", str(tmp_path / "local"), "--workers", "1"]) == 0
+    assert main([*common, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
+    assert rows(tmp_path / "ray" / "results.jsonl") == rows(tmp_path / "local" / "results.jsonl")
+    # as locally, an existing results.jsonl is kept unless --overwrite or --resume is given
+    assert main([*common, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 2
+
+
+def test_a_ray_dataset_and_a_parquet_folder_give_the_rows_of_the_same_jsonl(tmp_path: Path) -> None:
+    # Parquet cannot hold an empty struct: calls with arguments here.
+    samples = [
+        conversation([call("a", city="Paris", days=i)], reference=[call("a", city="Paris", days=1)])
+        for i in range(30)
+    ]
+    lines = [sample.model_dump_json(exclude_none=True) for sample in samples]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in lines))
+    evaluate_jsonl(data, METRICS, tmp_path / "local", workers=1, details=False)
+    expected = rows(tmp_path / "local" / "results.jsonl")
+    records = [json.loads(line) for line in lines]
+    from_dataset = evaluate_on_ray(ray.data.from_items(records), METRICS, output=tmp_path / "ds")
+    assert rows(from_dataset.results_path) == expected
+    parquet = tmp_path / "parquet"
+    ray.data.from_items(records, override_num_blocks=1).write_parquet(str(parquet))
+    from_parquet = evaluate_on_ray(parquet, METRICS, output=tmp_path / "pq")
+    assert rows(from_parquet.results_path) == expected
