@@ -40,3 +40,9 @@ def as_type(cls: type[T], value: object) -> T:
 def messages_of(sample: Sample | None) -> list[Message]:
     """The conversation of ``sample``, which the test expects to be a multi-turn sample."""
     return as_type(MultiTurnSample, sample).user_input
+
+
+def metadata_of(item: Sample | Message | None) -> dict[str, Any]:
+    """The metadata of a sample or message, which the test expects to have some."""
+    assert item is not None and item.metadata is not None, f"no metadata on {item!r}"
+    return item.metadata

@@ -153,7 +153,7 @@ class OpenAIStub:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
-                    payload = {
+                    payload: dict[str, Any] = {
                         "error": {
                             "message": f"scripted {reply.status}",
                             "type": "stub",
