@@ -35,8 +35,8 @@ def test_one_event_per_metric_and_conversation() -> None:
     assert f1.event_name == "gen_ai.evaluation.result"
     assert f1.attributes["gen_ai.evaluation.score.value"] == 0.0  # type: ignore[index]  # args differ
     assert "precision=0/1" in f1.attributes["gen_ai.evaluation.explanation"]  # type: ignore[index, operator]
-    assert format(f1.trace_id, "032x") == trace_hex(root)  # type: ignore[arg-type]
-    assert format(f1.span_id, "016x") == span_hex(root)  # type: ignore[arg-type]
+    assert format(f1.trace_id, "032x") == trace_hex(root)
+    assert format(f1.span_id, "016x") == span_hex(root)
     failed = emitted[2]
     assert failed.attributes["error.type"] == "InvalidSampleError"  # type: ignore[index]
     assert "gen_ai.evaluation.score.value" not in failed.attributes  # type: ignore[operator]
