@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,7 +101,7 @@ def test_simulated_support_example_with_an_openai_compatible_endpoint(openai_stu
 
     example = runpy.run_path(str(ROOT / "examples" / "simulated_support.py"))
 
-    def respond(body: dict) -> Reply:
+    def respond(body: dict[str, Any]) -> Reply:
         system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
         messages = [SystemMessage(content=system), HumanMessage(content=prompt)]
         policy = (

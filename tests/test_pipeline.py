@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -13,6 +14,9 @@ from turneval.metrics import ToolCallF1
 from turneval.pipeline import RunOptions, ascore_batch, score_batch
 
 from ._builders import call, conversation
+
+if TYPE_CHECKING:
+    from turneval import MultiTurnSample
 
 # F1 of calls [a] against reference [a, b]: precision 1/1, recall 1/2, F1 = 2*1*0.5/1.5 = 2/3.
 HALF = conversation([call("a")], reference=[call("a"), call("b")])
@@ -44,7 +48,7 @@ def test_run_options_reject_bad_values_naming_the_option(
     options: dict[str, object], message: str
 ) -> None:
     with pytest.raises(ConfigError, match=message):
-        RunOptions(**options)  # type: ignore[arg-type]
+        RunOptions(**options)
 
 
 def test_run_options_are_frozen_and_replace_validates() -> None:
@@ -142,7 +146,7 @@ async def _answer(messages: list[object]) -> list[object]:
     ]
 
 
-def _scripts(n: int, reference: list[str]) -> list[object]:
+def _scripts(n: int, reference: list[str]) -> list[MultiTurnSample]:
     from turneval import HumanMessage, MultiTurnSample
 
     return [

@@ -76,8 +76,9 @@ def test_summary_has_confidence_intervals_and_cost() -> None:
     assert (
         summary.mean == 0.5
         and summary.ci_low is not None
+        and summary.ci_high is not None
         and summary.ci_low < 0.5 < summary.ci_high
-    )  # type: ignore[operator]
+    )
     result.usage = Usage(input_tokens=2_000_000, output_tokens=500_000, calls=10)
     assert result.cost(Prices(2.5, 10.0)) == 2 * 2.5 + 0.5 * 10.0
     assert result.cost({"input": 1.0, "output": 0.0}) == 2.0

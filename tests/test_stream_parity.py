@@ -5,6 +5,7 @@ details, and when resumed."""
 import gc
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ LINES: list[tuple[bytes, int | None]] = [
 ]
 
 
-def rows_of(out: Path) -> list[dict]:
+def rows_of(out: Path) -> list[dict[str, Any]]:
     text = (out / "results.jsonl").read_bytes().decode("utf-8")  # valid UTF-8, every line
     return [json.loads(line) for line in text.splitlines()]
 

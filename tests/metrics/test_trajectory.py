@@ -29,7 +29,7 @@ async def scores(
     predicted: list[ToolCall], reference: list[ToolCall], **options: object
 ) -> list[float]:
     sample = conversation(predicted, reference=reference)
-    return [await cls(**options).multi_turn_ascore(sample) for cls in FIVE]  # type: ignore[arg-type]
+    return [await cls(**options).multi_turn_ascore(sample) for cls in FIVE]
 
 
 async def test_vertex_seed_examples() -> None:
