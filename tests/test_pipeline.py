@@ -17,6 +17,7 @@ from ._builders import call, conversation
 
 if TYPE_CHECKING:
     from turneval import MultiTurnSample
+    from turneval.metrics import Metric
 
 # F1 of calls [a] against reference [a, b]: precision 1/1, recall 1/2, F1 = 2*1*0.5/1.5 = 2/3.
 HALF = conversation([call("a")], reference=[call("a"), call("b")])
@@ -117,7 +118,7 @@ async def test_a_batch_records_metric_failures_and_timeouts_on_rows() -> None:
         await anyio.sleep(5)
         return 1.0
 
-    metrics = [ToolCallF1(), CustomMetric("slow", slow)]
+    metrics: list[Metric] = [ToolCallF1(), CustomMetric("slow", slow)]
     no_reference = conversation([call("a")])
     rows = await ascore_batch(
         [FULL, no_reference], metrics, options=RunOptions(timeout=0.05, details=False)
