@@ -15,7 +15,7 @@ from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall
 from turneval.agents import EvalTask, arun_agent
 from turneval.testing import ScriptedChatModel
 
-from ._builders import messages_of
+from ._builders import as_type, messages_of
 
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
 
@@ -134,7 +134,7 @@ async def test_openai_tool_calls_and_full_history_in_openai_format() -> None:
     run = await arun_agent(agent, sample)
     assert run.error is None
     assert [m.type for m in run.messages] == ["human", "ai", "tool", "ai"]
-    assert run.messages[1].tool_calls == [ToolCall(name="f", args={}, id="c1")]  # type: ignore[union-attr]
+    assert as_type(AIMessage, run.messages[1]).tool_calls == [ToolCall(name="f", args={}, id="c1")]
 
 
 async def test_none_and_junk_name_the_contract() -> None:

@@ -141,11 +141,11 @@ def test_cycles_made_in_a_batch_are_still_collected() -> None:
     import weakref
 
     class Node:
-        pass
+        self: object  # set to the node itself: a reference cycle
 
     with batch_collection():
         node = Node()
-        node.self = node  # type: ignore[attr-defined]
+        node.self = node
         ref = weakref.ref(node)
         del node
         gc.collect()

@@ -1,3 +1,5 @@
+from collections.abc import Callable
+
 import pytest
 from pydantic import ValidationError
 
@@ -126,6 +128,6 @@ async def test_single_tool_use() -> None:
 
 
 @pytest.mark.parametrize("cls", FIVE)
-async def test_reference_is_required(cls: type[Metric]) -> None:
+async def test_reference_is_required(cls: Callable[[], Metric]) -> None:
     with pytest.raises(InvalidSampleError, match="reference_tool_calls"):
-        await cls().ascore(conversation([call("a")]))  # type: ignore[call-arg]
+        await cls().ascore(conversation([call("a")]))
