@@ -12,9 +12,8 @@ from turneval.errors import ConfigError
 from turneval.judge import JudgeRun, SQLiteCache
 from turneval.metrics import ToolCallF1
 from turneval.pipeline import RunOptions, ascore_batch, score_batch
-from turneval.results import EvaluationResult
 
-from ._builders import as_type, call, conversation
+from ._builders import call, conversation
 
 if TYPE_CHECKING:
     from turneval import MultiTurnSample
@@ -175,7 +174,7 @@ def test_eval_task_takes_fail_on_error_on_row_and_a_scoring_timeout() -> None:
     no_reference = EvalTask(_scripts(30, []), [ToolCallF1()], max_concurrency=1)
     with pytest.raises(EvaluationAbortedError, match="1 of 1 rows failed") as info:
         no_reference.evaluate(_answer, fail_on_error=True)
-    assert len(as_type(EvaluationResult, info.value.result).rows) == 1
+    assert info.value.result is not None and len(info.value.result.rows) == 1
 
     async def slow(instance: dict[str, object]) -> float:
         await anyio.sleep(5)

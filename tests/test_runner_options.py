@@ -7,9 +7,9 @@ import pytest
 from turneval import EvaluationAbortedError, Prices, evaluate
 from turneval.judge import Usage
 from turneval.metrics import CustomMetric, ToolCallF1
-from turneval.results import EvaluationResult, SampleResult
+from turneval.results import SampleResult
 
-from ._builders import as_type, call, conversation
+from ._builders import call, conversation
 
 
 def slow_metric(seconds: float) -> CustomMetric:
@@ -33,8 +33,8 @@ def test_fail_on_error_true_aborts_with_the_partial_result() -> None:
     samples = [conversation([call("a")], reference=[call("a")]), conversation([call("a")])] * 5
     with pytest.raises(EvaluationAbortedError, match="1 of .* rows failed; last: row 1") as info:
         evaluate(samples, [ToolCallF1()], fail_on_error=True, max_concurrency=1)
-    partial = as_type(EvaluationResult, info.value.result)
-    assert 2 <= len(partial.rows) < len(samples)
+    partial = info.value.result
+    assert partial is not None and 2 <= len(partial.rows) < len(samples)
 
 
 def test_fail_on_error_fraction() -> None:
