@@ -3,6 +3,7 @@
 import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -266,7 +267,16 @@ def test_request_quota_is_honoured_at_the_stub(openai_stub: OpenAIStub) -> None:
     assert most <= 11
 
 
-def test_a_429_burst_shrinks_the_window_then_it_recovers(openai_stub: OpenAIStub) -> None:
+@pytest.fixture
+def own_stub() -> Iterator[OpenAIStub]:
+    """A server of the test's own: no request left over from another test can arrive."""
+    stub = OpenAIStub()
+    yield stub
+    stub.close()
+
+
+def test_a_429_burst_shrinks_the_window_then_it_recovers(own_stub: OpenAIStub) -> None:
+    openai_stub = own_stub
     limiter = RateLimiter(RateLimit(max_in_flight=8))
     arrivals: list[int] = []  # the limiter's requests in flight as each request arrives
     lock = threading.Lock()
