@@ -403,3 +403,39 @@ def test_scenarios_share_one_limit_between_judge_and_simulated_user() -> None:
     )
     assert [row.results["clarity"].value for row in result.rows] == [3.0, 3.0]
     assert limiter.started == judge.calls + user_model.calls == 2 + 2 * 2
+
+
+class _SlowQuotaActor:
+    """A quota actor stand-in whose answers take ``trip`` seconds to reach the worker."""
+
+    def __init__(self, trip: float, rpm: float) -> None:
+        from turneval.distributed import _Quota
+
+        self.quota = _Quota(RateLimit(requests_per_minute=rpm))
+        self.trip = trip
+        self.reserve = self  # handle.reserve.remote(...) as on a Ray actor handle
+
+    async def remote(self, tokens: int, lead: float = 0.0) -> tuple[float, float]:
+        answer = self.quota.reserve(tokens, lead)
+        await anyio.sleep(self.trip)  # the answer travels
+        return answer
+
+
+def test_a_remote_budget_asks_ahead_of_a_slow_round_trip() -> None:
+    from turneval.distributed import ActorBudget
+
+    # Starts 0.1 s apart, answers 0.08 s in transit: a start of "now" would arrive 0.08 s
+    # late, more than half a gap, and be lost. After the first round trip the worker asks
+    # for starts twice the round trip ahead, so it misses at most the first one.
+    budget = ActorBudget(_SlowQuotaActor(trip=0.08, rpm=600))
+    sent: list[float] = []
+
+    async def main() -> None:
+        for _ in range(8):
+            await budget.acquire(1)
+            sent.append(time.time())
+
+    anyio.run(main)
+    assert budget.missed <= 1
+    assert budget.lead >= 2 * 0.08 * 0.9
+    assert all(b - a >= 0.1 * 0.9 for a, b in zip(sent, sent[1:]))  # still one gap apart

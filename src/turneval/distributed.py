@@ -46,6 +46,7 @@ __all__ = ["ActorBudget", "DistributedResult", "evaluate_on_ray"]
 
 _LATE_RETRIES = 4  # starts a worker may miss in a row before it sends anyway
 _MIN_LATENESS = 0.005  # seconds late that never count as missing a start
+_MIN_LEAD, _MAX_LEAD = 0.005, 1.0  # how far ahead a worker asks for its starts (seconds)
 
 _EXTRA = "evaluate_on_ray needs Ray Data: pip install 'turneval[ray]'"
 
@@ -98,9 +99,9 @@ class _Quota:
     def __init__(self, rate_limit: RateLimit) -> None:
         self.budget = LocalBudget(rate_limit)
 
-    def reserve(self, tokens: int) -> tuple[float, float]:
-        """When the request may start (wall clock, ``time.time()``) and the gap between starts."""
-        return time.time() + self.budget.reserve(tokens), self.budget.request_gap
+    def reserve(self, tokens: int, lead: float = 0.0) -> tuple[float, float]:
+        """The start (wall clock) and the gap between starts; the start is ``lead`` s ahead."""
+        return time.time() + self.budget.reserve(tokens, lead=lead), self.budget.request_gap
 
     def correct(self, estimated: int, actual: int) -> None:
         self.budget.correct(estimated, actual)
@@ -116,23 +117,38 @@ class ActorBudget:
     def __init__(self, handle: Any) -> None:
         """Ask ``handle`` for request starts."""
         self.handle = handle
+        self.lead = _MIN_LEAD
+        self.missed = 0  # starts this worker woke up too late for
+        self._round_trip = 0.0
 
     async def acquire(self, tokens: int) -> None:
         """Take the next start from the actor, then wait for it here.
 
         The actor answers with a wall-clock time, not a delay, so that the time its answer
         takes to arrive does not shift the start (the clocks of a cluster's nodes are assumed
-        synchronised, as NTP keeps them). A worker that wakes up more than one request gap past
-        its start (its process was busy) takes a new start instead of sending late, so that
-        late requests never bunch up with the ones on time; the missed start is lost.
+        synchronised, as NTP keeps them), and the worker asks for starts far enough ahead
+        (twice its recent round trip to the actor) that the answer arrives before the start. A
+        worker that wakes up more than half a request gap past its start (its process was
+        busy) takes a new start instead of sending late, so that late requests never bunch up
+        with the ones on time (a window of the quota's length then holds at most its share,
+        within the budget's 1% headroom); the missed start is lost.
         """
         for _ in range(_LATE_RETRIES):
-            start_at, gap = await self.handle.reserve.remote(tokens)
-            wait = start_at - time.time()
-            if wait > 0:
-                await anyio.sleep(wait)
-            if time.time() - start_at <= max(gap, _MIN_LATENESS):
+            asked = time.time()
+            start_at, gap = await self.handle.reserve.remote(tokens, self.lead)
+            now = time.time()
+            # Ask for starts at least twice the recent round trip ahead, so that an answer
+            # that travels slowly still arrives before its start.
+            took = now - asked
+            self._round_trip = (
+                took if self._round_trip == 0 else 0.8 * self._round_trip + 0.2 * took
+            )
+            self.lead = min(max(2 * self._round_trip, _MIN_LEAD), _MAX_LEAD)
+            if start_at > now:
+                await anyio.sleep(start_at - now)
+            if time.time() - start_at <= max(gap / 2, _MIN_LATENESS):
                 return
+            self.missed += 1
 
     async def settle(self, estimated: int, actual: int) -> None:
         """Correct the shared token budget with the provider's reported usage."""
