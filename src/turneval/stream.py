@@ -52,8 +52,8 @@ except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson_dumps = None
 
 __all__ = [
-    "FIRST_ERRORS",
     "ChunkEngine",
+    "FIRST_ERRORS",
     "RowError",
     "StreamResult",
     "evaluate_jsonl",
