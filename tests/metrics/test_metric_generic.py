@@ -74,8 +74,11 @@ async def test_a_user_metric_of_one_kind_has_that_kind_s_entry_points_only() -> 
     assert TurnCount.sample_types == (MultiTurnSample,)
     assert await metric.multi_turn_ascore(CHAT) == 2.0
     assert (await metric.ascore(CHAT)).reason == "2 messages"
+    assert await metric.multi_turn_ascore(CHAT, timeout=30.0) == 2.0
     assert not hasattr(metric, "single_turn_ascore")
     assert not hasattr(metric, "single_turn_score")
+    with pytest.raises(InvalidSampleError, match="scores MultiTurnSample, got SingleTurnSample"):
+        await metric.multi_turn_ascore(PAIR)  # type: ignore[arg-type]
     with pytest.raises(
         InvalidSampleError,
         match=r"'test_generic_turn_count' scores "
