@@ -132,6 +132,12 @@ def preset_class(base: type[M], name: str, row: Preset, module: str) -> type[M]:
 class JudgedMetric(Metric[SampleT], ABC):
     """A metric that asks an LLM judge: implement :meth:`requests` and :meth:`verdict`.
 
+    Generic over its samples as :class:`~turneval.metrics.base.Metric` is: subclass
+    ``JudgedMetric[SingleTurnSample]`` (with ``SingleTurnMetric`` for ragas' entry points),
+    ``JudgedMetric[MultiTurnSample]`` (with ``MultiTurnMetric``) or ``JudgedMetric[Sample]``
+    (with ``SingleTurnScoring`` and ``MultiTurnScoring``); ``requests`` and ``verdict`` then
+    take that sample type.
+
     Attributes:
         llm: A LangChain chat model (e.g. ``ChatOpenAI(model="gpt-4o")``) or a
             ``LangchainLLMWrapper``; None uses the ``llm`` given to ``evaluate``.
