@@ -438,6 +438,5 @@ def test_a_remote_budget_asks_ahead_of_a_slow_round_trip() -> None:
     anyio.run(main)
     assert budget.missed <= 1
     assert budget.lead >= 2 * 0.08 * 0.9
-    assert all(
-        b - a >= 0.1 * 0.9 for a, b in zip(sent, sent[1:], strict=False)
-    )  # still one gap apart
+    gaps = [b - a for a, b in zip(sent, sent[1:], strict=False)]
+    assert min(gaps) >= 0.1 * 0.9  # still one gap apart

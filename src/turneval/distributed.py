@@ -173,7 +173,9 @@ class _ChunkScorer:
         cache: str | None,
         quota: Any,
         rate_limit: RateLimit | None,
+        chunk_refs: list[Any],
     ) -> None:
+        self.chunk_refs = chunk_refs  # the chunks in the object store, by chunk number
         limiter = None if rate_limit is None else RateLimiter(rate_limit, budget=ActorBudget(quota))
         self.metrics = metrics
         self.options = options.replace(
@@ -185,8 +187,8 @@ class _ChunkScorer:
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
         ray = _ray()
         chunks = []
-        for ref in batch["chunk_ref"]:
-            lines, first, keep = ray.get(ref)
+        for number in batch["chunk"]:
+            lines, first, keep = ray.get(self.chunk_refs[number])
             chunk = anyio.run(_score_chunk, lines, first, self.metrics, keep, self.options)
             chunks.append(pickle.dumps(chunk))
         return {"chunk": chunks}
@@ -209,9 +211,10 @@ def _engine(
     ) -> Iterator[_Chunk]:
         # The chunks go to the object store (which spills to disk), not into the driver's heap:
         # the driver holds one reference per chunk, whatever the size of the file.
-        items = [{"chunk_ref": ray.put(chunk)} for chunk in chunks]
-        if not items:
+        refs = [ray.put(chunk) for chunk in chunks]
+        if not refs:
             return
+        items = [{"chunk": number} for number in range(len(refs))]
         quota = None
         if rate_limit is not None:
             quota = ray.remote(num_cpus=0)(_Quota).remote(rate_limit)
@@ -228,6 +231,7 @@ def _engine(
             "cache": cache,
             "quota": quota,
             "rate_limit": rate_limit,
+            "chunk_refs": refs,
         }
         source = ray.data.from_items(items, override_num_blocks=len(items))
         with warnings.catch_warnings():
