@@ -307,8 +307,9 @@ def test_a_429_burst_shrinks_the_window_then_it_recovers(own_stub: OpenAIStub) -
     assert len(arrivals) == 56 + 12 and limiter.throttled == 12
     assert max(arrivals[:8]) == 8  # the first round: the whole window
     # 8 answers of 429 halve it to 4 (once: they were sent in one round), the next round's
-    # 429s to 2: the first requests after the burst are at most 2 in flight.
-    assert limiter.lowest_window == 2 and max(arrivals[12:14]) <= 2
+    # 429s to 2, or to 1 when a busy machine answers the first of them before the last is
+    # sent (a new round): the first requests after the burst are at most 2 in flight.
+    assert limiter.lowest_window in (1, 2) and max(arrivals[12:14]) <= 2
     # 27 successes later it is back at max_in_flight: 8 requests in flight.
     assert max(arrivals[48:56]) == 8 and limiter.window == 8
     assert openai_stub.peak_in_flight <= 8  # and never more at the server
