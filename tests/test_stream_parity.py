@@ -124,7 +124,8 @@ def test_batch_collection_freezes_raises_the_threshold_and_restores() -> None:
         frozen = gc.get_freeze_count()
         assert frozen >= len(kept)
         with batch_collection():  # nested: the outer policy stays, nothing frozen twice
-            assert gc.get_freeze_count() == frozen
+            # (the count only falls: other threads may free frozen objects meanwhile)
+            assert gc.get_freeze_count() <= frozen
         assert gc.get_threshold()[0] == YOUNG_THRESHOLD
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
     gc.freeze()  # a process that froze objects itself keeps them frozen
