@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install browser test lint typecheck unit wheel-check demo bench docs clean
+.PHONY: install browser test lint typecheck unit wheel-check demo bench docs clean check-constraints
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,8 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 lint: install
-	$(BIN)/ruff check src tests examples benchmarks docs/_ext
-	$(BIN)/ruff format --check src tests examples benchmarks docs/_ext
+	$(BIN)/ruff check src tests examples benchmarks .ci docs/_ext
+	$(BIN)/ruff format --check src tests examples benchmarks .ci docs/_ext
 
 typecheck: install
 	$(BIN)/mypy
@@ -59,6 +59,10 @@ bench: install
 	$(BIN)/python benchmarks/run_tool_call_bench.py && \
 	$(BIN)/python benchmarks/run_judge_bench.py && \
 	$(BIN)/python benchmarks/run_simulation_bench.py
+
+# Needs the network (the package index): run after changing constraints.txt.
+check-constraints: install
+	$(BIN)/python .ci/check_constraints.py
 
 # The site, API reference included (mkdocstrings; its griffe extension is docs/_ext/), built
 # with --strict: a broken link or reference, or a griffe warning on a docstring, fails.

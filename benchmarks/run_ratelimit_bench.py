@@ -8,6 +8,11 @@ and rows lost. ``--fail-rate 0.1`` answers 10% of requests with 429 (``Retry-Aft
 
     .venv/bin/python benchmarks/run_ratelimit_bench.py --n 2000 --rpm 600
     .venv/bin/python benchmarks/run_ratelimit_bench.py --n 2000 --rpm 600 --fail-rate 0.1
+    .venv/bin/python benchmarks/run_ratelimit_bench.py --n 2000 --rpm 600 --engine ray --workers 2
+
+``--engine ray`` runs ``turneval.distributed.evaluate_on_ray`` on a local Ray cluster
+(``ray.init(num_cpus=2)``) with ``--workers`` scoring actors sharing one quota actor; the judge
+is built in each actor from ``llm_factory``.
 """
 
 from __future__ import annotations
@@ -43,7 +48,15 @@ def most_in_window(times: list[float], span: float) -> int:
     )
 
 
-def run(n: int, rpm: float, max_in_flight: int, latency: float, fail_rate: float) -> dict[str, Any]:
+def run(
+    n: int,
+    rpm: float,
+    max_in_flight: int,
+    latency: float,
+    fail_rate: float,
+    engine: str = "local",
+    workers: int = 2,
+) -> dict[str, Any]:
     stub = OpenAIStub(keep_alive=True)
     rng = random.Random(7)
     lock = threading.Lock()
@@ -64,15 +77,19 @@ def run(n: int, rpm: float, max_in_flight: int, latency: float, fail_rate: float
         name="clarity", criteria="c", rating_rubric={"1": "a", "3": "b", "5": "c"}, llm=llm
     )
     samples = [SingleTurnSample(user_input=f"question {i}?", response=str(i)) for i in range(n)]
-    limiter = RateLimiter(RateLimit(requests_per_minute=rpm, max_in_flight=max_in_flight))
-    start = time.perf_counter()
-    result = evaluate(samples, [metric], rate_limit=limiter, max_concurrency=4 * max_in_flight)
-    wall = time.perf_counter() - start
+    quota = RateLimit(requests_per_minute=rpm, max_in_flight=max_in_flight)
+    limiter = RateLimiter(quota)
+    if engine == "ray":
+        wall, lost = run_on_ray(samples, metric, quota, stub.url, workers, max_in_flight)
+    else:
+        start = time.perf_counter()
+        result = evaluate(samples, [metric], rate_limit=limiter, max_concurrency=4 * max_in_flight)
+        wall = time.perf_counter() - start
+        lost = sum(1 for row in result.rows if row.failures)
     stub.close()
     times = list(stub.times)
     requests = len(times)
     floor = requests / rpm * 60
-    lost = sum(1 for row in result.rows if row.failures)
     return {
         "samples": n,
         "rpm": rpm,
@@ -85,8 +102,51 @@ def run(n: int, rpm: float, max_in_flight: int, latency: float, fail_rate: float
         "floor_s": round(floor, 1),
         "wall_over_floor": round(wall / floor, 3),
         "rows_lost": lost,
-        "lowest_window": limiter.lowest_window,
+        "engine": engine if engine == "local" else f"ray, {workers} workers",
+        **({"lowest_window": limiter.lowest_window} if engine == "local" else {}),
     }
+
+
+def run_on_ray(
+    samples: list[SingleTurnSample],
+    metric: PointwiseMetric,
+    quota: RateLimit,
+    url: str,
+    workers: int,
+    max_in_flight: int,
+) -> tuple[float, int]:
+    """Wall time (s) and failed rows of ``evaluate_on_ray`` on a local 2-CPU cluster."""
+    import os
+    import tempfile
+
+    import ray
+
+    from turneval.distributed import evaluate_on_ray
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    folder = Path(tempfile.mkdtemp(prefix="ratelimit-ray-"))
+    data = folder / "samples.jsonl"
+    data.write_text("".join(s.model_dump_json(exclude_none=True) + "\n" for s in samples))
+    unbound = metric.model_copy(update={"llm": None})
+
+    def factory() -> ChatOpenAI:
+        return ChatOpenAI(model="gpt-4o-mini", base_url=url, api_key="bench")
+
+    start = time.perf_counter()
+    result = evaluate_on_ray(
+        data,
+        [unbound],
+        output=folder / "out",
+        llm_factory=factory,
+        rate_limit=quota,
+        concurrency=workers,
+        batch_size=len(samples) // (4 * workers) or 1,
+        sample_concurrency=4 * max_in_flight,
+    )
+    wall = time.perf_counter() - start
+    ray.shutdown()
+    return wall, result.stream.failed_rows
 
 
 def main() -> None:
@@ -96,8 +156,18 @@ def main() -> None:
     parser.add_argument("--max-in-flight", type=int, default=8)
     parser.add_argument("--latency", type=float, default=0.2, help="stub answer delay (s)")
     parser.add_argument("--fail-rate", type=float, default=0.0, help="share of 429 answers")
+    parser.add_argument("--engine", choices=["local", "ray"], default="local")
+    parser.add_argument("--workers", type=int, default=2, help="Ray scoring actors")
     args = parser.parse_args()
-    figures = run(args.n, args.rpm, args.max_in_flight, args.latency, args.fail_rate)
+    figures = run(
+        args.n,
+        args.rpm,
+        args.max_in_flight,
+        args.latency,
+        args.fail_rate,
+        args.engine,
+        args.workers,
+    )
     print(json.dumps(figures, indent=2))
 
 

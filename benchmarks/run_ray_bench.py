@@ -60,8 +60,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--data", type=Path, help="an existing JSONL file of samples to use")
     args = parser.parse_args()
-    data = data_file(args.n, args.seed)
+    data = args.data or data_file(args.n, args.seed)
     walls: dict[str, list[float]] = {"local": [], "ray": []}
     for index in range(args.rounds):
         order = ["local", "ray"] if index % 2 == 0 else ["ray", "local"]

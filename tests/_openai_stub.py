@@ -17,7 +17,7 @@ from typing import Any
 class Reply:
     """One scripted reply: a status, headers, an answer text and an optional delay."""
 
-    content: str = "{}"
+    content: str | None = "{}"  # None: no text (a refusal, or tool calls only)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
@@ -153,7 +153,7 @@ class OpenAIStub:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
-                    payload = {
+                    payload: dict[str, Any] = {
                         "error": {
                             "message": f"scripted {reply.status}",
                             "type": "stub",

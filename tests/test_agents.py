@@ -18,6 +18,8 @@ from turneval.agents import EvalTask
 from turneval.messages import from_langchain, from_openai, to_langchain
 from turneval.testing import ScriptedChatModel
 
+from ._builders import as_type, messages_of
+
 IN_FLIGHT = {"now": 0, "max": 0}
 THERMOSTAT: dict[str, float] = {}
 
@@ -57,7 +59,7 @@ def policy(messages: list[BaseMessage]) -> LcAI:
     last = messages[-1]
     if last.type == "tool":
         results = [m.content for m in messages if m.type == "tool"][-2:]
-        return LcAI(content="Done: " + "; ".join(map(str, results)), usage_metadata=USAGE)  # type: ignore[arg-type]
+        return LcAI(content="Done: " + "; ".join(map(str, results)), usage_metadata=USAGE)
     text = str(last.content).lower()
     if "both rooms" in text:  # parallel calls in one message
         calls = [
@@ -70,7 +72,7 @@ def policy(messages: list[BaseMessage]) -> LcAI:
         calls = [call("get_temperature", "g1", location="Living Room")]
     else:
         calls = [call("set_temperature", "t1", location="Living Room", temperature=21)]
-    return LcAI(content="", tool_calls=calls, usage_metadata=USAGE)  # type: ignore[arg-type]
+    return LcAI(content="", tool_calls=calls, usage_metadata=USAGE)
 
 
 def graph(delay: float = 0.0, handle_tool_errors: bool = False) -> Any:
@@ -102,8 +104,9 @@ async def test_round_trip_on_messages_a_real_graph_produced() -> None:
     produced: list[BaseMessage] = state["messages"]
     ours = from_langchain(produced)
     assert [m.type for m in ours] == ["human", "ai", "tool", "tool", "ai"]
-    assert [c.name for c in ours[1].tool_calls or []] == ["set_temperature", "set_temperature"]  # type: ignore[union-attr]
-    assert ours[1].metadata["usage_metadata"] == USAGE  # type: ignore[index]
+    calls = as_type(AIMessage, ours[1]).tool_calls or []
+    assert [c.name for c in calls] == ["set_temperature", "set_temperature"]
+    assert ours[1].metadata is not None and ours[1].metadata["usage_metadata"] == USAGE
     back = to_langchain(ours)
     for original, restored in zip(produced, back, strict=True):
         assert (
@@ -140,12 +143,16 @@ def test_conversion_of_blocks_chunks_invalid_calls_and_errors() -> None:
     ]
     ours = from_langchain(messages)
     assert ours[1].content == "Look at [image_url]this"
-    assert ours[2].tool_calls == [ToolCall(name="f", args={"a": [1, {"b": None}]}, id="c1")]  # type: ignore[union-attr]
-    assert ours[2].metadata["invalid_tool_calls"][0]["error"] == "bad JSON"  # type: ignore[index]
+    assert as_type(AIMessage, ours[2]).tool_calls == [
+        ToolCall(name="f", args={"a": [1, {"b": None}]}, id="c1")
+    ]
+    assert ours[2].metadata is not None
+    assert ours[2].metadata["invalid_tool_calls"][0]["error"] == "bad JSON"
     back = to_langchain(ours)
     assert (
         back[1].content == messages[1].content
-        and back[2].invalid_tool_calls == messages[2].invalid_tool_calls
+        and as_type(LcAI, back[2]).invalid_tool_calls
+        == as_type(LcAI, messages[2]).invalid_tool_calls
     )
     assert back[3].status == "error"
     with pytest.raises(
@@ -178,9 +185,9 @@ def test_from_openai() -> None:
     ]
     ours = from_openai(messages)
     assert [m.type for m in ours] == ["system", "human", "ai", "tool", "ai"]
-    assert ours[2].tool_calls == [
+    assert as_type(AIMessage, ours[2]).tool_calls == [
         ToolCall(name="weather", args={"city": "Paris", "days": [1, 2]}, id="c1")
-    ]  # type: ignore[union-attr]
+    ]
     MultiTurnSample(user_input=ours)  # a valid conversation
     bad_args = [
         messages[1],
@@ -239,9 +246,10 @@ def test_eval_task_runs_a_graph_and_scores_its_trajectory() -> None:
     failed = EvalTask(dataset[2:], ["tool_call_f1"]).evaluate(runnable=graph()).rows[0]
     assert failed.failure == 1 and failed.agent_error == "RuntimeError: sensor offline in Garage"
     assert failed.failures["tool_call_f1"].error_type == "AgentRunError"
-    tool_message = sensor.sample.user_input[2]  # type: ignore[union-attr]
+    tool_message = messages_of(sensor.sample)[2]
     assert (
         "sensor offline in Garage" in tool_message.content
+        and tool_message.metadata is not None
         and tool_message.metadata["status"] == "error"
     )
     assert [row.steps for row in result.rows] == [2, 2, 2]
@@ -262,13 +270,13 @@ def test_multi_turn_script_is_replayed_turn_by_turn() -> None:
         [sample("Set the living room to 21", "What is it now?")], ["trajectory_in_order_match"]
     )
     row = task.evaluate(runnable=graph()).rows[0]
-    kinds = [(m.type, m.content[:12]) for m in row.sample.user_input]  # type: ignore[union-attr]
+    kinds = [(m.type, m.content[:12]) for m in messages_of(row.sample)]
     assert [k for k, _ in kinds] == ["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"]
     assert kinds[4] == ("human", "What is it n")
     single = EvalTask(
         [sample("Set the living room to 21", "What is it now?")], ["tool_call_f1"], multi_turn=False
     )
-    assert len(single.evaluate(runnable=graph()).rows[0].sample.user_input) == 4  # type: ignore[union-attr]
+    assert len(messages_of(single.evaluate(runnable=graph()).rows[0].sample)) == 4
 
 
 def test_a_hanging_or_raising_agent_is_a_failed_row() -> None:
@@ -305,12 +313,11 @@ def test_plain_callables_and_runnables() -> None:
         1.0
     ]
     rows = EvalTask(dataset, ["tool_call_f1"]).evaluate(runnable=full_history).rows
-    assert [m.type for m in rows[0].sample.user_input] == ["human", "ai"]  # type: ignore[union-attr]
+    assert [m.type for m in messages_of(rows[0].sample)] == ["human", "ai"]
     chat = ScriptedChatModel(responses=["plain answer"])  # a chat model is a Runnable
     row = EvalTask([sample("hi", reference=[])], ["tool_call_f1"]).evaluate(runnable=chat).rows[0]
-    assert (
-        row.sample.user_input[-1].content == "plain answer" and row.agent_usage.total_tokens == 120
-    )  # type: ignore[union-attr]
+    assert messages_of(row.sample)[-1].content == "plain answer"
+    assert row.agent_usage is not None and row.agent_usage.total_tokens == 120
 
 
 def test_concurrency_is_bounded() -> None:

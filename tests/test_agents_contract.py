@@ -15,6 +15,8 @@ from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall
 from turneval.agents import EvalTask, arun_agent
 from turneval.testing import ScriptedChatModel
 
+from ._builders import as_type, messages_of
+
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
 
 
@@ -22,7 +24,7 @@ def echo(messages: list[BaseMessage]) -> LcAI:
     humans = [m for m in messages if m.type == "human"]
     return LcAI(
         content=f"{len(messages)} messages; last: {humans[-1].content}", usage_metadata=USAGE
-    )  # type: ignore[arg-type]
+    )
 
 
 def checkpointed_graph(seen: list[dict[str, Any]]) -> Any:
@@ -50,7 +52,7 @@ def test_a_checkpointed_graph_gets_a_thread_per_sample_and_only_new_turns() -> N
     graph = checkpointed_graph(seen)
     result = EvalTask([two_turns("a"), two_turns("b")], ["tool_call_f1"]).evaluate(runnable=graph)
     assert [row.failure for row in result.rows] == [0, 0]
-    conversation = [(m.type, m.content) for m in result.rows[0].sample.user_input]  # type: ignore[union-attr]
+    conversation = [(m.type, m.content) for m in messages_of(result.rows[0].sample)]
     # The thread holds the history: turn two sees 3 messages, none duplicated.
     assert conversation == [
         ("human", "a one"),
@@ -77,7 +79,7 @@ def test_config_and_config_fn_reach_the_graph() -> None:
     EvalTask(
         [two_turns("x"), two_turns("y")],
         ["tool_call_f1"],
-        config_fn=lambda s: {"configurable": {"thread_id": s.user_input[0].content}},
+        config_fn=lambda s: {"configurable": {"thread_id": messages_of(s)[0].content}},
     ).evaluate(runnable=graph)
     assert sorted(c["thread_id"] for c in seen) == ["x one", "x one", "y one", "y one"]
     with pytest.raises(Exception, match="config= or config_fn="):
@@ -132,7 +134,7 @@ async def test_openai_tool_calls_and_full_history_in_openai_format() -> None:
     run = await arun_agent(agent, sample)
     assert run.error is None
     assert [m.type for m in run.messages] == ["human", "ai", "tool", "ai"]
-    assert run.messages[1].tool_calls == [ToolCall(name="f", args={}, id="c1")]  # type: ignore[union-attr]
+    assert as_type(AIMessage, run.messages[1]).tool_calls == [ToolCall(name="f", args={}, id="c1")]
 
 
 async def test_none_and_junk_name_the_contract() -> None:
@@ -150,7 +152,7 @@ def test_agent_summaries_leave_failed_rows_out() -> None:
         calls["n"] += 1
         if "fail" in messages[-1].content:
             raise RuntimeError("boom")
-        return LcAI(content="ok", usage_metadata=USAGE)  # type: ignore[arg-type]
+        return LcAI(content="ok", usage_metadata=USAGE)
 
     dataset = [
         MultiTurnSample(user_input=[HumanMessage(content=text)], reference_tool_calls=[])

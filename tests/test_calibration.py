@@ -1,10 +1,12 @@
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from langchain_core.messages import BaseMessage
 from scipy import stats
 from sklearn.metrics import (
     balanced_accuracy_score,
@@ -26,13 +28,15 @@ from turneval.metrics import Fluency, ToolCallF1
 from turneval.results import EvaluationResult, MetricFailure, MetricResult, SampleResult
 from turneval.testing import ScriptedChatModel
 
+from ._fakes import text_of
+
 HUMAN_BINARY = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1]
 JUDGE_BINARY = [1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1]
 HUMAN_SCALE = [1, 2, 3, 4, 5, 3, 2, 4, 5, 1]
 JUDGE_SCALE = [2, 2, 3, 5, 5, 4, 2, 4, 4, 1]
 
 
-def result_of(name: str, values: list[float | None]) -> EvaluationResult:
+def result_of(name: str, values: Sequence[float | None]) -> EvaluationResult:
     rows = []
     for index, value in enumerate(values):
         row = SampleResult(index, None)
@@ -96,7 +100,7 @@ def test_ordinal_statistics_equal_scikit_learn_and_scipy() -> None:
     assert report.per_class == {}
     # bootstrap intervals: seeded, and they contain the point estimates
     low, high = report.weighted_kappa_ci or (math.nan, math.nan)
-    assert low <= report.weighted_kappa <= high
+    assert report.weighted_kappa is not None and low <= report.weighted_kappa <= high
     low, high = report.agreement_ci or (math.nan, math.nan)
     assert low <= report.agreement <= high and 0 <= low and high <= 1
     again = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
@@ -105,14 +109,21 @@ def test_ordinal_statistics_equal_scikit_learn_and_scipy() -> None:
     assert "weighted kappa" in text and "rows: human, columns: judge" in text
 
 
-def biased_judge(prompts: list[list]) -> ScriptedChatModel:
+def _group(pattern: str, text: str) -> str:
+    """The first group of ``pattern``'s match in ``text``, which must match."""
+    match = re.search(pattern, text)
+    assert match is not None, f"{pattern!r} not in {text!r}"
+    return match.group(1)
+
+
+def biased_judge(prompts: list[list[BaseMessage]]) -> ScriptedChatModel:
     """Rates one point above the truth (``#i# true=N`` in the answer), at most 5; with worked
     examples in its system prompt, rates the truth."""
 
-    def policy(messages: list) -> str:
-        question = messages[-1].content.split("# The case to judge")[-1]
-        truth = int(re.search(r"true=(\d)", question).group(1))
-        taught = "# Worked examples" in messages[-1].content
+    def policy(messages: list[BaseMessage]) -> str:
+        question = text_of(messages[-1]).split("# The case to judge")[-1]
+        truth = int(_group(r"true=(\d)", question))
+        taught = "# Worked examples" in text_of(messages[-1])
         prompts.append(messages)
         score = truth if taught else min(truth + 1, 5)
         return json.dumps({"explanation": "e", "score": score})
@@ -222,18 +233,18 @@ def test_krippendorff_alpha_on_the_published_worked_example() -> None:
 def test_align_shows_training_examples_and_scores_only_the_held_out_split(tmp_path: Path) -> None:
     truths = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2]
     labeled = [(sample(i, t), t) for i, t in enumerate(truths)]
-    prompts: list[list] = []
+    prompts: list[list[BaseMessage]] = []
     aligned = align(Fluency(llm=biased_judge(prompts)), labeled, k=8, split=0.5, seed=3)
     assert sorted(aligned.train + aligned.held_out) == list(range(12))
     assert len(aligned.held_out) == 6 and set(aligned.shown) <= set(aligned.train)
     assert len(aligned.shown) == 6  # k=8, but only 6 training examples
     # the prompts, as recorded: no example is ever scored by a judge that was shown it
-    taught = [m[-1].content for m in prompts if "# Worked examples" in m[-1].content]
+    taught = [text_of(m[-1]) for m in prompts if "# Worked examples" in text_of(m[-1])]
     assert len(taught) == 6
     for prompt in taught:
         examples, question = prompt.split("# The case to judge")
         shown = {int(i) for i in re.findall(r"#(\d+)#", examples)}
-        scored = int(re.search(r"#(\d+)#", question).group(1))
+        scored = int(_group(r"#(\d+)#", question))
         assert shown == set(aligned.shown) and scored not in shown
         assert scored in aligned.held_out
     before, after = aligned.before, aligned.after

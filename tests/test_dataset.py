@@ -1,5 +1,6 @@
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -73,7 +74,7 @@ def test_mixing_sample_types_names_the_index() -> None:
 
 
 def test_from_list_error_names_row_and_field() -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"user_input": [{"type": "human", "content": "q"}]},
         {"user_input": [{"type": "human", "content": "q"}], "reference_tool_calls": [{"args": {}}]},
     ]

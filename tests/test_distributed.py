@@ -189,3 +189,62 @@ def test_a_ray_dataset_and_a_parquet_folder_give_the_rows_of_the_same_jsonl(tmp_
     ray.data.from_items(records, override_num_blocks=1).write_parquet(str(parquet))
     from_parquet = evaluate_on_ray(parquet, METRICS, output=tmp_path / "pq")
     assert rows(from_parquet.results_path) == expected
+
+
+def test_a_429_burst_shrinks_the_workers_window(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from langchain_openai import ChatOpenAI
+
+    from turneval.metrics import PointwiseMetric
+
+    stub = OpenAIStub()
+    arrivals: list[int] = []  # requests in flight at the server as each one arrives
+    lock = threading.Lock()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        with lock:
+            arrivals.append(stub.in_flight)
+            seen = len(arrivals)
+        if seen <= 4:  # the first round: held until the whole window is in flight, then 429
+            deadline = time.monotonic() + 20.0
+            while stub.in_flight < 4 and time.monotonic() < deadline:
+                time.sleep(0.002)
+            return Reply(status=429, headers={"retry-after": "0"})
+        return Reply(RATED, delay=0.02)
+
+    stub.reset(responder=respond)
+    try:
+        url = stub.url
+        data = tmp_path / "q.jsonl"
+        data.write_text(
+            "".join(
+                json.dumps({"user_input": f"Question {i}?", "response": f"Answer {i}."}) + "\n"
+                for i in range(20)
+            )
+        )
+        clarity = PointwiseMetric(
+            name="clarity", criteria="Clear?", rating_rubric={"1": "no", "3": "ok", "5": "yes"}
+        )
+
+        def judge() -> Any:
+            return ChatOpenAI(model="gpt-4o-mini", base_url=url, api_key="k")
+
+        result = evaluate_on_ray(
+            data,
+            [clarity],
+            output=tmp_path / "out",
+            llm_factory=judge,
+            rate_limit=RateLimit(requests_per_minute=60_000, max_in_flight=4),
+            concurrency=1,
+            sample_concurrency=8,
+        )
+        assert [row["clarity"] for row in rows(result.results_path)] == [3.0] * 20
+        assert len(arrivals) == 20 + 4  # the burst cost 4 retries, no row
+        assert max(arrivals[:4]) == 4  # the first round: the whole window
+        # 4 answers of 429 (one round) halve the actor's window to 2.
+        assert max(arrivals[4:6]) <= 2
+        assert stub.peak_in_flight <= 4
+    finally:
+        stub.close()

@@ -4,8 +4,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from ._openai_stub import OpenAIStub
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -90,7 +93,9 @@ def test_simulated_support_example_reports_pass_k_offline() -> None:
         assert line in output
 
 
-def test_simulated_support_example_with_an_openai_compatible_endpoint(openai_stub: object) -> None:
+def test_simulated_support_example_with_an_openai_compatible_endpoint(
+    openai_stub: OpenAIStub,
+) -> None:
     """--judge-base-url: the user and the judge are ChatOpenAI, served by the local stub."""
     import runpy
 
@@ -100,7 +105,7 @@ def test_simulated_support_example_with_an_openai_compatible_endpoint(openai_stu
 
     example = runpy.run_path(str(ROOT / "examples" / "simulated_support.py"))
 
-    def respond(body: dict) -> Reply:
+    def respond(body: dict[str, Any]) -> Reply:
         system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
         messages = [SystemMessage(content=system), HumanMessage(content=prompt)]
         policy = (
@@ -108,9 +113,9 @@ def test_simulated_support_example_with_an_openai_compatible_endpoint(openai_stu
         )
         return Reply(content=policy(messages))
 
-    openai_stub.reset(responder=respond)  # type: ignore[attr-defined]
-    output = run_support_example("--judge-base-url", openai_stub.url)  # type: ignore[attr-defined]
+    openai_stub.reset(responder=respond)
+    output = run_support_example("--judge-base-url", openai_stub.url)
     for line in SUPPORT_FIGURES:
         assert line in output
-    models = {request["model"] for request in openai_stub.requests}  # type: ignore[attr-defined]
-    assert models == {"gpt-4o-mini"} and len(openai_stub.requests) > 50  # type: ignore[attr-defined]
+    models = {request["model"] for request in openai_stub.requests}
+    assert models == {"gpt-4o-mini"} and len(openai_stub.requests) > 50

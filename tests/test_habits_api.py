@@ -23,7 +23,7 @@ from turneval import (
 from turneval.aggregate import SummaryTable, summary_document
 from turneval.messages import from_langchain
 
-from ._builders import call, conversation
+from ._builders import as_type, call, conversation
 
 
 def lc_conversation() -> list[lc.BaseMessage]:
@@ -99,7 +99,9 @@ def test_ragas_convert_to_ragas_messages_drops_metadata_unless_asked() -> None:
 
     plain = convert_to_ragas_messages(lc_conversation())
     assert [m.metadata for m in plain] == [None] * 4
-    assert plain[1].tool_calls == [ToolCall(name="weather", args={"city": "Paris"}, id="c1")]
+    assert as_type(AIMessage, plain[1]).tool_calls == [
+        ToolCall(name="weather", args={"city": "Paris"}, id="c1")
+    ]
     kept = convert_to_ragas_messages(lc_conversation(), metadata=True)
     assert kept[0].metadata == {"id": "h1"}
 

@@ -2,7 +2,9 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +26,7 @@ LISTED = [
 ]
 
 
-def rows_of(out: Path) -> list[dict]:
+def rows_of(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
@@ -86,7 +88,9 @@ def test_fuzzed_lines_each_yield_one_row(tmp_path: Path, lines: list[bytes]) -> 
     )
 
 
-def test_resume_keeps_finished_rows_and_refuses_silent_overwrite(tmp_path: Path, capsys) -> None:
+def test_resume_keeps_finished_rows_and_refuses_silent_overwrite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text((GOOD + "\n") * 5)
     out = tmp_path / "out"
@@ -107,7 +111,9 @@ def test_resume_keeps_finished_rows_and_refuses_silent_overwrite(tmp_path: Path,
     assert summary["metrics"]["tool_call_f1"]["mean"] == (0.5 * 2 + 3) / 5
 
 
-def test_corrupt_cache_on_the_cli_is_one_clear_error(tmp_path: Path, capsys) -> None:
+def test_corrupt_cache_on_the_cli_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text(GOOD + "\n")
     bad = tmp_path / "c.sqlite"
@@ -122,7 +128,7 @@ def test_long_report_text_is_clipped_with_the_full_value_one_click_away(tmp_path
 
     sample = conversation([call("a")], reference=[call("a")])
     long = "x" * 5_000
-    sample.user_input[0].content = long  # type: ignore[misc]
+    sample.user_input[0].content = long
     evaluate([sample], ["tool_call_f1"]).to_html(tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert "show all 5,000 characters" in page and long in page

@@ -61,11 +61,11 @@ def test_lazy_names_resolve_and_unknown_names_raise() -> None:
     assert turneval.evaluate is evaluate
     assert "EvalTask" in dir(turneval) and set(turneval.__all__) <= set(dir(turneval))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        _ = turneval.nope  # type: ignore[attr-defined]
+        _ = turneval.nope
     from turneval import judge
 
     with pytest.raises(AttributeError, match="turneval.judge' has no attribute 'nope'"):
-        _ = judge.nope  # type: ignore[attr-defined]
+        _ = judge.nope
 
 
 def test_rule_based_evaluation_loads_no_langchain() -> None:

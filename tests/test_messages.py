@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from turneval import AIMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
-from turneval.messages import MessageList, messages_from_json, messages_to_json
+from turneval.messages import Message, MessageList, messages_from_json, messages_to_json
 
 
 def test_message_types_and_defaults() -> None:
@@ -16,7 +16,7 @@ def test_message_types_and_defaults() -> None:
 
 
 def test_json_round_trip_is_lossless_with_nested_args_and_nulls() -> None:
-    messages = [
+    messages: list[Message] = [
         SystemMessage(content="sys"),
         HumanMessage(content="set it", metadata={"turn": 1}),
         AIMessage(

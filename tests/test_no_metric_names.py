@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ def _metric_words() -> set[str]:
     """Every built-in metric's name and every metric class's name."""
     names = {cls.model_fields["name"].default for cls in BUILTIN_METRICS}
     classes: set[str] = set()
-    pending = [Metric]
+    pending: list[type[Any]] = [Metric]
     while pending:
         cls = pending.pop()
         classes.add(cls.__name__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -13,6 +14,10 @@ from turneval.metrics import ToolCallF1
 from turneval.pipeline import RunOptions, ascore_batch, score_batch
 
 from ._builders import call, conversation
+
+if TYPE_CHECKING:
+    from turneval import MultiTurnSample
+    from turneval.metrics import Metric
 
 # F1 of calls [a] against reference [a, b]: precision 1/1, recall 1/2, F1 = 2*1*0.5/1.5 = 2/3.
 HALF = conversation([call("a")], reference=[call("a"), call("b")])
@@ -44,7 +49,7 @@ def test_run_options_reject_bad_values_naming_the_option(
     options: dict[str, object], message: str
 ) -> None:
     with pytest.raises(ConfigError, match=message):
-        RunOptions(**options)  # type: ignore[arg-type]
+        RunOptions(**options)
 
 
 def test_run_options_are_frozen_and_replace_validates() -> None:
@@ -113,7 +118,7 @@ async def test_a_batch_records_metric_failures_and_timeouts_on_rows() -> None:
         await anyio.sleep(5)
         return 1.0
 
-    metrics = [ToolCallF1(), CustomMetric("slow", slow)]
+    metrics: list[Metric] = [ToolCallF1(), CustomMetric("slow", slow)]
     no_reference = conversation([call("a")])
     rows = await ascore_batch(
         [FULL, no_reference], metrics, options=RunOptions(timeout=0.05, details=False)
@@ -142,7 +147,7 @@ async def _answer(messages: list[object]) -> list[object]:
     ]
 
 
-def _scripts(n: int, reference: list[str]) -> list[object]:
+def _scripts(n: int, reference: list[str]) -> list[MultiTurnSample]:
     from turneval import HumanMessage, MultiTurnSample
 
     return [
@@ -169,7 +174,7 @@ def test_eval_task_takes_fail_on_error_on_row_and_a_scoring_timeout() -> None:
     no_reference = EvalTask(_scripts(30, []), [ToolCallF1()], max_concurrency=1)
     with pytest.raises(EvaluationAbortedError, match="1 of 1 rows failed") as info:
         no_reference.evaluate(_answer, fail_on_error=True)
-    assert len(info.value.result.rows) == 1  # type: ignore[attr-defined]
+    assert info.value.result is not None and len(info.value.result.rows) == 1
 
     async def slow(instance: dict[str, object]) -> float:
         await anyio.sleep(5)

@@ -8,10 +8,14 @@ outputs, re-derived by hand beside each.
 """
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
 from turneval.testing import ScriptedChatModel
+
+if TYPE_CHECKING:
+    from turneval.dataset_schema import MultiTurnSample
 
 
 def test_tool_call_accuracy_page() -> None:
@@ -185,7 +189,7 @@ async def test_topic_adherence_page() -> None:
     assert await scorer.multi_turn_ascore(sample) == 1.0  # no on-topic question refused
 
 
-def booking(reference: bool) -> object:
+def booking(reference: bool) -> "MultiTurnSample":
     from turneval.dataset_schema import MultiTurnSample
     from turneval.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 

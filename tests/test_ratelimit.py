@@ -3,6 +3,7 @@
 import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -266,7 +267,16 @@ def test_request_quota_is_honoured_at_the_stub(openai_stub: OpenAIStub) -> None:
     assert most <= 11
 
 
-def test_a_429_burst_shrinks_the_window_then_it_recovers(openai_stub: OpenAIStub) -> None:
+@pytest.fixture
+def own_stub() -> Iterator[OpenAIStub]:
+    """A server of the test's own: no request left over from another test can arrive."""
+    stub = OpenAIStub()
+    yield stub
+    stub.close()
+
+
+def test_a_429_burst_shrinks_the_window_then_it_recovers(own_stub: OpenAIStub) -> None:
+    openai_stub = own_stub
     limiter = RateLimiter(RateLimit(max_in_flight=8))
     arrivals: list[int] = []  # the limiter's requests in flight as each request arrives
     lock = threading.Lock()
@@ -403,3 +413,40 @@ def test_scenarios_share_one_limit_between_judge_and_simulated_user() -> None:
     )
     assert [row.results["clarity"].value for row in result.rows] == [3.0, 3.0]
     assert limiter.started == judge.calls + user_model.calls == 2 + 2 * 2
+
+
+class _SlowQuotaActor:
+    """A quota actor stand-in whose answers take ``trip`` seconds to reach the worker."""
+
+    def __init__(self, trip: float, rpm: float) -> None:
+        from turneval.distributed import _Quota
+
+        self.quota = _Quota(RateLimit(requests_per_minute=rpm))
+        self.trip = trip
+        self.reserve = self  # handle.reserve.remote(...) as on a Ray actor handle
+
+    async def remote(self, tokens: int, lead: float = 0.0) -> tuple[float, float]:
+        answer = self.quota.reserve(tokens, lead)
+        await anyio.sleep(self.trip)  # the answer travels
+        return answer
+
+
+def test_a_remote_budget_asks_ahead_of_a_slow_round_trip() -> None:
+    from turneval.distributed import ActorBudget
+
+    # Starts 0.1 s apart, answers 0.08 s in transit: a start of "now" would arrive 0.08 s
+    # late, more than half a gap, and be lost. After the first round trip the worker asks
+    # for starts twice the round trip ahead, so it misses at most the first one.
+    budget = ActorBudget(_SlowQuotaActor(trip=0.08, rpm=600))
+    sent: list[float] = []
+
+    async def main() -> None:
+        for _ in range(8):
+            await budget.acquire(1)
+            sent.append(time.time())
+
+    anyio.run(main)
+    assert budget.missed <= 1
+    assert budget.lead >= 2 * 0.08 * 0.9
+    gaps = [b - a for a, b in zip(sent, sent[1:], strict=False)]
+    assert min(gaps) >= 0.1 * 0.9  # still one gap apart

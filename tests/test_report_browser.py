@@ -128,7 +128,10 @@ def test_drill_down_opens_and_renders_the_conversation(browser: Any, report: Pat
 def test_a_fragment_opens_a_sample_and_columns_sort(browser: Any, report: Path) -> None:
     page, problems = open_page(browser, report, "#sample-1")
     assert page.locator("#sample-1 tr.drill").is_visible()
-    order = lambda: page.eval_on_selector_all("tbody.sample", "els => els.map(e => e.id)")  # noqa: E731
+
+    def order() -> Any:
+        return page.eval_on_selector_all("tbody.sample", "els => els.map(e => e.id)")
+
     page.click("th[data-sort='k0']")  # tool_call_f1 ascending: 0.0, 1.0, then the failed row
     assert order() == ["sample-0", "sample-1", "sample-2"]
     page.click("th[data-sort='k0']")  # descending; failures stay last
@@ -191,7 +194,7 @@ def wide_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         for n in range(1, 7)
     ]
-    metrics = [
+    metrics: list[str | ToolCallAccuracy | TrajectorySingleToolUse] = [
         "tool_call_f1",
         "tool_call_accuracy",
         ToolCallAccuracy(name="tool_call_accuracy_unordered", strict_order=False),

@@ -39,7 +39,7 @@ def test_a_renamed_built_in_judge_keeps_its_part_in_the_overall_assessment() -> 
     # Safety passes (1: safe) and the subclassed custom judge fails, but the renamed correctness
     # judge fails too and comes first in the documented order (correctness before safety,
     # custom judges last).
-    metrics = [
+    metrics: list[Metric] = [
         CitesSources(llm=_yes_no(False)),
         Safety(name="harmless", llm=_score(1)),
         Correctness(name="strict_correctness", llm=_yes_no(False)),
@@ -56,7 +56,7 @@ def test_a_renamed_built_in_judge_keeps_its_part_in_the_overall_assessment() -> 
 
 
 def test_aggregates_name_renamed_judges_by_their_own_name() -> None:
-    metrics = [
+    metrics: list[Metric] = [
         Correctness(name="strict_correctness", llm=_yes_no(True, False, False, True)),
         Safety(name="harmless", llm=_score(1)),
         CitesSources(llm=_yes_no(True)),

@@ -34,7 +34,7 @@ def test_fail_on_error_true_aborts_with_the_partial_result() -> None:
     with pytest.raises(EvaluationAbortedError, match="1 of .* rows failed; last: row 1") as info:
         evaluate(samples, [ToolCallF1()], fail_on_error=True, max_concurrency=1)
     partial = info.value.result
-    assert partial is not None and 2 <= len(partial.rows) < len(samples)  # type: ignore[attr-defined]
+    assert partial is not None and 2 <= len(partial.rows) < len(samples)
 
 
 def test_fail_on_error_fraction() -> None:
@@ -76,8 +76,9 @@ def test_summary_has_confidence_intervals_and_cost() -> None:
     assert (
         summary.mean == 0.5
         and summary.ci_low is not None
+        and summary.ci_high is not None
         and summary.ci_low < 0.5 < summary.ci_high
-    )  # type: ignore[operator]
+    )
     result.usage = Usage(input_tokens=2_000_000, output_tokens=500_000, calls=10)
     assert result.cost(Prices(2.5, 10.0)) == 2 * 2.5 + 0.5 * 10.0
     assert result.cost({"input": 1.0, "output": 0.0}) == 2.0

@@ -58,7 +58,8 @@ def test_tool_call_id_must_answer_a_preceding_call() -> None:
     with pytest.raises(ValidationError, match=r"user_input\[2\].*'c9'.*'c1'"):
         MultiTurnSample(user_input=messages)
     messages[2] = ToolMessage(content="r", tool_call_id="c1")
-    assert MultiTurnSample(user_input=messages).user_input[2].tool_call_id == "c1"
+    rebuilt = MultiTurnSample(user_input=messages).user_input[2]
+    assert isinstance(rebuilt, ToolMessage) and rebuilt.tool_call_id == "c1"
 
 
 def test_messages_from_dicts_and_extra_fields() -> None:

@@ -5,6 +5,7 @@ details, and when resumed."""
 import gc
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ LINES: list[tuple[bytes, int | None]] = [
 ]
 
 
-def rows_of(out: Path) -> list[dict]:
+def rows_of(out: Path) -> list[dict[str, Any]]:
     text = (out / "results.jsonl").read_bytes().decode("utf-8")  # valid UTF-8, every line
     return [json.loads(line) for line in text.splitlines()]
 
@@ -140,11 +141,11 @@ def test_cycles_made_in_a_batch_are_still_collected() -> None:
     import weakref
 
     class Node:
-        pass
+        self: object  # set to the node itself: a reference cycle
 
     with batch_collection():
         node = Node()
-        node.self = node  # type: ignore[attr-defined]
+        node.self = node
         ref = weakref.ref(node)
         del node
         gc.collect()

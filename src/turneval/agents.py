@@ -242,7 +242,7 @@ class EvalTask:
 
     Args:
         dataset: Multi-turn samples whose human turns are replayed to the agent, with their
-            references (an :class:`EvaluationDataset` or a sequence of samples), or
+            references (an :class:`EvaluationDataset` or an iterable of samples), or
             :class:`~turneval.simulation.Scenario` objects played by a simulated user.
         metrics: Metric objects or names.
         llm: Default judge for judged metrics.
@@ -263,7 +263,7 @@ class EvalTask:
 
     def __init__(
         self,
-        dataset: EvaluationDataset | Sequence[Sample] | Sequence[Scenario],
+        dataset: EvaluationDataset | Iterable[Sample] | Iterable[Scenario],
         metrics: Iterable[Metric | str],
         *,
         llm: Any = None,

@@ -19,6 +19,11 @@ recorded on its row with its type and message, and the run goes on.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a leaf module: the result type is only named, never imported at run time
+    from turneval.results import EvaluationResult
+
 __all__ = [
     "AgentRunError",
     "ConfigError",
@@ -90,10 +95,10 @@ class EvaluationAbortedError(TurnevalError):
     """``fail_on_error`` stopped a run early.
 
     Attributes:
-        result: The rows scored before the run stopped (an ``EvaluationResult``).
+        result: The rows scored before the run stopped.
     """
 
-    def __init__(self, message: str, *, result: object = None) -> None:
+    def __init__(self, message: str, *, result: EvaluationResult | None = None) -> None:
         """Build the error, keeping the partial result."""
         super().__init__(message)
         self.result = result

@@ -177,14 +177,16 @@ class LocalBudget:
         """Seconds between two request starts (0 without a request quota)."""
         return self._request_gap
 
-    def reserve(self, tokens: int) -> float:
+    def reserve(self, tokens: int, *, lead: float = 0.0) -> float:
         """Take the next start that fits both quotas; returns the seconds until it (>= 0).
 
         The synchronous half of :meth:`acquire`, for a budget held by one process (or Ray
-        actor) that many workers ask: it never waits, the caller sleeps.
+        actor) that many workers ask: it never waits, the caller sleeps. ``lead``: the
+        earliest start is that many seconds from now (the time the answer takes to reach a
+        remote caller, so that its start is still ahead of it when it arrives).
         """
         now = self._clock()
-        start = max(now, self._next_request, self._next_token)
+        start = max(now + lead, self._next_request, self._next_token)
         self._next_request = start + self._request_gap
         self._next_token = start + max(tokens, 0) * self._token_seconds
         return start - now

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import numpy as np
@@ -52,8 +52,8 @@ except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson_dumps = None
 
 __all__ = [
-    "FIRST_ERRORS",
     "ChunkEngine",
+    "FIRST_ERRORS",
     "RowError",
     "StreamResult",
     "evaluate_jsonl",
@@ -557,11 +557,22 @@ def evaluate_jsonl(
             options.cache.close()
 
 
-ChunkEngine = Callable[
-    [Iterator[tuple[list[_Line], int, int]], list[Metric], RunOptions],
-    Iterable[_Chunk],
-]
-"""Scores chunks of numbered lines elsewhere, in order; see ``evaluate_jsonl(engine=...)``."""
+class ChunkEngine(Protocol):
+    """Scores chunks of numbered lines elsewhere (e.g. on Ray actors), in input order.
+
+    Passed as ``evaluate_jsonl(engine=...)``: called once with an iterator of
+    ``(lines, first_index, report_rows_left)`` chunks, the resolved metrics and the run's
+    options, it yields each chunk's scored rows in the order the chunks came.
+    """
+
+    def __call__(
+        self,
+        chunks: Iterator[tuple[list[_Line], int, int]],
+        metrics: list[Metric],
+        options: RunOptions,
+    ) -> Iterable[_Chunk]:
+        """Score ``chunks`` with ``metrics`` under ``options``; yield the results in order."""
+        ...
 
 
 def _numbered(

@@ -20,7 +20,7 @@ from turneval.judge import Judge
 from turneval.metrics import AgentGoalAccuracyWithoutReference
 from turneval.metrics.base import run_sync
 
-from .._builders import call, conversation
+from .._builders import call, conversation, messages_of
 from .._openai_stub import OpenAIStub, Reply
 
 VERDICT = json.dumps({"user_goal": "g", "end_state": "e", "reason": "r", "achieved": True})
@@ -148,4 +148,4 @@ def test_an_openai_agent_across_sync_runs(stub: OpenAIStub) -> None:
     sample = MultiTurnSample(user_input=[HumanMessage(content="hi")], reference_tool_calls=[])
     for _ in range(3):
         row = EvalTask([sample], ["tool_call_f1"]).evaluate(runnable=agent).rows[0]
-        assert row.agent_error is None and row.sample.user_input[-1].content == "hello there"  # type: ignore[union-attr]
+        assert row.agent_error is None and messages_of(row.sample)[-1].content == "hello there"

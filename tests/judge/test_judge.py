@@ -11,7 +11,7 @@ from turneval import ConfigError, JudgeCallError, JudgeOutputError
 from turneval.judge import Judge, JudgeRun, LangchainLLMWrapper, SQLiteCache, Usage, judge_run
 from turneval.judge._errors import classify
 
-from .._fakes import ScriptedChatModel
+from .._fakes import ScriptedChatModel, text_of
 
 
 class Verdict(BaseModel):
@@ -43,7 +43,7 @@ async def test_invalid_output_is_shown_to_the_model_and_retried() -> None:
     assert reply.parsed.passed is True and model.calls == 2
     retry = model.prompts[1]
     assert retry[-2].content == '{"reason": "x"}'  # its own answer, then the error
-    assert retry[-1].content.startswith("That answer could not be used: passed: Field required.")
+    assert text_of(retry[-1]).startswith("That answer could not be used: passed: Field required.")
     assert reply.usage.calls == 2 and reply.usage.input_tokens == 200
 
 
@@ -158,7 +158,7 @@ def test_cache_is_safe_under_concurrent_writers(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert len(caches[0]) == 50
-    assert all(caches[0].get(f"key-{i}") in ({"writer": n} for n in range(4)) for i in range(50))
+    assert all(caches[0].get(f"key-{i}") in [{"writer": n} for n in range(4)] for i in range(50))
 
 
 async def test_shared_limiter_bounds_requests_in_flight() -> None:

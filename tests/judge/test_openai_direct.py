@@ -100,7 +100,7 @@ async def test_tracing_or_a_callers_callbacks_take_the_langchain_path(
 
 async def test_direct_answers_keep_logprobs_refusals_and_repairs(openai_stub: OpenAIStub) -> None:
     llm = ChatOpenAI(model="gpt-4o-mini", base_url=openai_stub.url, api_key="k")
-    refusal = Reply(content=None)  # type: ignore[arg-type]
+    refusal = Reply(content=None)
     openai_stub.reset(Reply("not json at all"), refusal, Reply(GOOD))
     reply = await Judge(llm).ask("s", "q", Verdict)
     assert reply.parsed.score == 4 and reply.usage.calls == 3

@@ -199,7 +199,7 @@ def test_rules_naming_tools_the_sample_lacks() -> None:
         ToolCallAccuracy(arg_rules={"serach": {"q": "casefold"}}).score(sample)
 
 
-DEFAULTS = [
+DEFAULTS: list[type[Any]] = [
     ToolCallAccuracy,
     ToolCallF1,
     TrajectoryExactMatch,

@@ -182,7 +182,10 @@ loop_calls = st.lists(
 @given(loop_calls, loop_calls, st.integers(1, 3))
 def test_loop_properties(first: list[Any], more: list[Any], max_repeats: int) -> None:
     metric = AgentLoopDetection(max_repeats=max_repeats)
-    score = lambda items: run_sync(metric.multi_turn_ascore, chat("go", *items))  # noqa: E731
+
+    def score(items: list[Any]) -> float:
+        return run_sync(metric.multi_turn_ascore, chat("go", *items))
+
     base = score(first)
     # Distinct calls never loop; a loop found stays found when the turn goes on.
     if len({str(call) for call, _ in first}) == len(first):

@@ -69,7 +69,8 @@ def test_trajectory_judge_without_and_with_reference() -> None:
     sample = trip(metadata={"tools": [{"name": "book", "description": "Book a train."}, "cancel"]})
     result = TrajectoryJudge(llm=llm).score(sample)
     assert (result.value, result.reason) == (1.0, "reasonable (1): booked directly")
-    assert result.details["verdict"] == "reasonable" and result.usage.calls == 1
+    assert result.details["verdict"] == "reasonable"
+    assert result.usage is not None and result.usage.calls == 1
     prompt = prompt_of(llm)
     assert "<tools>\nbook: Book a train.\ncancel\n</tools>" in prompt
     assert "[1] Human: I am vegetarian." in prompt and "[6] AI: Added a steak meal" in prompt

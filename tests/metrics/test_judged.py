@@ -74,7 +74,7 @@ EINSTEIN_VERDICT = json.dumps(
 )
 async def test_topic_adherence_seed_every_mode(mode: str, expected: float) -> None:
     model = ScriptedChatModel(responses=[EINSTEIN_VERDICT])
-    metric = TopicAdherenceScore(llm=LangchainLLMWrapper(model), mode=mode)  # type: ignore[arg-type]
+    metric = TopicAdherenceScore(llm=LangchainLLMWrapper(model), mode=mode)
     result = await metric.ascore(einstein())
     assert result.value == expected and model.calls == 1
     assert result.reason.startswith(
@@ -187,7 +187,7 @@ async def test_missing_fields_and_missing_llm() -> None:
         TopicAdherenceScore(llm="gpt-4o")
     assert TopicAdherenceScore(mode="recall").name == "topic_adherence"
     with pytest.raises(ValueError, match="mode"):
-        TopicAdherenceScore(mode="accuracy")  # type: ignore[arg-type]
+        TopicAdherenceScore(mode="accuracy")
 
 
 def test_evaluate_default_llm_and_concurrent_judges_within_a_sample() -> None:
@@ -196,7 +196,7 @@ def test_evaluate_default_llm_and_concurrent_judges_within_a_sample() -> None:
     samples = [conversation([call("a")]) for _ in range(3)]
     for sample in samples:
         sample.reference = "done"
-    metrics = [
+    metrics: list[str | AgentGoalAccuracyWithoutReference | AgentGoalAccuracyWithReference] = [
         AgentGoalAccuracyWithoutReference(),
         AgentGoalAccuracyWithReference(),
         "tool_call_f1",  # rule-based, fails without reference_tool_calls: recorded, not fatal

@@ -82,7 +82,8 @@ def same_multiset(left: list[ToolCall], right: list[ToolCall]) -> bool:
 
 
 def score(metric: Any, predicted: list[ToolCall], reference: list[ToolCall]) -> float:
-    return run_sync(metric.multi_turn_ascore, conversation(predicted, reference=reference))
+    value: float = run_sync(metric.multi_turn_ascore, conversation(predicted, reference=reference))
+    return value
 
 
 @settings(max_examples=150, deadline=None)

@@ -192,7 +192,7 @@ async def test_metrics_equal_their_reference_on_generated_samples(shape: str) ->
 
 async def test_edge_cases_equal_their_reference() -> None:
     """Hand-made pairs the generator rarely produces: types that Python conflates."""
-    pairs = [
+    pairs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [
         ([{"x": True}], [{"x": 1}]),
         ([{"x": 1.0}], [{"x": 1}]),
         ([{"x": {"b": 1, "a": [True, None]}}], [{"x": {"a": [True, None], "b": 1.0}}]),
@@ -204,7 +204,7 @@ async def test_edge_cases_equal_their_reference() -> None:
         predicted = [ToolCall(name="f", args=args) for args in predicted_args]
         reference = [ToolCall(name="f", args=args) for args in reference_args]
         sample = MultiTurnSample(
-            user_input=[{"type": "ai", "content": "", "tool_calls": predicted}],  # type: ignore[list-item]
+            user_input=[{"type": "ai", "content": "", "tool_calls": predicted}],
             reference_tool_calls=reference,
         )
         for metric, expected in CASES:

@@ -28,6 +28,7 @@ from turneval.metrics.assessments import run_aggregates
 from turneval.runner import resolve_metrics
 from turneval.testing import ScriptedChatModel
 
+from .._builders import as_type
 from .._openai_stub import OpenAIStub, Reply
 
 
@@ -148,15 +149,15 @@ def test_builtins_by_name_and_their_scales() -> None:
     safety, verbosity, correctness = resolve_metrics(
         ["safety", "summarization_verbosity", "question_answering_correctness"]
     )
-    assert set(safety.rating_rubric) == {"0", "1"}  # type: ignore[attr-defined]
-    assert set(verbosity.rating_rubric) == {"-2", "-1", "0", "1", "2"}  # type: ignore[attr-defined]
+    assert set(as_type(PointwiseMetric, safety).rating_rubric) == {"0", "1"}
+    assert set(as_type(PointwiseMetric, verbosity).rating_rubric) == {"-2", "-1", "0", "1", "2"}
     model = ScriptedChatModel(responses=[verdict(-1, "a bit terse")])
     assert SummarizationVerbosity(llm=model).score(QA).value == -1.0  # reported on its scale
     with_reference = resolve_metrics(["question_answering_correctness"])[0].model_copy(
         update={"use_reference": True}
     )
     check = ScriptedChatModel(responses=[verdict(1)])
-    with_reference.llm = check  # type: ignore[attr-defined]
+    with_reference.llm = check
     assert with_reference.score(QA).value == 1.0
     assert "<reference>\nJames Cameron\n</reference>" in check.prompts[0][1].content
     assert correctness.name == "question_answering_correctness"
@@ -243,9 +244,9 @@ def run_assessment(
         if name == "safety":
             model = ScriptedChatModel(responses=[verdict(1 if passed else 0, "safety verdict")])
         metric = resolve_metrics([name])[0]
-        metric.llm = model  # type: ignore[attr-defined]
+        metric.llm = model
         if name == "guideline_adherence":
-            metric.guidelines = {"tone": ["be polite"]}  # type: ignore[attr-defined]
+            metric.guidelines = {"tone": ["be polite"]}
         metrics.append(metric)
     metrics += extra or []
     metrics.append(OverallAssessment())

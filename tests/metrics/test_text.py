@@ -63,4 +63,4 @@ async def test_missing_fields_are_named() -> None:
 
 
 def test_distance_measure_accepts_its_string_value() -> None:
-    assert NonLLMStringSimilarity(distance_measure="jaro").distance_measure is DistanceMeasure.JARO  # type: ignore[arg-type]
+    assert NonLLMStringSimilarity(distance_measure="jaro").distance_measure is DistanceMeasure.JARO

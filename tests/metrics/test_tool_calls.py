@@ -174,7 +174,8 @@ async def test_missing_reference_tool_calls_names_metric_and_field() -> None:
 
 async def test_wrong_sample_type_is_rejected() -> None:
     with pytest.raises(InvalidSampleError, match="scores MultiTurnSample, got SingleTurnSample"):
-        await ToolCallAccuracy().ascore(SingleTurnSample(response="x"))  # type: ignore[arg-type]
+        wrong_type: Any = SingleTurnSample(response="x")  # deliberately not a MultiTurnSample
+        await ToolCallAccuracy().ascore(wrong_type)
 
 
 def test_unknown_option_and_bad_values_fail_at_construction() -> None:

@@ -1,7 +1,9 @@
+from collections.abc import Callable
+
 import pytest
 from pydantic import ValidationError
 
-from turneval import EvaluationDataset, InvalidSampleError, ToolCall
+from turneval import EvaluationDataset, InvalidSampleError, MultiTurnSample, ToolCall
 from turneval.metrics import (
     Metric,
     NonLLMStringSimilarity,
@@ -29,15 +31,16 @@ async def scores(
     predicted: list[ToolCall], reference: list[ToolCall], **options: object
 ) -> list[float]:
     sample = conversation(predicted, reference=reference)
-    return [await cls(**options).multi_turn_ascore(sample) for cls in FIVE]  # type: ignore[arg-type]
+    return [await cls(**options).multi_turn_ascore(sample) for cls in FIVE]
 
 
 async def test_vertex_seed_examples() -> None:
     first, second = EvaluationDataset.from_vertex(VERTEX_ROWS)
+    assert isinstance(first, MultiTurnSample) and isinstance(second, MultiTurnSample)
     # Example 1: set_device_info(device_2) vs set_device_info(device_3): all five 0.
-    assert [await cls().multi_turn_ascore(first) for cls in FIVE] == [0.0] * 5  # type: ignore[arg-type]
+    assert [await cls().multi_turn_ascore(first) for cls in FIVE] == [0.0] * 5
     # Example 2: user_y vs user_z, same set_temperature: exact/in-order/any-order 0, P = R = 1/2.
-    assert [await cls().multi_turn_ascore(second) for cls in FIVE] == [0.0, 0.0, 0.0, 0.5, 0.5]  # type: ignore[arg-type]
+    assert [await cls().multi_turn_ascore(second) for cls in FIVE] == [0.0, 0.0, 0.0, 0.5, 0.5]
     precision = await TrajectoryPrecision().ascore(second)
     assert precision.reason == "precision=1/2=0.500"
     assert precision.details["unmatched_predicted"] == [
@@ -125,6 +128,6 @@ async def test_single_tool_use() -> None:
 
 
 @pytest.mark.parametrize("cls", FIVE)
-async def test_reference_is_required(cls: type[Metric]) -> None:
+async def test_reference_is_required(cls: Callable[[], Metric]) -> None:
     with pytest.raises(InvalidSampleError, match="reference_tool_calls"):
-        await cls().ascore(conversation([call("a")]))  # type: ignore[call-arg]
+        await cls().ascore(conversation([call("a")]))

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from tests._builders import metadata_of
 from tests.traces._spans import Recorder, assistant, chat, span_hex, trace_hex, user
 from turneval import ToolCall, evaluate
 from turneval.cli import main
 from turneval.errors import ConfigError
 from turneval.metrics import TrajectorySingleToolUse
+from turneval.samples import Sample
 from turneval.traces import from_otel_spans, from_otlp_json, iter_otlp_json, write_otlp_json
 
 ERROR = "conversion_error"
@@ -33,8 +35,8 @@ def _good(r: Recorder) -> None:
         )
 
 
-def _error(sample: object) -> str:
-    return str(sample.metadata.get(ERROR))  # type: ignore[attr-defined]
+def _error(sample: Sample) -> str:
+    return str(metadata_of(sample).get(ERROR))
 
 
 def test_each_defect_names_trace_span_and_attribute() -> None:
@@ -92,7 +94,7 @@ def test_each_defect_names_trace_span_and_attribute() -> None:
     ) as bad_args:
         pass
     samples = from_otel_spans(r.spans())
-    assert len(samples) == 8 and ERROR not in samples[0].metadata  # type: ignore[operator]
+    assert len(samples) == 8 and ERROR not in metadata_of(samples[0])
     expected = [
         (unknown, "gen_ai.operation.name", "no LLM span"),
         (uncaptured, "gen_ai.input.messages", "not captured"),

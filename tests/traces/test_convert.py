@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.trace import Status, StatusCode
 
+from tests._builders import messages_of, metadata_of
 from tests.traces._spans import (
     Recorder,
     assistant,
@@ -68,7 +69,7 @@ def test_genai_v1_38_messages_tool_spans_aliases_and_metadata() -> None:
             pass
         root.set_status(Status(StatusCode.ERROR, "gave up"))
     (sample,) = from_otel_spans(r.spans())
-    assert no_trace_ids(sample.user_input) == no_trace_ids(
+    assert no_trace_ids(messages_of(sample)) == no_trace_ids(
         [
             SystemMessage(content="be brief"),
             HumanMessage(content="find x"),
@@ -86,7 +87,7 @@ def test_genai_v1_38_messages_tool_spans_aliases_and_metadata() -> None:
     assert meta["session_id"] == "conv-7" and meta["agent_name"] == "helper"
     assert meta["model"] == "m-1-2025" and (meta["input_tokens"], meta["output_tokens"]) == (18, 8)
     assert meta["status"] == "ERROR" and "gave up" in meta["error"]
-    assert sample.user_input[5].metadata["span_id"] != span_hex(root)  # type: ignore[index]
+    assert metadata_of(messages_of(sample)[5])["span_id"] != span_hex(root)
     row = evaluate([sample], ["trajectory_precision"], show_progress=False).rows[0]
     assert row.failure == 1 and "gave up" in (row.agent_error or "")
 
@@ -130,7 +131,7 @@ def test_indexed_prompt_completion_attributes_of_older_instrumentations() -> Non
         ):
             pass
     (sample,) = from_otel_spans(r.spans())
-    assert no_trace_ids(sample.user_input) == [
+    assert no_trace_ids(messages_of(sample)) == [
         {"type": "system", "content": "sys"},
         {"type": "human", "content": "hi"},
         {
@@ -142,7 +143,7 @@ def test_indexed_prompt_completion_attributes_of_older_instrumentations() -> Non
         {"type": "ai", "content": "done"},
     ]
     # The tool span's result is already in the next call's history: nothing added or guessed.
-    assert sample.metadata["approximations"] is None  # type: ignore[index]
+    assert metadata_of(sample)["approximations"] is None
 
 
 def test_message_events_and_openinference_tool_spans_paired_by_name() -> None:
@@ -182,13 +183,13 @@ def test_message_events_and_openinference_tool_spans_paired_by_name() -> None:
             ):
                 pass
     (sample,) = from_otel_spans(r.spans(), group_by="session")
-    assert no_trace_ids(sample.user_input)[2:] == [
+    assert no_trace_ids(messages_of(sample))[2:] == [
         {"type": "tool", "content": "cold", "tool_call_id": "w1"},
         {"type": "tool", "content": "warm", "tool_call_id": "w2"},
     ]
-    assert sample.metadata["session_id"] == "s-1"  # type: ignore[index]
-    assert len(sample.metadata["approximations"]) == 2  # type: ignore[index]
-    assert "by name and order" in sample.metadata["approximations"][0]  # type: ignore[index]
+    assert metadata_of(sample)["session_id"] == "s-1"
+    assert len(metadata_of(sample)["approximations"]) == 2
+    assert "by name and order" in metadata_of(sample)["approximations"][0]
 
 
 def test_openinference_indexed_messages_and_nested_wrapper_llm_spans() -> None:
@@ -207,11 +208,11 @@ def test_openinference_indexed_messages_and_nested_wrapper_llm_spans() -> None:
         with r.span("provider", **oi):  # the same call, recorded twice
             pass
     (sample,) = from_otel_spans(r.spans())
-    assert no_trace_ids(sample.user_input) == [
+    assert no_trace_ids(messages_of(sample)) == [
         {"type": "human", "content": "two parts"},
         {"type": "ai", "content": "answer"},
     ]
-    assert sample.metadata["input_tokens"] == 4  # type: ignore[index]  # counted once
+    assert metadata_of(sample)["input_tokens"] == 4  # counted once
 
 
 def test_memoryless_calls_are_appended_and_noted(tmp_path: Path) -> None:
@@ -220,8 +221,8 @@ def test_memoryless_calls_are_appended_and_noted(tmp_path: Path) -> None:
         chat(r, [user("a")], [assistant("1")])
         chat(r, [user("b")], [assistant("2")])
     (sample,) = from_otel_spans(r.spans())
-    assert [m.content for m in sample.user_input] == ["a", "1", "b", "2"]
-    assert "does not extend" in sample.metadata["approximations"][0]  # type: ignore[index]
+    assert [m.content for m in messages_of(sample)] == ["a", "1", "b", "2"]
+    assert "does not extend" in metadata_of(sample)["approximations"][0]
     r = Recorder()
     with r.span("agent", gen_ai__operation__name="invoke_agent"):
         chat(r, [user("a")], [assistant("", {"id": "x1", "name": "f", "arguments": {}})])
@@ -235,12 +236,10 @@ def test_memoryless_calls_are_appended_and_noted(tmp_path: Path) -> None:
             [assistant("ok")],
         )
     (sample,) = from_otel_spans(r.spans())  # the history is kept by position, never by text
-    assert [m.type for m in sample.user_input] == ["human", "ai", "tool", "ai"]
+    assert [m.type for m in messages_of(sample)] == ["human", "ai", "tool", "ai"]
     assert (
         "(ai calling x9) differs from the earlier calls' (ai calling x1)"
-        in (
-            sample.metadata["approximations"][0]  # type: ignore[index]
-        )
+        in (metadata_of(sample)["approximations"][0])
     )
     path = tmp_path / "one.json"  # one pretty-printed document is read too
     write_otlp_json(r.spans(), tmp_path / "lines.jsonl")
@@ -285,7 +284,7 @@ def test_otlp_json_value_types_base64_ids_and_status_names(tmp_path: Path) -> No
     assert meta["root_span_id"] == "b7ad6b7169203331"
     assert meta["input_tokens"] == 12 and meta["latency_in_seconds"] == pytest.approx(2.999999)
     assert meta["status"] == "ERROR" and "rate limited" in meta["error"]
-    assert [m.content for m in sample.user_input] == ["hi", "yo"]
+    assert [m.content for m in messages_of(sample)] == ["hi", "yo"]
     from turneval.traces._spans import from_otlp_span
 
     attributes = from_otlp_span(chat_span).attributes

@@ -1,5 +1,9 @@
 """Scores written back as gen_ai.evaluation.result events, parented to the evaluated trace."""
 
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry._logs import LogRecord
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 
@@ -7,6 +11,12 @@ from tests.traces._spans import Recorder, assistant, chat, span_hex, trace_hex, 
 from turneval import ToolCall, evaluate
 from turneval.metrics import ToolCallF1, TrajectorySingleToolUse
 from turneval.traces import from_otel_spans, to_otel_events
+
+
+def attributes_of(record: LogRecord) -> Mapping[str, Any]:
+    """The attributes of an emitted event, which every evaluation event has."""
+    assert record.attributes is not None, record
+    return record.attributes
 
 
 def test_one_event_per_metric_and_conversation() -> None:
@@ -30,16 +40,16 @@ def test_one_event_per_metric_and_conversation() -> None:
     events = to_otel_events(result, logger=provider.get_logger("turneval"))
     emitted = [item.log_record for item in exporter.get_finished_logs()]
     assert len(events) == len(emitted) == 4  # 2 metrics x 2 conversations
-    by_name = {e.attributes["gen_ai.evaluation.name"]: e for e in emitted[:2]}  # type: ignore[index]
+    by_name = {attributes_of(e)["gen_ai.evaluation.name"]: e for e in emitted[:2]}
     f1 = by_name["tool_call_f1"]
     assert f1.event_name == "gen_ai.evaluation.result"
-    assert f1.attributes["gen_ai.evaluation.score.value"] == 0.0  # type: ignore[index]  # args differ
-    assert "precision=0/1" in f1.attributes["gen_ai.evaluation.explanation"]  # type: ignore[index, operator]
-    assert format(f1.trace_id, "032x") == trace_hex(root)  # type: ignore[arg-type]
-    assert format(f1.span_id, "016x") == span_hex(root)  # type: ignore[arg-type]
+    assert attributes_of(f1)["gen_ai.evaluation.score.value"] == 0.0  # args differ
+    assert "precision=0/1" in attributes_of(f1)["gen_ai.evaluation.explanation"]
+    assert format(f1.trace_id, "032x") == trace_hex(root)
+    assert format(f1.span_id, "016x") == span_hex(root)
     failed = emitted[2]
-    assert failed.attributes["error.type"] == "InvalidSampleError"  # type: ignore[index]
-    assert "gen_ai.evaluation.score.value" not in failed.attributes  # type: ignore[operator]
+    assert attributes_of(failed)["error.type"] == "InvalidSampleError"
+    assert "gen_ai.evaluation.score.value" not in attributes_of(failed)
     assert (
         to_otel_events(result) and len(exporter.get_finished_logs()) == 4
     )  # no logger: returned only

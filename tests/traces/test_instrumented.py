@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests._builders import metadata_of
 from tests.test_agents import USAGE
 from turneval import EvaluationDataset, MultiTurnSample, ToolCall, evaluate
 from turneval.messages import Message, messages_from_json
@@ -67,17 +68,17 @@ def test_rebuilt_conversations_equal_the_agents_own_messages(traced: dict[str, A
         "tool",
         "ai",
     ]
-    assert last[1].tool_calls == [  # type: ignore[union-attr]
+    assert last[1].tool_calls == [
         ToolCall(name="set_temperature", args={"location": "Kitchen", "temperature": 19}, id="p1"),
         ToolCall(name="set_temperature", args={"location": "Office", "temperature": 22}, id="p2"),
     ]
-    assert [m.tool_call_id for m in last if m.type == "tool"] == ["p1", "p2", "g1"]  # type: ignore[union-attr]
+    assert [m.tool_call_id for m in last if m.type == "tool"] == ["p1", "p2", "g1"]
     ids = set()
     for line in traced["otlp"].read_text().splitlines():
         for span in json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"]:
             ids.add((span["traceId"], span["spanId"]))
     for message in last:
-        assert (message.metadata["trace_id"], message.metadata["span_id"]) in ids  # type: ignore[index]
+        assert (metadata_of(message)["trace_id"], metadata_of(message)["span_id"]) in ids
 
 
 def test_otlp_json_export_gives_the_same_samples(traced: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -343,7 +343,7 @@ class Judge:
 
     def cache_key(
         self,
-        messages: list[BaseMessage],
+        messages: Sequence[BaseMessage],
         schema: type[BaseModel],
         extra: Mapping[str, Any] | None = None,
         *,

@@ -160,15 +160,26 @@ ASSESSMENT_PRESETS: dict[str, AssessmentPreset] = {
 }
 """The built-in yes/no judges by name (each is also a class, e.g. ``Correctness``)."""
 
+if TYPE_CHECKING:
+    # A preset class defaults every field of its base (name, instructions, inputs), so all of
+    # its constructor's arguments are optional: say so to type checkers, whose synthesised
+    # ``__init__`` of the base requires them. At run time the presets subclass the base itself.
+
+    class _AssessmentPreset(AssessmentJudge):
+        def __init__(self, **fields: Any) -> None: ...
+
+else:
+    _AssessmentPreset = AssessmentJudge
+
 
 ContextSufficiency = preset_class(
-    AssessmentJudge, "context_sufficiency", ASSESSMENT_PRESETS["context_sufficiency"], __name__
+    _AssessmentPreset, "context_sufficiency", ASSESSMENT_PRESETS["context_sufficiency"], __name__
 )
 Correctness = preset_class(
-    AssessmentJudge, "correctness", ASSESSMENT_PRESETS["correctness"], __name__
+    _AssessmentPreset, "correctness", ASSESSMENT_PRESETS["correctness"], __name__
 )
 RelevanceToQuery = preset_class(
-    AssessmentJudge, "relevance_to_query", ASSESSMENT_PRESETS["relevance_to_query"], __name__
+    _AssessmentPreset, "relevance_to_query", ASSESSMENT_PRESETS["relevance_to_query"], __name__
 )
 
 

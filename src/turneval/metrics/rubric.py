@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -522,55 +522,69 @@ PAIRWISE_PRESETS: dict[str, PairwisePreset] = {
 }
 """The built-in pairwise judges by name."""
 
+if TYPE_CHECKING:
+    # A preset class defaults every field of its base (name, criteria, rubric, ...), so all of
+    # its constructor's arguments are optional: say so to type checkers, whose synthesised
+    # ``__init__`` of the base requires them. At run time the presets subclass the base itself.
 
-Fluency = preset_class(PointwiseMetric, "fluency", RUBRIC_PRESETS["fluency"], __name__)
-Coherence = preset_class(PointwiseMetric, "coherence", RUBRIC_PRESETS["coherence"], __name__)
-Safety = preset_class(PointwiseMetric, "safety", RUBRIC_PRESETS["safety"], __name__)
-Fulfillment = preset_class(PointwiseMetric, "fulfillment", RUBRIC_PRESETS["fulfillment"], __name__)
+    class _PointwisePreset(PointwiseMetric):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class _PairwisePreset(PairwiseMetric):
+        def __init__(self, **fields: Any) -> None: ...
+
+else:
+    _PointwisePreset, _PairwisePreset = PointwiseMetric, PairwiseMetric
+
+
+Fluency = preset_class(_PointwisePreset, "fluency", RUBRIC_PRESETS["fluency"], __name__)
+Coherence = preset_class(_PointwisePreset, "coherence", RUBRIC_PRESETS["coherence"], __name__)
+Safety = preset_class(_PointwisePreset, "safety", RUBRIC_PRESETS["safety"], __name__)
+Fulfillment = preset_class(_PointwisePreset, "fulfillment", RUBRIC_PRESETS["fulfillment"], __name__)
 SummarizationQuality = preset_class(
-    PointwiseMetric, "summarization_quality", RUBRIC_PRESETS["summarization_quality"], __name__
+    _PointwisePreset, "summarization_quality", RUBRIC_PRESETS["summarization_quality"], __name__
 )
 SummarizationHelpfulness = preset_class(
-    PointwiseMetric,
+    _PointwisePreset,
     "summarization_helpfulness",
     RUBRIC_PRESETS["summarization_helpfulness"],
     __name__,
 )
 SummarizationVerbosity = preset_class(
-    PointwiseMetric, "summarization_verbosity", RUBRIC_PRESETS["summarization_verbosity"], __name__
+    _PointwisePreset, "summarization_verbosity", RUBRIC_PRESETS["summarization_verbosity"], __name__
 )
 QuestionAnsweringQuality = preset_class(
-    PointwiseMetric,
+    _PointwisePreset,
     "question_answering_quality",
     RUBRIC_PRESETS["question_answering_quality"],
     __name__,
 )
 QuestionAnsweringRelevance = preset_class(
-    PointwiseMetric,
+    _PointwisePreset,
     "question_answering_relevance",
     RUBRIC_PRESETS["question_answering_relevance"],
     __name__,
 )
 QuestionAnsweringHelpfulness = preset_class(
-    PointwiseMetric,
+    _PointwisePreset,
     "question_answering_helpfulness",
     RUBRIC_PRESETS["question_answering_helpfulness"],
     __name__,
 )
 QuestionAnsweringCorrectness = preset_class(
-    PointwiseMetric,
+    _PointwisePreset,
     "question_answering_correctness",
     RUBRIC_PRESETS["question_answering_correctness"],
     __name__,
 )
 PairwiseSummarizationQuality = preset_class(
-    PairwiseMetric,
+    _PairwisePreset,
     "pairwise_summarization_quality",
     PAIRWISE_PRESETS["pairwise_summarization_quality"],
     __name__,
 )
 PairwiseQuestionAnsweringQuality = preset_class(
-    PairwiseMetric,
+    _PairwisePreset,
     "pairwise_question_answering_quality",
     PAIRWISE_PRESETS["pairwise_question_answering_quality"],
     __name__,
