@@ -61,6 +61,7 @@ def test_all_is_sorted_complete_and_documented(name: str) -> None:
         attr
         for attr, value in vars(module).items()
         if not attr.startswith("_")
+        and attr.isidentifier()  # pydantic files ``Metric[MultiTurnSample]`` in the module too
         and getattr(value, "__module__", None) == name
         and (isinstance(value, type) or callable(value))
     }

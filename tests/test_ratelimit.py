@@ -253,7 +253,16 @@ def test_a_budget_gets_the_estimate_then_the_reported_usage(openai_stub: OpenAIS
     assert openai_stub.peak_in_flight <= 2 and limiter.started == 3
 
 
-def test_request_quota_is_honoured_at_the_stub(openai_stub: OpenAIStub) -> None:
+@pytest.fixture
+def own_stub() -> Iterator[OpenAIStub]:
+    """A server of the test's own: no request left over from another test can arrive."""
+    stub = OpenAIStub()
+    yield stub
+    stub.close()
+
+
+def test_request_quota_is_honoured_at_the_stub(own_stub: OpenAIStub) -> None:
+    openai_stub = own_stub
     # 600 requests a minute: 10 a second. 16 requests take about 1.5 s.
     openai_stub.reset(default=Reply(RATED))
     limit = RateLimit(requests_per_minute=600, max_in_flight=8)
@@ -261,18 +270,11 @@ def test_request_quota_is_honoured_at_the_stub(openai_stub: OpenAIStub) -> None:
     assert all(not row.failures for row in result.rows)
     times = sorted(openai_stub.times)
     assert len(times) == 16
-    # At most 10 starts (+1 for arrival jitter) in any 1-second window; unpaced, all 16
-    # requests arrive within a few hundredths of a second.
+    # At most 10 starts in any 1-second window (+2 for the jitter between a start and its
+    # arrival when a loaded machine stalls the process); unpaced, all 16 requests arrive
+    # within a few hundredths of a second.
     most = max(sum(1 for t in times if start <= t < start + 1.0) for start in times)
-    assert most <= 11
-
-
-@pytest.fixture
-def own_stub() -> Iterator[OpenAIStub]:
-    """A server of the test's own: no request left over from another test can arrive."""
-    stub = OpenAIStub()
-    yield stub
-    stub.close()
+    assert most <= 12
 
 
 def test_a_429_burst_shrinks_the_window_then_it_recovers(own_stub: OpenAIStub) -> None:

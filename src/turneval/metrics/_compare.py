@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from turneval.errors import ConfigError
-from turneval.metrics.base import SingleTurnMetric
+from turneval.metrics.base import Metric, SingleTurnScoring
 from turneval.metrics.text import ExactMatch, StringMetric
 from turneval.samples import SingleTurnSample
 
@@ -98,7 +98,7 @@ def check_comparator(value: Any) -> Any:
                 f"unknown arg_comparison_metric {value!r}; known names: {', '.join(known)}"
             )
         return known[value.lower()]()
-    if value is None or isinstance(value, SingleTurnMetric) or callable(value):
+    if value is None or isinstance(value, SingleTurnScoring) or callable(value):
         return value
     raise ValueError(
         "arg_comparison_metric must be a single-turn metric (e.g. ExactMatch(), "
@@ -114,8 +114,8 @@ def resolve_comparator(value: Any) -> ArgComparator | None:
     if isinstance(value, StringMetric):
         exact = type(value) is ExactMatch
         return ArgComparator(type(value).__name__, sync=value.compare, trusted=True, exact=exact)
-    if isinstance(value, SingleTurnMetric):
-        metric = value
+    if isinstance(value, SingleTurnScoring) and isinstance(value, Metric):
+        metric = value  # a metric that scores single-turn samples (maybe others too)
 
         async def via_sample(reference: str, prediction: str) -> float:
             return await metric.single_turn_ascore(

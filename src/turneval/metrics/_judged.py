@@ -2,7 +2,7 @@ r"""The judged-metric template: a metric states its questions and reads the answ
 
 A judged metric implements two methods and nothing else about the judge::
 
-    class Politeness(JudgedMetric, SingleTurnMetric):
+    class Politeness(JudgedMetric[SingleTurnSample], SingleTurnMetric):
         name: str = "politeness"
 
         def requests(self, sample):
@@ -36,7 +36,7 @@ from pydantic import Field, create_model, field_validator
 from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
 from turneval.judge.template import JudgeExample, JudgeRequest, escape, render_examples, tagged
-from turneval.metrics.base import Explained, Metric
+from turneval.metrics.base import Explained, Metric, SampleT
 from turneval.samples import MultiTurnSample
 from turneval.usage import Usage
 
@@ -129,8 +129,14 @@ def preset_class(base: type[M], name: str, row: Preset, module: str) -> type[M]:
     return create_model(row.class_name, __base__=base, __module__=module, __doc__=row.doc, **fields)
 
 
-class JudgedMetric(Metric, ABC):
+class JudgedMetric(Metric[SampleT], ABC):
     """A metric that asks an LLM judge: implement :meth:`requests` and :meth:`verdict`.
+
+    Generic over its samples as :class:`~turneval.metrics.base.Metric` is: subclass
+    ``JudgedMetric[SingleTurnSample]`` (with ``SingleTurnMetric`` for ragas' entry points),
+    ``JudgedMetric[MultiTurnSample]`` (with ``MultiTurnMetric``) or ``JudgedMetric[Sample]``
+    (with ``SingleTurnScoring`` and ``MultiTurnScoring``); ``requests`` and ``verdict`` then
+    take that sample type.
 
     Attributes:
         llm: A LangChain chat model (e.g. ``ChatOpenAI(model="gpt-4o")``) or a
@@ -169,14 +175,14 @@ class JudgedMetric(Metric, ABC):
     # -- what a judged metric implements --------------------------------------------------------
 
     @abstractmethod
-    def requests(self, sample: Any) -> list[JudgeRequest[Any]]:
+    def requests(self, sample: SampleT) -> list[JudgeRequest[Any]]:
         """The questions to ask about ``sample`` (may be empty).
 
         Raise :class:`~turneval.errors.InvalidSampleError` for a sample lacking a field.
         """
 
     @abstractmethod
-    def verdict(self, sample: Any, replies: Sequence[JudgeReply[Any]]) -> Explained:
+    def verdict(self, sample: SampleT, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """The result from the judge's answers, one per request, in the requests' order.
 
         Usage and ``details["judge"]`` are filled in by the base.
@@ -188,7 +194,7 @@ class JudgedMetric(Metric, ABC):
         """A worked example of ``sample`` with the ``verdict`` a careful judge gives."""
         return JudgeExample(input=sample_inputs(sample), output=verdict)
 
-    def judge_requests(self, sample: Any) -> list[JudgeRequest[Any]]:
+    def judge_requests(self, sample: SampleT) -> list[JudgeRequest[Any]]:
         """:meth:`requests` with the worked examples put before each question.
 
         This is exactly what a run sends (the dry-run estimate counts it).
@@ -199,7 +205,7 @@ class JudgedMetric(Metric, ABC):
             return requests
         return [replace(request, prompt=block + request.prompt) for request in requests]
 
-    def prompts(self, sample: Any) -> list[tuple[str, str]]:
+    def prompts(self, sample: SampleT) -> list[tuple[str, str]]:
         """The ``(system, user)`` prompts a run sends for ``sample``."""
         return [(r.system, r.prompt) for r in self.judge_requests(sample)]
 
@@ -245,7 +251,7 @@ class JudgedMetric(Metric, ABC):
             raise errors[min(errors)]
         return [reply for reply in replies if reply is not None]
 
-    async def _evaluate(self, sample: Any) -> Explained:
+    async def _evaluate(self, sample: SampleT) -> Explained:
         requests = self.judge_requests(sample)
         replies = await self.ask(requests)
         outcome = self.verdict(sample, replies)

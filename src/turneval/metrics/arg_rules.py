@@ -27,7 +27,7 @@ from turneval.errors import ConfigError
 from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator, resolve_comparator
 from turneval.metrics._matching import json_key
-from turneval.metrics.base import SingleTurnMetric
+from turneval.metrics.base import SingleTurnScoring
 from turneval.metrics.text import _MEASURES, DistanceMeasure
 
 __all__ = [
@@ -120,7 +120,7 @@ class ArgRule(BaseModel):
     @model_validator(mode="after")
     def _check_compare(self) -> ArgRule:
         if self.kind == "custom":
-            if not (isinstance(self.compare, SingleTurnMetric) or callable(self.compare)):
+            if not (isinstance(self.compare, SingleTurnScoring) or callable(self.compare)):
                 raise ValueError(
                     "a custom rule needs compare=<single-turn metric or callable "
                     f"fn(reference, prediction)>, got {type(self.compare).__name__}"
@@ -172,7 +172,7 @@ class ArgRule(BaseModel):
     @cached_property
     def _custom_sync(self) -> Callable[[Any, Any], float] | None:
         target = self.compare
-        if isinstance(target, SingleTurnMetric):
+        if isinstance(target, SingleTurnScoring):
             comparator = resolve_comparator(target)
             assert comparator is not None
             if comparator.sync is None:
@@ -213,7 +213,7 @@ class ArgRule(BaseModel):
         if sync is not None:
             return sync(reference, prediction)
         target = self.compare
-        if isinstance(target, SingleTurnMetric):
+        if isinstance(target, SingleTurnScoring):
             comparator: ArgComparator | None = resolve_comparator(target)
             assert comparator is not None
             return await comparator(str(reference), str(prediction))
@@ -286,10 +286,10 @@ def _rule(value: Any, where: str) -> ArgRule:
             return ArgRule.model_validate(dict(value))
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from exc
-    factory = _FACTORIES.get(value) if not isinstance(value, SingleTurnMetric) else None
+    factory = _FACTORIES.get(value) if not isinstance(value, SingleTurnScoring) else None
     if factory is not None:
         return factory()
-    if isinstance(value, SingleTurnMetric) or callable(value):
+    if isinstance(value, SingleTurnScoring) or callable(value):
         return ArgRule(kind="custom", compare=value)
     raise ConfigError(
         f"{where}: a rule must be an ArgRule, a rule name, a single-turn metric or a callable, "

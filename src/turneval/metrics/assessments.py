@@ -84,7 +84,7 @@ def _text(value: str | list[str]) -> str:
     return "\n\n".join(value) if isinstance(value, list) else value
 
 
-class AssessmentJudge(JudgedMetric, SingleTurnMetric):
+class AssessmentJudge(JudgedMetric[SingleTurnSample], SingleTurnMetric):
     """A yes/no judge: ``instructions`` say what "yes" means, ``inputs`` what it reads.
 
     Attributes:
@@ -322,7 +322,7 @@ def _passes(part: str, result: MetricResult, groundedness_threshold: float) -> b
     return result.value >= 1.0
 
 
-class OverallAssessment(RowEvaluator, SingleTurnMetric):
+class OverallAssessment(RowEvaluator[SingleTurnSample]):
     """Pass if every assessment judge of the row passes; else the root cause (Databricks' order).
 
     Computed by the runner after the row's other metrics, from their results (it calls no
@@ -339,12 +339,9 @@ class OverallAssessment(RowEvaluator, SingleTurnMetric):
     name: str = "overall_assessment"
     groundedness_threshold: float = Field(default=1.0, ge=0, le=1)
 
-    async def _evaluate(self, sample: SingleTurnSample) -> Explained:
-        raise ConfigError("overall_assessment is computed by evaluate() from the row's judges")
-
     def derive(
         self,
-        sample: Any,
+        sample: SingleTurnSample,
         results: Mapping[str, MetricResult],
         errors: Mapping[str, str],
         metrics: Sequence[Metric],

@@ -1,24 +1,32 @@
-"""The metric base: one async core per metric, the ragas-compatible entry points around it.
+"""The metric base: one async core per metric, typed by its samples, ragas' entry points around it.
 
 A metric is a small pydantic model whose fields are its configuration (unknown keywords fail at
-construction). It implements ``async _evaluate(sample) -> Outcome``; this module is the only place
-that wraps that core: :meth:`Metric.ascore` returns the detailed :class:`MetricResult`,
-``multi_turn_ascore``/``single_turn_ascore`` the bare float (ragas' signature), and the sync
-forms are one-line runners of those.
+construction), generic over the samples it scores: ``Metric[MultiTurnSample]``,
+``Metric[SingleTurnSample]`` or ``Metric[Sample]``. It implements
+``async _evaluate(sample) -> Outcome``; this module is the only place that wraps that core:
+:meth:`Metric.ascore` returns the detailed :class:`MetricResult`, ``multi_turn_ascore`` and
+``single_turn_ascore`` (from :class:`MultiTurnScoring` and :class:`SingleTurnScoring`, mixed in
+for the samples a metric scores) the bare float (ragas' signature), and the sync forms are
+one-line runners of those.
 """
 
 from __future__ import annotations
 
+import types
+import typing
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from functools import partial
+from typing import Any, ClassVar, Generic, Protocol, get_args, get_origin
 
 import anyio
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
 from turneval._sync import run_sync
-from turneval.errors import InvalidSampleError
+from turneval.errors import ConfigError, InvalidSampleError
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 from turneval.usage import Usage
@@ -27,9 +35,12 @@ __all__ = [
     "Explained",
     "Metric",
     "MultiTurnMetric",
+    "MultiTurnScoring",
     "Outcome",
     "RowEvaluator",
+    "SampleT",
     "SingleTurnMetric",
+    "SingleTurnScoring",
     "builtin_metrics",
     "missing_field",
     "registered_metrics",
@@ -38,6 +49,13 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+SampleT = TypeVar("SampleT", bound=Sample, default=Any, contravariant=True)
+"""The type parameter of :class:`Metric`: the samples a metric scores (bare ``Metric``: any)."""
+
+_SampleContra = TypeVar("_SampleContra", contravariant=True)
+
+_UNIONS = (typing.Union, types.UnionType)
 
 
 class Outcome(ABC):
@@ -105,11 +123,32 @@ def require(metric: Metric, sample: Sample, field_name: str) -> Any:
     return value
 
 
-class Metric(BaseModel, ABC):
-    """Base of every metric: configuration as validated fields, one async core.
+class Metric(BaseModel, ABC, Generic[SampleT]):
+    """Base of every metric, generic over the samples it scores: one async core, typed.
 
-    Subclasses set ``name`` (a field with a default, so it can be overridden), declare which
-    sample types they accept in ``sample_types`` and implement :meth:`_evaluate`.
+    ``Metric[MultiTurnSample]`` scores conversations, ``Metric[SingleTurnSample]`` prompt and
+    response pairs, ``Metric[Sample]`` both; a bare ``Metric`` is ``Metric[Any]`` (any metric,
+    e.g. in a list of a run's metrics). A subclass sets ``name`` (a field with a default, so it
+    can be overridden) and implements :meth:`_evaluate` for its sample type; the type parameter
+    also fixes, at runtime, the sample types :meth:`ascore` accepts (``sample_types``), so a
+    wrong sample raises :class:`InvalidSampleError` before the core runs. The type parameter is
+    contravariant: a ``Metric[Sample]`` is a ``Metric[MultiTurnSample]`` too.
+
+    ragas' entry points (``multi_turn_ascore``, ``single_turn_ascore`` and their sync forms)
+    come from :class:`MultiTurnScoring` and :class:`SingleTurnScoring`, which a metric mixes in
+    for the samples it scores (:class:`MultiTurnMetric` and :class:`SingleTurnMetric` are the
+    two one-kind bases with them), so a metric never has an entry point that can only raise.
+
+    Attributes:
+        name: The metric's name: its column in results and its name for
+            ``evaluate(metrics=[...])``.
+        sample_types: The sample classes :meth:`ascore` accepts; derived from the type
+            parameter unless a class sets it (to a narrower choice).
+        uses_llm: Whether the metric asks a model (judged metrics), so the runner schedules it
+            concurrently with the row's other judges.
+        derived: Whether the runner computes it from the row's other results.
+        ragas_names: ragas' default names for this metric, where they differ
+            (``result["bleu_score"]``).
     """
 
     model_config = ConfigDict(
@@ -121,12 +160,21 @@ class Metric(BaseModel, ABC):
     uses_llm: ClassVar[bool] = False
     derived: ClassVar[bool] = False  # computed by the runner from the row's other results
     ragas_names: ClassVar[tuple[str, ...]] = ()
-    """ragas' default names for this metric, where they differ (``result["bleu_score"]``)."""
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        """Register the finished class under its default name (see :func:`registered_metrics`)."""
+        """Fix the class's sample types, check its entry points, register it by name.
+
+        ``sample_types`` comes from the type parameter when neither the class nor a base
+        below :class:`Metric` sets it; ragas' entry points must serve a sample type the class
+        accepts (else ``TypeError`` at class definition); a concrete class with a default
+        ``name`` is registered (see :func:`registered_metrics`). Parametrised classes such as
+        ``Metric[MultiTurnSample]`` are never registered.
+        """
         super().__pydantic_init_subclass__(**kwargs)
+        _fix_sample_types(cls)
+        if cls.__pydantic_generic_metadata__["origin"] is not None:
+            return  # Metric[X], JudgedMetric[X]: a parametrisation, not a metric of its own
         default = cls.model_fields["name"].default if "name" in cls.model_fields else None
         if isinstance(default, str) and default and not getattr(cls, "__abstractmethods__", ()):
             _REGISTRY.setdefault(default, cls)
@@ -163,7 +211,7 @@ class Metric(BaseModel, ABC):
         return (0.0, 1.0)
 
     @abstractmethod
-    async def _evaluate(self, sample: Any) -> Outcome:
+    async def _evaluate(self, sample: SampleT) -> Outcome:
         """Score one sample; raise :class:`InvalidSampleError` for unusable input."""
 
     def _check_type(self, sample: object) -> None:
@@ -174,7 +222,7 @@ class Metric(BaseModel, ABC):
                 field="sample",
             )
 
-    async def _value(self, sample: Any, timeout: float | None) -> float:
+    async def _value(self, sample: SampleT, timeout: float | None) -> float:
         """Score ``sample`` and return the bare value (``timeout`` in seconds)."""
         if not isinstance(sample, self.sample_types):
             self._check_type(sample)
@@ -183,69 +231,224 @@ class Metric(BaseModel, ABC):
         with anyio.fail_after(timeout):
             return (await self._evaluate(sample)).value
 
-    async def ascore(self, sample: Sample, *, details: bool = True) -> MetricResult:
-        """Score ``sample`` with its reason and (unless ``details=False``) its details."""
+    async def ascore(self, sample: SampleT, *, details: bool = True) -> MetricResult:
+        """Score ``sample`` with its reason and (unless ``details=False``) its details.
+
+        Raises:
+            InvalidSampleError: ``sample`` is not one of ``sample_types``, or lacks a field the
+                metric needs (the error names the metric and the field).
+        """
         self._check_type(sample)
         outcome = await self._evaluate(sample)
         reason, evidence = outcome.explain(details)
         usage = getattr(outcome, "usage", None)
         return MetricResult(self.name, float(outcome.value), reason, evidence, usage)
 
-    def score(self, sample: Sample) -> MetricResult:
-        """Sync form of :meth:`ascore`."""
-        return run_sync(self.ascore, sample)
+    def score(self, sample: SampleT, *, details: bool = True) -> MetricResult:
+        """Sync form of :meth:`ascore` (raises ``SyncInAsyncContextError`` inside a loop)."""
+        return run_sync(partial(self.ascore, details=details), sample)
 
 
-class MultiTurnMetric(Metric, ABC):
-    """A metric of conversations (:class:`MultiTurnSample`)."""
+_DERIVED: weakref.WeakSet[type[Metric]] = weakref.WeakSet()
+"""Classes whose ``sample_types`` came from their type parameter (not set by a class)."""
 
-    sample_types: ClassVar[tuple[type[Any], ...]] = (MultiTurnSample,)
+
+def _parameter(cls: type[Metric]) -> Any:
+    """What ``cls`` binds :class:`Metric`'s type parameter to; None when it leaves it open.
+
+    Follows the pydantic parametrisations in the MRO (``JudgedMetric[SingleTurnSample]``
+    binds JudgedMetric's parameter, which ``JudgedMetric(Metric[S])`` passes to Metric).
+    """
+    bound: dict[Any, Any] = {}
+    for klass in cls.__mro__:
+        metadata = getattr(klass, "__pydantic_generic_metadata__", None)
+        if metadata is None or metadata["origin"] is None:
+            continue
+        parameters = metadata["origin"].__pydantic_generic_metadata__["parameters"]
+        for parameter, argument in zip(parameters, metadata["args"], strict=False):
+            if argument is not parameter:
+                bound.setdefault(parameter, argument)
+    value: Any = SampleT
+    for _ in range(len(bound) + 1):
+        if not isinstance(value, TypeVar) or value not in bound:
+            break
+        value = bound[value]
+    return None if isinstance(value, TypeVar) or value is Any else value
+
+
+def _fix_sample_types(cls: type[Metric]) -> None:
+    """Set ``cls.sample_types`` from its type parameter; check it and the entry points."""
+    parameter = _parameter(cls)
+    declared: tuple[type[Any], ...] | None = None
+    if parameter is not None:
+        members = get_args(parameter) if get_origin(parameter) in _UNIONS else (parameter,)
+        declared = tuple(kind for kind in members if isinstance(kind, type))
+    explicit = next(
+        (
+            klass
+            for klass in cls.__mro__
+            if "sample_types" in klass.__dict__ and klass is not Metric and klass not in _DERIVED
+        ),
+        None,
+    )
+    if explicit is None and declared:
+        cls.sample_types = declared
+        _DERIVED.add(cls)
+    elif explicit is not None and declared:
+        outside = [k for k in cls.sample_types if not issubclass(k, declared)]
+        if outside:
+            raise TypeError(
+                f"{cls.__name__}.sample_types has {outside[0].__name__}, which its type "
+                f"parameter ({' | '.join(k.__name__ for k in declared)}) does not admit"
+            )
+    for family, kind, method in _FAMILIES:
+        if issubclass(cls, family) and not issubclass(kind, cls.sample_types):
+            raise TypeError(
+                f"{cls.__name__} has {method} but scores only "
+                f"{' or '.join(k.__name__ for k in cls.sample_types)}: mix in "
+                f"{family.__name__} only with a sample type that includes {kind.__name__}"
+            )
+
+
+class _Scores(Protocol[_SampleContra]):
+    """What ragas' entry points need of the metric they are mixed into (its core)."""
+
+    async def _value(self, sample: _SampleContra, timeout: float | None) -> float: ...
+
+
+class _MultiTurnScorer(Protocol):
+    async def multi_turn_ascore(
+        self, sample: MultiTurnSample, callbacks: Any = ..., timeout: float | None = ...
+    ) -> float: ...
+
+
+class _SingleTurnScorer(Protocol):
+    async def single_turn_ascore(
+        self, sample: SingleTurnSample, callbacks: Any = ..., timeout: float | None = ...
+    ) -> float: ...
+
+
+class MultiTurnScoring:
+    """ragas' multi-turn entry points, for a :class:`Metric` whose samples include conversations.
+
+    Mix it into a ``Metric[MultiTurnSample]`` or ``Metric[Sample]`` (type checkers reject a
+    call on any other metric; defining such a class raises ``TypeError``).
+    """
+
+    __slots__ = ()
 
     async def multi_turn_ascore(
-        self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
+        self: _Scores[MultiTurnSample],
+        sample: MultiTurnSample,
+        callbacks: Any = None,
+        timeout: float | None = None,
     ) -> float:
-        """Score a conversation; ragas' signature (``callbacks`` is accepted and unused)."""
+        """Score a conversation; ragas' signature (``callbacks`` is accepted and unused).
+
+        Args:
+            sample: The conversation.
+            callbacks: Accepted for ragas compatibility; unused.
+            timeout: Seconds allowed for the score (``TimeoutError`` past it); None: no limit.
+
+        Returns:
+            The value alone (:meth:`Metric.ascore` gives the reason and details too).
+        """
         return await self._value(sample, timeout)
 
     def multi_turn_score(
-        self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
+        self: _MultiTurnScorer,
+        sample: MultiTurnSample,
+        callbacks: Any = None,
+        timeout: float | None = None,
     ) -> float:
         """Sync form of :meth:`multi_turn_ascore`."""
         return run_sync(self.multi_turn_ascore, sample, callbacks, timeout)
 
 
-class SingleTurnMetric(Metric, ABC):
-    """A metric of single prompt/response pairs (:class:`SingleTurnSample`)."""
+class SingleTurnScoring:
+    """ragas' single-turn entry points, for a :class:`Metric` whose samples include pairs.
 
-    sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample,)
+    Mix it into a ``Metric[SingleTurnSample]`` or ``Metric[Sample]`` (type checkers reject a
+    call on any other metric; defining such a class raises ``TypeError``).
+    """
+
+    __slots__ = ()
 
     async def single_turn_ascore(
-        self, sample: SingleTurnSample, callbacks: Any = None, timeout: float | None = None
+        self: _Scores[SingleTurnSample],
+        sample: SingleTurnSample,
+        callbacks: Any = None,
+        timeout: float | None = None,
     ) -> float:
-        """Score a single-turn sample; ragas' signature (``callbacks`` is accepted and unused)."""
+        """Score a single-turn sample; ragas' signature (``callbacks`` is accepted and unused).
+
+        Args:
+            sample: The prompt and response (and reference, contexts, ... as the metric needs).
+            callbacks: Accepted for ragas compatibility; unused.
+            timeout: Seconds allowed for the score (``TimeoutError`` past it); None: no limit.
+
+        Returns:
+            The value alone (:meth:`Metric.ascore` gives the reason and details too).
+        """
         return await self._value(sample, timeout)
 
     def single_turn_score(
-        self, sample: SingleTurnSample, callbacks: Any = None, timeout: float | None = None
+        self: _SingleTurnScorer,
+        sample: SingleTurnSample,
+        callbacks: Any = None,
+        timeout: float | None = None,
     ) -> float:
         """Sync form of :meth:`single_turn_ascore`."""
         return run_sync(self.single_turn_ascore, sample, callbacks, timeout)
 
 
-class RowEvaluator(Metric, ABC):
+_FAMILIES = (
+    (MultiTurnScoring, MultiTurnSample, "multi_turn_ascore"),
+    (SingleTurnScoring, SingleTurnSample, "single_turn_ascore"),
+)
+
+
+class MultiTurnMetric(MultiTurnScoring, Metric[MultiTurnSample], ABC):
+    """A metric of conversations: ``Metric[MultiTurnSample]`` with ragas' multi-turn names.
+
+    The base ragas users know (``from ragas.metrics.base import MultiTurnMetric``); implement
+    ``async _evaluate(self, sample: MultiTurnSample) -> Outcome``. A metric of both sample
+    kinds is ``Metric[Sample]`` with both :class:`MultiTurnScoring` and
+    :class:`SingleTurnScoring`.
+    """
+
+
+class SingleTurnMetric(SingleTurnScoring, Metric[SingleTurnSample], ABC):
+    """A metric of prompt/response pairs: ``Metric[SingleTurnSample]`` with ragas' names.
+
+    Implement ``async _evaluate(self, sample: SingleTurnSample) -> Outcome``; it has
+    ``single_turn_ascore``/``single_turn_score`` (ragas) besides ``ascore``/``score``.
+    """
+
+
+class RowEvaluator(Metric[SampleT], ABC):
     """A metric computed from a row's other results, after them (it calls no model itself).
 
     The run pipeline picks these out by type (``isinstance(metric, RowEvaluator)``): it scores
     the row's other metrics first, then calls :meth:`derive` with their results, their errors
     and the run's metric objects, so an evaluator selects what it reads by type, not by name.
+    Implement :meth:`derive` only: a row evaluator has no ragas entry points, and its
+    :meth:`~Metric.ascore` on a lone sample raises :class:`~turneval.errors.ConfigError`
+    (it has nothing to derive from outside a run).
     """
 
     derived: ClassVar[bool] = True
 
+    async def _evaluate(self, sample: SampleT) -> Outcome:
+        raise ConfigError(
+            f"{self.name} is computed by evaluate() from the row's other results, "
+            "not from a sample alone"
+        )
+
     @abstractmethod
     def derive(
         self,
-        sample: Any,
+        sample: SampleT,
         results: Mapping[str, MetricResult],
         errors: Mapping[str, str],
         metrics: Sequence[Metric],

@@ -183,7 +183,7 @@ def _tools_block(sample: MultiTurnSample) -> str:
     return "\nTools available to the agent:\n" + tagged("tools", "\n".join(lines)) + "\n"
 
 
-class TrajectoryJudge(JudgedMetric, MultiTurnMetric):
+class TrajectoryJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """1 if the judge finds the agent's steps reasonable for the request, else 0.
 
     With ``reference=True``: 1 if they are equivalent to ``reference_tool_calls``. The tools the agent had are shown when the sample lists them in ``metadata["tools"]``.
@@ -249,7 +249,7 @@ _RETENTION = ("retained", "forgot", "contradicted")
 _SEVERITY = {"retained": 0, "forgot": 1, "contradicted": 2}
 
 
-class KnowledgeRetention(JudgedMetric, MultiTurnMetric):
+class KnowledgeRetention(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """Share of AI turns that keep what the user said earlier (none forgotten or contradicted).
 
     One judge call rates every AI message with text ``retained``, ``forgot`` or
@@ -294,7 +294,7 @@ AI messages to judge: {turns}
 {conversation}"""
 
 
-class RoleAdherence(JudgedMetric, MultiTurnMetric):
+class RoleAdherence(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """Share of AI turns that stay in the given role or persona.
 
     The role is ``role``, else the sample's ``metadata["role"]``, else its system message.
@@ -354,7 +354,7 @@ AI messages to judge, with their windows: {windows}
 {conversation}"""
 
 
-class TurnRelevancy(JudgedMetric, MultiTurnMetric):
+class TurnRelevancy(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """Share of AI turns relevant to the ``window`` messages before each; per-turn verdicts.
 
     Attributes:
@@ -429,7 +429,7 @@ decide for each whether the AI satisfied it by the end of the conversation: "sat
 {conversation}"""
 
 
-class ConversationCompleteness(JudgedMetric, MultiTurnMetric):
+class ConversationCompleteness(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """Share of the user's intentions, across the conversation, that the AI satisfied."""
 
     name: str = "conversation_completeness"
@@ -475,7 +475,7 @@ satisfied; "unresolved" if the frustration is still there at the end.
 _FRUSTRATION_VALUE = {"none": 1.0, "resolved": 0.5, "unresolved": 0.0}
 
 
-class UserFrustration(JudgedMetric, MultiTurnMetric):
+class UserFrustration(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """1 when the user shows no frustration, 0.5 when it was resolved, 0 when unresolved."""
 
     name: str = "user_frustration"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from turneval.errors import ConfigError
-from turneval.metrics.base import Explained, MultiTurnMetric, SingleTurnMetric
-from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
+from turneval.metrics.base import Explained, Metric, MultiTurnScoring, SingleTurnScoring
+from turneval.samples import MultiTurnSample, Sample
 
 __all__ = ["CustomMetric", "sample_instance"]
 
@@ -41,7 +41,7 @@ def sample_instance(sample: Sample) -> dict[str, Any]:
     return instance
 
 
-class CustomMetric(MultiTurnMetric, SingleTurnMetric):
+class CustomMetric(MultiTurnScoring, SingleTurnScoring, Metric[Sample]):
     """A metric from ``metric_function(instance) -> float | {name: float}``, sync or async.
 
     ``instance`` is :func:`sample_instance` of the sample. A dict result must hold the
@@ -52,8 +52,6 @@ class CustomMetric(MultiTurnMetric, SingleTurnMetric):
         name: The metric's name (required).
         metric_function: The scoring function.
     """
-
-    sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
 
     name: str
     metric_function: Callable[[dict[str, Any]], Any]

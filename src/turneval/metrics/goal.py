@@ -61,7 +61,7 @@ def _outcome(verdict: GoalVerdict | InferredGoalVerdict) -> Explained:
     return Explained(float(verdict.achieved), reason, verdict.model_dump())
 
 
-class AgentGoalAccuracyWithReference(JudgedMetric, MultiTurnMetric):
+class AgentGoalAccuracyWithReference(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """1 if the conversation's end state achieves ``reference`` (the desired outcome), else 0."""
 
     name: str = "agent_goal_accuracy_with_reference"
@@ -81,7 +81,7 @@ class AgentGoalAccuracyWithReference(JudgedMetric, MultiTurnMetric):
         return _outcome(replies[0].parsed)
 
 
-class AgentGoalAccuracyWithoutReference(JudgedMetric, MultiTurnMetric):
+class AgentGoalAccuracyWithoutReference(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """1 if the end state achieves the user's goal, inferred from the human turns, else 0."""
 
     name: str = "agent_goal_accuracy_without_reference"

@@ -7,6 +7,7 @@ layer (limiter, cache, usage, retries); with none, the offline backend checks it
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
@@ -23,7 +24,7 @@ from turneval.grounding import (
 from turneval.judge import JudgeReply, JudgeRequest
 from turneval.messages import AIMessage, ToolMessage
 from turneval.metrics._judged import JudgedMetric
-from turneval.metrics.base import Explained, MultiTurnMetric, SingleTurnMetric, require
+from turneval.metrics.base import Explained, MultiTurnMetric, SampleT, SingleTurnMetric, require
 from turneval.samples import MultiTurnSample, SingleTurnSample
 
 __all__ = ["Groundedness", "ToolOutputGroundedness"]
@@ -36,7 +37,7 @@ class _Answer:
     facts: tuple[Fact, ...]
 
 
-class _GroundingOptions(JudgedMetric, SingleTurnMetric):
+class _GroundingOptions(JudgedMetric[SampleT]):
     """Options shared by the grounding metrics (see :func:`turneval.grounding.check_grounding`).
 
     Attributes:
@@ -53,10 +54,11 @@ class _GroundingOptions(JudgedMetric, SingleTurnMetric):
     enable_anti_citations: bool = False
     anti_citation_threshold: float = Field(default=0.8, ge=0, le=1)
 
-    def _answers(self, sample: Any) -> list[_Answer]:
-        raise NotImplementedError  # pragma: no cover - each metric defines its answers
+    @abstractmethod
+    def _answers(self, sample: SampleT) -> list[_Answer]:
+        """The answers to ground, each with the facts it may cite."""
 
-    def requests(self, sample: Any) -> list[JudgeRequest[Any]]:
+    def requests(self, sample: SampleT) -> list[JudgeRequest[Any]]:
         """One LLM-backend question per answer; none when grounding offline."""
         answers = self._answers(sample)
         if self.default_llm() is None:
@@ -64,7 +66,7 @@ class _GroundingOptions(JudgedMetric, SingleTurnMetric):
         return [grounding_request(a.text, a.facts) for a in answers]
 
     def _results(
-        self, sample: Any, replies: Sequence[JudgeReply[Any]]
+        self, sample: SampleT, replies: Sequence[JudgeReply[Any]]
     ) -> list[tuple[_Answer, GroundingResult]]:
         answers = self._answers(sample)
         if not replies:
@@ -103,7 +105,7 @@ def _counts(result: GroundingResult) -> tuple[int, int]:
     return sum(1 for c in required if c.citation_indices), len(required)
 
 
-class Groundedness(_GroundingOptions):
+class Groundedness(_GroundingOptions[SingleTurnSample], SingleTurnMetric):
     """Support score of ``response`` against ``retrieved_contexts`` (one fact per context)."""
 
     name: str = "groundedness"
@@ -123,7 +125,7 @@ class Groundedness(_GroundingOptions):
         return Explained(result.support_score, reason, result.to_dict())
 
 
-class ToolOutputGroundedness(_GroundingOptions, MultiTurnMetric):
+class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric):
     """Support of the AI's answers by the tool outputs that came before each of them.
 
     Every AI message with text is checked against the ToolMessages earlier in the conversation;
@@ -133,7 +135,6 @@ class ToolOutputGroundedness(_GroundingOptions, MultiTurnMetric):
     """
 
     name: str = "tool_output_groundedness"
-    sample_types = (MultiTurnSample,)
 
     def _answers(self, sample: MultiTurnSample) -> list[_Answer]:
         facts: list[Fact] = []

@@ -30,9 +30,9 @@ from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, rubric_score_model, tagged
 from turneval.messages import AIMessage
 from turneval.metrics._judged import JudgedMetric, conversation_text, preset_class
-from turneval.metrics.base import Explained, MultiTurnMetric, SingleTurnMetric
+from turneval.metrics.base import Explained, MultiTurnScoring, SingleTurnMetric, SingleTurnScoring
 from turneval.results import MetricResult
-from turneval.samples import MultiTurnSample, SingleTurnSample
+from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 __all__ = [
     "Coherence",
@@ -142,7 +142,7 @@ def score_confidence(message: Any, score: str) -> float | None:
     return None
 
 
-class PointwiseMetric(JudgedMetric, SingleTurnMetric, MultiTurnMetric):
+class PointwiseMetric(JudgedMetric[Sample], SingleTurnScoring, MultiTurnScoring):
     """A rubric judge of one response.
 
     The verdict schema sent to the model admits only the rubric's scores (an enum), so a
@@ -158,8 +158,6 @@ class PointwiseMetric(JudgedMetric, SingleTurnMetric, MultiTurnMetric):
         per_turn: On multi-turn samples, rate every AI turn and report their mean.
         use_reference: Also show the sample's ``reference`` to the judge.
     """
-
-    sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
 
     name: str
     criteria: str | dict[str, str]
@@ -274,7 +272,7 @@ _CHOICES = {
 }
 
 
-class PairwiseMetric(JudgedMetric, SingleTurnMetric):
+class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
     """A rubric judge choosing between ``baseline_response`` and ``response`` (the candidate).
 
     Each pair is judged twice, baseline shown first then candidate shown first; agreeing

@@ -37,9 +37,15 @@ from typing import Any, ClassVar
 from turneval.errors import InvalidSampleError
 from turneval.messages import AIMessage
 from turneval.metrics._matching import json_key
-from turneval.metrics.base import Explained, MultiTurnMetric, SingleTurnMetric, missing_field
+from turneval.metrics.base import (
+    Explained,
+    Metric,
+    MultiTurnScoring,
+    SingleTurnScoring,
+    missing_field,
+)
 from turneval.results import ratio
-from turneval.samples import MultiTurnSample, SingleTurnSample
+from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 __all__ = [
     "ToolCallValid",
@@ -134,8 +140,7 @@ def _loose(value: Any) -> Hashable:
     return str(value)
 
 
-class _ToolJsonMetric(MultiTurnMetric, SingleTurnMetric, ABC):
-    sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
+class _ToolJsonMetric(MultiTurnScoring, SingleTurnScoring, Metric[Sample], ABC):
     needs_reference: ClassVar[bool] = True
 
     def _predicted(self, sample: SingleTurnSample | MultiTurnSample) -> list[_Call]:

@@ -45,7 +45,7 @@ Reference topics: {reference_topics}
 {conversation}"""
 
 
-class TopicAdherenceScore(JudgedMetric, MultiTurnMetric):
+class TopicAdherenceScore(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """Precision, recall or F1 of the AI's adherence to ``reference_topics`` (one judge call).
 
     The judge lists the topics the human raised and marks each answered/refused and
