@@ -63,6 +63,14 @@ def _crossref(obj: griffe.Object, match: re.Match[str]) -> str:
     return f'<autoref identifier="{path}" optional><code>{title}</code></autoref>'
 
 
+def _keyword(key: str, value: Any) -> str:
+    """``    key=value,`` with the value pretty-printed, continuation lines aligned under it."""
+    text = pprint.pformat(value, width=84 - len(key), sort_dicts=False)
+    return (
+        textwrap.indent(f"{key}=" + text.replace("\n", "\n" + " " * (len(key) + 1)), "    ") + ",\n"
+    )
+
+
 def _add_preset_classes(pkg: griffe.Module) -> None:
     from turneval.metrics.base import builtin_metrics
 
@@ -77,10 +85,7 @@ def _add_preset_classes(pkg: griffe.Module) -> None:
             for key, field in cls.model_fields.items()
             if key in base.model_fields and field.default != base.model_fields[key].default
         }
-        args = "".join(
-            textwrap.indent(f"{key}={pprint.pformat(value, width=88, sort_dicts=False)},\n", "    ")
-            for key, value in preset.items()
-        )
+        args = "".join(_keyword(key, value) for key, value in preset.items())
         doc = (
             f"{cls.__doc__}\n\nA preset of `{base.__name__}`: the class is\n\n"
             f"```python\n{base.__name__}(\n{args})\n```\n"
