@@ -90,6 +90,7 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+"""The version of turneval (the one version source: pyproject.toml reads it from here)."""
 
 
 def __getattr__(name: str) -> Any:

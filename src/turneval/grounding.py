@@ -59,8 +59,11 @@ __all__ = [
 ]
 
 MAX_FACTS = 200
+"""Most facts one grounding check accepts (more is a ``ConfigError``)."""
 MAX_FACT_CHARS = 10_000
+"""Longest fact, in characters, one grounding check accepts."""
 MAX_CANDIDATE_TOKENS = 4096
+"""Longest answer candidate, in tokens (words and periods), one grounding check accepts."""
 
 
 class Fact(BaseModel):
