@@ -22,16 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generate import generate  # noqa: E402
-
-METRICS = [
-    "tool_call_accuracy",
-    "tool_call_f1",
-    "trajectory_exact_match",
-    "trajectory_in_order_match",
-    "trajectory_any_order_match",
-    "trajectory_precision",
-    "trajectory_recall",
-]
+from run_stream_bench import METRICS  # noqa: E402  (the same seven metrics)
 
 
 def data_file(n: int, seed: int) -> Path:
