@@ -118,7 +118,8 @@ class ActorBudget:
     """A :class:`~turneval.ratelimit.Budget` held by a Ray actor that every worker asks.
 
     Args:
-        handle: The actor (it has ``reserve(tokens) -> seconds`` and ``correct``).
+        handle: The quota actor (``reserve(tokens, lead) -> (wall-clock start, gap)`` and
+            ``correct(estimated, actual)``).
     """
 
     def __init__(self, handle: Any) -> None:
@@ -138,7 +139,7 @@ class ActorBudget:
         worker that wakes up more than half a request gap past its start (its process was
         busy) takes a new start instead of sending late, so that late requests never bunch up
         with the ones on time (a window of the quota's length then holds at most its share,
-        within the budget's 1% headroom); the missed start is lost.
+        within the cluster budget's 3% headroom); the missed start is lost.
         """
         for _ in range(_LATE_RETRIES):
             asked = time.time()
