@@ -153,6 +153,8 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         evaluate_on_ray(data, [holding], output=tmp_path / "o", llm_factory=lambda: None)
     with pytest.raises(ConfigError, match="concurrency"):
         evaluate_on_ray(data, METRICS, output=tmp_path / "o", concurrency=0)
+    with pytest.raises(ConfigError, match="output_format must be 'jsonl' or 'parquet'"):
+        evaluate_on_ray(data, METRICS, output=tmp_path / "o", output_format="csv")
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"pip install 'turneval\[ray\]'"):
         evaluate_on_ray(data, METRICS, output=tmp_path / "o")
@@ -187,8 +189,17 @@ def test_a_ray_dataset_and_a_parquet_folder_give_the_rows_of_the_same_jsonl(tmp_
     assert rows(from_dataset.results_path) == expected
     parquet = tmp_path / "parquet"
     ray.data.from_items(records, override_num_blocks=1).write_parquet(str(parquet))
-    from_parquet = evaluate_on_ray(parquet, METRICS, output=tmp_path / "pq")
+    from_parquet = evaluate_on_ray(
+        parquet, METRICS, output=tmp_path / "pq", output_format="parquet"
+    )
     assert rows(from_parquet.results_path) == expected
+    import pandas as pd
+
+    written = pd.read_parquet(from_parquet.parquet_path).sort_values("index")
+    assert written["index"].tolist() == [row["index"] for row in expected]
+    for name in METRICS:
+        assert written[name].tolist() == [row[name] for row in expected]
+        assert written[f"{name}_reason"].tolist() == [row[f"{name}_reason"] for row in expected]
 
 
 def test_a_429_burst_shrinks_the_workers_window(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import tempfile
 import time
 import warnings
@@ -76,6 +77,11 @@ class DistributedResult:
     def results_path(self) -> Path:
         """``results.jsonl``: one row per input line, in input order."""
         return self.output / "results.jsonl"
+
+    @property
+    def parquet_path(self) -> Path:
+        """``results.parquet/``: the rows as Parquet files (with ``output_format="parquet"``)."""
+        return self.output / "results.parquet"
 
     def summary(self) -> dict[str, Any]:
         """The run's ``summary.json``, as a local run writes it."""
@@ -292,6 +298,7 @@ def evaluate_on_ray(
     report_rows: int = 2000,
     title: str | None = None,
     progress: bool = False,
+    output_format: str = "jsonl",
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
 
@@ -330,12 +337,17 @@ def evaluate_on_ray(
         report_rows: Rows kept for the report's per-sample table.
         title: The report's title.
         progress: Print a progress line to stderr.
+        output_format: ``"jsonl"`` (``results.jsonl``), or ``"parquet"``: also the same rows as
+            a folder of Parquet files, ``results.parquet/``, written by Ray in input order
+            (``results.jsonl`` stays: ``resume`` reads it).
 
     Raises:
         ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
             out of range.
     """
     ray = _ray()
+    if output_format not in ("jsonl", "parquet"):
+        raise ConfigError(f"output_format must be 'jsonl' or 'parquet', got {output_format!r}")
     if concurrency < 1 or num_cpus <= 0 or max_retries < 0:
         raise ConfigError("concurrency must be >= 1, num_cpus > 0 and max_retries >= 0")
     resolved = resolve_metrics(metrics)
@@ -388,7 +400,11 @@ def evaluate_on_ray(
         input_format=input_format,
         engine=engine,
     )
-    return DistributedResult(stream, target)
+    result = DistributedResult(stream, target)
+    if output_format == "parquet":
+        shutil.rmtree(result.parquet_path, ignore_errors=True)
+        result.dataset().write_parquet(str(result.parquet_path))
+    return result
 
 
 def _is_parquet(path: Path) -> bool:
