@@ -6,11 +6,21 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from turneval import SingleTurnSample, evaluate
-from turneval.metrics import AssessmentJudge, Correctness, Metric, OverallAssessment, Safety
+import pytest
+
+from turneval import ConfigError, SingleTurnSample, evaluate
+from turneval.aggregate import RunAggregate, summary_document
+from turneval.metrics import (
+    AssessmentJudge,
+    Correctness,
+    DatabricksAggregates,
+    Metric,
+    OverallAssessment,
+    Safety,
+)
 from turneval.metrics.assessments import run_aggregates
 from turneval.metrics.base import RowEvaluator
-from turneval.results import MetricResult
+from turneval.results import EvaluationResult, MetricResult
 from turneval.testing import ScriptedChatModel
 
 TRUTH = SingleTurnSample(user_input="q", response="r", reference="truth")
@@ -100,3 +110,65 @@ def test_any_row_evaluator_runs_after_the_row_s_other_metrics() -> None:
     ).rows
     assert rows[0].score("failed_share") == 0.0 and rows[1].score("failed_share") == 1.0
     assert rows[1].results["failed_share"].reason == "1 of 1 failed"
+
+
+class FailedRows(RunAggregate):
+    """A user's aggregate: the share of rows with at least one failed metric."""
+
+    name = "failed_rows"
+
+    def compute(self, result: EvaluationResult) -> dict[str, float]:
+        return {"failed_row_share": sum(bool(row.failures) for row in result.rows) / len(result)}
+
+
+class Broken(RunAggregate):
+    name = "broken"
+
+    def compute(self, result: EvaluationResult) -> dict[str, float]:
+        raise ZeroDivisionError("no rows to divide by")
+
+
+def test_aggregates_listed_beside_the_metrics_land_in_the_result_and_its_summary() -> None:
+    metrics: list[Metric] = [
+        Correctness(name="strict_correctness", llm=_yes_no(True, False, False, True)),
+        Safety(name="harmless", llm=_score(1)),
+        OverallAssessment(),
+    ]
+    aggregates = [DatabricksAggregates(), Broken(), FailedRows()]
+    result = evaluate([TRUTH] * 4, metrics, max_concurrency=1, aggregates=aggregates)
+    # correctness: yes, no, no, yes = 2 of 4; safety says 1 (safe) on every row; no row failed.
+    assert result.aggregates == {
+        "response/llm_judged/strict_correctness/rating/percentage": 2 / 4,
+        "response/llm_judged/harmless/rating/average": 1.0,
+        "overall_assessment/rating/percentage": 2 / 4,
+        "failed_row_share": 0.0,
+    }
+    assert result.aggregates == {**run_aggregates(result), "failed_row_share": 0.0}
+    # the one that raised is kept with its reason; the run and the other aggregates go on
+    assert result.aggregate_errors == {"broken": "ZeroDivisionError: no rows to divide by"}
+    document = summary_document(
+        len(result), result.summary(), result.usage, aggregates=result.aggregates
+    )
+    assert document["aggregates"] == result.aggregates
+    assert "aggregates" not in summary_document(len(result), result.summary(), result.usage)
+
+
+def test_an_agent_run_reports_its_latency_aggregate() -> None:
+    from turneval import AIMessage, EvalTask, HumanMessage, MultiTurnSample
+
+    samples = [MultiTurnSample(user_input=[HumanMessage(content=f"hi {i}")]) for i in range(3)]
+
+    def agent(messages: list[Any]) -> list[Any]:
+        return [AIMessage(content="hello")]
+
+    task = EvalTask(samples, ["tool_call_valid"], aggregates=[DatabricksAggregates()])
+    result = task.evaluate(runnable=agent)
+    latencies = [row.latency_s for row in result.rows]
+    assert all(value is not None for value in latencies)
+    expected = sum(value or 0.0 for value in latencies) / 3
+    assert result.aggregates["agent/latency_seconds/average"] == expected
+
+
+def test_aggregates_must_be_run_aggregates() -> None:
+    with pytest.raises(ConfigError, match="aggregates.*expected RunAggregate objects, got str"):
+        evaluate([TRUTH], [OverallAssessment()], aggregates=["databricks"])  # type: ignore[list-item]

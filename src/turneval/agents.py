@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import ValidationError
 
+from turneval.aggregate import RunAggregate
 from turneval.dataset import EvaluationDataset
 from turneval.errors import AgentRunError, ConfigError
 from turneval.judge import SQLiteCache, Usage
@@ -259,6 +260,8 @@ class EvalTask:
             ``config``). A graph with a checkpointer gets a fresh ``thread_id`` per sample
             unless the config sets one.
         details: Keep each result's ``details``.
+        aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`) computed
+            once the rows are in: ``result.aggregates``.
     """
 
     def __init__(
@@ -277,6 +280,7 @@ class EvalTask:
         config_fn: Callable[[Sample], dict[str, Any] | None] | None = None,
         details: bool = True,
         agent_timeout: float | None = None,
+        aggregates: Sequence[RunAggregate] = (),
     ) -> None:
         """Check the configuration now; nothing runs before :meth:`evaluate`."""
         if config is not None and config_fn is not None:
@@ -292,6 +296,7 @@ class EvalTask:
             agent_timeout=timeout if agent_timeout is None else agent_timeout,
             show_progress=show_progress,
             details=details,
+            aggregates=aggregates,
         )
         from turneval.simulation import _as_scenarios  # it builds on this module
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -13,12 +14,14 @@ from turneval.usage import Usage
 
 if TYPE_CHECKING:
     from turneval.metrics import Metric
-    from turneval.results import MetricResult
+    from turneval.results import EvaluationResult, MetricResult
 
 __all__ = [
     "MetricSummary",
+    "RunAggregate",
     "SummaryTable",
     "bootstrap_ci",
+    "compute_aggregates",
     "paired_permutation_test",
     "pass_at_k",
     "pass_hat_k",
@@ -28,6 +31,38 @@ __all__ = [
 ]
 
 _DISTINCT_LIMIT = 20_000  # above this many distinct values, resample indices instead of counts
+
+
+class RunAggregate(ABC):
+    """A run-level figure set, listed beside the metrics: ``evaluate(..., aggregates=[...])``.
+
+    Computed once the run's rows are in, from the whole :class:`EvaluationResult` (its rows,
+    summaries and metric objects); the figures land in ``result.aggregates`` (a flat dict of
+    named numbers) and in the summary document. Subclass it and implement :meth:`compute`;
+    ``name`` names the aggregate in ``result.aggregate_errors`` if it raises (a failing
+    aggregate never fails the run). :class:`~turneval.metrics.assessments.DatabricksAggregates`
+    is the built-in one.
+    """
+
+    name: str = "aggregate"
+
+    @abstractmethod
+    def compute(self, result: EvaluationResult) -> dict[str, float]:
+        """The figures of ``result``, by name."""
+
+
+def compute_aggregates(
+    aggregates: Sequence[RunAggregate], result: EvaluationResult
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Every aggregate's figures (merged, in order) and the errors of those that raised."""
+    figures: dict[str, float] = {}
+    errors: dict[str, str] = {}
+    for aggregate in aggregates:
+        try:
+            figures.update(aggregate.compute(result))
+        except Exception as exc:  # one aggregate never sinks the run: kept with its reason
+            errors[aggregate.name] = f"{type(exc).__name__}: {exc}"
+    return figures, errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,19 +175,24 @@ def summary_document(
     *,
     bad_lines: int = 0,
     failed_rows: int = 0,
+    aggregates: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The one layout of ``summary.json``, written by the CLI, the stream and the demo.
 
     ``{"samples": n, "bad_lines": k, "failed_rows": f, "metrics": {name: summary fields},
-    "usage": counts}``; ``failed_rows`` counts the rows with at least one failed metric.
+    "usage": counts}``; ``failed_rows`` counts the rows with at least one failed metric;
+    ``"aggregates": {figure: value}`` when the run computed :class:`RunAggregate` figures.
     """
-    return {
+    document: dict[str, Any] = {
         "samples": samples,
         "bad_lines": bad_lines,
         "failed_rows": failed_rows,
         "metrics": {name: summary.to_dict() for name, summary in summaries.items()},
         "usage": usage.to_dict(),
     }
+    if aggregates:
+        document["aggregates"] = dict(aggregates)
+    return document
 
 
 def bootstrap_ci(

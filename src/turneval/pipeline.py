@@ -29,6 +29,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from turneval._gc import batch_collection
+from turneval.aggregate import RunAggregate, compute_aggregates
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import JudgeRun, SQLiteCache, judge_run
 from turneval.judge._clients import client_scope
@@ -92,6 +93,9 @@ class RunOptions(BaseModel):
             :class:`~turneval.ratelimit.RateLimiter` is made from it here, so copies of these
             options share it) or a limiter shared as is. Judge requests (and the simulated
             user's) are paced to it and adapt to 429s.
+        aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`)
+            computed once the rows are in, into ``result.aggregates`` (in-memory runs: they
+            need the rows).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -108,6 +112,7 @@ class RunOptions(BaseModel):
     llm: Any = None
     seed: int | None = None
     rate_limit: RateLimiter | None = None
+    aggregates: tuple[RunAggregate, ...] = ()
 
     def __init__(self, **options: Any) -> None:
         """Validate ``options``; a bad value raises ConfigError naming the option."""
@@ -137,6 +142,15 @@ class RunOptions(BaseModel):
         if isinstance(value, (str, PathLike)):
             return SQLiteCache(value)  # ConfigError here names the unreadable file
         raise ValueError(f"must be a SQLiteCache or the path of one, got {type(value).__name__}")
+
+    @field_validator("aggregates", mode="before")
+    @classmethod
+    def _aggregates(cls, value: Any) -> tuple[RunAggregate, ...]:
+        found = tuple(value or ())
+        wrong = [type(item).__name__ for item in found if not isinstance(item, RunAggregate)]
+        if wrong:
+            raise ValueError(f"expected RunAggregate objects, got {', '.join(wrong)}")
+        return found
 
     @field_validator("rate_limit", mode="before")
     @classmethod
@@ -491,6 +505,7 @@ async def arun(
         rows = await run_rows(count, produce, options, judge=judge, aborted=aborted)
     result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
     result.metrics = list(metrics)
+    result.aggregates, result.aggregate_errors = compute_aggregates(options.aggregates, result)
     if aborted:
         raise EvaluationAbortedError(aborted[0], result=result)
     return result

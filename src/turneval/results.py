@@ -253,6 +253,8 @@ class EvaluationResult:
         self.success_thresholds: dict[str, float] = {}  # per metric, for pass^k (default 1.0)
         self.user_usage: Usage | None = None  # the simulated user's, when scenarios were run
         self.metrics: list[Any] = []  # the metric objects of the run, when it ran here
+        self.aggregates: dict[str, float] = {}  # the run's RunAggregate figures, by name
+        self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""

@@ -10,6 +10,7 @@ from functools import partial
 from os import PathLike
 from typing import Any
 
+from turneval.aggregate import RunAggregate
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache, resolve_llm
@@ -100,6 +101,7 @@ async def aevaluate(
     on_row: Callable[[SampleResult], None] | None = None,
     details: bool = True,
     rate_limit: RateLimit | RateLimiter | None = None,
+    aggregates: Sequence[RunAggregate] = (),
 ) -> EvaluationResult:
     """Score every sample with every metric; one row per sample, in input order.
 
@@ -129,6 +131,9 @@ async def aevaluate(
             requests are paced to its requests and tokens a minute, and the requests in flight
             adapt to 429s (AIMD, at most ``max_in_flight``, which then replaces
             ``max_llm_concurrency``). A :class:`~turneval.ratelimit.RateLimiter` is shared as is.
+        aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`, e.g.
+            :class:`~turneval.metrics.assessments.DatabricksAggregates`) computed once the rows
+            are in: ``result.aggregates``, and ``summary.json``'s ``"aggregates"``.
     """
     options = RunOptions(
         llm=llm,
@@ -141,6 +146,7 @@ async def aevaluate(
         on_row=on_row,
         details=details,
         rate_limit=rate_limit,
+        aggregates=aggregates,
     )
     data = EvaluationDataset.coerce(dataset)
     resolved = resolve_metrics(metrics)
@@ -168,6 +174,7 @@ def evaluate(
     on_row: Callable[[SampleResult], None] | None = None,
     details: bool = True,
     rate_limit: RateLimit | RateLimiter | None = None,
+    aggregates: Sequence[RunAggregate] = (),
 ) -> EvaluationResult:
     """Sync form of :func:`aevaluate` (same arguments)."""
     return run_sync(
@@ -185,5 +192,6 @@ def evaluate(
             on_row=on_row,
             details=details,
             rate_limit=rate_limit,
+            aggregates=aggregates,
         )
     )

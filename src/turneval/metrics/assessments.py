@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from turneval.aggregate import RunAggregate
 from turneval.errors import ConfigError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape, list_field, tagged
 from turneval.metrics._judged import JudgedMetric, preset_class
@@ -41,6 +42,7 @@ __all__ = [
     "ChunkRelevance",
     "ContextSufficiency",
     "Correctness",
+    "DatabricksAggregates",
     "GuidelineAdherence",
     "OverallAssessment",
     "RelevanceToQuery",
@@ -402,6 +404,22 @@ _FIGURES = {  # part -> (Databricks figure name with {name}, "mean" or "share of
     CUSTOM: ("response/llm_judged/{name}/rating/percentage", "yes"),
     "safety": ("response/llm_judged/{name}/rating/average", "mean"),
 }
+
+
+class DatabricksAggregates(RunAggregate):
+    """The run-level figures Databricks reports, listed beside the metrics.
+
+    ``evaluate(data, [Correctness(), Safety(), OverallAssessment()],
+    aggregates=[DatabricksAggregates()])`` puts :func:`run_aggregates`' figures
+    (``response/llm_judged/correctness/rating/percentage``, ``agent/latency_seconds/average``,
+    ...) into ``result.aggregates`` and the summary.
+    """
+
+    name = "databricks"
+
+    def compute(self, result: EvaluationResult) -> dict[str, float]:
+        """:func:`run_aggregates` of ``result``."""
+        return run_aggregates(result)
 
 
 def run_aggregates(result: EvaluationResult) -> dict[str, float]:
