@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from turneval import evaluate
-from turneval._gc import YOUNG_THRESHOLD, batch_collection
+from turneval._gc import YOUNG_THRESHOLD, _Policy, batch_collection, freeze_process
+from turneval.pipeline import RunOptions
 from turneval.results import json_line
-from turneval.stream import _record_line, evaluate_jsonl
+from turneval.runner import resolve_metrics
+from turneval.stream import _record_line, _run_chunk, evaluate_jsonl
 
 from ._builders import call, conversation
 
@@ -161,3 +163,48 @@ def test_evaluate_scores_under_the_batch_policy_and_restores_it() -> None:
     )
     assert seen == [YOUNG_THRESHOLD, YOUNG_THRESHOLD] and result["tool_call_f1"] == [1.0, 1.0]
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize("details", [False, True])
+def test_one_sample_at_a_time_gives_the_chunk_the_batch_core_gives(details: bool) -> None:
+    """Workers score a rule-based chunk line by line (``max_concurrency=1``); in-process runs
+    with more samples in flight take the batch core: the chunks must be the same."""
+    unscored = conversation([call("search", q="x")])  # no reference: metrics fail, named
+    lines = [(n, raw) for n, (raw, _) in enumerate(LINES, start=1) if raw.strip()]
+    lines.append((len(LINES) + 1, unscored.model_dump_json(exclude_none=True).encode()))
+    metrics = resolve_metrics(METRICS)
+    chunks = [
+        _run_chunk(lines, 7, metrics, 4, RunOptions(max_concurrency=flight, details=details))
+        for flight in (1, 4)
+    ]
+    lean, batch = chunks
+    assert lean.records == batch.records and len(lean.records) == len(lines)
+    assert (lean.values, lean.failed) == (batch.values, batch.failed)
+    assert (lean.bad_lines, lean.failed_rows) == (batch.bad_lines, batch.failed_rows) == (4, 5)
+    assert lean.first_errors == batch.first_errors
+    assert str(lean.first_errors[-1]).startswith(f"line {len(LINES) + 1}: tool_call_accuracy:")
+    kept = [(row.index, row.line, row.results, row.failures) for row in lean.report_rows]
+    assert kept == [(row.index, row.line, row.results, row.failures) for row in batch.report_rows]
+    assert [index for index, *_ in kept] == [7, 8, 9, 10]
+    last = json.loads(lean.records[-1])
+    assert (last["index"], last["line"]) == (7 + len(lines) - 1, len(LINES) + 1)
+    assert last["tool_call_f1_error"].startswith(f"InvalidSampleError: line {len(LINES) + 1}: ")
+
+
+def test_a_frozen_worker_skips_the_freeze_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """freeze_process() freezes once; batches then neither walk nor unfreeze the frozen set."""
+    frozen: list[str] = []
+    monkeypatch.setattr(_Policy, "process_frozen", False)
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append("freeze"))
+    freeze_process()
+    assert frozen == ["freeze"] and _Policy.process_frozen
+
+    def walked() -> int:
+        raise AssertionError("the frozen objects were walked")
+
+    monkeypatch.setattr(gc, "get_freeze_count", walked)
+    monkeypatch.setattr(gc, "unfreeze", lambda: frozen.append("unfreeze"))
+    before = gc.get_threshold()
+    with batch_collection():
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+    assert gc.get_threshold() == before and frozen == ["freeze"]

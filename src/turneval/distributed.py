@@ -41,7 +41,7 @@ from turneval.metrics import Metric
 from turneval.pipeline import RunOptions
 from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
 from turneval.runner import resolve_metrics
-from turneval.stream import StreamResult, _Chunk, _Line, _score_chunk, evaluate_jsonl
+from turneval.stream import StreamResult, _Chunk, _Line, _run_chunk, evaluate_jsonl
 
 __all__ = ["ActorBudget", "DistributedResult", "evaluate_on_ray"]
 
@@ -196,7 +196,7 @@ class _ChunkScorer:
         chunks = []
         for number in batch["chunk"]:
             lines, first, keep = ray.get(self.chunk_refs[number])
-            chunk = anyio.run(_score_chunk, lines, first, self.metrics, keep, self.options)
+            chunk = _run_chunk(lines, first, self.metrics, keep, self.options)
             chunks.append(pickle.dumps(chunk))
         return {"chunk": chunks}
 

@@ -15,7 +15,6 @@ their lines skipped (:func:`finished_lines`).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -32,13 +31,14 @@ import anyio
 import numpy as np
 from pydantic import ValidationError
 
-from turneval._gc import batch_collection
+from turneval._gc import batch_collection, freeze_process
 from turneval.aggregate import MetricSummary, summarise_metrics, summary_document
 from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
-from turneval.judge import SQLiteCache, Usage
+from turneval.judge import SQLiteCache, Usage, judge_run
+from turneval.judge._clients import client_scope
 from turneval.metrics import Metric
-from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras
+from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras, score_sample
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
 from turneval.results import MetricFailure, MetricResult, SampleResult, json_line
@@ -224,19 +224,37 @@ async def _score_chunk(
     options: RunOptions,
 ) -> _Chunk:
     names = [metric.name for metric in metrics]
+    built = _ChunkBuilder(metrics, keep, options.details)
+    judge = options.judge_run()
+    if options.max_concurrency == 1 and not any(metric.uses_llm for metric in metrics):
+        # One sample at a time (the workers' setting), rule-based: each line is scored as it
+        # is read (score_sample, as the batch core would) and written to its row at once;
+        # only the report's rows keep their sample.
+        with judge_run(judge):
+            async with client_scope():
+                for position, (number, line) in enumerate(lines):
+                    index = first_index + position
+                    try:
+                        sample = _parse(line, number)
+                    except Exception as exc:  # whatever the line holds, it becomes a row
+                        built.add(_bad_line_row(index, number, names, exc), number, bad=True)
+                        continue
+                    row = await score_sample(
+                        index, sample, metrics, options.timeout, options.details
+                    )
+                    built.add(row, number)
+        return built.finish(judge.usage)
     rows: list[SampleResult | None] = [None] * len(lines)
     by_kind: dict[type, list[tuple[int, Sample]]] = {}  # each sample type is its own run
-    bad = 0
+    bad: set[int] = set()
     for position, (number, line) in enumerate(lines):
         try:
             sample = _parse(line, number)
         except Exception as exc:  # whatever the line holds, it becomes a row naming its line
-            bad += 1
             rows[position] = _bad_line_row(first_index + position, number, names, exc)
+            bad.add(position)
         else:
             by_kind.setdefault(type(sample), []).append((position, sample))
-    details = options.details
-    judge = options.judge_run()
     for good in by_kind.values():
         batch = await ascore_batch(
             [sample for _, sample in good], metrics, options=options, judge=judge
@@ -246,52 +264,72 @@ async def _score_chunk(
             for name, failure in row.failures.items():
                 row.failures[name] = replace(failure, sample_index=row.index)
             rows[position] = row
-    usage = judge.usage
-    extras: dict[str, list[MetricResult]] = {
-        metric.name: [] for metric in metrics if has_summary_extras(metric)
-    }
-    values: dict[str, list[float]] = {name: [] for name in names}
-    failed = dict.fromkeys(names, 0)
-    metric_usage = {name: Usage() for name in names}
-    records = []
-    plain_size = 2 + 3 * len(names)  # index, line and three keys a metric: no free-form values
-    failed_rows = 0
-    first_errors: list[RowError] = []
     for position, scored in enumerate(rows):
         assert scored is not None
-        _name_line(scored, lines[position][0])
-        scored.line = lines[position][0]
+        built.add(scored, lines[position][0], bad=position in bad)
+    return built.finish(judge.usage)
+
+
+class _ChunkBuilder:
+    """A chunk's rows, in input order, turned into results.jsonl lines and totals as they come."""
+
+    def __init__(self, metrics: list[Metric], keep: int, details: bool) -> None:
+        self.names = [metric.name for metric in metrics]
+        self.keep, self.details = keep, details
+        self.extras: dict[str, list[MetricResult]] = {
+            metric.name: [] for metric in metrics if has_summary_extras(metric)
+        }
+        self.values: dict[str, list[float]] = {name: [] for name in self.names}
+        self.failed = dict.fromkeys(self.names, 0)
+        self.metric_usage = {name: Usage() for name in self.names}
+        self.records: list[str] = []
+        self.kept: list[SampleResult] = []
+        self.bad = self.failed_rows = 0
+        self.first_errors: list[RowError] = []
+        # index, line and three keys a metric: no free-form values (orjson writes it)
+        self.plain_size = 2 + 3 * len(self.names)
+
+    def add(self, scored: SampleResult, number: int, *, bad: bool = False) -> None:
+        """Write the next row (from input line ``number``) and count it in."""
+        self.bad += bad
         if scored.failures:
-            failed_rows += 1
-            if len(first_errors) < FIRST_ERRORS:
+            _name_line(scored, number)
+            self.failed_rows += 1
+            if len(self.first_errors) < FIRST_ERRORS:
                 name, failure = next(iter(scored.failures.items()))
-                first_errors.append(RowError(lines[position][0], name, str(failure)))
-        record = scored.record(names, details=details)
-        record["line"] = lines[position][0]
-        records.append(_record_line(record, plain_size))
-        for name in names:
-            cell = scored.results.get(name)
+                self.first_errors.append(RowError(number, name, str(failure)))
+        scored.line = number
+        record = scored.record(self.names, details=self.details)
+        record["line"] = number
+        self.records.append(_record_line(record, self.plain_size))
+        results, values, extras = scored.results, self.values, self.extras
+        for name in self.names:
+            cell = results.get(name)
             if cell is None:
-                failed[name] += 1
+                self.failed[name] += 1
                 continue
             values[name].append(cell.value)
             if cell.usage is not None:
-                metric_usage[name] = metric_usage[name] + cell.usage
+                self.metric_usage[name] = self.metric_usage[name] + cell.usage
             if name in extras:  # value and details only: what summary extras read
                 extras[name].append(MetricResult(name, cell.value, "", cell.details))
-    kept = [scored for scored in rows[:keep] if scored is not None]
-    return _Chunk(
-        records,
-        values,
-        failed,
-        usage,
-        metric_usage,
-        kept,
-        bad,
-        failed_rows,
-        first_errors,
-        extras,
-    )
+        if len(self.kept) < self.keep:
+            self.kept.append(scored)
+
+    def finish(self, usage: Usage) -> _Chunk:
+        """The chunk's rows and totals; ``usage``: every judge request of the chunk."""
+        return _Chunk(
+            self.records,
+            self.values,
+            self.failed,
+            usage,
+            self.metric_usage,
+            self.kept,
+            self.bad,
+            self.failed_rows,
+            self.first_errors,
+            self.extras,
+        )
 
 
 _WORKER_METRICS: list[Metric] = []
@@ -301,14 +339,32 @@ _WORKER_OPTIONS: list[RunOptions] = []
 def _init_worker(metrics: list[Metric], options: RunOptions) -> None:
     _WORKER_METRICS[:] = metrics
     _WORKER_OPTIONS[:] = [options]
-    gc.freeze()  # start-up objects (modules, metrics) are never walked by the collector again
+    freeze_process()  # start-up objects (modules, metrics): never walked by the collector again
 
 
 def _score_in_worker(lines: list[_Line], first_index: int, keep: int) -> _Chunk:
     with batch_collection():
-        return anyio.run(
-            _score_chunk, lines, first_index, _WORKER_METRICS, keep, _WORKER_OPTIONS[0]
-        )
+        return _run_chunk(lines, first_index, _WORKER_METRICS, keep, _WORKER_OPTIONS[0])
+
+
+def _run_chunk(
+    lines: Sequence[_Line], first_index: int, metrics: list[Metric], keep: int, options: RunOptions
+) -> _Chunk:
+    """Score a chunk in a fresh event loop (``anyio.run``) and return it.
+
+    The chunk leaves the loop's main task through a list, not as the task's result: in the
+    main thread, asyncio's runner restores the SIGINT handler with ``signal.getsignal``, which
+    formats ``repr()`` of the handler it installed (a partial holding the finished main task,
+    result included), and a chunk's repr (every row and sample) costs as much as scoring a
+    few dozen rows.
+    """
+    scored: list[_Chunk] = []
+
+    async def score() -> None:
+        scored.append(await _score_chunk(lines, first_index, metrics, keep, options))
+
+    anyio.run(score)
+    return scored[0]
 
 
 def _chunks(
@@ -611,7 +667,7 @@ def _score_chunks(
         for lines in chunks:
             keep = sink.keep()
             with batch_collection():
-                chunk = anyio.run(_score_chunk, lines, index, metrics, keep, options)
+                chunk = _run_chunk(lines, index, metrics, keep, options)
             sink.absorb(chunk)
             index += len(lines)
         return

@@ -15,6 +15,7 @@ from turneval.metrics._matching import CallComparison, Pair, json_comparison, sc
 from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, missing_field
+from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample
 
 __all__ = ["CallMatchingMetric"]
@@ -66,6 +67,34 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
     @abstractmethod
     def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
         """The value under JSON-value equality, without the records an explanation needs."""
+
+    def _plain_explained(
+        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+    ) -> tuple[float, str] | None:
+        """The value and reason under JSON-value equality, from counts (None: not known).
+
+        :meth:`ascore` with ``details=False`` returns them without building the comparison
+        records; they must equal the detailed path's value and reason.
+        """
+        return None
+
+    async def ascore(self, sample: MultiTurnSample, *, details: bool = True) -> MetricResult:
+        """Score ``sample`` with its reason and (unless ``details=False``) its details.
+
+        Under JSON-value equality, ``details=False`` computes the value on the plain path and
+        the reason from counts: the same result as the detailed path's, without its records.
+
+        Raises:
+            InvalidSampleError: ``sample`` is not a conversation, or has no
+                ``reference_tool_calls``.
+        """
+        if not details and self._plain and type(sample) is MultiTurnSample:
+            reference = sample.reference_tool_calls
+            if reference is not None:
+                plain = self._plain_explained(sample.tool_calls, reference)
+                if plain is not None:
+                    return MetricResult(self.name, plain[0], plain[1])
+        return await super().ascore(sample, details=details)
 
     async def multi_turn_ascore(
         self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None

@@ -18,7 +18,7 @@ from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
 from turneval.metrics.text import ExactMatch
-from turneval.results import ratio
+from turneval.results import MetricResult, ratio
 from turneval.samples import MultiTurnSample
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
@@ -47,35 +47,17 @@ class _AccuracyOutcome(Outcome):
     pair_arg_scores: list[dict[str, float]] | None = None  # with arg_rules: per pair
 
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
-        order = "strict order" if self.strict_order else "any order (sorted by name and args)"
-        names_pred = [call.name for call in self.predicted]
-        names_ref = [call.name for call in self.reference]
-        evidence: dict[str, Any] = {}
-        if details:
-            evidence = {
-                "strict_order": self.strict_order,
-                "predicted_names": names_pred,
-                "reference_names": names_ref,
-            }
-        if not self.predicted and not self.reference:
-            return "no predicted and no reference tool calls: 1.0", evidence
-        if not self.predicted or not self.reference:
-            return (
-                f"{len(self.predicted)} predicted vs {len(self.reference)} reference tool calls: "
-                "one side is empty, 0.0",
-                evidence,
-            )
-        if not self.pair_scores:
-            return (
-                f"tool-name sequences differ ({order}): {names_pred} vs {names_ref}: 0.0",
-                evidence,
-            )
-        terms = " + ".join(f"{score:.3f}" for score in self.pair_scores)
-        reason = (
-            f"names aligned ({order}); mean args score = ({terms})/{len(self.pair_scores)} "
-            f"= {self.value:.3f}"
+        reason = _accuracy_reason(
+            self.strict_order, self.predicted, self.reference, self.pair_scores, self.value
         )
-        if details:
+        if not details:
+            return reason, {}
+        evidence: dict[str, Any] = {
+            "strict_order": self.strict_order,
+            "predicted_names": [call.name for call in self.predicted],
+            "reference_names": [call.name for call in self.reference],
+        }
+        if self.predicted and self.reference and self.pair_scores:
             scores = iter(self.arg_scores)
             per_pair = self.pair_arg_scores or [
                 {key: next(scores) for key in ref.args} for ref in self.reference
@@ -92,6 +74,33 @@ class _AccuracyOutcome(Outcome):
                 )
             ]
         return reason, evidence
+
+
+def _accuracy_reason(
+    strict: bool,
+    predicted: Sequence[ToolCall],
+    reference: Sequence[ToolCall],
+    pair_scores: Sequence[float],
+    value: float,
+) -> str:
+    """ToolCallAccuracy's reason (the detailed and the plain path share it).
+
+    ``pair_scores`` holds each aligned pair's args score; empty when the names do not align.
+    """
+    if not predicted and not reference:
+        return "no predicted and no reference tool calls: 1.0"
+    if not predicted or not reference:
+        return (
+            f"{len(predicted)} predicted vs {len(reference)} reference tool calls: "
+            "one side is empty, 0.0"
+        )
+    order = "strict order" if strict else "any order (sorted by name and args)"
+    if not pair_scores:
+        names_pred = [call.name for call in predicted]
+        names_ref = [call.name for call in reference]
+        return f"tool-name sequences differ ({order}): {names_pred} vs {names_ref}: 0.0"
+    terms = " + ".join(f"{score:.3f}" for score in pair_scores)
+    return f"names aligned ({order}); mean args score = ({terms})/{len(pair_scores)} = {value:.3f}"
 
 
 class ToolCallAccuracy(MultiTurnMetric):
@@ -161,6 +170,24 @@ class ToolCallAccuracy(MultiTurnMetric):
             if reference is not None:
                 return _exact_accuracy(sample.tool_calls, reference, self.strict_order)
         return await self._value(sample, timeout)
+
+    async def ascore(self, sample: MultiTurnSample, *, details: bool = True) -> MetricResult:
+        """Score ``sample`` with its reason and (unless ``details=False``) its details.
+
+        With ExactMatch (the default), no rules and ``details=False``, the value and reason
+        come from one plain pass (:func:`_plain_explained`): the same result as the detailed
+        path's, without its records.
+
+        Raises:
+            InvalidSampleError: ``sample`` is not a conversation, or has no
+                ``reference_tool_calls``.
+        """
+        if not details and self._plain and type(sample) is MultiTurnSample:
+            reference = sample.reference_tool_calls
+            if reference is not None:
+                value, reason = _plain_explained(sample.tool_calls, reference, self.strict_order)
+                return MetricResult(self.name, value, reason)
+        return await super().ascore(sample, details=details)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         reference: list[ToolCall] | None = sample.reference_tool_calls
@@ -279,6 +306,53 @@ def _exact_accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict
     return total / len(reference)
 
 
+def _plain_explained(
+    predicted: list[ToolCall], reference: list[ToolCall], strict: bool
+) -> tuple[float, str]:
+    """ToolCallAccuracy's value and reason with ExactMatch and no rules (``_evaluate``'s)."""
+    pair_scores: list[float] = []
+    if not predicted or not reference:
+        value = 0.0 if predicted or reference else 1.0
+    else:
+        pair_scores = _plain_pair_scores(predicted, reference, strict)
+        total = 0.0
+        for pair in pair_scores:  # summed in order, as ``_evaluate`` does
+            total += pair
+        value = total / len(reference)
+    return value, _accuracy_reason(strict, predicted, reference, pair_scores, value)
+
+
+def _plain_pair_scores(
+    predicted: list[ToolCall], reference: list[ToolCall], strict: bool
+) -> list[float]:
+    """Each aligned pair's args score under ExactMatch; empty when the names do not align."""
+    if len(predicted) != len(reference):
+        return []
+    if strict:
+        for pred, ref in zip(predicted, reference, strict=True):
+            if pred.name != ref.name:
+                return []
+    else:
+        ref_names = [call.name for call in reference]
+        if sorted([call.name for call in predicted]) != sorted(ref_names):
+            return []
+        order = _sort_key if len(set(ref_names)) < len(ref_names) else _by_name
+        predicted, reference = sorted(predicted, key=order), sorted(reference, key=order)
+    scores: list[float] = []
+    for pred, ref in zip(predicted, reference, strict=True):
+        ref_args, pred_args = ref.args, pred.args
+        if not ref_args:
+            scores.append(0.0 if pred_args else 1.0)
+            continue
+        equal = 0
+        for key, ref_value in ref_args.items():
+            pred_value = pred_args.get(key, _ABSENT)
+            if pred_value is not _ABSENT and str(ref_value) == str(pred_value):
+                equal += 1
+        scores.append(equal / len(ref_args))
+    return scores
+
+
 def _keyed_accuracy(predicted: list[ToolCall], reference: list[ToolCall]) -> float:
     """Unordered exact accuracy sorted by :func:`_sort_key`, whose ``str(value)`` it reuses."""
     by_key = itemgetter(0)
@@ -321,20 +395,27 @@ class _F1Outcome(Outcome):
 
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         n_pred, n_ref = len(self.comparison.predicted), len(self.comparison.reference)
-        evidence: dict[str, Any] = {}
-        if details:
-            evidence = describe_matching(self.comparison, self.comparison.maximum_matching())
-        if not n_pred and not n_ref:
-            return "no predicted and no reference tool calls: F1=1.000", evidence
-        precision = self.matched / n_pred if n_pred else 0.0
-        recall = self.matched / n_ref if n_ref else 0.0
-        reason = (
-            f"{ratio('precision', self.matched, n_pred, precision)}, "
-            f"{ratio('recall', self.matched, n_ref, recall)}, F1={self.value:.3f}"
-        )
-        if details:
+        reason = _f1_reason(n_pred, n_ref, self.matched, self.value)
+        if not details:
+            return reason, {}
+        evidence = describe_matching(self.comparison, self.comparison.maximum_matching())
+        if n_pred or n_ref:
+            precision = self.matched / n_pred if n_pred else 0.0
+            recall = self.matched / n_ref if n_ref else 0.0
             evidence.update(precision=precision, recall=recall)
         return reason, evidence
+
+
+def _f1_reason(n_pred: int, n_ref: int, matched: int, value: float) -> str:
+    """ToolCallF1's reason, from counts (the detailed and the plain path share it)."""
+    if not n_pred and not n_ref:
+        return "no predicted and no reference tool calls: F1=1.000"
+    precision = matched / n_pred if n_pred else 0.0
+    recall = matched / n_ref if n_ref else 0.0
+    return (
+        f"{ratio('precision', matched, n_pred, precision)}, "
+        f"{ratio('recall', matched, n_ref, recall)}, F1={value:.3f}"
+    )
 
 
 class ToolCallF1(CallMatchingMetric):
@@ -354,6 +435,18 @@ class ToolCallF1(CallMatchingMetric):
             return 0.0
         precision, recall = matched / len(predicted), matched / len(reference)
         return 2 * precision * recall / (precision + recall)
+
+    def _plain_explained(
+        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+    ) -> tuple[float, str]:
+        n_pred, n_ref = len(predicted), len(reference)
+        matched = plain_matched(predicted, reference) if n_pred and n_ref else 0
+        if matched:
+            precision, recall = matched / n_pred, matched / n_ref
+            value = 2 * precision * recall / (precision + recall)
+        else:
+            value = 0.0 if n_pred or n_ref else 1.0
+        return value, _f1_reason(n_pred, n_ref, matched, value)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)

@@ -37,60 +37,63 @@ __all__ = [
 ]
 
 
+Describe = Callable[[int, int, int, float], str]
+"""A reason from ``(predicted calls, reference calls, matched pairs, value)``."""
+
+
 @dataclass(slots=True)
 class _TrajectoryOutcome(Outcome):
     """Value now; pairs (when not already known) and the reason only when explained."""
 
     value: float
     comparison: CallComparison
-    describe: Callable[[_TrajectoryOutcome, list[Pair]], str]
+    describe: Describe
     pairs: list[Pair] | None = None
 
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         pairs = self.pairs if self.pairs is not None else self.comparison.maximum_matching()
+        n_pred, n_ref = len(self.comparison.predicted), len(self.comparison.reference)
+        reason = self.describe(n_pred, n_ref, len(pairs), self.value)
         if not details:
-            return self.describe(self, pairs), {}
+            return reason, {}
         evidence = describe_matching(self.comparison, pairs)
         evidence["predicted_trajectory"] = [c.pretty_repr() for c in self.comparison.predicted]
         evidence["reference_trajectory"] = [c.pretty_repr() for c in self.comparison.reference]
-        return self.describe(self, pairs), evidence
-
-    @property
-    def sizes(self) -> str:
-        """``"n predicted vs m reference calls"``."""
-        n_pred, n_ref = len(self.comparison.predicted), len(self.comparison.reference)
-        return f"{n_pred} predicted vs {n_ref} reference calls"
+        return reason, evidence
 
 
-def _describe_exact(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
-    verdict = "equal" if outcome.value else "not equal"
-    return f"{outcome.sizes}, {verdict} position by position: {outcome.value:.0f}"
+# The reasons, from counts alone: the detailed path (pairs) and the plain one (counts) share them.
 
 
-def _describe_in_order(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
-    if not outcome.value:
-        return f"{outcome.sizes}; the reference is not a subsequence: 0"
-    return f"{outcome.sizes}; all {len(pairs)} reference calls found in order: 1"
+def _sizes(n_pred: int, n_ref: int) -> str:
+    return f"{n_pred} predicted vs {n_ref} reference calls"
 
 
-def _describe_any_order(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
-    n_ref = len(outcome.comparison.reference)
-    return f"{len(pairs)}/{n_ref} reference calls matched in any order: {outcome.value:.0f}"
+def _describe_exact(n_pred: int, n_ref: int, matched: int, value: float) -> str:
+    verdict = "equal" if value else "not equal"
+    return f"{_sizes(n_pred, n_ref)}, {verdict} position by position: {value:.0f}"
 
 
-def _describe_precision(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
-    n_pred = len(outcome.comparison.predicted)
+def _describe_in_order(n_pred: int, n_ref: int, matched: int, value: float) -> str:
+    if not value:
+        return f"{_sizes(n_pred, n_ref)}; the reference is not a subsequence: 0"
+    return f"{_sizes(n_pred, n_ref)}; all {matched} reference calls found in order: 1"
+
+
+def _describe_any_order(n_pred: int, n_ref: int, matched: int, value: float) -> str:
+    return f"{matched}/{n_ref} reference calls matched in any order: {value:.0f}"
+
+
+def _describe_precision(n_pred: int, n_ref: int, matched: int, value: float) -> str:
     if not n_pred:
-        n_ref = len(outcome.comparison.reference)
-        return f"no predicted calls, {n_ref} reference: {outcome.value:.1f}"
-    return ratio("precision", len(pairs), n_pred, outcome.value)
+        return f"no predicted calls, {n_ref} reference: {value:.1f}"
+    return ratio("precision", matched, n_pred, value)
 
 
-def _describe_recall(outcome: _TrajectoryOutcome, pairs: list[Pair]) -> str:
-    n_ref = len(outcome.comparison.reference)
+def _describe_recall(n_pred: int, n_ref: int, matched: int, value: float) -> str:
     if not n_ref:
         return "no reference calls: recall 1.0"
-    return ratio("recall", len(pairs), n_ref, outcome.value)
+    return ratio("recall", matched, n_ref, value)
 
 
 class TrajectoryExactMatch(CallMatchingMetric):
@@ -102,6 +105,12 @@ class TrajectoryExactMatch(CallMatchingMetric):
         if len(predicted) != len(reference):
             return 0.0
         return float(all(map(plain_equal, predicted, reference)))
+
+    def _plain_explained(
+        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+    ) -> tuple[float, str]:
+        value = self._plain_value(predicted, reference)
+        return value, _describe_exact(len(predicted), len(reference), 0, value)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
@@ -121,6 +130,13 @@ class TrajectoryInOrderMatch(CallMatchingMetric):
     def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
         return float(plain_in_order(predicted, reference))
 
+    def _plain_explained(
+        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+    ) -> tuple[float, str]:
+        value = self._plain_value(predicted, reference)  # found: one pair per reference call
+        n_ref = len(reference)
+        return value, _describe_in_order(len(predicted), n_ref, n_ref if value else 0, value)
+
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
         pairs = comparison.in_order()
@@ -137,6 +153,13 @@ class TrajectoryAnyOrderMatch(CallMatchingMetric):
     def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
         return float(plain_matched(predicted, reference) == len(reference))
 
+    def _plain_explained(
+        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+    ) -> tuple[float, str]:
+        matched = plain_matched(predicted, reference)
+        value = float(matched == len(reference))
+        return value, _describe_any_order(len(predicted), len(reference), matched, value)
+
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
         value = float(comparison.matched_count() == len(comparison.reference))
@@ -152,6 +175,17 @@ class TrajectoryPrecision(CallMatchingMetric):
         if not predicted:
             return 0.0 if reference else 1.0
         return plain_matched(predicted, reference) / len(predicted)
+
+    def _plain_explained(
+        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+    ) -> tuple[float, str]:
+        n_pred, matched = len(predicted), 0
+        if not n_pred:
+            value = 0.0 if reference else 1.0
+        else:
+            matched = plain_matched(predicted, reference)
+            value = matched / n_pred
+        return value, _describe_precision(n_pred, len(reference), matched, value)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
@@ -170,6 +204,14 @@ class TrajectoryRecall(CallMatchingMetric):
 
     def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
         return plain_matched(predicted, reference) / len(reference) if reference else 1.0
+
+    def _plain_explained(
+        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+    ) -> tuple[float, str]:
+        n_ref = len(reference)
+        matched = plain_matched(predicted, reference) if n_ref else 0
+        value = matched / n_ref if n_ref else 1.0
+        return value, _describe_recall(len(predicted), n_ref, matched, value)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
