@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from turneval import evaluate
+from turneval import evaluate, stream
 from turneval._gc import YOUNG_THRESHOLD, _Policy, batch_collection, freeze_process
-from turneval.pipeline import RunOptions
+from turneval.metrics import ExactMatch, ToolCallAccuracy, ToolCallF1, TrajectoryRecall
+from turneval.pipeline import RunOptions, score_sample
 from turneval.results import json_line
 from turneval.runner import resolve_metrics
-from turneval.stream import _record_line, _run_chunk, evaluate_jsonl
+from turneval.stream import _plain_explainers, _record_line, _run_chunk, evaluate_jsonl
 
 from ._builders import call, conversation
 
@@ -166,18 +167,37 @@ def test_evaluate_scores_under_the_batch_policy_and_restores_it() -> None:
 
 
 @pytest.mark.parametrize("details", [False, True])
-def test_one_sample_at_a_time_gives_the_chunk_the_batch_core_gives(details: bool) -> None:
-    """Workers score a rule-based chunk line by line (``max_concurrency=1``); in-process runs
+def test_one_sample_at_a_time_gives_the_chunk_the_batch_core_gives(
+    details: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers score a rule-based chunk line by line (``max_concurrency=1``), rows of plain
+    metrics without details straight from their value-and-reason functions; in-process runs
     with more samples in flight take the batch core: the chunks must be the same."""
-    unscored = conversation([call("search", q="x")])  # no reference: metrics fail, named
-    lines = [(n, raw) for n, (raw, _) in enumerate(LINES, start=1) if raw.strip()]
-    lines.append((len(LINES) + 1, unscored.model_dump_json(exclude_none=True).encode()))
-    metrics = resolve_metrics(METRICS)
-    chunks = [
-        _run_chunk(lines, 7, metrics, 4, RunOptions(max_concurrency=flight, details=details))
-        for flight in (1, 4)
+    extra = [
+        conversation([call("search", q="x")]),  # no reference: metrics fail, named
+        conversation([call("search", q="x")], reference=REFERENCE),  # a scenario's columns
+        conversation([call("book", id=1)], reference=REFERENCE),  # read from a trace
     ]
-    lean, batch = chunks
+    extra[1].metadata = {"scenario_id": "s1", "trial": 2, "stop_reason": "done"}
+    extra[2].metadata = {"source": "otel", "latency_in_seconds": 1.5, "input_tokens": 3}
+    lines = [(n, raw) for n, (raw, _) in enumerate(LINES, start=1) if raw.strip()]
+    for number, sample in enumerate(extra, start=len(LINES) + 1):
+        lines.append((number, sample.model_dump_json(exclude_none=True).encode()))
+    metrics = resolve_metrics(METRICS)
+    scored: list[int] = []
+
+    async def counted(index: int, *args: Any) -> Any:
+        scored.append(index)
+        return await score_sample(index, *args)
+
+    monkeypatch.setattr(stream, "score_sample", counted)
+    lean = _run_chunk(lines, 7, metrics, 4, RunOptions(max_concurrency=1, details=details))
+    # Report rows (the first 4) and the extra samples take score_sample; without details the
+    # other good lines are written from the plain functions.
+    # Good lines: positions 0, 1, 3 (report rows), 6, 7, 8; the extra samples: 10, 11, 12.
+    plain = [] if details else [7 + 6, 7 + 7, 7 + 8]
+    assert scored == [index for index in [7, 8, 10, 13, 14, 15, 17, 18, 19] if index not in plain]
+    batch = _run_chunk(lines, 7, metrics, 4, RunOptions(max_concurrency=4, details=details))
     assert lean.records == batch.records and len(lean.records) == len(lines)
     assert (lean.values, lean.failed) == (batch.values, batch.failed)
     assert (lean.bad_lines, lean.failed_rows) == (batch.bad_lines, batch.failed_rows) == (4, 5)
@@ -186,9 +206,30 @@ def test_one_sample_at_a_time_gives_the_chunk_the_batch_core_gives(details: bool
     kept = [(row.index, row.line, row.results, row.failures) for row in lean.report_rows]
     assert kept == [(row.index, row.line, row.results, row.failures) for row in batch.report_rows]
     assert [index for index, *_ in kept] == [7, 8, 9, 10]
-    last = json.loads(lean.records[-1])
-    assert (last["index"], last["line"]) == (7 + len(lines) - 1, len(LINES) + 1)
-    assert last["tool_call_f1_error"].startswith(f"InvalidSampleError: line {len(LINES) + 1}: ")
+    rows = [json.loads(record) for record in lean.records]
+    assert [(row["index"], row["line"]) for row in rows[-3:]] == [(17, 13), (18, 14), (19, 15)]
+    assert rows[-3]["tool_call_f1_error"].startswith("InvalidSampleError: line 13: ")
+    assert (rows[-2]["scenario_id"], rows[-2]["trial"]) == ("s1", 2)
+    assert (rows[-1]["latency_in_seconds"], rows[-1]["agent_input_tokens"]) == (1.5, 3)
+
+
+def test_plain_rows_only_for_plain_metrics_without_details_or_timeout() -> None:
+    class Overridden(ToolCallF1):
+        async def ascore(self, sample: Any, *, details: bool = True) -> Any:
+            return await super().ascore(sample, details=details)
+
+    plain = RunOptions(max_concurrency=1, details=False)
+    metrics = [ToolCallF1(), ToolCallAccuracy(strict_order=False), TrajectoryRecall()]
+    assert len(_plain_explainers(metrics, plain)) == 3
+    assert _plain_explainers(metrics, plain.replace(details=True)) == []
+    assert _plain_explainers(metrics, plain.replace(timeout=5.0)) == []
+    for other in [
+        TrajectoryRecall(arg_comparison_metric="levenshtein"),  # a comparator: records needed
+        ToolCallAccuracy(arg_rules={"search": {"q": "ignore"}}),
+        Overridden(),  # its own ascore is kept
+        ExactMatch(),
+    ]:
+        assert _plain_explainers([*metrics, other], plain) == [], other
 
 
 def test_a_frozen_worker_skips_the_freeze_check(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -37,7 +37,8 @@ from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
-from turneval.metrics import Metric
+from turneval.messages import ToolCall
+from turneval.metrics import CallMatchingMetric, Metric, ToolCallAccuracy
 from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras, score_sample
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
@@ -227,22 +228,9 @@ async def _score_chunk(
     built = _ChunkBuilder(metrics, keep, options.details)
     judge = options.judge_run()
     if options.max_concurrency == 1 and not any(metric.uses_llm for metric in metrics):
-        # One sample at a time (the workers' setting), rule-based: each line is scored as it
-        # is read (score_sample, as the batch core would) and written to its row at once;
-        # only the report's rows keep their sample.
         with judge_run(judge):
             async with client_scope():
-                for position, (number, line) in enumerate(lines):
-                    index = first_index + position
-                    try:
-                        sample = _parse(line, number)
-                    except Exception as exc:  # whatever the line holds, it becomes a row
-                        built.add(_bad_line_row(index, number, names, exc), number, bad=True)
-                        continue
-                    row = await score_sample(
-                        index, sample, metrics, options.timeout, options.details
-                    )
-                    built.add(row, number)
+                await _score_in_turn(lines, first_index, metrics, options, built)
         return built.finish(judge.usage)
     rows: list[SampleResult | None] = [None] * len(lines)
     by_kind: dict[type, list[tuple[int, Sample]]] = {}  # each sample type is its own run
@@ -270,6 +258,60 @@ async def _score_chunk(
     return built.finish(judge.usage)
 
 
+async def _score_in_turn(
+    lines: Sequence[_Line],
+    first_index: int,
+    metrics: list[Metric],
+    options: RunOptions,
+    built: _ChunkBuilder,
+) -> None:
+    """Score rule-based metrics one sample at a time (the workers' setting).
+
+    Each line is scored as it is read (``score_sample``, as the batch core would) and written
+    to its row at once; only the report's rows keep their sample. Where every metric has a
+    plain value-and-reason function (:func:`_plain_explainers`), a row is written from those.
+    """
+    names = [metric.name for metric in metrics]
+    explainers = _plain_explainers(metrics, options)
+    for position, (number, line) in enumerate(lines):
+        index = first_index + position
+        try:
+            sample = _parse(line, number)
+        except Exception as exc:  # whatever the line holds, it becomes a row naming its line
+            built.add(_bad_line_row(index, number, names, exc), number, bad=True)
+            continue
+        if explainers and len(built.kept) >= built.keep:
+            if built.add_plain(index, number, sample, explainers):
+                continue
+        row = await score_sample(index, sample, metrics, options.timeout, options.details)
+        built.add(row, number)
+
+
+_Explainer = Callable[[list[ToolCall], list[ToolCall]], "tuple[float, str] | None"]
+
+
+def _plain_explainers(metrics: Sequence[Metric], options: RunOptions) -> list[_Explainer]:
+    """Each metric's plain value-and-reason function, or ``[]`` unless every metric has one.
+
+    Under their default equality the tool-call and trajectory metrics give ``ascore(sample,
+    details=False)``'s value and reason from the predicted and reference calls alone; a row of
+    such metrics needs no result objects. Only without details and timeout, and only where
+    ``ascore`` is theirs (a subclass that overrides it keeps it).
+    """
+    if options.details or options.timeout is not None:
+        return []
+    explainers: list[_Explainer] = []
+    for metric in metrics:
+        if not isinstance(metric, (CallMatchingMetric, ToolCallAccuracy)):
+            return []
+        if type(metric).ascore not in (CallMatchingMetric.ascore, ToolCallAccuracy.ascore):
+            return []
+        if metric.uses_llm or has_summary_extras(metric) or not metric._plain:
+            return []
+        explainers.append(metric._plain_explained)
+    return explainers
+
+
 class _ChunkBuilder:
     """A chunk's rows, in input order, turned into results.jsonl lines and totals as they come."""
 
@@ -288,6 +330,8 @@ class _ChunkBuilder:
         self.first_errors: list[RowError] = []
         # index, line and three keys a metric: no free-form values (orjson writes it)
         self.plain_size = 2 + 3 * len(self.names)
+        self.keys = [(name, f"{name}_reason", f"{name}_error") for name in self.names]
+        self.value_lists = [self.values[name] for name in self.names]
 
     def add(self, scored: SampleResult, number: int, *, bad: bool = False) -> None:
         """Write the next row (from input line ``number``) and count it in."""
@@ -315,6 +359,40 @@ class _ChunkBuilder:
                 extras[name].append(MetricResult(name, cell.value, "", cell.details))
         if len(self.kept) < self.keep:
             self.kept.append(scored)
+
+    def add_plain(
+        self, index: int, number: int, sample: Sample, explainers: list[_Explainer]
+    ) -> bool:
+        """Write the next row from the metrics' plain functions; False: nothing written.
+
+        The row ``score_sample`` and :meth:`add` would write for a conversation with reference
+        calls whose metadata asks for nothing more (no trace to read, no scenario columns).
+        Anything else, or any error, is left to them (False).
+        """
+        if type(sample) is not MultiTurnSample or sample.reference_tool_calls is None:
+            return False
+        meta = sample.metadata
+        if meta and ("scenario_id" in meta or meta.get("source") == "otel"):
+            return False
+        predicted, reference = sample.tool_calls, sample.reference_tool_calls
+        record: dict[str, Any] = {"index": index}
+        scored = []
+        for explain in explainers:
+            try:
+                plain = explain(predicted, reference)
+            except Exception:  # the general path records it on the row
+                return False
+            if plain is None:
+                return False
+            scored.append(plain)
+        for (value, reason), (name, reason_key, error_key), values in zip(
+            scored, self.keys, self.value_lists, strict=True
+        ):
+            record[name], record[reason_key], record[error_key] = value, reason, None
+            values.append(value)
+        record["line"] = number
+        self.records.append(_record_line(record, self.plain_size))
+        return True
 
     def finish(self, usage: Usage) -> _Chunk:
         """The chunk's rows and totals; ``usage``: every judge request of the chunk."""

@@ -175,7 +175,7 @@ class ToolCallAccuracy(MultiTurnMetric):
         """Score ``sample`` with its reason and (unless ``details=False``) its details.
 
         With ExactMatch (the default), no rules and ``details=False``, the value and reason
-        come from one plain pass (:func:`_plain_explained`): the same result as the detailed
+        come from one plain pass (:meth:`_plain_explained`): the same result as the detailed
         path's, without its records.
 
         Raises:
@@ -185,9 +185,15 @@ class ToolCallAccuracy(MultiTurnMetric):
         if not details and self._plain and type(sample) is MultiTurnSample:
             reference = sample.reference_tool_calls
             if reference is not None:
-                value, reason = _plain_explained(sample.tool_calls, reference, self.strict_order)
+                value, reason = self._plain_explained(sample.tool_calls, reference)
                 return MetricResult(self.name, value, reason)
         return await super().ascore(sample, details=details)
+
+    def _plain_explained(
+        self, predicted: list[ToolCall], reference: list[ToolCall]
+    ) -> tuple[float, str]:
+        """The value and reason with ExactMatch and no rules (only when ``_plain``)."""
+        return _exact_explained(predicted, reference, self.strict_order)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         reference: list[ToolCall] | None = sample.reference_tool_calls
@@ -306,7 +312,7 @@ def _exact_accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict
     return total / len(reference)
 
 
-def _plain_explained(
+def _exact_explained(
     predicted: list[ToolCall], reference: list[ToolCall], strict: bool
 ) -> tuple[float, str]:
     """ToolCallAccuracy's value and reason with ExactMatch and no rules (``_evaluate``'s)."""
