@@ -1,21 +1,24 @@
 """Judged metrics over HTTP: wall time against the latency floor, client CPU per call.
 
 Each judged metric scores the same 50 generated conversations through a real ``ChatOpenAI``
-pointed at the tests' OpenAI-compatible stub, run in its own process on 127.0.0.1 with a fixed
-latency per request (HTTP/1.1 keep-alive; answers are random JSON valid under the request's
-schema). 16 samples and 16 judge requests in flight: the floor is ceil(requests / 16) x latency
-(4 waves x 100 ms = 0.4 s for one request per sample).
+pointed at an OpenAI-compatible server in its own process on 127.0.0.1 with a fixed latency per
+request (HTTP/1.1 keep-alive; answers are random JSON valid under the request's schema): by
+default ``benchmarks/lean_stub.py`` (one asyncio event loop), with ``--server stub`` the tests'
+``tests/_openai_stub.py`` (a Python thread per connection, itself slower than the latency
+under load). 16 samples and 16 judge requests in flight: the floor is ceil(requests / 16) x
+latency (4 waves x 100 ms = 0.4 s for one request per sample).
 
 Two judge paths, rounds alternating their order: ``direct`` (the default for a plain
 ``ChatOpenAI``: the request body built by the model, sent through its own OpenAI client) and
-``langchain`` (the structured-output runnable, as with ``TURNEVAL_DIRECT_OPENAI=0``), and a
-``bare`` client as the reference of what HTTP and this server allow: the same number of
-requests posted by a bare ``AsyncOpenAI`` client (a fresh HTTP client per run, as a run has,
-with a TLS context built once),
-16 at a time, no turneval at all. Each run is preceded by an unmeasured warm-up round in the
-same process; figures are medians of rounds.
+``langchain`` (the structured-output runnable, as with ``TURNEVAL_DIRECT_OPENAI=0``), and two
+references with no turneval at all, posting the same number of requests 16 at a time: ``bare``,
+a bare ``AsyncOpenAI`` client (a fresh HTTP client per run, as a run has, with a TLS context
+built once), and ``raw``, a minimal HTTP/1.1 client on asyncio streams (what the server and the
+event loop allow when a request costs almost no client CPU). Each run is preceded by an
+unmeasured warm-up round in the same process; figures are medians of rounds.
 
     .venv/bin/python benchmarks/run_judge_http_bench.py --rounds 5
+    .venv/bin/python benchmarks/run_judge_http_bench.py --rounds 5 --server stub
 """
 
 from __future__ import annotations
@@ -54,6 +57,23 @@ sys.stdin.read()
 stub.close()
 """
 
+BODY: dict[str, Any] = {
+    "model": "judge",
+    "messages": [{"role": "user", "content": "Judge this."}],
+    "response_format": {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "Verdict",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"reason": {"type": "string"}, "verdict": {"type": "integer"}},
+                "required": ["reason", "verdict"],
+                "additionalProperties": False,
+            },
+        },
+    },
+}
 TLS = ssl.create_default_context()  # built once: the bare client pays no per-run TLS set-up
 
 METRICS = (
@@ -104,23 +124,6 @@ async def bare_run(url: str, requests: int) -> tuple[float, float]:
     import httpx
     import openai
 
-    body = {
-        "model": "judge",
-        "messages": [{"role": "user", "content": "Judge this."}],
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {
-                "name": "Verdict",
-                "strict": True,
-                "schema": {
-                    "type": "object",
-                    "properties": {"reason": {"type": "string"}, "verdict": {"type": "integer"}},
-                    "required": ["reason", "verdict"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-    }
     client = openai.AsyncOpenAI(
         base_url=url, api_key="bench", http_client=openai.DefaultAsyncHttpxClient(verify=TLS)
     )
@@ -128,7 +131,7 @@ async def bare_run(url: str, requests: int) -> tuple[float, float]:
 
     async def one() -> None:
         async with limiter:
-            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
+            response = await client.post("/chat/completions", body=BODY, cast_to=httpx.Response)
             json.loads(await response.aread())
 
     cpu, start = time.process_time(), time.perf_counter()
@@ -140,15 +143,58 @@ async def bare_run(url: str, requests: int) -> tuple[float, float]:
     return wall, cpu
 
 
+async def raw_run(url: str, requests: int) -> tuple[float, float]:
+    """The same requests from a minimal HTTP/1.1 client on asyncio streams (no SDK, no httpx).
+
+    Not a usable client (no TLS, proxies, chunked answers, retries or errors): the reference of
+    what the server and the event loop allow when a request costs ~0.2 ms of client CPU.
+    """
+    import asyncio
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    payload = json.dumps(BODY).encode()
+    head = (
+        f"POST {parts.path}/chat/completions HTTP/1.1\r\nhost: {parts.netloc}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n"
+    ).encode()
+    idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    opened: list[asyncio.StreamWriter] = []
+    limiter = anyio.CapacityLimiter(16)
+
+    async def one() -> None:
+        async with limiter:
+            if idle:
+                reader, writer = idle.pop()
+            else:
+                reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+                opened.append(writer)
+            writer.write(head + payload)
+            header = (await reader.readuntil(b"\r\n\r\n")).lower()
+            length = int(header.split(b"content-length:")[1].split(b"\r\n")[0])
+            json.loads(await reader.readexactly(length))
+            idle.append((reader, writer))
+
+    cpu, start = time.process_time(), time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(requests):
+            group.start_soon(one)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    for writer in opened:
+        writer.close()
+    return wall, cpu
+
+
 async def one_run(
     path: str, name: str, url: str, data: list[Any], latency: float
 ) -> dict[str, Any]:
     from turneval import aevaluate
 
-    if path == "bare":
+    if path in ("bare", "raw"):
         requests = len(data)  # one request per sample, as each judged metric here makes
-        await bare_run(url, requests)  # warm-up
-        wall, cpu = await bare_run(url, requests)
+        run = bare_run if path == "bare" else raw_run
+        await run(url, requests)  # warm-up
+        wall, cpu = await run(url, requests)
         floor = math.ceil(requests / 16) * latency
         return {
             "requests": requests,
@@ -186,7 +232,7 @@ async def one_run(
 
 async def all_rounds(args: argparse.Namespace, url: str) -> dict[str, dict[str, list[Any]]]:
     data = samples(args.n)
-    paths = ["direct", "langchain", "bare"]
+    paths = ["direct", "langchain", "bare", "raw"]
     out: dict[str, dict[str, list[Any]]] = {name: {p: [] for p in paths} for name in METRICS}
     for round_ in range(args.rounds):
         for name in METRICS:
@@ -207,9 +253,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument(
+        "--server",
+        choices=("lean", "stub"),
+        default="lean",
+        help="lean: benchmarks/lean_stub.py (asyncio); stub: tests/_openai_stub.py (threads)",
+    )
     args = parser.parse_args()
+    command = (
+        [sys.executable, str(HERE / "lean_stub.py"), str(args.latency)]
+        if args.server == "lean"
+        else [sys.executable, "-c", STUB.format(root=str(ROOT), latency=args.latency)]
+    )
     server = subprocess.Popen(
-        [sys.executable, "-c", STUB.format(root=str(ROOT), latency=args.latency)],
+        command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -217,7 +274,9 @@ def main() -> None:
     try:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
+        load = os.getloadavg()[0]
         rounds = anyio.run(all_rounds, args, url)
+        load = max(load, os.getloadavg()[0])
     finally:
         assert server.stdin is not None
         server.stdin.close()
@@ -235,7 +294,7 @@ def main() -> None:
         }
         for name, paths in rounds.items()
     }
-    print(json.dumps(summary, indent=2))
+    print(json.dumps({"server": args.server, "load_average_1min_max": load, **summary}, indent=2))
 
 
 if __name__ == "__main__":
