@@ -8,6 +8,8 @@ and usage) from one asyncio event loop: a request costs it well under a millisec
 the delay is an ``asyncio.sleep``, so a wave of 16 takes the latency and little more.
 
     python benchmarks/lean_stub.py 0.1   # prints its URL, serves until stdin closes
+    python benchmarks/lean_stub.py 0.1 log.json   # also writes, on exit, each request's
+        # "user" field, when its body was read and when its answer was written (time.monotonic)
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ def _answer(body: dict[str, Any], rng: random.Random) -> bytes:
     return json.dumps(payload).encode()
 
 
-async def _serve(latency: float) -> None:
+async def _serve(latency: float, log_path: str | None) -> None:
     rng = random.Random(0)
+    log: list[tuple[Any, float, float]] = []
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -61,6 +64,7 @@ async def _serve(latency: float) -> None:
                     if name.strip().lower() == b"content-length":
                         length = int(value)
                 body = json.loads(await reader.readexactly(length) or b"{}")
+                read = time.monotonic()
                 data = _answer(body, rng)
                 await asyncio.sleep(latency)
                 writer.write(
@@ -68,6 +72,7 @@ async def _serve(latency: float) -> None:
                     b"content-length: %d\r\n\r\n%s" % (len(data), data)
                 )
                 await writer.drain()
+                log.append((body.get("user"), read, time.monotonic()))
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass  # the client closed the connection, or the server is shutting down
         finally:
@@ -78,7 +83,9 @@ async def _serve(latency: float) -> None:
     print(f"http://127.0.0.1:{port}/v1", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     server.close()
+    if log_path:
+        Path(log_path).write_text(json.dumps(log))
 
 
 if __name__ == "__main__":
-    asyncio.run(_serve(float(sys.argv[1])))
+    asyncio.run(_serve(float(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None))

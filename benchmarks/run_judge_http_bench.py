@@ -230,6 +230,119 @@ async def one_run(
     return figures
 
 
+def package_shares(profile: Any) -> dict[str, float]:
+    """Share of the profiled CPU time spent in each package's own code (not its callees)."""
+    import pstats
+
+    own: dict[str, float] = {}
+    for (filename, _, _), (_, _, total, _, _) in pstats.Stats(profile).stats.items():  # type: ignore[attr-defined]
+        if "site-packages/" in filename:
+            key = filename.split("site-packages/")[1].split("/")[0]
+        elif "/turneval/" in filename:
+            key = "turneval"
+        elif filename.startswith("<") or filename == "~":
+            key = "builtins (C functions, called from every layer)"
+        else:  # the standard library: its package (asyncio, json) or module (contextlib)
+            path = Path(filename)
+            key = "stdlib " + (
+                path.stem if path.parent.name.startswith("python") else path.parent.name
+            )
+        own[key] = own.get(key, 0.0) + total
+    whole = sum(own.values())
+    return {key: value / whole for key, value in sorted(own.items(), key=lambda kv: -kv[1])}
+
+
+async def profile_path(args: argparse.Namespace, url: str) -> None:
+    """CPU profile (time.process_time) of 3 measured runs of one path: shares by package."""
+    import cProfile
+
+    data = samples(args.n)
+    await one_run(args.profile, METRICS[0], url, data, args.latency)  # warm-up
+    profile = cProfile.Profile(time.process_time)
+    for _ in range(3):
+        profile.enable()
+        await one_run(args.profile, METRICS[0], url, data, args.latency)
+        profile.disable()
+    shares = package_shares(profile)
+    print(json.dumps({k: round(v, 3) for k, v in list(shares.items())[:15]}, indent=2))
+
+
+async def timeline_run(url: str, requests: int, tag: str) -> dict[str, float]:
+    """One bare-client run whose requests carry an id: the client's times of each (monotonic)."""
+    import httpx
+    import openai
+
+    client = openai.AsyncOpenAI(
+        base_url=url, api_key="bench", http_client=openai.DefaultAsyncHttpxClient(verify=TLS)
+    )
+    limiter = anyio.CapacityLimiter(16)
+    times: dict[str, float] = {}
+
+    async def one(ident: str) -> None:
+        async with limiter:
+            times[ident + "/start"] = time.monotonic()
+            body = {**BODY, "user": ident}
+            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
+            json.loads(await response.aread())
+            times[ident + "/end"] = time.monotonic()
+
+    start = time.monotonic()
+    async with anyio.create_task_group() as group:
+        for k in range(requests):
+            group.start_soon(one, f"{tag}-{k}")
+    times["wall"] = time.monotonic() - start
+    await client.close()
+    return times
+
+
+async def timeline(url: str, requests: int, rounds: int) -> list[dict[str, float]]:
+    """``rounds`` timed runs after a warm-up one."""
+    runs = [await timeline_run(url, requests, str(round_)) for round_ in range(rounds + 1)]
+    return runs[1:]
+
+
+def timeline_report(args: argparse.Namespace) -> None:
+    """Per request: task start -> server read the body -> server answered -> client done."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log_path = Path(tmp) / "log.json"
+        server = subprocess.Popen(
+            [sys.executable, str(HERE / "lean_stub.py"), str(args.latency), str(log_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdout is not None and server.stdin is not None
+        url = server.stdout.readline().strip()
+        runs = anyio.run(timeline, url, args.n, args.rounds)
+        server.stdin.close()
+        server.wait(timeout=10)
+        served = {user: (read, written) for user, read, written in json.loads(log_path.read_text())}
+    before, server_side, after, walls = [], [], [], []
+    for times in runs:
+        walls.append(times.pop("wall"))
+        for ident in {key.split("/")[0] for key in times}:
+            read, written = served[ident]
+            before.append(1000 * (read - times[ident + "/start"]))
+            server_side.append(1000 * (written - read))
+            after.append(1000 * (times[ident + "/end"] - written))
+    floor = math.ceil(args.n / 16) * args.latency
+    report = {
+        "wall_over_floor (median of runs)": statistics.median(walls) / floor,
+        "ms task start -> server read the body (median, max)": (
+            statistics.median(before),
+            max(before),
+        ),
+        "ms server read -> answer written (median, max)": (
+            statistics.median(server_side),
+            max(server_side),
+        ),
+        "ms answer written -> client done (median, max)": (statistics.median(after), max(after)),
+    }
+    print(json.dumps(report, indent=2))
+
+
 async def all_rounds(args: argparse.Namespace, url: str) -> dict[str, dict[str, list[Any]]]:
     data = samples(args.n)
     paths = ["direct", "langchain", "bare", "raw"]
@@ -259,7 +372,20 @@ def main() -> None:
         default="lean",
         help="lean: benchmarks/lean_stub.py (asyncio); stub: tests/_openai_stub.py (threads)",
     )
+    parser.add_argument(
+        "--profile",
+        choices=("direct", "bare"),
+        help="instead of the rounds: where one path's client CPU goes (first metric, by package)",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="instead of the rounds: where a bare client's request spends its time (lean server)",
+    )
     args = parser.parse_args()
+    if args.timeline:
+        timeline_report(args)
+        return
     command = (
         [sys.executable, str(HERE / "lean_stub.py"), str(args.latency)]
         if args.server == "lean"
@@ -275,6 +401,9 @@ def main() -> None:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
         load = os.getloadavg()[0]
+        if args.profile:
+            anyio.run(profile_path, args, url)
+            return
         rounds = anyio.run(all_rounds, args, url)
         load = max(load, os.getloadavg()[0])
     finally:
