@@ -13,7 +13,7 @@ import numpy as np
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
-    from turneval.metrics import Metric
+    from turneval.metrics import Evaluator
     from turneval.results import EvaluationResult, MetricResult
 
 __all__ = [
@@ -78,7 +78,7 @@ class MetricSummary:
         ci_low: Lower end of the 95% bootstrap confidence interval of the mean (None if n < 2).
         ci_high: Upper end of that interval.
         usage: Judge usage summed over the rows (None for rule-based metrics).
-        extra: Metric-specific figures, e.g. ``candidate_win_rate`` and ``baseline_win_rate``
+        extra: Evaluator-specific figures, e.g. ``candidate_win_rate`` and ``baseline_win_rate``
             of pairwise judges.
     """
 
@@ -309,7 +309,7 @@ def summarise_metrics(
     failed: Mapping[str, int],
     usage: Mapping[str, Usage | None],
     *,
-    metrics: Mapping[str, Metric] | None = None,
+    metrics: Mapping[str, Evaluator] | None = None,
     results: Mapping[str, Sequence[MetricResult]] | None = None,
 ) -> SummaryTable:
     """The run's one summariser: per metric, :func:`summarize` and the metric's extras.
@@ -317,7 +317,7 @@ def summarise_metrics(
     Every sink calls it: ``EvaluationResult.summary()`` over the rows in memory and
     ``evaluate_jsonl`` over its streamed totals. ``metrics`` are the metric objects by name
     (a run read back from a file has none) and ``results`` their scored results, for
-    :meth:`~turneval.metrics.Metric.summary_extras` (pairwise win rates, ...).
+    :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win rates, ...).
     """
     table = SummaryTable()
     for name in names:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from turneval.errors import TurnevalError
 
 if TYPE_CHECKING:
-    from turneval.metrics import Metric
+    from turneval.metrics import Evaluator
 
 __all__ = ["build_parser", "main", "max_failed", "parse_metric"]
 
@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"turneval: error: {message} (see '{self.prog} --help')\n")
 
 
-def parse_metric(spec: str) -> Metric | str:
+def parse_metric(spec: str) -> Evaluator | str:
     """``NAME`` or ``NAME:key=value,key=value`` (values parsed as JSON when they can be)."""
     from turneval.metrics import builtin_metrics
 
@@ -85,11 +85,11 @@ def parse_metric(spec: str) -> Metric | str:
         raise UsageError(f"metric {spec!r}: {where}: {error['msg']}") from exc
 
 
-def _metric_list(specs: Sequence[str]) -> list[Metric | str]:
+def _metric_list(specs: Sequence[str]) -> list[Evaluator | str]:
     return [parse_metric(spec) for spec in specs]
 
 
-def _fail_under(items: Sequence[str], metrics: Sequence[Metric]) -> dict[str, float]:
+def _fail_under(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str, float]:
     scales = {metric.name: metric.scale for metric in metrics}
     bars = {}
     for item in items:
@@ -195,7 +195,7 @@ def _judge(args: argparse.Namespace, needed: bool = True) -> Any:
     return ChatOpenAI(model=model, base_url=args.judge_base_url, api_key=key or "unused")
 
 
-def _require_judge(metrics: list[Metric | str], llm: Any) -> None:
+def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
     """Fail before the run, naming the CLI flags, when a judged metric has no judge."""
     from turneval.runner import resolve_metrics
 
@@ -232,7 +232,7 @@ def _print_summary(result: Any, out: Path | None) -> None:
         print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'}, {out / 'report.html'}")
 
 
-def _dry_run(args: argparse.Namespace, metrics: list[Metric | str]) -> int:
+def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     from turneval.dataset import EvaluationDataset
     from turneval.estimate import estimate
     from turneval.results import Prices
@@ -264,7 +264,7 @@ def _rate_limit(args: argparse.Namespace) -> Any:
 
 
 def _evaluate_here(
-    args: argparse.Namespace, metrics: list[Metric | str], out: Path, llm: Any, rate_limit: Any
+    args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any, rate_limit: Any
 ) -> Any:
     """``evaluate`` in this process (and its workers)."""
     from turneval.stream import evaluate_jsonl
@@ -292,7 +292,7 @@ def _evaluate_here(
 
 def _evaluate_on_ray(
     args: argparse.Namespace,
-    metrics: list[Metric | str],
+    metrics: list[Evaluator | str],
     out: Path,
     judged: bool,
     rate_limit: Any,

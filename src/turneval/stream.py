@@ -37,7 +37,7 @@ from turneval.aggregate import MetricSummary, summarise_metrics, summary_documen
 from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
-from turneval.metrics import Metric
+from turneval.metrics import Evaluator
 from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
@@ -219,7 +219,7 @@ def _record_line(record: dict[str, Any], plain_size: int) -> str:
 async def _score_chunk(
     lines: Sequence[_Line],
     first_index: int,
-    metrics: list[Metric],
+    metrics: list[Evaluator],
     keep: int,
     options: RunOptions,
 ) -> _Chunk:
@@ -294,11 +294,11 @@ async def _score_chunk(
     )
 
 
-_WORKER_METRICS: list[Metric] = []
+_WORKER_METRICS: list[Evaluator] = []
 _WORKER_OPTIONS: list[RunOptions] = []
 
 
-def _init_worker(metrics: list[Metric], options: RunOptions) -> None:
+def _init_worker(metrics: list[Evaluator], options: RunOptions) -> None:
     _WORKER_METRICS[:] = metrics
     _WORKER_OPTIONS[:] = [options]
     gc.freeze()  # start-up objects (modules, metrics) are never walked by the collector again
@@ -452,7 +452,7 @@ def _preflight(
 
 def evaluate_jsonl(
     path: str | os.PathLike[str],
-    metrics: Sequence[Metric | str],
+    metrics: Sequence[Evaluator | str],
     out_dir: str | os.PathLike[str],
     *,
     llm: Any = None,
@@ -481,7 +481,7 @@ def evaluate_jsonl(
 
     Args:
         path: A JSONL file, one sample per line.
-        metrics: Metric objects or names.
+        metrics: Evaluator objects or names.
         out_dir: Created if missing.
         llm: Default judge model for judged metrics.
         cache: A SQLite judge cache or its path (a re-run pays for nothing twice).
@@ -568,7 +568,7 @@ class ChunkEngine(Protocol):
     def __call__(
         self,
         chunks: Iterator[tuple[list[_Line], int, int]],
-        metrics: list[Metric],
+        metrics: list[Evaluator],
         options: RunOptions,
     ) -> Iterable[_Chunk]:
         """Score ``chunks`` with ``metrics`` under ``options``; yield the results in order."""
@@ -587,7 +587,7 @@ def _numbered(
 
 def _score_chunks(
     chunks: Iterator[list[_Line]],
-    metrics: list[Metric],
+    metrics: list[Evaluator],
     options: RunOptions,
     workers: int | None,
     sink: _JsonlSink,
@@ -637,7 +637,7 @@ class _JsonlSink:
     """The JSONL sink: rows written in order and flushed, totals kept for the summary."""
 
     def __init__(
-        self, metrics: list[Metric], handle: Any, report_rows: int, options: RunOptions
+        self, metrics: list[Evaluator], handle: Any, report_rows: int, options: RunOptions
     ) -> None:
         self.metrics, self.handle = metrics, handle
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
