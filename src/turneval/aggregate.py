@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ __all__ = [
     "RunAggregate",
     "SummaryTable",
     "bootstrap_ci",
+    "builtin_aggregates",
     "compute_aggregates",
     "paired_permutation_test",
     "pass_at_k",
@@ -49,6 +51,22 @@ class RunAggregate(ABC):
     @abstractmethod
     def compute(self, result: EvaluationResult) -> dict[str, float]:
         """The figures of ``result``, by name."""
+
+
+def builtin_aggregates() -> dict[str, type[RunAggregate]]:
+    """The aggregates that turneval itself defines, by ``name`` (the CLI's ``--aggregate``).
+
+    Found among the subclasses of :class:`RunAggregate` defined so far (the built-in one,
+    ``"databricks"``, is defined by :mod:`turneval.metrics`, which ``import turneval`` loads).
+    """
+    found: dict[str, type[RunAggregate]] = {}
+    pending = list(RunAggregate.__subclasses__())
+    while pending:
+        cls = pending.pop(0)
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.startswith("turneval.") and not inspect.isabstract(cls):
+            found.setdefault(cls.name, cls)
+    return dict(sorted(found.items()))
 
 
 def compute_aggregates(
@@ -176,12 +194,14 @@ def summary_document(
     bad_lines: int = 0,
     failed_rows: int = 0,
     aggregates: Mapping[str, float] | None = None,
+    aggregate_errors: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The one layout of ``summary.json``, written by the CLI, the stream and the demo.
 
     ``{"samples": n, "bad_lines": k, "failed_rows": f, "metrics": {name: summary fields},
     "usage": counts}``; ``failed_rows`` counts the rows with at least one failed metric;
-    ``"aggregates": {figure: value}`` when the run computed :class:`RunAggregate` figures.
+    ``"aggregates": {figure: value}`` when the run computed :class:`RunAggregate` figures, and
+    ``"aggregate_errors": {aggregate: error}`` for those that raised.
     """
     document: dict[str, Any] = {
         "samples": samples,
@@ -192,6 +212,8 @@ def summary_document(
     }
     if aggregates:
         document["aggregates"] = dict(aggregates)
+    if aggregate_errors:
+        document["aggregate_errors"] = dict(aggregate_errors)
     return document
 
 

@@ -228,6 +228,10 @@ def _print_summary(result: Any, out: Path | None) -> None:
         print(
             f"{result.bad_lines} input line(s) could not be read; their errors are in results.jsonl"
         )
+    for figure, value in result.aggregates.items():
+        print(f"{figure}: {value:.4f}")
+    for name, error in result.aggregate_errors.items():
+        print(f"aggregate {name} failed: {error}", file=sys.stderr)
     if out is not None:
         print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'}, {out / 'report.html'}")
 
@@ -263,6 +267,20 @@ def _rate_limit(args: argparse.Namespace) -> Any:
     return RateLimit(args.rpm, args.tpm, cap)
 
 
+def _aggregates(names: Sequence[str]) -> list[Any]:
+    """The ``--aggregate`` names as objects; an unknown name fails, listing the known ones."""
+    import turneval.metrics  # noqa: F401  (defines the built-in aggregates)
+    from turneval.aggregate import builtin_aggregates
+
+    known = builtin_aggregates()
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown aggregate {unknown[0]!r}; known aggregates: {', '.join(known) or 'none'}"
+        )
+    return [known[name]() for name in dict.fromkeys(names)]
+
+
 def _evaluate_here(
     args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any, rate_limit: Any
 ) -> Any:
@@ -287,6 +305,7 @@ def _evaluate_here(
         resume=args.resume,
         overwrite=args.overwrite,
         rate_limit=rate_limit,
+        aggregates=_aggregates(args.aggregate),
     )
 
 
@@ -323,6 +342,7 @@ def _evaluate_on_ray(
         input_format=args.format,
         resume=args.resume,
         overwrite=args.overwrite,
+        aggregates=_aggregates(args.aggregate),
     ).stream
 
 
@@ -333,6 +353,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     bars = _fail_under(args.fail_under, resolve_metrics(metrics))
     allowed = max_failed(args.max_failed)
     rate_limit = _rate_limit(args)  # a bad quota fails before any work
+    _aggregates(args.aggregate)  # so does an unknown aggregate name
     if args.dry_run:
         return _dry_run(args, metrics)
     out = Path(args.out)
@@ -548,6 +569,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=64.0,
         help="input megabytes scored at once at most (memory bound; default 64)",
+    )
+    run.add_argument(
+        "--aggregate",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run-level figures to add to summary.json (repeatable): databricks",
     )
     run.add_argument(
         "--dry-run",

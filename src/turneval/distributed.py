@@ -36,6 +36,7 @@ from typing import Any
 
 import anyio
 
+from turneval.aggregate import RunAggregate
 from turneval.errors import ConfigError
 from turneval.metrics import Evaluator
 from turneval.pipeline import RunOptions
@@ -299,6 +300,7 @@ def evaluate_on_ray(
     title: str | None = None,
     progress: bool = False,
     output_format: str = "jsonl",
+    aggregates: Sequence[RunAggregate] = (),
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
 
@@ -340,6 +342,9 @@ def evaluate_on_ray(
         output_format: ``"jsonl"`` (``results.jsonl``), or ``"parquet"``: also the same rows as
             a folder of Parquet files, ``results.parquet/``, written by Ray in input order
             (``results.jsonl`` stays: ``resume`` reads it).
+        aggregates: Run-level figure sets computed in the driver once every row is written
+            (as :func:`~turneval.stream.evaluate_jsonl` does), into ``summary.json`` and the
+            result's ``aggregates``.
 
     Raises:
         ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
@@ -398,6 +403,7 @@ def evaluate_on_ray(
         resume=resume,
         overwrite=overwrite,
         input_format=input_format,
+        aggregates=aggregates,
         engine=engine,
     )
     result = DistributedResult(stream, target)

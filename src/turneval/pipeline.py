@@ -94,8 +94,8 @@ class RunOptions(BaseModel):
             options share it) or a limiter shared as is. Judge requests (and the simulated
             user's) are paced to it and adapt to 429s.
         aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`)
-            computed once the rows are in, into ``result.aggregates`` (in-memory runs: they
-            need the rows).
+            computed once the rows are in, into ``result.aggregates`` (a streamed run reads
+            its rows back from results.jsonl for them).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)

@@ -33,7 +33,13 @@ import numpy as np
 from pydantic import ValidationError
 
 from turneval._gc import batch_collection
-from turneval.aggregate import MetricSummary, summarise_metrics, summary_document
+from turneval.aggregate import (
+    MetricSummary,
+    RunAggregate,
+    compute_aggregates,
+    summarise_metrics,
+    summary_document,
+)
 from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
@@ -41,7 +47,13 @@ from turneval.metrics import Evaluator
 from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
-from turneval.results import MetricFailure, MetricResult, SampleResult, json_line
+from turneval.results import (
+    EvaluationResult,
+    MetricFailure,
+    MetricResult,
+    SampleResult,
+    json_line,
+)
 from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
@@ -66,7 +78,9 @@ class StreamResult:
     """What a streamed run leaves in memory: summaries and a bounded sample of rows.
 
     ``failed_rows`` counts the rows with at least one error (unreadable lines included);
-    ``first_errors`` holds the first :data:`FIRST_ERRORS` of them, one per row, in input order.
+    ``first_errors`` holds the first :data:`FIRST_ERRORS` of them, one per row, in input order;
+    ``aggregates`` and ``aggregate_errors`` are the run's :class:`RunAggregate` figures and the
+    errors of those that raised (as on :class:`~turneval.results.EvaluationResult`).
     """
 
     metric_names: list[str]
@@ -78,6 +92,8 @@ class StreamResult:
     report_rows: list[SampleResult] = field(default_factory=list)
     failed_rows: int = 0
     first_errors: list[RowError] = field(default_factory=list)
+    aggregates: dict[str, float] = field(default_factory=dict)
+    aggregate_errors: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,12 +487,13 @@ def evaluate_jsonl(
     resume: bool = False,
     overwrite: bool = True,
     rate_limit: RateLimit | None = None,
+    aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
     The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
-    ``timeout``, ``details``, ``show_progress``) are those of
+    ``timeout``, ``details``, ``show_progress``, ``rate_limit``, ``aggregates``) are those of
     :class:`~turneval.pipeline.RunOptions`, with the same names and defaults.
 
     Args:
@@ -507,6 +524,11 @@ def evaluate_jsonl(
             raise :class:`ConfigError` instead (the CLI's default).
         rate_limit: The judge provider's quota (:class:`~turneval.ratelimit.RateLimit`), held
             across the whole file: judge requests are paced to it and adapt to 429s.
+        aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`, e.g.
+            ``DatabricksAggregates()``), computed once every line is scored from the rows read
+            back from results.jsonl (so they need memory for the rows, without samples; with
+            ``details=False`` the rows have no details), into the result's ``aggregates`` and
+            summary.json; one that raises is kept in ``aggregate_errors``.
         engine: Scores the chunks instead of this process and its workers (e.g. on a Ray
             cluster, :func:`turneval.distributed.evaluate_on_ray`): called with the chunks as
             ``(lines, first_index, report_rows_to_keep)``, the metrics and the run options, it
@@ -537,6 +559,7 @@ def evaluate_jsonl(
         details=details,
         show_progress=show_progress,
         rate_limit=rate_limit,  # one limiter for the whole file, across chunks
+        aggregates=aggregates,
     )
     try:
         target = Path(out_dir)
@@ -651,6 +674,7 @@ class _JsonlSink:
             metric.name: [] for metric in metrics if has_summary_extras(metric)
         }
         self.kept: list[SampleResult] = []
+        self.aggregates = options.aggregates
         self.total = self.bad = self.failed_rows = 0
         self.first_errors: list[RowError] = []
 
@@ -716,8 +740,18 @@ class _JsonlSink:
             self.failed_rows,
             self.first_errors,
         )
+        if self.aggregates:  # they read whole rows: the file's, read back (no samples)
+            rows = EvaluationResult.from_jsonl(target / "results.jsonl")
+            rows.metrics, rows.usage = list(self.metrics), self.usage
+            result.aggregates, result.aggregate_errors = compute_aggregates(self.aggregates, rows)
         summary = summary_document(
-            self.total, summaries, self.usage, bad_lines=self.bad, failed_rows=self.failed_rows
+            self.total,
+            summaries,
+            self.usage,
+            bad_lines=self.bad,
+            failed_rows=self.failed_rows,
+            aggregates=result.aggregates,
+            aggregate_errors=result.aggregate_errors,
         )
         text = json.dumps(summary, indent=2) + "\n"
         (target / "summary.json").write_text(text, encoding="utf-8")
