@@ -11,7 +11,14 @@ import pytest
 
 from turneval import evaluate, stream
 from turneval._gc import YOUNG_THRESHOLD, _Policy, batch_collection, freeze_process
-from turneval.metrics import ExactMatch, ToolCallAccuracy, ToolCallF1, TrajectoryRecall
+from turneval.metrics import (
+    CallMatchingMetric,
+    ExactMatch,
+    ToolCallAccuracy,
+    ToolCallF1,
+    TrajectoryRecall,
+)
+from turneval.metrics.base import Explained
 from turneval.pipeline import RunOptions, score_sample
 from turneval.results import json_line
 from turneval.runner import resolve_metrics
@@ -249,3 +256,37 @@ def test_a_frozen_worker_skips_the_freeze_check(monkeypatch: pytest.MonkeyPatch)
     with batch_collection():
         assert gc.get_threshold()[0] == YOUNG_THRESHOLD
     assert gc.get_threshold() == before and frozen == ["freeze"]
+
+
+class _Counted(CallMatchingMetric):
+    """A user's call metric without a plain reason: its rows take the general path."""
+
+    def _plain_value(self, predicted: Any, reference: Any) -> float:
+        return float(len(predicted) == len(reference))
+
+    async def _evaluate(self, sample: Any) -> Explained:
+        if not sample.tool_calls:
+            raise ValueError("no calls to count")
+        return Explained(self._plain_value(sample.tool_calls, sample.reference_tool_calls), "n")
+
+
+class _Raising(_Counted):
+    def _plain_explained(self, predicted: Any, reference: Any) -> tuple[float, str] | None:
+        if not predicted:
+            raise ValueError("no calls to count")
+        return None
+
+
+def test_rows_a_plain_function_cannot_write_take_the_general_path() -> None:
+    lines = [(number, raw) for number, raw in enumerate(GOOD, start=1)]
+    for metric in (_Counted(name="counted"), _Raising(name="counted")):
+        metrics = [resolve_metrics(["tool_call_f1"])[0], metric]
+        assert len(_plain_explainers(metrics, RunOptions(details=False))) == 2
+        chunks = [
+            _run_chunk(lines, 0, metrics, 0, RunOptions(max_concurrency=flight, details=False))
+            for flight in (1, 4)
+        ]
+        assert chunks[0].records == chunks[1].records
+        rows = [json.loads(record) for record in chunks[0].records]
+        assert [row["counted_reason"] for row in rows] == ["n", "n", "n", None, "n", "n"]
+        assert rows[3]["counted_error"] == "ValueError: line 4: no calls to count"
