@@ -13,6 +13,7 @@ from turneval import evaluate, stream
 from turneval._gc import YOUNG_THRESHOLD, _Policy, batch_collection, freeze_process
 from turneval.metrics import (
     CallMatchingMetric,
+    Evaluator,
     ExactMatch,
     ToolCallAccuracy,
     ToolCallF1,
@@ -230,12 +231,13 @@ def test_plain_rows_only_for_plain_metrics_without_details_or_timeout() -> None:
     assert len(_plain_explainers(metrics, plain)) == 3
     assert _plain_explainers(metrics, plain.replace(details=True)) == []
     assert _plain_explainers(metrics, plain.replace(timeout=5.0)) == []
-    for other in [
+    others: list[Evaluator] = [
         TrajectoryRecall(arg_comparison_metric="levenshtein"),  # a comparator: records needed
         ToolCallAccuracy(arg_rules={"search": {"q": "ignore"}}),
         Overridden(),  # its own ascore is kept
         ExactMatch(),
-    ]:
+    ]
+    for other in others:
         assert _plain_explainers([*metrics, other], plain) == [], other
 
 
