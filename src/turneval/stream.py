@@ -44,7 +44,7 @@ from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
 from turneval.messages import ToolCall
-from turneval.metrics import CallMatchingMetric, Evaluator, ToolCallAccuracy
+from turneval.metrics import Evaluator
 from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras, score_sample
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
@@ -309,22 +309,22 @@ _Explainer = Callable[[list[ToolCall], list[ToolCall]], "tuple[float, str] | Non
 def _plain_explainers(metrics: Sequence[Evaluator], options: RunOptions) -> list[_Explainer]:
     """Each metric's plain value-and-reason function, or ``[]`` unless every metric has one.
 
-    Under their default equality the tool-call and trajectory metrics give ``ascore(sample,
-    details=False)``'s value and reason from the predicted and reference calls alone; a row of
-    such metrics needs no result objects. Only without details and timeout, and only where
-    ``ascore`` is theirs (a subclass that overrides it keeps it).
+    A metric that has one (``_plain_explainer()``: the tool-call and trajectory metrics under
+    their default equality) gives ``ascore(sample, details=False)``'s value and reason from the
+    predicted and reference calls alone, so a row of such metrics needs no result objects.
+    Only without details and timeout.
     """
     if options.details or options.timeout is not None:
         return []
     explainers: list[_Explainer] = []
     for metric in metrics:
-        if not isinstance(metric, (CallMatchingMetric, ToolCallAccuracy)):
+        if metric.uses_llm or has_summary_extras(metric):
             return []
-        if type(metric).ascore not in (CallMatchingMetric.ascore, ToolCallAccuracy.ascore):
+        find = getattr(metric, "_plain_explainer", None)
+        explain = find() if find is not None else None
+        if explain is None:
             return []
-        if metric.uses_llm or has_summary_extras(metric) or not metric._plain:
-            return []
-        explainers.append(metric._plain_explained)
+        explainers.append(explain)
     return explainers
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -18,7 +18,11 @@ from turneval.metrics.base import MultiTurnMetric, missing_field
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample
 
-__all__ = ["CallMatchingMetric"]
+__all__ = ["CallMatchingMetric", "PlainExplainer"]
+
+PlainExplainer = Callable[[list[ToolCall], list[ToolCall]], "tuple[float, str] | None"]
+"""``(predicted calls, reference calls) -> (value, reason)``: ``ascore(details=False)``'s result
+without result objects (None: the metric cannot tell from the calls alone)."""
 
 
 class CallMatchingMetric(MultiTurnMetric, ABC):
@@ -77,6 +81,16 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         records; they must equal the detailed path's value and reason.
         """
         return None
+
+    def _plain_explainer(self) -> PlainExplainer | None:
+        """:meth:`_plain_explained` when ``ascore(details=False)`` is exactly it, else None.
+
+        A streamed row of such metrics is written from these functions alone (no result
+        objects); a subclass that overrides ``ascore`` keeps its own.
+        """
+        if not self._plain or type(self).ascore is not CallMatchingMetric.ascore:
+            return None
+        return self._plain_explained
 
     async def ascore(self, sample: MultiTurnSample, *, details: bool = True) -> MetricResult:
         """Score ``sample`` with its reason and (unless ``details=False``) its details.

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import field_validator
 
 from turneval.messages import ToolCall
-from turneval.metrics._call_metric import CallMatchingMetric
+from turneval.metrics._call_metric import CallMatchingMetric, PlainExplainer
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
 from turneval.metrics._matching import CallComparison, describe_matching, plain_matched
 from turneval.metrics._tools import check_rule_tools
@@ -194,6 +194,12 @@ class ToolCallAccuracy(MultiTurnMetric):
     ) -> tuple[float, str]:
         """The value and reason with ExactMatch and no rules (only when ``_plain``)."""
         return _exact_explained(predicted, reference, self.strict_order)
+
+    def _plain_explainer(self) -> PlainExplainer | None:
+        """:meth:`_plain_explained` when ``ascore(details=False)`` is exactly it, else None."""
+        if not self._plain or type(self).ascore is not ToolCallAccuracy.ascore:
+            return None
+        return self._plain_explained
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         reference: list[ToolCall] | None = sample.reference_tool_calls
