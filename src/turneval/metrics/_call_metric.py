@@ -18,11 +18,27 @@ from turneval.metrics.base import MultiTurnMetric, missing_field
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample
 
-__all__ = ["CallMatchingMetric", "PlainExplainer"]
+__all__ = ["CallMatchingMetric", "PlainExplainer", "plain_result"]
 
 PlainExplainer = Callable[[list[ToolCall], list[ToolCall]], "tuple[float, str] | None"]
 """``(predicted calls, reference calls) -> (value, reason)``: ``ascore(details=False)``'s result
 without result objects (None: the metric cannot tell from the calls alone)."""
+
+
+def plain_result(
+    metric: MultiTurnMetric, explain: PlainExplainer, sample: MultiTurnSample
+) -> MetricResult | None:
+    """``ascore(sample, details=False)`` from ``explain``; None where the detailed path decides.
+
+    Only for a metric whose ``_plain`` holds, a conversation (exactly) and reference calls.
+    """
+    if not getattr(metric, "_plain", False) or type(sample) is not MultiTurnSample:
+        return None
+    reference = sample.reference_tool_calls
+    if reference is None:
+        return None
+    plain = explain(sample.tool_calls, reference)
+    return None if plain is None else MetricResult(metric.name, plain[0], plain[1])
 
 
 class CallMatchingMetric(MultiTurnMetric, ABC):
@@ -102,13 +118,8 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
             InvalidSampleError: ``sample`` is not a conversation, or has no
                 ``reference_tool_calls``.
         """
-        if not details and self._plain and type(sample) is MultiTurnSample:
-            reference = sample.reference_tool_calls
-            if reference is not None:
-                plain = self._plain_explained(sample.tool_calls, reference)
-                if plain is not None:
-                    return MetricResult(self.name, plain[0], plain[1])
-        return await super().ascore(sample, details=details)
+        plain = None if details else plain_result(self, self._plain_explained, sample)
+        return plain if plain is not None else await super().ascore(sample, details=details)
 
     async def multi_turn_ascore(
         self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import field_validator
 
 from turneval.messages import ToolCall
-from turneval.metrics._call_metric import CallMatchingMetric, PlainExplainer
+from turneval.metrics._call_metric import CallMatchingMetric, PlainExplainer, plain_result
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
 from turneval.metrics._matching import CallComparison, describe_matching, plain_matched
 from turneval.metrics._tools import check_rule_tools
@@ -182,12 +182,8 @@ class ToolCallAccuracy(MultiTurnMetric):
             InvalidSampleError: ``sample`` is not a conversation, or has no
                 ``reference_tool_calls``.
         """
-        if not details and self._plain and type(sample) is MultiTurnSample:
-            reference = sample.reference_tool_calls
-            if reference is not None:
-                value, reason = self._plain_explained(sample.tool_calls, reference)
-                return MetricResult(self.name, value, reason)
-        return await super().ascore(sample, details=details)
+        plain = None if details else plain_result(self, self._plain_explained, sample)
+        return plain if plain is not None else await super().ascore(sample, details=details)
 
     def _plain_explained(
         self, predicted: list[ToolCall], reference: list[ToolCall]
