@@ -101,6 +101,31 @@ def test_lowering_fact_by_fact_equals_lowering_the_whole() -> None:
     assert index.text == "\n\n".join(fact.text for fact in facts).lower()
 
 
+def test_lowered_code_points_equal_str_lower() -> None:
+    """The index lowers code points (ASCII by arithmetic, others per distinct character)."""
+    cases = [
+        ["Plain ASCII, UPPER and lower."],
+        ["ΟΔΟΣ ΣΟΦΟΣ", "no sigma here", "Σ alone, ΑΣ. and Σ'Α"],  # capital sigma: by context
+        ["\u212aelvin KELVIN", "Ωmega ÉCOLE Straße"],  # Kelvin sign lowers to ASCII 'k'
+        ["\U00010400\U00010401 astral 𝒳ray", "東京 café"],  # Deseret capitals: astral
+        ["İstanbul", "ISTANBUL"],  # lowers to two characters: offsets move
+        ["", "", "x"],
+    ]
+    rng = random.Random(7)
+    cases += [[random_text(rng, rng.randint(0, 60)) for _ in range(4)] for _ in range(20)]
+    for texts in cases:
+        index = _Index([Fact(text=text) for text in texts])
+        joined = "\n\n".join(texts)
+        assert index.text == joined.lower(), texts
+        assert index.case_aligned == (len(joined.lower()) == len(joined))
+        assert index.alnum[: index.codes.size].tolist() == [c.isalnum() for c in index.text]
+        assert index.original == joined
+        for passage in range(len(index.starts)):
+            start = int(index.starts[passage])
+            stop = int(index.starts[passage + 1]) if passage + 1 < len(index.starts) else None
+            assert index.passage_text(passage) == joined[start:stop]
+
+
 def test_check_grounding_on_mixed_scripts() -> None:
     facts = ["The engineer built the Brücke in Köln in 1912.", "東京 is the capital of Japan."]
     result = check_grounding("The engineer built the Brücke in Köln in 1912.", facts)

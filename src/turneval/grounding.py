@@ -284,6 +284,12 @@ def _needs_check(tokens: Sequence[_Token]) -> bool:
 # -- the offline backend -----------------------------------------------------------------------
 
 
+def _decoded(codes: np.ndarray) -> str:
+    """The string whose code points are ``codes`` (the inverse of :func:`_codes`)."""
+    encoding = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[codes.itemsize]
+    return codes.tobytes().decode(encoding)
+
+
 def _codes(text: str) -> np.ndarray:
     """The text's code points, one array element per character, in the narrowest dtype."""
     if text.isascii():
@@ -294,24 +300,27 @@ def _codes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
 
-_BMP_TABLES: dict[str, np.ndarray] = {}
+def _per_distinct(values: np.ndarray, compute: Any, dtype: Any) -> np.ndarray:
+    """``compute`` of each of ``values`` (code points), called once per distinct value.
+
+    ``compute`` takes the distinct code points (a sorted list) and returns their results.
+    """
+    if values.dtype == np.uint16 and values.size > 4096:  # many: a table, no sort
+        distinct = np.flatnonzero(np.bincount(values))
+        table = np.zeros(int(distinct[-1]) + 1, dtype=dtype)
+        table[distinct] = compute(distinct.tolist())
+        mapped: np.ndarray = table[values]
+        return mapped
+    distinct, inverse = np.unique(values, return_inverse=True)
+    mapped = np.asarray(compute(distinct.tolist()), dtype=dtype)[inverse]
+    return mapped
 
 
-def _char_table(kind: str) -> np.ndarray:
-    """``str.isalnum`` or ``str.islower`` of every code point below 0x10000, built once."""
-    table = _BMP_TABLES.get(kind)
-    if table is None:
-        test = getattr(str, kind)
-        table = _BMP_TABLES[kind] = np.fromiter(
-            (test(chr(code)) for code in range(0x10000)), dtype=bool, count=0x10000
-        )
-    return table
+def _char_class(codes: np.ndarray, kind: str) -> np.ndarray:
+    """``getattr(c, kind)()`` for each character ``c`` whose code point is in ``codes``.
 
-
-def _char_class(text: str, codes: np.ndarray, kind: str) -> np.ndarray:
-    """``getattr(c, kind)()`` for each character ``c`` of ``text`` (``codes`` its code points).
-
-    ASCII by arithmetic over the whole array; other characters (few in most texts) by table.
+    ASCII by arithmetic over the whole array; other characters (few in most texts) by the
+    ``str`` method, once per distinct character.
     """
     if kind == "isalnum":
         result = (codes - 97) < 26  # wraps below 'a'
@@ -322,11 +331,86 @@ def _char_class(text: str, codes: np.ndarray, kind: str) -> np.ndarray:
     if codes.dtype != np.uint8:
         other = np.flatnonzero(codes > 127)
         if other.size:
-            result[other] = _char_table(kind).take(codes[other], mode="clip")
-            if codes.dtype == np.uint32:
-                for position in other[codes[other] > 0xFFFF].tolist():  # astral: rare
-                    result[position] = getattr(text[position], kind)()
+            test = getattr(str, kind)
+            result[other] = _per_distinct(
+                codes[other], lambda points: [test(chr(p)) for p in points], bool
+            )
     return result
+
+
+def _joined_codes(texts: Sequence[str]) -> np.ndarray:
+    """The code points of the texts joined by blank lines, in the narrowest dtype.
+
+    No joined string is built: each text is encoded on its own (ASCII texts by a copy) into
+    one array.
+    """
+    encoded: list[tuple[bytes, type[np.unsignedinteger[Any]]]] = []
+    widest: type[np.unsignedinteger[Any]] = np.uint8
+    for text in texts:
+        if text.isascii():
+            encoded.append((text.encode("ascii"), np.uint8))
+            continue
+        wide = text.encode("utf-16-le")
+        if len(wide) == 2 * len(text):  # no surrogate pairs: one unit per character
+            encoded.append((wide, np.uint16))
+            widest = np.uint32 if widest is np.uint32 else np.uint16
+        else:
+            encoded.append((text.encode("utf-32-le"), np.uint32))
+            widest = np.uint32
+    if widest is np.uint8:
+        return np.frombuffer(b"\n\n".join(data for data, _ in encoded), dtype=np.uint8)
+    size = sum(len(text) for text in texts) + 2 * max(len(texts) - 1, 0)
+    codes = np.empty(size, dtype=widest)
+    offset = 0
+    for data, kind in encoded:
+        if offset:
+            codes[offset - 2 : offset] = ord("\n")
+        values = np.frombuffer(data, dtype=kind)
+        codes[offset : offset + values.size] = values
+        offset += values.size + 2
+    return codes
+
+
+def _lowered(source: np.ndarray, alnum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The code points of a text lowered; ``alnum`` receives which of them are alphanumeric.
+
+    ``source`` is the text's code points. Every character is lowered on its own: ASCII by
+    arithmetic, the others by ``str.lower`` once per distinct character. That is what
+    ``str.lower`` does on the whole text except where a character lowers by context (capital
+    sigma: final or not) or into more than one character ("İ"): their positions are returned
+    (sorted) for the caller to lower with their context.
+    """
+    scratch = np.subtract(source, 65)
+    flags = np.less(scratch, 26)  # upper case ASCII (wraps below 'A')
+    lowered = np.multiply(flags, source.dtype.type(32), dtype=source.dtype)
+    lowered += source
+    np.subtract(lowered, 97, out=scratch)
+    np.less(scratch, 26, out=alnum)
+    np.subtract(lowered, 48, out=scratch)
+    np.less(scratch, 10, out=flags)
+    alnum |= flags
+    none = np.zeros(0, dtype=np.int64)
+    if source.dtype == np.uint8:
+        return lowered, none
+    np.greater(source, 127, out=flags)
+    other = np.flatnonzero(flags)
+    if not other.size:
+        return lowered, none
+    lowers: dict[int, str] = {}
+
+    def lower(points: list[int]) -> list[int]:
+        lowers.update((point, chr(point).lower()) for point in points)
+        return [ord(lowers[point]) if len(lowers[point]) == 1 else point for point in points]
+
+    values = source[other]
+    lowered[other] = _per_distinct(values, lower, source.dtype)
+    alnum[other] = _per_distinct(
+        values, lambda points: [lowers[point].isalnum() for point in points], bool
+    )
+    special = [point for point, low in lowers.items() if len(low) != 1 or point == 0x3A3]
+    if not special:
+        return lowered, none
+    return lowered, other[np.isin(values, special)]
 
 
 def _distinct(values: np.ndarray, *, is_sorted: bool = False) -> np.ndarray:
@@ -340,23 +424,29 @@ def _distinct(values: np.ndarray, *, is_sorted: bool = False) -> np.ndarray:
     return ordered[keep]
 
 
-def _sentence_starts(text: str, codes: np.ndarray | None = None) -> np.ndarray:
-    """Offsets where sentences start.
+def _sentence_starts(text: str | np.ndarray, separators: np.ndarray | None = None) -> np.ndarray:
+    """Offsets where sentences start in ``text`` (a string or its code points).
 
     After ``.``, ``!`` or ``?`` (and a closing quote or bracket) followed by white space, and
     after each newline. Vectorised over the text's code points, so offsets are character
     offsets: the marks are found in one pass, their neighbours checked on the marks only.
+    ``separators``, when given, holds (sorted) every offset below ``len(text) - 1`` whose
+    character is not alphanumeric: the marks are searched among those only.
     """
-    if codes is None:
-        codes = _codes(text)
+    codes = _codes(text) if isinstance(text, str) else text
     size = codes.size
     if size < 2:
         return np.zeros(1, dtype=np.int64)
-    is_mark = codes == ord(".")
-    is_mark |= codes == ord("!")
-    is_mark |= codes == ord("?")
-    marks = np.flatnonzero(is_mark[:-1])
-    newlines = np.flatnonzero(codes == ord("\n")) + 1
+    if separators is None:
+        separators = np.arange(size - 1)
+    found = codes[separators]
+    is_mark = found == ord(".")
+    is_mark |= found == ord("!")
+    is_mark |= found == ord("?")
+    marks = separators[is_mark]
+    newlines = separators[found == ord("\n")] + 1
+    if codes[-1] == ord("\n"):
+        newlines = np.append(newlines, size)
 
     def member(values: np.ndarray, chars: str) -> np.ndarray:
         found = np.zeros(values.size, dtype=bool)
@@ -388,39 +478,77 @@ class _Index:
             self.fact_starts.append(offset)
             offset += len(fact.text) + 2
         self.fact_offsets = np.array(self.fact_starts, dtype=np.int64)
-        self.original = "\n\n".join(fact.text for fact in facts)
-        # Lowering fact by fact is lowering the whole (the separators are not cased, so Greek
-        # final sigma sees the same context) and keeps ASCII facts on CPython's fast path.
-        lowered = "\n\n".join(fact.text.lower() for fact in facts)
+        self._texts = [fact.text for fact in facts]
+        self._original: str | None = None
+        self._text: str | None = None
+        # The facts' code points, lowered by arithmetic and per distinct character: equal to
+        # lower() on the joined text (the tests compare them), without building a string.
+        self.source = _joined_codes(self._texts)
+        size = self.source.size
+        padded = np.zeros(size + 2, dtype=bool)  # padding: past the end reads as a boundary
+        alnum = padded[:size]
+        self.codes, special = _lowered(self.source, alnum)
+        # Facts with a character lowered by context or into several: lower() on the fact (the
+        # separators are not cased, so it sees the context it sees in the whole).
+        for number in _distinct(np.searchsorted(self.fact_offsets, special, "right") - 1).tolist():
+            fact, start = facts[number].text, self.fact_starts[number]
+            lowered = fact.lower()
+            if len(lowered) != len(fact):  # offsets move: lower() on every fact
+                self._text = "\n\n".join(fact.text.lower() for fact in facts)
+                self.codes = _codes(self._text)
+                padded = np.zeros(self.codes.size + 2, dtype=bool)
+                alnum = padded[: self.codes.size]
+                alnum[:] = _char_class(self.codes, "isalnum")
+                break
+            codes = _codes(lowered)
+            self.codes[start : start + len(fact)] = codes
+            alnum[start : start + len(fact)] = _char_class(codes, "isalnum")
         # lower() keeps offsets for nearly every text; where it does not, case checks are off.
-        self.case_aligned = len(lowered) == len(self.original)
-        self.text = lowered
-        self.codes = _codes(lowered)
-        self.starts = _sentence_starts(lowered, self.codes)
+        self.case_aligned = self.codes.size == size
         size = self.codes.size
-        alnum = _char_class(lowered, self.codes, "isalnum")
-        # Padded so the checks after a match never index out of range (padding: not alnum).
-        self.alnum = np.concatenate((alnum, np.zeros(2, dtype=bool)))
+        # Word starts: offset 0 and every offset after a character that is not alphanumeric.
         word_start = np.empty(size, dtype=bool)
         if size:
             word_start[0] = True
             np.logical_not(alnum[:-1], out=word_start[1:])
-        word_starts = np.flatnonzero(word_start)
-        # Word starts grouped by their first character (a stable sort keeps each group's
-        # offsets ascending); a group is a slice, found by binary search.
-        first = self.codes[word_starts]
-        order = np.argsort(first, kind="stable")
-        self._grouped = word_starts[order]
-        self._group_first = first[order]
-        self._lower: np.ndarray | None = None
+        self._word_starts = np.flatnonzero(word_start)
+        self.starts = _sentence_starts(self.codes, self._word_starts[1:] - 1)
+        # Every sentence starts a word (it follows white space, a newline or a mark), so the
+        # passage of each word start is a running count of the sentence starts among them.
+        first_words = np.zeros(self._word_starts.size, dtype=np.int64)
+        first_words[np.searchsorted(self._word_starts, self.starts[self.starts < size])] = 1
+        self._word_passage = np.cumsum(first_words) - 1
+        # Padded so the checks after a match never index out of range (padding: not alnum).
+        self.alnum = padded
+        self._word_first = self.codes[self._word_starts]
+        # Word starts by their first character (indices, ascending), each found on demand.
+        self._groups: dict[int, np.ndarray] = {}
+        self._found: dict[tuple[str, bool], np.ndarray] = {}
         self._cache: dict[tuple[str, bool, bool], np.ndarray] = {}
+
+    @property
+    def text(self) -> str:
+        """The facts joined and lowered (what ``codes`` holds), built on demand."""
+        if self._text is None:
+            self._text = _decoded(self.codes)
+        return self._text
+
+    @property
+    def original(self) -> str:
+        """The facts joined, built on demand."""
+        if self._original is None:
+            self._original = "\n\n".join(self._texts)
+        return self._original
 
     def fact_of(self, passage: int) -> int:
         return bisect.bisect_right(self.fact_starts, int(self.starts[passage])) - 1
 
     def passage_text(self, passage: int) -> str:
-        stop = int(self.starts[passage + 1]) if passage + 1 < len(self.starts) else len(self.text)
-        return self.original[int(self.starts[passage]) : stop]
+        start = int(self.starts[passage])
+        stop = int(self.starts[passage + 1]) if passage + 1 < len(self.starts) else self.codes.size
+        if self.case_aligned:  # offsets are the original's: decode its code points
+            return _decoded(self.source[start:stop])
+        return self.original[start:stop]
 
     @staticmethod
     def _keys(token: _Token) -> list[str]:
@@ -430,33 +558,52 @@ class _Index:
         return keys
 
     def _starting_with(self, code: int) -> np.ndarray:
-        low, high = np.searchsorted(self._group_first, [code, code + 1])
-        return self._grouped[low:high]
+        group = self._groups.get(code)
+        if group is None:
+            group = self._groups[code] = np.flatnonzero(self._word_first == code)
+        return group
 
     def _occurrences(self, key: str) -> np.ndarray:
-        """Sorted offsets where ``key`` occurs at a word start."""
+        """The word starts (their indices, ascending) where ``key`` occurs."""
         codes, size = self.codes, self.codes.size
         limit = 0xFF if codes.dtype == np.uint8 else 0xFFFFFFFF
         points = [ord(char) for char in key]
         if not points or max(points) > limit:
             return np.zeros(0, dtype=np.int64)
         found = self._starting_with(points[0])
-        found = found[found <= size - len(points)]
+        offsets = self._word_starts[found]
+        inside = np.flatnonzero(offsets <= size - len(points))
+        if inside.size < found.size:
+            found, offsets = found[inside], offsets[inside]
         for step, point in enumerate(points[1:], start=1):
             if not found.size:
                 break
-            found = found[codes[found + step] == point]
+            keep = np.flatnonzero(codes[offsets + step] == point)
+            found, offsets = found[keep], offsets[keep]
         return found
 
     def _written_lower(self, positions: np.ndarray) -> np.ndarray:
-        """Whether the original character at each position is lower case."""
-        if self._lower is None and positions.size < 5_000:  # cheaper than the whole text
-            original = self.original
-            return np.array([original[p].islower() for p in positions.tolist()], dtype=bool)
-        if self._lower is None:
-            self._lower = _char_class(self.original, _codes(self.original), "islower")
-        lower: np.ndarray = self._lower[positions]
-        return lower
+        """Whether the original character at each position is lower case (offsets aligned)."""
+        return _char_class(self.source[positions], "islower")
+
+    def _word_matches(self, token: _Token) -> np.ndarray:
+        """The word starts (indices, ascending) where the token occurs (names: and ends)."""
+        cache_key = (token.key, token.critical)
+        cached = self._found.get(cache_key)
+        if cached is not None:
+            return cached
+        alnum = self.alnum
+        parts = []
+        for key in self._keys(token):
+            found = self._occurrences(key)
+            if token.critical and found.size:
+                after = self._word_starts[found] + len(key)  # alnum is padded: past the end
+                ends = ~alnum[after] | ((self._code_at(after) == ord("s")) & ~alnum[after + 1])
+                found = found[ends]
+            parts.append(found)
+        matches = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+        self._found[cache_key] = matches
+        return matches
 
     def passages_with(self, token: _Token, *, lowercase: bool = False) -> np.ndarray:
         """Sorted passage numbers where the token starts a word.
@@ -469,22 +616,13 @@ class _Index:
         cached = self._cache.get(cache_key)
         if cached is not None:
             return cached
-        alnum = self.alnum
-        parts = []
-        for key in self._keys(token):
-            found = self._occurrences(key)
-            if token.critical and found.size:
-                after = found + len(key)  # alnum is padded: past the end reads as a boundary
-                ends = ~alnum[after] | ((self._code_at(after) == ord("s")) & ~alnum[after + 1])
-                found = found[ends]
-            if lowercase and self.case_aligned and found.size:
-                found = found[self._written_lower(found)]
-            parts.append(found)
-        positions = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
-        passages = np.searchsorted(self.starts, positions, side="right") - 1
-        found = _distinct(passages, is_sorted=True)  # positions are sorted, so are passages
-        self._cache[cache_key] = found
-        return found
+        found = self._word_matches(token)
+        if lowercase and self.case_aligned and found.size:
+            found = found[self._written_lower(self._word_starts[found])]
+        # word starts ascending: their passages too
+        passages = _distinct(self._word_passage[found], is_sorted=True)
+        self._cache[cache_key] = passages
+        return passages
 
     def _code_at(self, positions: np.ndarray) -> np.ndarray:
         """Code points at ``positions`` (0 past the end)."""
