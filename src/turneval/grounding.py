@@ -513,15 +513,18 @@ class _Index:
             np.logical_not(alnum[:-1], out=word_start[1:])
         self._word_starts = np.flatnonzero(word_start)
         self.starts = _sentence_starts(self.codes, self._word_starts[1:] - 1)
-        # Every sentence starts a word (it follows white space, a newline or a mark), so the
-        # passage of each word start is a running count of the sentence starts among them.
-        first_words = np.zeros(self._word_starts.size, dtype=np.int64)
-        first_words[np.searchsorted(self._word_starts, self.starts[self.starts < size])] = 1
-        self._word_passage = np.cumsum(first_words) - 1
         # Padded so the checks after a match never index out of range (padding: not alnum).
         self.alnum = padded
-        self._word_first = self.codes[self._word_starts]
-        # Word starts by their first character (indices, ascending), each found on demand.
+        # Each word start's first two characters (clipped to 255, the end reading as the last
+        # character), for the word starts of a two-letter prefix in one scan.
+        pair = self.codes[self._word_starts]
+        second = self._word_starts + 1
+        np.minimum(second, max(size - 1, 0), out=second)
+        second = self.codes[second]
+        if self.codes.dtype != np.uint8:
+            pair, second = np.minimum(pair, 255), np.minimum(second, 255)
+        self._pairs = pair.astype(np.uint16)
+        self._pairs |= second.astype(np.uint16) << 8
         self._groups: dict[int, np.ndarray] = {}
         self._found: dict[tuple[str, bool], np.ndarray] = {}
         self._cache: dict[tuple[str, bool, bool], np.ndarray] = {}
@@ -557,37 +560,42 @@ class _Index:
             keys.append(f"{int(token.key):,}")  # 1500 also as 1,500
         return keys
 
-    def _starting_with(self, code: int) -> np.ndarray:
-        group = self._groups.get(code)
+    def _starting_with(self, points: list[int]) -> np.ndarray:
+        """Sorted offsets of the word starts whose first two characters (clipped) are these."""
+        if len(points) == 1:
+            want, mask = min(points[0], 255), 0xFF
+        else:
+            want, mask = min(points[0], 255) | min(points[1], 255) << 8, 0xFFFF
+        group = self._groups.get(want | mask << 16)
         if group is None:
-            group = self._groups[code] = np.flatnonzero(self._word_first == code)
+            pairs = self._pairs if mask == 0xFFFF else self._pairs & mask
+            group = self._word_starts[np.flatnonzero(pairs == want)]
+            self._groups[want | mask << 16] = group
         return group
 
     def _occurrences(self, key: str) -> np.ndarray:
-        """The word starts (their indices, ascending) where ``key`` occurs."""
+        """Sorted offsets where ``key`` occurs at a word start."""
         codes, size = self.codes, self.codes.size
         limit = 0xFF if codes.dtype == np.uint8 else 0xFFFFFFFF
         points = [ord(char) for char in key]
         if not points or max(points) > limit:
             return np.zeros(0, dtype=np.int64)
-        found = self._starting_with(points[0])
-        offsets = self._word_starts[found]
-        inside = np.flatnonzero(offsets <= size - len(points))
-        if inside.size < found.size:
-            found, offsets = found[inside], offsets[inside]
-        for step, point in enumerate(points[1:], start=1):
+        found = self._starting_with(points)
+        found = found[found <= size - len(points)]
+        clipped = max(points[:2]) >= 255  # the first two characters compared clipped only
+        for step, point in enumerate(points):
             if not found.size:
                 break
-            keep = np.flatnonzero(codes[offsets + step] == point)
-            found, offsets = found[keep], offsets[keep]
+            if step >= 2 or clipped:
+                found = found[codes[found + step] == point]
         return found
 
     def _written_lower(self, positions: np.ndarray) -> np.ndarray:
         """Whether the original character at each position is lower case (offsets aligned)."""
         return _char_class(self.source[positions], "islower")
 
-    def _word_matches(self, token: _Token) -> np.ndarray:
-        """The word starts (indices, ascending) where the token occurs (names: and ends)."""
+    def _matches(self, token: _Token) -> np.ndarray:
+        """Sorted offsets where the token starts a word (names and numbers: and ends it)."""
         cache_key = (token.key, token.critical)
         cached = self._found.get(cache_key)
         if cached is not None:
@@ -597,13 +605,13 @@ class _Index:
         for key in self._keys(token):
             found = self._occurrences(key)
             if token.critical and found.size:
-                after = self._word_starts[found] + len(key)  # alnum is padded: past the end
+                after = found + len(key)  # alnum is padded: past the end reads as a boundary
                 ends = ~alnum[after] | ((self._code_at(after) == ord("s")) & ~alnum[after + 1])
                 found = found[ends]
             parts.append(found)
-        matches = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
-        self._found[cache_key] = matches
-        return matches
+        positions = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+        self._found[cache_key] = positions
+        return positions
 
     def passages_with(self, token: _Token, *, lowercase: bool = False) -> np.ndarray:
         """Sorted passage numbers where the token starts a word.
@@ -616,13 +624,13 @@ class _Index:
         cached = self._cache.get(cache_key)
         if cached is not None:
             return cached
-        found = self._word_matches(token)
-        if lowercase and self.case_aligned and found.size:
-            found = found[self._written_lower(self._word_starts[found])]
-        # word starts ascending: their passages too
-        passages = _distinct(self._word_passage[found], is_sorted=True)
-        self._cache[cache_key] = passages
-        return passages
+        positions = self._matches(token)
+        if lowercase and self.case_aligned and positions.size:
+            positions = positions[self._written_lower(positions)]
+        passages = np.searchsorted(self.starts, positions, side="right") - 1
+        found = _distinct(passages, is_sorted=True)  # positions are sorted, so are passages
+        self._cache[cache_key] = found
+        return found
 
     def _code_at(self, positions: np.ndarray) -> np.ndarray:
         """Code points at ``positions`` (0 past the end)."""
