@@ -118,7 +118,8 @@ def test_lowered_code_points_equal_str_lower() -> None:
         joined = "\n\n".join(texts)
         assert index.text == joined.lower(), texts
         assert index.case_aligned == (len(joined.lower()) == len(joined))
-        assert index.alnum[: index.codes.size].tolist() == [c.isalnum() for c in index.text]
+        boundary = index._boundary[1 : index.codes.size + 1].tolist()
+        assert boundary == [not c.isalnum() for c in index.text]
         assert index.original == joined
         for passage in range(len(index.starts)):
             start = int(index.starts[passage])

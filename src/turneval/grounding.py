@@ -338,14 +338,29 @@ def _char_class(codes: np.ndarray, kind: str) -> np.ndarray:
     return result
 
 
-def _joined_codes(texts: Sequence[str]) -> np.ndarray:
-    """The code points of the texts joined by blank lines, in the narrowest dtype.
+_BOUNDARY = bytes(0 if chr(byte).isalnum() else 1 for byte in range(256))
+"""For ``bytes.translate``: 1 for an ASCII byte that is not alphanumeric (and NUL), else 0."""
 
-    No joined string is built: each text is encoded on its own (ASCII texts by a copy) into
-    one array.
+
+@dataclass(slots=True)
+class _Text:
+    """A text's code points in three arrays of the same layout: one pad before, two after.
+
+    ``source`` holds the text's code points, ``lowered`` those of the text lowered (same
+    length; pads 0), ``boundary`` whether each lowered character is not alphanumeric (pads:
+    True). Index ``i + 1`` is the text's character ``i``. ``special``: see :func:`_joined`.
     """
-    encoded: list[tuple[bytes, type[np.unsignedinteger[Any]]]] = []
-    widest: type[np.unsignedinteger[Any]] = np.uint8
+
+    source: np.ndarray
+    lowered: np.ndarray
+    boundary: np.ndarray
+    special: np.ndarray  # offsets (in the text) of characters lowered by context or into several
+
+
+def _encoded(texts: Sequence[str]) -> tuple[list[tuple[bytes, Any]], Any]:
+    """Each text encoded in the narrowest fixed-width form, and the widest dtype needed."""
+    encoded: list[tuple[bytes, Any]] = []
+    widest: Any = np.uint8
     for text in texts:
         if text.isascii():
             encoded.append((text.encode("ascii"), np.uint8))
@@ -357,60 +372,74 @@ def _joined_codes(texts: Sequence[str]) -> np.ndarray:
         else:
             encoded.append((text.encode("utf-32-le"), np.uint32))
             widest = np.uint32
-    if widest is np.uint8:
-        return np.frombuffer(b"\n\n".join(data for data, _ in encoded), dtype=np.uint8)
-    size = sum(len(text) for text in texts) + 2 * max(len(texts) - 1, 0)
-    codes = np.empty(size, dtype=widest)
-    offset = 0
-    for data, kind in encoded:
-        if offset:
-            codes[offset - 2 : offset] = ord("\n")
-        values = np.frombuffer(data, dtype=kind)
-        codes[offset : offset + values.size] = values
-        offset += values.size + 2
-    return codes
+    return encoded, widest
 
 
-def _lowered(source: np.ndarray, alnum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The code points of a text lowered; ``alnum`` receives which of them are alphanumeric.
+def _joined(texts: Sequence[str]) -> _Text:
+    """The texts joined by blank lines, encoded text by text (no joined string is built).
 
-    ``source`` is the text's code points. Every character is lowered on its own: ASCII by
-    arithmetic, the others by ``str.lower`` once per distinct character. That is what
-    ``str.lower`` does on the whole text except where a character lowers by context (capital
-    sigma: final or not) or into more than one character ("İ"): their positions are returned
-    (sorted) for the caller to lower with their context.
+    Every character is lowered on its own: ASCII by ``bytes.lower`` or arithmetic, the others
+    by ``str.lower`` once per distinct character. That is ``str.lower`` on the whole except
+    where a character lowers by context (capital sigma: final or not) or into more than one
+    character ("İ"): their offsets are returned, sorted, for the caller to lower the texts
+    holding them with their context.
     """
+    encoded, widest = _encoded(texts)
+    if widest is np.uint8:  # ASCII: lowered and classified by bytes methods, no temporaries
+        parts = [data for data, _ in encoded] or [b""]
+        parts[0] = b"\0" + parts[0]
+        parts[-1] += b"\0\0"
+        data = b"\n\n".join(parts)
+        return _Text(
+            np.frombuffer(data, dtype=np.uint8),
+            np.frombuffer(data.lower(), dtype=np.uint8),
+            np.frombuffer(data.translate(_BOUNDARY), dtype=bool),
+            np.zeros(0, dtype=np.int64),
+        )
+    size = sum(len(text) for text in texts) + 2 * max(len(texts) - 1, 0)
+    source = np.empty(size + 3, dtype=widest)
+    source[0] = source[-2] = source[-1] = 0
+    offset = 1
+    for data, kind in encoded:
+        if offset > 1:
+            source[offset - 2 : offset] = ord("\n")
+        values = np.frombuffer(data, dtype=kind)
+        source[offset : offset + values.size] = values
+        offset += values.size + 2
     scratch = np.subtract(source, 65)
     flags = np.less(scratch, 26)  # upper case ASCII (wraps below 'A')
-    lowered = np.multiply(flags, source.dtype.type(32), dtype=source.dtype)
+    lowered = np.multiply(flags, widest(32), dtype=widest)
     lowered += source
-    np.subtract(lowered, 97, out=scratch)
-    np.less(scratch, 26, out=alnum)
-    np.subtract(lowered, 48, out=scratch)
-    np.less(scratch, 10, out=flags)
-    alnum |= flags
-    none = np.zeros(0, dtype=np.int64)
-    if source.dtype == np.uint8:
-        return lowered, none
-    np.greater(source, 127, out=flags)
-    other = np.flatnonzero(flags)
-    if not other.size:
-        return lowered, none
-    lowers: dict[int, str] = {}
+    boundary = np.subtract(lowered, 97, out=scratch) < 26
+    boundary |= np.less(np.subtract(lowered, 48, out=scratch), 10, out=flags)
+    np.logical_not(boundary, out=boundary)
+    other = np.flatnonzero(np.greater(source, 127, out=flags))
+    special = np.zeros(0, dtype=np.int64)
+    if other.size:
+        values = source[other]
+        lowers: dict[int, str] = {}
 
-    def lower(points: list[int]) -> list[int]:
-        lowers.update((point, chr(point).lower()) for point in points)
-        return [ord(lowers[point]) if len(lowers[point]) == 1 else point for point in points]
+        def lower(points: list[int]) -> list[int]:
+            lowers.update((point, chr(point).lower()) for point in points)
+            return [ord(lowers[p]) if len(lowers[p]) == 1 else p for p in points]
 
-    values = source[other]
-    lowered[other] = _per_distinct(values, lower, source.dtype)
-    alnum[other] = _per_distinct(
-        values, lambda points: [lowers[point].isalnum() for point in points], bool
-    )
-    special = [point for point, low in lowers.items() if len(low) != 1 or point == 0x3A3]
-    if not special:
-        return lowered, none
-    return lowered, other[np.isin(values, special)]
+        lowered[other] = _per_distinct(values, lower, widest)
+        boundary[other] = _per_distinct(
+            values, lambda points: [not lowers[point].isalnum() for point in points], bool
+        )
+        by_context = [p for p, low in lowers.items() if len(low) != 1 or p == 0x3A3]
+        if by_context:
+            special = other[np.isin(values, by_context)] - 1
+    return _Text(source, lowered, boundary, special)
+
+
+def _padded(codes: np.ndarray) -> _Text:
+    """A :class:`_Text` for lowered code points (its source is the same)."""
+    lowered = np.zeros(codes.size + 3, dtype=codes.dtype)
+    lowered[1:-2] = codes
+    boundary = np.ones(codes.size + 3, dtype=bool)
+    boundary[1:-2] = ~_char_class(codes, "isalnum")
+    return _Text(lowered, lowered, boundary, np.zeros(0, dtype=np.int64))
 
 
 def _distinct(values: np.ndarray, *, is_sorted: bool = False) -> np.ndarray:
@@ -424,29 +453,9 @@ def _distinct(values: np.ndarray, *, is_sorted: bool = False) -> np.ndarray:
     return ordered[keep]
 
 
-def _sentence_starts(text: str | np.ndarray, separators: np.ndarray | None = None) -> np.ndarray:
-    """Offsets where sentences start in ``text`` (a string or its code points).
-
-    After ``.``, ``!`` or ``?`` (and a closing quote or bracket) followed by white space, and
-    after each newline. Vectorised over the text's code points, so offsets are character
-    offsets: the marks are found in one pass, their neighbours checked on the marks only.
-    ``separators``, when given, holds (sorted) every offset below ``len(text) - 1`` whose
-    character is not alphanumeric: the marks are searched among those only.
-    """
-    codes = _codes(text) if isinstance(text, str) else text
+def _starts(codes: np.ndarray, marks: np.ndarray, newlines: np.ndarray) -> np.ndarray:
+    """Sentence starts given the offsets of the marks (below the last) and of the newlines."""
     size = codes.size
-    if size < 2:
-        return np.zeros(1, dtype=np.int64)
-    if separators is None:
-        separators = np.arange(size - 1)
-    found = codes[separators]
-    is_mark = found == ord(".")
-    is_mark |= found == ord("!")
-    is_mark |= found == ord("?")
-    marks = separators[is_mark]
-    newlines = separators[found == ord("\n")] + 1
-    if codes[-1] == ord("\n"):
-        newlines = np.append(newlines, size)
 
     def member(values: np.ndarray, chars: str) -> np.ndarray:
         found = np.zeros(values.size, dtype=bool)
@@ -458,7 +467,23 @@ def _sentence_starts(text: str | np.ndarray, separators: np.ndarray | None = Non
     spaced = marks[member(after, " \n\t\r")] + 1
     closed = marks[(marks < size - 2) & member(after, "\"')]")]
     closed = closed[member(codes[closed + 2], " \n\t\r")] + 2  # '."' or '.)' then a space
-    return _distinct(np.concatenate(([0], spaced, closed, newlines)).astype(np.int64))
+    return _distinct(np.concatenate(([0], spaced, closed, newlines + 1)).astype(np.int64))
+
+
+def _sentence_starts(text: str) -> np.ndarray:
+    """Offsets where sentences start.
+
+    After ``.``, ``!`` or ``?`` (and a closing quote or bracket) followed by white space, and
+    after each newline. Vectorised over the text's code points, so offsets are character
+    offsets: the marks are found in one pass, their neighbours checked on the marks only.
+    """
+    codes = _codes(text)
+    if codes.size < 2:
+        return np.zeros(1, dtype=np.int64)
+    is_mark = codes == ord(".")
+    is_mark |= codes == ord("!")
+    is_mark |= codes == ord("?")
+    return _starts(codes, np.flatnonzero(is_mark[:-1]), np.flatnonzero(codes == ord("\n")))
 
 
 class _Index:
@@ -481,50 +506,55 @@ class _Index:
         self._texts = [fact.text for fact in facts]
         self._original: str | None = None
         self._text: str | None = None
-        # The facts' code points, lowered by arithmetic and per distinct character: equal to
-        # lower() on the joined text (the tests compare them), without building a string.
-        self.source = _joined_codes(self._texts)
-        size = self.source.size
-        padded = np.zeros(size + 2, dtype=bool)  # padding: past the end reads as a boundary
-        alnum = padded[:size]
-        self.codes, special = _lowered(self.source, alnum)
+        # The facts' code points, lowered per character without building a string (equal to
+        # lower() on the joined text: the tests compare them).
+        text = _joined(self._texts)
+        size = text.source.size - 3
         # Facts with a character lowered by context or into several: lower() on the fact (the
         # separators are not cased, so it sees the context it sees in the whole).
-        for number in _distinct(np.searchsorted(self.fact_offsets, special, "right") - 1).tolist():
-            fact, start = facts[number].text, self.fact_starts[number]
+        facts_hit = np.searchsorted(self.fact_offsets, text.special, "right") - 1
+        for number in _distinct(facts_hit).tolist():
+            fact, start = self._texts[number], self.fact_starts[number] + 1
             lowered = fact.lower()
             if len(lowered) != len(fact):  # offsets move: lower() on every fact
-                self._text = "\n\n".join(fact.text.lower() for fact in facts)
-                self.codes = _codes(self._text)
-                padded = np.zeros(self.codes.size + 2, dtype=bool)
-                alnum = padded[: self.codes.size]
-                alnum[:] = _char_class(self.codes, "isalnum")
+                self._text = "\n\n".join(fact.lower() for fact in self._texts)
+                text = _padded(_codes(self._text))
                 break
             codes = _codes(lowered)
-            self.codes[start : start + len(fact)] = codes
-            alnum[start : start + len(fact)] = _char_class(codes, "isalnum")
+            text.lowered[start : start + len(fact)] = codes
+            text.boundary[start : start + len(fact)] = ~_char_class(codes, "isalnum")
         # lower() keeps offsets for nearly every text; where it does not, case checks are off.
-        self.case_aligned = self.codes.size == size
+        self.case_aligned = text.lowered.size - 3 == size
+        self._source, self._lowered, self._boundary = text.source, text.lowered, text.boundary
+        self.source = text.source[1:-2]
+        self.codes = text.lowered[1:-2]
         size = self.codes.size
-        # Word starts: offset 0 and every offset after a character that is not alphanumeric.
-        word_start = np.empty(size, dtype=bool)
-        if size:
-            word_start[0] = True
-            np.logical_not(alnum[:-1], out=word_start[1:])
-        self._word_starts = np.flatnonzero(word_start)
-        self.starts = _sentence_starts(self.codes, self._word_starts[1:] - 1)
-        # Padded so the checks after a match never index out of range (padding: not alnum).
-        self.alnum = padded
-        # Each word start's first two characters (clipped to 255, the end reading as the last
-        # character), for the word starts of a two-letter prefix in one scan.
-        pair = self.codes[self._word_starts]
-        second = self._word_starts + 1
-        np.minimum(second, max(size - 1, 0), out=second)
-        second = self.codes[second]
+        # Word starts: offset 0 and every offset after a character that is not alphanumeric
+        # (the boundary array is one ahead: its entry i is the character before offset i).
+        self._word_starts = np.flatnonzero(self._boundary[:size])
+        # The character before each word start (but the first) is not alphanumeric: the marks
+        # and newlines are among those.
+        later = self._word_starts[1:]
+        before = self._lowered[later]
+        is_mark = before == ord(".")
+        is_mark |= before == ord("!")
+        is_mark |= before == ord("?")
+        newlines = later[before == ord("\n")] - 1
+        if self.codes[-1:].tolist() == [ord("\n")]:
+            newlines = np.append(newlines, size - 1)
+        self.starts = (
+            _starts(self.codes, later[is_mark] - 1, newlines)
+            if size >= 2
+            else np.zeros(1, dtype=np.int64)
+        )
+        # Each word start's first two characters (clipped to 255; 0 past the end), for the
+        # word starts of a two-letter prefix in one scan.
+        first = self._lowered[1:][self._word_starts]
+        second = self._lowered[2:][self._word_starts]
         if self.codes.dtype != np.uint8:
-            pair, second = np.minimum(pair, 255), np.minimum(second, 255)
-        self._pairs = pair.astype(np.uint16)
-        self._pairs |= second.astype(np.uint16) << 8
+            first, second = np.minimum(first, 255), np.minimum(second, 255)
+        self._pairs = np.left_shift(second, 8, dtype=np.uint16)
+        self._pairs |= first
         self._groups: dict[int, np.ndarray] = {}
         self._found: dict[tuple[str, bool], np.ndarray] = {}
         self._cache: dict[tuple[str, bool, bool], np.ndarray] = {}
@@ -600,13 +630,13 @@ class _Index:
         cached = self._found.get(cache_key)
         if cached is not None:
             return cached
-        alnum = self.alnum
+        boundary, lowered = self._boundary[1:], self._lowered[1:]
         parts = []
         for key in self._keys(token):
             found = self._occurrences(key)
             if token.critical and found.size:
-                after = found + len(key)  # alnum is padded: past the end reads as a boundary
-                ends = ~alnum[after] | ((self._code_at(after) == ord("s")) & ~alnum[after + 1])
+                after = found + len(key)  # padded: past the end reads as a boundary, code 0
+                ends = boundary[after] | ((lowered[after] == ord("s")) & boundary[after + 1])
                 found = found[ends]
             parts.append(found)
         positions = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
@@ -631,13 +661,6 @@ class _Index:
         found = _distinct(passages, is_sorted=True)  # positions are sorted, so are passages
         self._cache[cache_key] = found
         return found
-
-    def _code_at(self, positions: np.ndarray) -> np.ndarray:
-        """Code points at ``positions`` (0 past the end)."""
-        inside = positions < self.codes.size
-        result = np.zeros(positions.size, dtype=np.int64)
-        result[inside] = self.codes[positions[inside]]
-        return result
 
     def masks(self, tokens: Sequence[_Token], *, lowercase: bool = False) -> dict[int, int]:
         """``{passage: bitmask of the tokens it contains}``."""
