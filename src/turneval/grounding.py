@@ -556,7 +556,7 @@ class _Index:
         self._pairs = np.left_shift(second, 8, dtype=np.uint16)
         self._pairs |= first
         self._groups: dict[int, np.ndarray] = {}
-        self._found: dict[tuple[str, bool], np.ndarray] = {}
+        self._found: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._cache: dict[tuple[str, bool, bool], np.ndarray] = {}
 
     @property
@@ -590,18 +590,45 @@ class _Index:
             keys.append(f"{int(token.key):,}")  # 1500 also as 1,500
         return keys
 
+    def _prefix(self, points: list[int]) -> tuple[int, int]:
+        """The clipped first two characters as a pair value, and the mask to compare with."""
+        if len(points) == 1:
+            return min(points[0], 255), 0xFF
+        return min(points[0], 255) | min(points[1], 255) << 8, 0xFFFF
+
     def _starting_with(self, points: list[int]) -> np.ndarray:
         """Sorted offsets of the word starts whose first two characters (clipped) are these."""
-        if len(points) == 1:
-            want, mask = min(points[0], 255), 0xFF
-        else:
-            want, mask = min(points[0], 255) | min(points[1], 255) << 8, 0xFFFF
+        want, mask = self._prefix(points)
         group = self._groups.get(want | mask << 16)
         if group is None:
             pairs = self._pairs if mask == 0xFFFF else self._pairs & mask
             group = self._word_starts[np.flatnonzero(pairs == want)]
             self._groups[want | mask << 16] = group
         return group
+
+    def prepare(self, tokens: Sequence[_Token]) -> None:
+        """Find the word starts of all the tokens' two-letter prefixes in one scan."""
+        wanted = set()
+        for token in tokens:
+            for key in self._keys(token):
+                points = [ord(char) for char in key]
+                if len(points) > 1:
+                    want, mask = self._prefix(points)
+                    if want | mask << 16 not in self._groups:
+                        wanted.add(want)
+        if len(wanted) < 2:  # one scan either way
+            return
+        values = np.array(sorted(wanted), dtype=np.uint16)
+        table = np.zeros(0x10000, dtype=bool)
+        table[values] = True
+        hits = np.flatnonzero(table[self._pairs])
+        found = self._pairs[hits]
+        order = np.argsort(found, kind="stable")  # each prefix's word starts stay ascending
+        found, positions = found[order], self._word_starts[hits[order]]
+        lows = np.searchsorted(found, values, side="left").tolist()
+        highs = np.searchsorted(found, values, side="right").tolist()
+        for want, low, high in zip(values.tolist(), lows, highs, strict=True):
+            self._groups[want | 0xFFFF << 16] = positions[low:high]
 
     def _occurrences(self, key: str) -> np.ndarray:
         """Sorted offsets where ``key`` occurs at a word start."""
@@ -624,8 +651,11 @@ class _Index:
         """Whether the original character at each position is lower case (offsets aligned)."""
         return _char_class(self.source[positions], "islower")
 
-    def _matches(self, token: _Token) -> np.ndarray:
-        """Sorted offsets where the token starts a word (names and numbers: and ends it)."""
+    def _matches(self, token: _Token) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted offsets where the token starts a word, and the passage of each.
+
+        Names and numbers must also end the word there (or add an "s").
+        """
         cache_key = (token.key, token.critical)
         cached = self._found.get(cache_key)
         if cached is not None:
@@ -640,8 +670,9 @@ class _Index:
                 found = found[ends]
             parts.append(found)
         positions = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
-        self._found[cache_key] = positions
-        return positions
+        passages = np.searchsorted(self.starts, positions, side="right") - 1
+        self._found[cache_key] = positions, passages
+        return positions, passages
 
     def passages_with(self, token: _Token, *, lowercase: bool = False) -> np.ndarray:
         """Sorted passage numbers where the token starts a word.
@@ -654,10 +685,9 @@ class _Index:
         cached = self._cache.get(cache_key)
         if cached is not None:
             return cached
-        positions = self._matches(token)
+        positions, passages = self._matches(token)
         if lowercase and self.case_aligned and positions.size:
-            positions = positions[self._written_lower(positions)]
-        passages = np.searchsorted(self.starts, positions, side="right") - 1
+            passages = passages[self._written_lower(positions)]
         found = _distinct(passages, is_sorted=True)  # positions are sorted, so are passages
         self._cache[cache_key] = found
         return found
@@ -818,9 +848,12 @@ def _offline(
     claims: list[Claim] = []
     grounded = contradicted = required = 0
     cited: set[int] = set()
-    for text, start, end in split_claims(answer):
+    sentences = [
+        (text, start, end, _claim_tokens(text)) for text, start, end in split_claims(answer)
+    ]
+    index.prepare([token for *_, tokens in sentences for token in tokens])
+    for text, start, end, tokens in sentences:
         claim = Claim(text, start, end)
-        tokens = _claim_tokens(text)
         claims.append(claim)
         if not _needs_check(tokens):
             claim.grounding_check_required = False
