@@ -112,6 +112,7 @@ def test_lowered_code_points_equal_str_lower() -> None:
         ["\U00010400\U00010401 astral 𝒳ray", "東京 café"],  # Deseret capitals: astral
         ["İstanbul", "ISTANBUL"],  # lowers to two characters: offsets move
         ["", "", "x"],
+        ["ΟΔΟΣ σοφός ÉCOLE café Ωmega. " * 400, "plain"],  # many: distinct characters by table
     ]
     rng = random.Random(7)
     cases += [[random_text(rng, rng.randint(0, 60)) for _ in range(4)] for _ in range(20)]
