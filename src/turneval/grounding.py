@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -300,7 +300,9 @@ def _codes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
 
-def _per_distinct(values: np.ndarray, compute: Any, dtype: Any) -> np.ndarray:
+def _per_distinct(
+    values: np.ndarray, compute: Callable[[list[int]], Sequence[Any]], dtype: Any
+) -> np.ndarray:
     """``compute`` of each of ``values`` (code points), called once per distinct value.
 
     ``compute`` takes the distinct code points (a sorted list) and returns their results.
@@ -490,10 +492,11 @@ class _Index:
     """The facts joined and lowered; passages are their sentences.
 
     A token's occurrences are found with numpy over the text's code points: the word starts
-    (after a character that is not alphanumeric) are computed once, grouped by their first
-    character on demand, then narrowed character by character; they are mapped to passages
-    with ``numpy.searchsorted``. Cost follows the claim's tokens and their occurrences, never a
-    tokenisation of every passage.
+    (after a character that is not alphanumeric) are computed once with their first two
+    characters; those of a token's first two are found in one scan (one for all the answer's
+    tokens: :meth:`prepare`), then narrowed character by character; they are mapped to
+    passages with ``numpy.searchsorted``. Cost follows the claim's tokens and their
+    occurrences, never a tokenisation of every passage.
     """
 
     def __init__(self, facts: Sequence[Fact]) -> None:
@@ -525,7 +528,7 @@ class _Index:
             text.boundary[start : start + len(fact)] = ~_char_class(codes, "isalnum")
         # lower() keeps offsets for nearly every text; where it does not, case checks are off.
         self.case_aligned = text.lowered.size - 3 == size
-        self._source, self._lowered, self._boundary = text.source, text.lowered, text.boundary
+        self._lowered, self._boundary = text.lowered, text.boundary
         self.source = text.source[1:-2]
         self.codes = text.lowered[1:-2]
         size = self.codes.size
@@ -555,6 +558,7 @@ class _Index:
             first, second = np.minimum(first, 255), np.minimum(second, 255)
         self._pairs = np.left_shift(second, 8, dtype=np.uint16)
         self._pairs |= first
+        self._limit = 0xFF if self.codes.dtype == np.uint8 else 0xFFFFFFFF  # searchable points
         self._groups: dict[int, np.ndarray] = {}
         self._found: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._cache: dict[tuple[str, bool, bool], np.ndarray] = {}
@@ -612,7 +616,7 @@ class _Index:
         for token in tokens:
             for key in self._keys(token):
                 points = [ord(char) for char in key]
-                if len(points) > 1:
+                if len(points) > 1 and max(points) <= self._limit:
                     want, mask = self._prefix(points)
                     if want | mask << 16 not in self._groups:
                         wanted.add(want)
@@ -633,9 +637,8 @@ class _Index:
     def _occurrences(self, key: str) -> np.ndarray:
         """Sorted offsets where ``key`` occurs at a word start."""
         codes, size = self.codes, self.codes.size
-        limit = 0xFF if codes.dtype == np.uint8 else 0xFFFFFFFF
         points = [ord(char) for char in key]
-        if not points or max(points) > limit:
+        if not points or max(points) > self._limit:
             return np.zeros(0, dtype=np.int64)
         found = self._starting_with(points)
         found = found[found <= size - len(points)]
