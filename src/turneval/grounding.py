@@ -300,6 +300,17 @@ def _codes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
 
+def _inverse(values: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The distinct code points of ``values`` (sorted) and the index of each value among them."""
+    if values.size > 4096:  # many: a table over the code points, no sort
+        distinct = np.flatnonzero(np.bincount(values))
+        table = np.zeros(int(distinct[-1]) + 1, dtype=np.intp)
+        table[distinct] = np.arange(distinct.size)
+        return distinct.tolist(), table[values]
+    found, inverse = np.unique(values, return_inverse=True)
+    return found.tolist(), inverse
+
+
 def _per_distinct(
     values: np.ndarray, compute: Callable[[list[int]], Sequence[Any]], dtype: Any
 ) -> np.ndarray:
@@ -307,14 +318,8 @@ def _per_distinct(
 
     ``compute`` takes the distinct code points (a sorted list) and returns their results.
     """
-    if values.dtype == np.uint16 and values.size > 4096:  # many: a table, no sort
-        distinct = np.flatnonzero(np.bincount(values))
-        table = np.zeros(int(distinct[-1]) + 1, dtype=dtype)
-        table[distinct] = compute(distinct.tolist())
-        mapped: np.ndarray = table[values]
-        return mapped
-    distinct, inverse = np.unique(values, return_inverse=True)
-    mapped = np.asarray(compute(distinct.tolist()), dtype=dtype)[inverse]
+    distinct, inverse = _inverse(values)
+    mapped: np.ndarray = np.asarray(compute(distinct), dtype=dtype)[inverse]
     return mapped
 
 
@@ -419,19 +424,19 @@ def _joined(texts: Sequence[str]) -> _Text:
     special = np.zeros(0, dtype=np.int64)
     if other.size:
         values = source[other]
-        lowers: dict[int, str] = {}
-
-        def lower(points: list[int]) -> list[int]:
-            lowers.update((point, chr(point).lower()) for point in points)
-            return [ord(lowers[p]) if len(lowers[p]) == 1 else p for p in points]
-
-        lowered[other] = _per_distinct(values, lower, widest)
-        boundary[other] = _per_distinct(
-            values, lambda points: [not lowers[point].isalnum() for point in points], bool
-        )
-        by_context = [p for p, low in lowers.items() if len(low) != 1 or p == 0x3A3]
-        if by_context:
-            special = other[np.isin(values, by_context)] - 1
+        distinct, inverse = _inverse(values)
+        lowers = [chr(point).lower() for point in distinct]
+        lowered[other] = np.array(
+            [
+                ord(low) if len(low) == 1 else point
+                for point, low in zip(distinct, lowers, strict=True)
+            ],
+            dtype=widest,
+        )[inverse]
+        boundary[other] = np.array([not low.isalnum() for low in lowers], dtype=bool)[inverse]
+        by_context = [len(low) != 1 or p == 0x3A3 for p, low in zip(distinct, lowers, strict=True)]
+        if any(by_context):
+            special = other[np.array(by_context, dtype=bool)[inverse]] - 1
     return _Text(source, lowered, boundary, special)
 
 
@@ -513,19 +518,26 @@ class _Index:
         # lower() on the joined text: the tests compare them).
         text = _joined(self._texts)
         size = text.source.size - 3
-        # Facts with a character lowered by context or into several: lower() on the fact (the
+        # Characters lowered by context or into several: lower() on the fact holding them (the
         # separators are not cased, so it sees the context it sees in the whole).
+        # Every other character of such a fact lowers as it does alone: only those change.
         facts_hit = np.searchsorted(self.fact_offsets, text.special, "right") - 1
-        for number in _distinct(facts_hit).tolist():
-            fact, start = self._texts[number], self.fact_starts[number] + 1
+        numbers = _distinct(facts_hit, is_sorted=True).tolist()
+        bounds = np.searchsorted(facts_hit, numbers + [len(facts)]).tolist()
+        patched = []
+        for number, low, high in zip(numbers, bounds, bounds[1:], strict=False):
+            fact = self._texts[number]
             lowered = fact.lower()
             if len(lowered) != len(fact):  # offsets move: lower() on every fact
                 self._text = "\n\n".join(fact.lower() for fact in self._texts)
                 text = _padded(_codes(self._text))
                 break
-            codes = _codes(lowered)
-            text.lowered[start : start + len(fact)] = codes
-            text.boundary[start : start + len(fact)] = ~_char_class(codes, "isalnum")
+            patched.append(_codes(lowered)[text.special[low:high] - self.fact_starts[number]])
+        else:
+            if patched:
+                codes = np.concatenate(patched)
+                text.lowered[text.special + 1] = codes
+                text.boundary[text.special + 1] = ~_char_class(codes, "isalnum")
         # lower() keeps offsets for nearly every text; where it does not, case checks are off.
         self.case_aligned = text.lowered.size - 3 == size
         self._lowered, self._boundary = text.lowered, text.boundary
@@ -550,12 +562,14 @@ class _Index:
             if size >= 2
             else np.zeros(1, dtype=np.int64)
         )
-        # Each word start's first two characters (clipped to 255; 0 past the end), for the
-        # word starts of a two-letter prefix in one scan.
+        # Each word start's first two characters (their low bytes; 0 past the end), for the
+        # word starts of a two-letter prefix in one scan. Where the text has characters past
+        # 0xFF, low bytes can coincide: the first two characters are then compared in full.
         first = self._lowered[1:][self._word_starts]
         second = self._lowered[2:][self._word_starts]
+        self._folded = self.codes.dtype != np.uint8 and bool(self.codes.max(initial=0) > 0xFF)
         if self.codes.dtype != np.uint8:
-            first, second = np.minimum(first, 255), np.minimum(second, 255)
+            first, second = first & 0xFF, second & 0xFF
         self._pairs = np.left_shift(second, 8, dtype=np.uint16)
         self._pairs |= first
         self._limit = 0xFF if self.codes.dtype == np.uint8 else 0xFFFFFFFF  # searchable points
@@ -595,13 +609,13 @@ class _Index:
         return keys
 
     def _prefix(self, points: list[int]) -> tuple[int, int]:
-        """The clipped first two characters as a pair value, and the mask to compare with."""
+        """The first two characters' low bytes as a pair value, and the mask to compare with."""
         if len(points) == 1:
-            return min(points[0], 255), 0xFF
-        return min(points[0], 255) | min(points[1], 255) << 8, 0xFFFF
+            return points[0] & 0xFF, 0xFF
+        return (points[0] & 0xFF) | (points[1] & 0xFF) << 8, 0xFFFF
 
     def _starting_with(self, points: list[int]) -> np.ndarray:
-        """Sorted offsets of the word starts whose first two characters (clipped) are these."""
+        """Sorted offsets of the word starts whose first two characters' low bytes match."""
         want, mask = self._prefix(points)
         group = self._groups.get(want | mask << 16)
         if group is None:
@@ -642,11 +656,10 @@ class _Index:
             return np.zeros(0, dtype=np.int64)
         found = self._starting_with(points)
         found = found[found <= size - len(points)]
-        clipped = max(points[:2]) >= 255  # the first two characters compared clipped only
         for step, point in enumerate(points):
             if not found.size:
                 break
-            if step >= 2 or clipped:
+            if step >= 2 or self._folded:
                 found = found[codes[found + step] == point]
         return found
 
