@@ -7,22 +7,21 @@ Precision and recall count multisets under a maximum one-to-one matching.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
-from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric
-from turneval.metrics._matching import (
-    CallComparison,
-    Pair,
-    describe_matching,
-    plain_equal,
-    plain_in_order,
-    plain_matched,
+from turneval.metrics._float_path import (
+    any_order_value,
+    exact_value,
+    in_order_value,
+    precision_value,
+    recall_value,
 )
+from turneval.metrics._matching import CallComparison, Pair, describe_matching
 from turneval.metrics.base import Explained, MultiTurnMetric, Outcome
 from turneval.results import ratio
 from turneval.samples import MultiTurnSample
@@ -98,10 +97,7 @@ class TrajectoryExactMatch(CallMatchingMetric):
 
     name: str = "trajectory_exact_match"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        if len(predicted) != len(reference):
-            return 0.0
-        return float(all(map(plain_equal, predicted, reference)))
+    _float_value = exact_value
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
@@ -118,8 +114,7 @@ class TrajectoryInOrderMatch(CallMatchingMetric):
 
     name: str = "trajectory_in_order_match"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        return float(plain_in_order(predicted, reference))
+    _float_value = in_order_value
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
@@ -134,8 +129,7 @@ class TrajectoryAnyOrderMatch(CallMatchingMetric):
 
     name: str = "trajectory_any_order_match"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        return float(plain_matched(predicted, reference) == len(reference))
+    _float_value = any_order_value
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
@@ -148,10 +142,7 @@ class TrajectoryPrecision(CallMatchingMetric):
 
     name: str = "trajectory_precision"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        if not predicted:
-            return 0.0 if reference else 1.0
-        return plain_matched(predicted, reference) / len(predicted)
+    _float_value = precision_value
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
@@ -168,8 +159,7 @@ class TrajectoryRecall(CallMatchingMetric):
 
     name: str = "trajectory_recall"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        return plain_matched(predicted, reference) / len(reference) if reference else 1.0
+    _float_value = recall_value
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
