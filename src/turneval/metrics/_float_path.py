@@ -38,6 +38,7 @@ __all__ = [
     "predicted_calls",
     "recall_value",
     "same_text",
+    "single_tool_value",
 ]
 
 Kernel = Callable[[Sequence[Message], list[ToolCall]], float]
@@ -453,3 +454,15 @@ def recall_value(messages: Sequence[Message], reference: list[ToolCall]) -> floa
     if not reference:
         return 1.0
     return _matched(predicted_calls(messages), reference) / len(reference)
+
+
+def single_tool_value(messages: Sequence[Message], tool_name: str) -> float:
+    """TrajectorySingleToolUse: 1 if a predicted call has the name ``tool_name``."""
+    for message in messages:
+        if type(message) is AIMessage:
+            calls = message.tool_calls
+            if calls:
+                for call in calls:
+                    if call.name == tool_name:
+                        return 1.0
+    return 0.0

@@ -20,6 +20,7 @@ from turneval.metrics._float_path import (
     in_order_value,
     precision_value,
     recall_value,
+    single_tool_value,
 )
 from turneval.metrics._matching import CallComparison, Pair, describe_matching
 from turneval.metrics.base import Explained, MultiTurnMetric, Outcome
@@ -177,6 +178,17 @@ class TrajectorySingleToolUse(MultiTurnMetric):
 
     name: str = "trajectory_single_tool_use"
     tool_name: str = Field(min_length=1)
+
+    async def multi_turn_ascore(
+        self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
+    ) -> float:
+        """Score a conversation; ragas' signature (``callbacks`` is accepted and unused).
+
+        The value is computed in one plain call, with the same result as :meth:`ascore`'s.
+        """
+        if timeout is None and type(sample) is MultiTurnSample:
+            return single_tool_value(sample.user_input, self.tool_name)
+        return await self._value(sample, timeout)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         positions = [
