@@ -151,7 +151,8 @@ class _Deferred(tuple[Any]):
     """A nested argument value in an unordered sort key, ordered by its ``str()``.
 
     The key (ragas' ``(name, arg, str(value), ...)``) compares its items left to right, so
-    the text of a nested value is only built when everything before it ties.
+    the text of a nested value is only built when everything before it ties, and two nested
+    values are told equal by :func:`same_text`, without their texts.
     """
 
     __slots__ = ()
@@ -161,10 +162,12 @@ class _Deferred(tuple[Any]):
         return str(other[0]) if isinstance(other, _Deferred) else str(other)
 
     def __eq__(self, other: object) -> bool:
-        return str(self[0]) == self._text(other)
+        if isinstance(other, _Deferred):
+            return same_text(self[0], other[0])
+        return str(self[0]) == other
 
     def __ne__(self, other: object) -> bool:
-        return str(self[0]) != self._text(other)
+        return not self == other
 
     def __lt__(self, other: object) -> bool:
         return str(self[0]) < self._text(other)
@@ -199,16 +202,12 @@ def _sort_key(call: ToolCall) -> tuple[Any, ...]:
 
 
 def _unordered(
-    predicted: list[ToolCall], reference: list[ToolCall]
-) -> tuple[list[ToolCall], list[ToolCall]] | None:
-    """Both lists sorted by ragas' key, or None when their sorted names differ."""
-    pred_names = list(map(_by_name, predicted))
-    ref_names = list(map(_by_name, reference))
-    if pred_names != ref_names:
-        pred_names.sort()
-        ref_names.sort()
-        if pred_names != ref_names:
-            return None
+    predicted: list[ToolCall],
+    reference: list[ToolCall],
+    pred_names: list[str],
+    ref_names: list[str],
+) -> tuple[list[ToolCall], list[ToolCall]]:
+    """Both lists sorted by ragas' key (their sorted names are known to be equal)."""
     unique = set(ref_names)
     if len(unique) == len(ref_names):  # the name alone decides the order
         return sorted(predicted, key=_by_name), sorted(reference, key=_by_name)
@@ -237,10 +236,19 @@ def _accuracy(
                 if predicted[index].name != reference[index].name:
                     return 0.0
         else:
-            aligned = _unordered(predicted, reference)
-            if aligned is None:
+            pred_names = list(map(_by_name, predicted))
+            ref_names = list(map(_by_name, reference))
+            if pred_names == ref_names and len(set(ref_names)) == n:
+                # Distinct names in the same order: sorting pairs the same calls; the pair
+                # scores are only summed in the sorted order.
+                scores = [args_score(reference[i].args, predicted[i].args) for i in range(n)]
+                total = 0.0
+                for index in sorted(range(n), key=ref_names.__getitem__):
+                    total += scores[index]
+                return total / n
+            if sorted(pred_names) != sorted(ref_names):
                 return 0.0
-            predicted, reference = aligned
+            predicted, reference = _unordered(predicted, reference, pred_names, ref_names)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
             total += args_score(reference[index].args, predicted[index].args)
