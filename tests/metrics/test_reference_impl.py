@@ -256,6 +256,13 @@ async def test_edge_cases_equal_their_reference() -> None:
         ([{"x": [{"b": 1, "a": 2}]}, {"x": [{"a": 2, "b": 1}]}], [{"x": [{"a": 2, "b": 1}]}] * 2),
         ([{"x": {"k": [1]}, "y": 1}, {"x": {"k": [0]}, "y": 1}], [{"x": {"k": [0]}, "y": 1}] * 2),
         ([{"x": 2**70}, {"x": 1}, {"x": 2}], [{"x": 1.0}, {"x": 2**70}]),
+        # three args or more, equal in Python: whole-dict JSON texts first
+        ([{"a": 1, "b": [2], "c": {"d": None}}], [{"a": 1, "b": [2], "c": {"d": None}}]),
+        ([{"a": 1, "b": [2], "c": {"d": None}}], [{"a": 1.0, "b": [2], "c": {"d": None}}]),
+        ([{"a": 1, "b": [2], "c": {"d": None}}], [{"c": {"d": None}, "b": [2], "a": 1}]),
+        ([{"a": 1, "b": [True], "c": {"d": -0.0}}], [{"a": 1, "b": [1], "c": {"d": 0.0}}]),
+        ([{"a": 2**70, "b": "x", "c": "y"}], [{"a": 2**70, "b": "x", "c": "y"}]),
+        ([{"a": float("nan"), "b": "x", "c": "y"}], [{"a": None, "b": "x", "c": "y"}]),
         ([{"x": float("inf")}, {"y": None}, {"y": 0}], [{"y": None}, {"x": float("inf")}]),
     ]
     for predicted_args, reference_args in pairs:

@@ -114,6 +114,14 @@ def _args_score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
     """The exact argument score (ragas'):: the share of the reference's args with an equal ``str``."""
     if not ref_args:
         return 0.0 if pred_args else 1.0
+    if len(ref_args) > 2 and ref_args == pred_args:
+        # Equal in Python with equal JSON texts (same key order): every value has the same
+        # str(), as same_text argues value by value. Worth it for larger and nested args.
+        try:
+            if _dumps(ref_args) == _dumps(pred_args):
+                return 1.0
+        except TypeError:
+            pass
     equal = 0
     for key, ref_value in ref_args.items():
         pred_value = pred_args.get(key, _ABSENT)
