@@ -224,7 +224,15 @@ async def test_metrics_equal_their_reference_on_generated_samples(shape: str) ->
     assert differences == []
 
 
-async def test_edge_cases_equal_their_reference() -> None:
+@pytest.fixture(params=["orjson", "pydantic"])
+def json_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The float path with orjson (the ``fast`` extra) and with pydantic's writer alone."""
+    if request.param == "pydantic":
+        monkeypatch.setattr(_float_path, "_dumps", to_json)
+    return str(request.param)
+
+
+async def test_edge_cases_equal_their_reference(json_writer: str) -> None:
     """Hand-made pairs the generator rarely produces: types that Python conflates."""
     pairs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [
         ([{"x": True}], [{"x": 1}]),
@@ -278,7 +286,7 @@ async def test_edge_cases_equal_their_reference() -> None:
             assert (await metric.ascore(sample)).value == want, (metric.name, predicted_args)
 
 
-async def test_nan_takes_the_same_value_on_both_paths() -> None:
+async def test_nan_takes_the_same_value_on_both_paths(json_writer: str) -> None:
     """NaN is no JSON value: both paths keep their common rule (equal JSON texts are equal)."""
     nan = float("nan")
     pairs = [({"x": nan}, {"x": nan}), ({"x": nan}, {"x": None}), ({"x": [nan]}, {"x": [None]})]
@@ -311,7 +319,7 @@ def _many_calls(count: int, offset: int) -> list[ToolCall]:
     ]
 
 
-async def test_long_call_lists_take_the_counting_path() -> None:
+async def test_long_call_lists_take_the_counting_path(json_writer: str) -> None:
     """Over 64 calls a side, matching counts texts and keys in dicts: same values."""
     many = [
         (_many_calls(n_pred, offset), _many_calls(n_ref, 0))
@@ -342,7 +350,7 @@ _VALUES: list[Any] = [
 
 
 @pytest.mark.parametrize("left", _VALUES, ids=repr)
-def test_same_text_is_str_equality(left: Any) -> None:
+def test_same_text_is_str_equality(left: Any, json_writer: str) -> None:
     """The shortcut ToolCallAccuracy takes is ``str(a) == str(b)`` on every pair of values."""
     copies = [_copy(value) for value in _VALUES]  # equal values that are other objects
     for right in [*_VALUES, *copies]:
@@ -361,7 +369,7 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def test_args_text_has_the_equality_classes_of_pydantic_json() -> None:
+def test_args_text_has_the_equality_classes_of_pydantic_json(json_writer: str) -> None:
     """Call texts are equal exactly when pydantic's ``to_json`` texts are (NaN is not null)."""
 
     def text(make: Any, value: Any) -> Any:
@@ -415,3 +423,15 @@ async def test_timeout_takes_the_awaited_path_with_the_same_value() -> None:
     for metric, expected in CASES:
         want = expected(sample.tool_calls, sample.reference_tool_calls)
         assert await metric.multi_turn_ascore(sample, timeout=5.0) == want, metric.name
+
+
+async def test_accuracy_scores_strings_json_writers_refuse(json_writer: str) -> None:
+    """A lone surrogate has a str() but no JSON text: accuracy still compares str()."""
+    args = {"a": "\ud800", "b": [1], "c": {"d": "\ud800"}}
+    sample = MultiTurnSample(
+        user_input=[{"type": "ai", "content": "", "tool_calls": [{"name": "f", "args": args}]}],
+        reference_tool_calls=[ToolCall(name="f", args=dict(args))],
+    )
+    for metric in (ToolCallAccuracy(), ToolCallAccuracy(strict_order=False)):
+        assert await metric.multi_turn_ascore(sample) == 1.0
+        assert (await metric.ascore(sample)).value == 1.0

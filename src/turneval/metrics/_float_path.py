@@ -120,7 +120,7 @@ def _args_score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
         try:
             if _dumps(ref_args) == _dumps(pred_args):
                 return 1.0
-        except TypeError:
+        except (TypeError, ValueError):  # orjson's or pydantic's refusal: value by value
             pass
     equal = 0
     for key, ref_value in ref_args.items():
