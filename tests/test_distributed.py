@@ -15,6 +15,7 @@ from turneval.stream import evaluate_jsonl
 
 from ._builders import call, conversation
 from ._openai_stub import OpenAIStub, Reply
+from .test_row_evaluators import FailedRows
 
 ray = pytest.importorskip("ray")
 
@@ -63,12 +64,20 @@ def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in sample_lines(3000)))
     local = tmp_path / "local"
-    evaluate_jsonl(data, METRICS, local, chunk_size=100, workers=1, details=False)
-    result = evaluate_on_ray(data, METRICS, output=tmp_path / "ray", batch_size=350)
+    aggregates = [FailedRows()]  # a user's aggregate, computed in the driver from the rows
+    here = evaluate_jsonl(
+        data, METRICS, local, chunk_size=100, workers=1, details=False, aggregates=aggregates
+    )
+    result = evaluate_on_ray(
+        data, METRICS, output=tmp_path / "ray", batch_size=350, aggregates=aggregates
+    )
     assert isinstance(result, DistributedResult)
     assert rows(result.results_path) == rows(local / "results.jsonl")  # row by row
     assert result.summary() == json.loads((local / "summary.json").read_text())
     assert result.stream.total_rows == 2999 and result.stream.bad_lines == 1
+    # the one failed row is the unreadable line 8
+    assert result.stream.aggregates == here.aggregates == {"failed_row_share": 1 / 2999}
+    assert result.summary()["aggregates"] == {"failed_row_share": 1 / 2999}
     assert result.to_pandas()["line"].tolist()[:8] == [1, 2, 3, 4, 5, 6, 7, 8]
 
 

@@ -14,7 +14,7 @@ from turneval.metrics import (
     AssessmentJudge,
     Correctness,
     DatabricksAggregates,
-    Metric,
+    Evaluator,
     OverallAssessment,
     Safety,
 )
@@ -49,7 +49,7 @@ def test_a_renamed_built_in_judge_keeps_its_part_in_the_overall_assessment() -> 
     # Safety passes (1: safe) and the subclassed custom judge fails, but the renamed correctness
     # judge fails too and comes first in the documented order (correctness before safety,
     # custom judges last).
-    metrics: list[Metric] = [
+    metrics: list[Evaluator] = [
         CitesSources(llm=_yes_no(False)),
         Safety(name="harmless", llm=_score(1)),
         Correctness(name="strict_correctness", llm=_yes_no(False)),
@@ -66,7 +66,7 @@ def test_a_renamed_built_in_judge_keeps_its_part_in_the_overall_assessment() -> 
 
 
 def test_aggregates_name_renamed_judges_by_their_own_name() -> None:
-    metrics: list[Metric] = [
+    metrics: list[Evaluator] = [
         Correctness(name="strict_correctness", llm=_yes_no(True, False, False, True)),
         Safety(name="harmless", llm=_score(1)),
         CitesSources(llm=_yes_no(True)),
@@ -87,15 +87,12 @@ class FailedShare(RowEvaluator):
 
     name: str = "failed_share"
 
-    async def _evaluate(self, sample: Any) -> Any:
-        raise NotImplementedError
-
     def derive(
         self,
         sample: Any,
         results: Mapping[str, MetricResult],
         errors: Mapping[str, str],
-        metrics: Sequence[Metric],
+        metrics: Sequence[Evaluator],
     ) -> MetricResult:
         others = [m.name for m in metrics if m is not self]
         share = sum(name in errors for name in others) / len(others)
@@ -129,7 +126,7 @@ class Broken(RunAggregate):
 
 
 def test_aggregates_listed_beside_the_metrics_land_in_the_result_and_its_summary() -> None:
-    metrics: list[Metric] = [
+    metrics: list[Evaluator] = [
         Correctness(name="strict_correctness", llm=_yes_no(True, False, False, True)),
         Safety(name="harmless", llm=_score(1)),
         OverallAssessment(),

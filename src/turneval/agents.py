@@ -44,7 +44,7 @@ from turneval.messages import (
     from_openai,
     to_langchain,
 )
-from turneval.metrics import Metric
+from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
 from turneval.pipeline import RunOptions, arun, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
@@ -245,7 +245,7 @@ class EvalTask:
         dataset: Multi-turn samples whose human turns are replayed to the agent, with their
             references (an :class:`EvaluationDataset` or an iterable of samples), or
             :class:`~turneval.simulation.Scenario` objects played by a simulated user.
-        metrics: Metric objects or names.
+        metrics: Evaluator objects or names.
         llm: Default judge for judged metrics.
         cache: A :class:`~turneval.llms.SQLiteCache` (or its path) for judge answers.
         max_concurrency: Samples (agent runs) in flight at once.
@@ -267,7 +267,7 @@ class EvalTask:
     def __init__(
         self,
         dataset: EvaluationDataset | Iterable[Sample] | Iterable[Scenario],
-        metrics: Iterable[Metric | str],
+        metrics: Iterable[Evaluator | str],
         *,
         llm: Any = None,
         cache: SQLiteCache | str | PathLike[str] | None = None,

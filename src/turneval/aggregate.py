@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -13,7 +14,7 @@ import numpy as np
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
-    from turneval.metrics import Metric
+    from turneval.metrics import Evaluator
     from turneval.results import EvaluationResult, MetricResult
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "RunAggregate",
     "SummaryTable",
     "bootstrap_ci",
+    "builtin_aggregates",
     "compute_aggregates",
     "paired_permutation_test",
     "pass_at_k",
@@ -51,6 +53,22 @@ class RunAggregate(ABC):
         """The figures of ``result``, by name."""
 
 
+def builtin_aggregates() -> dict[str, type[RunAggregate]]:
+    """The aggregates that turneval itself defines, by ``name`` (the CLI's ``--aggregate``).
+
+    Found among the subclasses of :class:`RunAggregate` defined so far (the built-in one,
+    ``"databricks"``, is defined by :mod:`turneval.metrics`, which ``import turneval`` loads).
+    """
+    found: dict[str, type[RunAggregate]] = {}
+    pending = list(RunAggregate.__subclasses__())
+    while pending:
+        cls = pending.pop(0)
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.startswith("turneval.") and not inspect.isabstract(cls):
+            found.setdefault(cls.name, cls)
+    return dict(sorted(found.items()))
+
+
 def compute_aggregates(
     aggregates: Sequence[RunAggregate], result: EvaluationResult
 ) -> tuple[dict[str, float], dict[str, str]]:
@@ -78,7 +96,7 @@ class MetricSummary:
         ci_low: Lower end of the 95% bootstrap confidence interval of the mean (None if n < 2).
         ci_high: Upper end of that interval.
         usage: Judge usage summed over the rows (None for rule-based metrics).
-        extra: Metric-specific figures, e.g. ``candidate_win_rate`` and ``baseline_win_rate``
+        extra: Evaluator-specific figures, e.g. ``candidate_win_rate`` and ``baseline_win_rate``
             of pairwise judges.
     """
 
@@ -176,12 +194,14 @@ def summary_document(
     bad_lines: int = 0,
     failed_rows: int = 0,
     aggregates: Mapping[str, float] | None = None,
+    aggregate_errors: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The one layout of ``summary.json``, written by the CLI, the stream and the demo.
 
     ``{"samples": n, "bad_lines": k, "failed_rows": f, "metrics": {name: summary fields},
     "usage": counts}``; ``failed_rows`` counts the rows with at least one failed metric;
-    ``"aggregates": {figure: value}`` when the run computed :class:`RunAggregate` figures.
+    ``"aggregates": {figure: value}`` when the run computed :class:`RunAggregate` figures, and
+    ``"aggregate_errors": {aggregate: error}`` for those that raised.
     """
     document: dict[str, Any] = {
         "samples": samples,
@@ -192,6 +212,8 @@ def summary_document(
     }
     if aggregates:
         document["aggregates"] = dict(aggregates)
+    if aggregate_errors:
+        document["aggregate_errors"] = dict(aggregate_errors)
     return document
 
 
@@ -309,7 +331,7 @@ def summarise_metrics(
     failed: Mapping[str, int],
     usage: Mapping[str, Usage | None],
     *,
-    metrics: Mapping[str, Metric] | None = None,
+    metrics: Mapping[str, Evaluator] | None = None,
     results: Mapping[str, Sequence[MetricResult]] | None = None,
 ) -> SummaryTable:
     """The run's one summariser: per metric, :func:`summarize` and the metric's extras.
@@ -317,7 +339,7 @@ def summarise_metrics(
     Every sink calls it: ``EvaluationResult.summary()`` over the rows in memory and
     ``evaluate_jsonl`` over its streamed totals. ``metrics`` are the metric objects by name
     (a run read back from a file has none) and ``results`` their scored results, for
-    :meth:`~turneval.metrics.Metric.summary_extras` (pairwise win rates, ...).
+    :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win rates, ...).
     """
     table = SummaryTable()
     for name in names:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from turneval.errors import TurnevalError
 
 if TYPE_CHECKING:
-    from turneval.metrics import Metric
+    from turneval.metrics import Evaluator
 
 __all__ = ["build_parser", "main", "max_failed", "parse_metric"]
 
@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"turneval: error: {message} (see '{self.prog} --help')\n")
 
 
-def parse_metric(spec: str) -> Metric | str:
+def parse_metric(spec: str) -> Evaluator | str:
     """``NAME`` or ``NAME:key=value,key=value`` (values parsed as JSON when they can be)."""
     from turneval.metrics import builtin_metrics
 
@@ -85,11 +85,11 @@ def parse_metric(spec: str) -> Metric | str:
         raise UsageError(f"metric {spec!r}: {where}: {error['msg']}") from exc
 
 
-def _metric_list(specs: Sequence[str]) -> list[Metric | str]:
+def _metric_list(specs: Sequence[str]) -> list[Evaluator | str]:
     return [parse_metric(spec) for spec in specs]
 
 
-def _fail_under(items: Sequence[str], metrics: Sequence[Metric]) -> dict[str, float]:
+def _fail_under(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str, float]:
     scales = {metric.name: metric.scale for metric in metrics}
     bars = {}
     for item in items:
@@ -195,7 +195,7 @@ def _judge(args: argparse.Namespace, needed: bool = True) -> Any:
     return ChatOpenAI(model=model, base_url=args.judge_base_url, api_key=key or "unused")
 
 
-def _require_judge(metrics: list[Metric | str], llm: Any) -> None:
+def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
     """Fail before the run, naming the CLI flags, when a judged metric has no judge."""
     from turneval.runner import resolve_metrics
 
@@ -228,11 +228,15 @@ def _print_summary(result: Any, out: Path | None) -> None:
         print(
             f"{result.bad_lines} input line(s) could not be read; their errors are in results.jsonl"
         )
+    for figure, value in result.aggregates.items():
+        print(f"{figure}: {value:.4f}")
+    for name, error in result.aggregate_errors.items():
+        print(f"aggregate {name} failed: {error}", file=sys.stderr)
     if out is not None:
         print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'}, {out / 'report.html'}")
 
 
-def _dry_run(args: argparse.Namespace, metrics: list[Metric | str]) -> int:
+def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     from turneval.dataset import EvaluationDataset
     from turneval.estimate import estimate
     from turneval.results import Prices
@@ -263,8 +267,22 @@ def _rate_limit(args: argparse.Namespace) -> Any:
     return RateLimit(args.rpm, args.tpm, cap)
 
 
+def _aggregates(names: Sequence[str]) -> list[Any]:
+    """The ``--aggregate`` names as objects; an unknown name fails, listing the known ones."""
+    import turneval.metrics  # noqa: F401  (defines the built-in aggregates)
+    from turneval.aggregate import builtin_aggregates
+
+    known = builtin_aggregates()
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown aggregate {unknown[0]!r}; known aggregates: {', '.join(known) or 'none'}"
+        )
+    return [known[name]() for name in dict.fromkeys(names)]
+
+
 def _evaluate_here(
-    args: argparse.Namespace, metrics: list[Metric | str], out: Path, llm: Any, rate_limit: Any
+    args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any, rate_limit: Any
 ) -> Any:
     """``evaluate`` in this process (and its workers)."""
     from turneval.stream import evaluate_jsonl
@@ -287,12 +305,13 @@ def _evaluate_here(
         resume=args.resume,
         overwrite=args.overwrite,
         rate_limit=rate_limit,
+        aggregates=_aggregates(args.aggregate),
     )
 
 
 def _evaluate_on_ray(
     args: argparse.Namespace,
-    metrics: list[Metric | str],
+    metrics: list[Evaluator | str],
     out: Path,
     judged: bool,
     rate_limit: Any,
@@ -323,6 +342,7 @@ def _evaluate_on_ray(
         input_format=args.format,
         resume=args.resume,
         overwrite=args.overwrite,
+        aggregates=_aggregates(args.aggregate),
     ).stream
 
 
@@ -333,6 +353,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     bars = _fail_under(args.fail_under, resolve_metrics(metrics))
     allowed = max_failed(args.max_failed)
     rate_limit = _rate_limit(args)  # a bad quota fails before any work
+    _aggregates(args.aggregate)  # so does an unknown aggregate name
     if args.dry_run:
         return _dry_run(args, metrics)
     out = Path(args.out)
@@ -548,6 +569,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=64.0,
         help="input megabytes scored at once at most (memory bound; default 64)",
+    )
+    run.add_argument(
+        "--aggregate",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run-level figures to add to summary.json (repeatable): databricks",
     )
     run.add_argument(
         "--dry-run",

@@ -36,8 +36,9 @@ from typing import Any
 
 import anyio
 
+from turneval.aggregate import RunAggregate
 from turneval.errors import ConfigError
-from turneval.metrics import Metric
+from turneval.metrics import Evaluator
 from turneval.pipeline import RunOptions
 from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
 from turneval.runner import resolve_metrics
@@ -174,7 +175,7 @@ class _ChunkScorer:
 
     def __init__(
         self,
-        metrics: list[Metric],
+        metrics: list[Evaluator],
         options: RunOptions,
         llm_factory: Callable[[], Any] | None,
         cache: str | None,
@@ -213,7 +214,7 @@ def _engine(
 ) -> Callable[..., Iterable[_Chunk]]:
     def run(
         chunks: Iterator[tuple[list[_Line], int, int]],
-        metrics: list[Metric],
+        metrics: list[Evaluator],
         options: RunOptions,
     ) -> Iterator[_Chunk]:
         # The chunks go to the object store (which spills to disk), not into the driver's heap:
@@ -277,7 +278,7 @@ def _scored(
 
 def evaluate_on_ray(
     data: str | os.PathLike[str] | Any,
-    metrics: Sequence[Metric | str],
+    metrics: Sequence[Evaluator | str],
     *,
     output: str | os.PathLike[str] | None = None,
     address: str | None = None,
@@ -299,6 +300,7 @@ def evaluate_on_ray(
     title: str | None = None,
     progress: bool = False,
     output_format: str = "jsonl",
+    aggregates: Sequence[RunAggregate] = (),
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
 
@@ -309,7 +311,7 @@ def evaluate_on_ray(
         data: A JSONL (or OTLP/JSON) file of samples, a Parquet file or folder of sample rows,
             or a ``ray.data.Dataset`` of sample rows (Parquet and datasets are written to
             ``output/input.jsonl`` first, in their order, so that rows keep line numbers).
-        metrics: Metric objects or names. Metrics are shipped to the actors; a metric that
+        metrics: Evaluator objects or names. Metrics are shipped to the actors; a metric that
             holds its own chat model is refused (pass ``llm_factory``).
         output: Folder of the results (created; a temporary folder if None).
         address: The Ray cluster to join when Ray is not initialised yet (``ray.init(address)``;
@@ -340,6 +342,9 @@ def evaluate_on_ray(
         output_format: ``"jsonl"`` (``results.jsonl``), or ``"parquet"``: also the same rows as
             a folder of Parquet files, ``results.parquet/``, written by Ray in input order
             (``results.jsonl`` stays: ``resume`` reads it).
+        aggregates: Run-level figure sets computed in the driver once every row is written
+            (as :func:`~turneval.stream.evaluate_jsonl` does), into ``summary.json`` and the
+            result's ``aggregates``.
 
     Raises:
         ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
@@ -398,6 +403,7 @@ def evaluate_on_ray(
         resume=resume,
         overwrite=overwrite,
         input_format=input_format,
+        aggregates=aggregates,
         engine=engine,
     )
     result = DistributedResult(stream, target)

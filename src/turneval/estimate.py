@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turneval.judge import JudgeRun, judge_run
-from turneval.metrics import Metric
+from turneval.metrics import Evaluator
 from turneval.metrics._judged import JudgedMetric
 from turneval.results import Prices
 from turneval.samples import Sample
@@ -66,7 +66,9 @@ class Estimate:
         return "\n".join(lines)
 
 
-def estimate(samples: Iterable[Sample], metrics: Sequence[Metric], *, llm: Any = None) -> Estimate:
+def estimate(
+    samples: Iterable[Sample], metrics: Sequence[Evaluator], *, llm: Any = None
+) -> Estimate:
     """Count the judge calls and prompt tokens ``metrics`` would spend on ``samples``.
 
     Each judged metric states its requests with the same method a run uses
@@ -77,7 +79,7 @@ def estimate(samples: Iterable[Sample], metrics: Sequence[Metric], *, llm: Any =
         return _estimate(samples, metrics)
 
 
-def _estimate(samples: Iterable[Sample], metrics: Sequence[Metric]) -> Estimate:
+def _estimate(samples: Iterable[Sample], metrics: Sequence[Evaluator]) -> Estimate:
     result = Estimate()
     judged = [m for m in metrics if isinstance(m, JudgedMetric)]
     for metric in judged:

@@ -33,7 +33,7 @@ from turneval.aggregate import RunAggregate, compute_aggregates
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import JudgeRun, SQLiteCache, judge_run
 from turneval.judge._clients import client_scope
-from turneval.metrics import Metric
+from turneval.metrics import Evaluator, Metric
 from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.ratelimit import RateLimiter
 from turneval.results import AgentRun, EvaluationResult, MetricFailure, SampleResult
@@ -94,8 +94,8 @@ class RunOptions(BaseModel):
             options share it) or a limiter shared as is. Judge requests (and the simulated
             user's) are paced to it and adapt to 429s.
         aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`)
-            computed once the rows are in, into ``result.aggregates`` (in-memory runs: they
-            need the rows).
+            computed once the rows are in, into ``result.aggregates`` (a streamed run reads
+            its rows back from results.jsonl for them).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -184,9 +184,9 @@ class RunOptions(BaseModel):
         return self.show_progress
 
 
-def has_summary_extras(metric: Metric) -> bool:
+def has_summary_extras(metric: Evaluator) -> bool:
     """Whether ``metric`` adds run-level figures (so a streamed run keeps its results)."""
-    return type(metric).summary_extras is not Metric.summary_extras
+    return type(metric).summary_extras is not Evaluator.summary_extras
 
 
 # -- score: one sample, every metric ----------------------------------------------------------
@@ -206,10 +206,11 @@ async def _score_cell(row: SampleResult, metric: Metric, details: bool) -> None:
         _failure(row, metric.name, exc)
 
 
-async def _score_all(row: SampleResult, metrics: Sequence[Metric], details: bool) -> None:
-    judged = [metric for metric in metrics if metric.uses_llm]
-    for metric in metrics:
-        if not metric.uses_llm and not isinstance(metric, RowEvaluator):
+async def _score_all(row: SampleResult, metrics: Sequence[Evaluator], details: bool) -> None:
+    scored = [metric for metric in metrics if isinstance(metric, Metric)]  # row evaluators: later
+    judged = [metric for metric in scored if metric.uses_llm]
+    for metric in scored:
+        if not metric.uses_llm:
             await _score_cell(row, metric, details)
     if len(judged) == 1:
         await _score_cell(row, judged[0], details)
@@ -222,7 +223,7 @@ async def _score_all(row: SampleResult, metrics: Sequence[Metric], details: bool
 async def score_sample(
     index: int,
     sample: Sample,
-    metrics: Sequence[Metric],
+    metrics: Sequence[Evaluator],
     timeout: float | None = None,
     details: bool = True,
 ) -> SampleResult:
@@ -246,7 +247,7 @@ async def score_sample(
     return row
 
 
-def _from_trace(row: SampleResult, metrics: Sequence[Metric]) -> bool:
+def _from_trace(row: SampleResult, metrics: Sequence[Evaluator]) -> bool:
     """Fill the agent run of a sample read from a trace; True if it could not be read."""
     meta = row.sample.metadata if row.sample is not None else None
     if not meta or meta.get("source") != "otel":
@@ -270,7 +271,7 @@ def _from_trace(row: SampleResult, metrics: Sequence[Metric]) -> bool:
     return bool(error)
 
 
-def _derive(row: SampleResult, metrics: Sequence[Metric]) -> None:
+def _derive(row: SampleResult, metrics: Sequence[Evaluator]) -> None:
     """Row evaluators (chosen by type): computed from the row's other results."""
     errors = {name: str(failure) for name, failure in row.failures.items()}
     for metric in metrics:
@@ -284,7 +285,7 @@ def _derive(row: SampleResult, metrics: Sequence[Metric]) -> None:
 async def score_row(
     index: int,
     sample: Sample,
-    metrics: Sequence[Metric],
+    metrics: Sequence[Evaluator],
     options: RunOptions,
     *,
     agent: AgentRun | None = None,
@@ -416,7 +417,7 @@ def _unreadable_row(index: int, names: Sequence[str], exc: Exception) -> SampleR
 
 async def ascore_batch(
     items: Sequence[Item],
-    metrics: Sequence[Metric],
+    metrics: Sequence[Evaluator],
     *,
     options: RunOptions,
     start_index: int = 0,
@@ -467,7 +468,7 @@ async def ascore_batch(
 
 def score_batch(
     items: Sequence[Item],
-    metrics: Sequence[Metric],
+    metrics: Sequence[Evaluator],
     *,
     options: RunOptions,
     start_index: int = 0,
@@ -489,7 +490,7 @@ def score_batch(
 async def arun(
     count: int,
     produce: Callable[[int], Awaitable[SampleResult]],
-    metrics: Sequence[Metric],
+    metrics: Sequence[Evaluator],
     options: RunOptions,
     *,
     judge: JudgeRun | None = None,

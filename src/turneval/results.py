@@ -199,6 +199,21 @@ class SampleResult:
         return record
 
 
+def _read_agent(record: dict[str, Any]) -> AgentRun:
+    """The agent run of a results.jsonl record (its figures; the messages are not stored)."""
+    error = record.get("agent_error")
+    return AgentRun(
+        [],
+        float(record["latency_in_seconds"]),
+        str(error) if error else None,
+        Usage(
+            int(record.get("agent_input_tokens") or 0),
+            int(record.get("agent_output_tokens") or 0),
+        ),
+        int(record.get("steps") or 0),
+    )
+
+
 def _read_usage(data: Any, name: str, line: int) -> Usage | None:
     """The ``<name>_usage`` object of a results line, None when absent."""
     if data is None:
@@ -440,10 +455,11 @@ class EvaluationResult:
     def from_jsonl(cls, path: str | PathLike[str]) -> EvaluationResult:
         """Read back the rows a run wrote (``to_jsonl`` or the CLI's results.jsonl).
 
-        Samples are not stored there, so rows have ``sample=None``; values, reasons, errors and
-        (when the file was written with details) each result's details and judge usage are
-        restored; the run's ``usage`` is the sum of the results' (requests of failed metrics
-        are not in the file).
+        Samples are not stored there, so rows have ``sample=None``; values, reasons, errors,
+        the agent run's figures (latency, error, token usage, steps: ``row.agent``, with no
+        messages) and (when the file was written with details) each result's details and judge
+        usage are restored; the run's ``usage`` is the sum of the results' (requests of failed
+        metrics are not in the file).
         """
         rows: list[SampleResult] = []
         names: list[str] = []
@@ -467,6 +483,8 @@ class EvaluationResult:
                     elif record.get(f"{name}_error"):
                         error_type, _, message = str(record[f"{name}_error"]).partition(": ")
                         row.failures[name] = MetricFailure(name, row.index, error_type, message)
+                if record.get("latency_in_seconds") is not None:
+                    row.agent = _read_agent(record)
                 rows.append(row)
         return cls(rows, names, sum((row.usage for row in rows), Usage()))
 

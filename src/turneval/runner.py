@@ -14,7 +14,7 @@ from turneval.aggregate import RunAggregate
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache, resolve_llm
-from turneval.metrics import BUILTIN_METRICS, Metric
+from turneval.metrics import BUILTIN_METRICS, Evaluator
 from turneval.metrics.base import run_sync
 from turneval.pipeline import MIN_ROWS_FOR_FRACTION, RunOptions, arun, score_row, score_sample
 from turneval.ratelimit import RateLimit, RateLimiter
@@ -32,26 +32,26 @@ __all__ = [
 ]
 
 
-def metric_names() -> dict[str, type[Metric]]:
+def metric_names() -> dict[str, type[Evaluator]]:
     """Built-in metrics by name."""
     return {cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS}
 
 
-def resolve_metrics(metrics: Iterable[Metric | str] | Metric | str) -> list[Metric]:
+def resolve_metrics(metrics: Iterable[Evaluator | str] | Evaluator | str) -> list[Evaluator]:
     """Metric objects from objects or names; unknown or duplicate names raise ConfigError.
 
     A single metric or name may be given alone (``"tool_call_f1"`` means
     ``["tool_call_f1"]``).
     """
     by_name = metric_names()
-    if isinstance(metrics, (str, Metric)):  # one metric given alone, not in a list
+    if isinstance(metrics, (str, Evaluator)):  # one metric given alone, not in a list
         metrics = [metrics]
     elif not isinstance(metrics, Iterable):
         raise ConfigError(
             "metrics must be a list of Metric objects or built-in names, e.g. "
             f"['tool_call_f1'], got {type(metrics).__name__}"
         )
-    resolved: list[Metric] = []
+    resolved: list[Evaluator] = []
     for item in metrics:
         if isinstance(item, str):
             if item not in by_name:
@@ -59,7 +59,7 @@ def resolve_metrics(metrics: Iterable[Metric | str] | Metric | str) -> list[Metr
                     f"unknown metric name {item!r}; known names: {', '.join(sorted(by_name))}"
                 )
             resolved.append(by_name[item].model_validate({}))
-        elif isinstance(item, Metric):
+        elif isinstance(item, Evaluator):  # a Metric or a RowEvaluator (no other subclass)
             resolved.append(item)
         else:
             raise ConfigError(f"metrics must be Metric objects or names, got {type(item).__name__}")
@@ -74,7 +74,7 @@ def resolve_metrics(metrics: Iterable[Metric | str] | Metric | str) -> list[Metr
     return resolved
 
 
-def check_judges(metrics: Sequence[Metric], llm: Any) -> None:
+def check_judges(metrics: Sequence[Evaluator], llm: Any) -> None:
     """Raise ConfigError before a run if a judged metric would have no model."""
     if llm is not None:
         resolve_llm(llm)  # a wrong type fails here, before any sample
@@ -89,7 +89,7 @@ def check_judges(metrics: Sequence[Metric], llm: Any) -> None:
 
 async def aevaluate(
     dataset: EvaluationDataset | Sequence[Sample] | Sample,
-    metrics: Iterable[Metric | str] | Metric | str,
+    metrics: Iterable[Evaluator | str] | Evaluator | str,
     *,
     llm: Any = None,
     cache: SQLiteCache | str | PathLike[str] | None = None,
@@ -111,7 +111,7 @@ async def aevaluate(
 
     Args:
         dataset: An :class:`EvaluationDataset` or a sequence of samples.
-        metrics: Metric objects or built-in names (``"tool_call_f1"``, ...); one metric or
+        metrics: Evaluator objects or built-in names (``"tool_call_f1"``, ...); one metric or
             name may be given alone.
         llm: Default judge (a LangChain chat model) for judged metrics built without one.
         cache: A :class:`~turneval.llms.SQLiteCache` (or its path); identical judge requests
@@ -162,7 +162,7 @@ async def aevaluate(
 
 def evaluate(
     dataset: EvaluationDataset | Sequence[Sample] | Sample,
-    metrics: Iterable[Metric | str] | Metric | str,
+    metrics: Iterable[Evaluator | str] | Evaluator | str,
     *,
     llm: Any = None,
     cache: SQLiteCache | str | PathLike[str] | None = None,

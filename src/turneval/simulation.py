@@ -45,7 +45,7 @@ from turneval.messages import (
     ToolCall,
     to_langchain,
 )
-from turneval.metrics import Metric
+from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
 from turneval.pipeline import RunOptions, run_rows, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
@@ -695,7 +695,7 @@ async def _simulated_rows(
     user: BaseUser,
     trials: int,
     max_steps: int,
-    metrics: Sequence[Metric] | None = None,
+    metrics: Sequence[Evaluator] | None = None,
     judge: JudgeRun | None = None,
     aborted: list[str] | None = None,
 ) -> tuple[list[SampleResult], Usage]:

@@ -33,15 +33,27 @@ import numpy as np
 from pydantic import ValidationError
 
 from turneval._gc import batch_collection
-from turneval.aggregate import MetricSummary, summarise_metrics, summary_document
+from turneval.aggregate import (
+    MetricSummary,
+    RunAggregate,
+    compute_aggregates,
+    summarise_metrics,
+    summary_document,
+)
 from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage
-from turneval.metrics import Metric
+from turneval.metrics import Evaluator
 from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
-from turneval.results import MetricFailure, MetricResult, SampleResult, json_line
+from turneval.results import (
+    EvaluationResult,
+    MetricFailure,
+    MetricResult,
+    SampleResult,
+    json_line,
+)
 from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
@@ -66,7 +78,9 @@ class StreamResult:
     """What a streamed run leaves in memory: summaries and a bounded sample of rows.
 
     ``failed_rows`` counts the rows with at least one error (unreadable lines included);
-    ``first_errors`` holds the first :data:`FIRST_ERRORS` of them, one per row, in input order.
+    ``first_errors`` holds the first :data:`FIRST_ERRORS` of them, one per row, in input order;
+    ``aggregates`` and ``aggregate_errors`` are the run's :class:`RunAggregate` figures and the
+    errors of those that raised (as on :class:`~turneval.results.EvaluationResult`).
     """
 
     metric_names: list[str]
@@ -78,6 +92,8 @@ class StreamResult:
     report_rows: list[SampleResult] = field(default_factory=list)
     failed_rows: int = 0
     first_errors: list[RowError] = field(default_factory=list)
+    aggregates: dict[str, float] = field(default_factory=dict)
+    aggregate_errors: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +235,7 @@ def _record_line(record: dict[str, Any], plain_size: int) -> str:
 async def _score_chunk(
     lines: Sequence[_Line],
     first_index: int,
-    metrics: list[Metric],
+    metrics: list[Evaluator],
     keep: int,
     options: RunOptions,
 ) -> _Chunk:
@@ -294,11 +310,11 @@ async def _score_chunk(
     )
 
 
-_WORKER_METRICS: list[Metric] = []
+_WORKER_METRICS: list[Evaluator] = []
 _WORKER_OPTIONS: list[RunOptions] = []
 
 
-def _init_worker(metrics: list[Metric], options: RunOptions) -> None:
+def _init_worker(metrics: list[Evaluator], options: RunOptions) -> None:
     _WORKER_METRICS[:] = metrics
     _WORKER_OPTIONS[:] = [options]
     gc.freeze()  # start-up objects (modules, metrics) are never walked by the collector again
@@ -452,7 +468,7 @@ def _preflight(
 
 def evaluate_jsonl(
     path: str | os.PathLike[str],
-    metrics: Sequence[Metric | str],
+    metrics: Sequence[Evaluator | str],
     out_dir: str | os.PathLike[str],
     *,
     llm: Any = None,
@@ -471,17 +487,18 @@ def evaluate_jsonl(
     resume: bool = False,
     overwrite: bool = True,
     rate_limit: RateLimit | None = None,
+    aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
     The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
-    ``timeout``, ``details``, ``show_progress``) are those of
+    ``timeout``, ``details``, ``show_progress``, ``rate_limit``, ``aggregates``) are those of
     :class:`~turneval.pipeline.RunOptions`, with the same names and defaults.
 
     Args:
         path: A JSONL file, one sample per line.
-        metrics: Metric objects or names.
+        metrics: Evaluator objects or names.
         out_dir: Created if missing.
         llm: Default judge model for judged metrics.
         cache: A SQLite judge cache or its path (a re-run pays for nothing twice).
@@ -507,6 +524,11 @@ def evaluate_jsonl(
             raise :class:`ConfigError` instead (the CLI's default).
         rate_limit: The judge provider's quota (:class:`~turneval.ratelimit.RateLimit`), held
             across the whole file: judge requests are paced to it and adapt to 429s.
+        aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`, e.g.
+            ``DatabricksAggregates()``), computed once every line is scored from the rows read
+            back from results.jsonl (so they need memory for the rows, without samples; with
+            ``details=False`` the rows have no details), into the result's ``aggregates`` and
+            summary.json; one that raises is kept in ``aggregate_errors``.
         engine: Scores the chunks instead of this process and its workers (e.g. on a Ray
             cluster, :func:`turneval.distributed.evaluate_on_ray`): called with the chunks as
             ``(lines, first_index, report_rows_to_keep)``, the metrics and the run options, it
@@ -537,6 +559,7 @@ def evaluate_jsonl(
         details=details,
         show_progress=show_progress,
         rate_limit=rate_limit,  # one limiter for the whole file, across chunks
+        aggregates=aggregates,
     )
     try:
         target = Path(out_dir)
@@ -568,7 +591,7 @@ class ChunkEngine(Protocol):
     def __call__(
         self,
         chunks: Iterator[tuple[list[_Line], int, int]],
-        metrics: list[Metric],
+        metrics: list[Evaluator],
         options: RunOptions,
     ) -> Iterable[_Chunk]:
         """Score ``chunks`` with ``metrics`` under ``options``; yield the results in order."""
@@ -587,7 +610,7 @@ def _numbered(
 
 def _score_chunks(
     chunks: Iterator[list[_Line]],
-    metrics: list[Metric],
+    metrics: list[Evaluator],
     options: RunOptions,
     workers: int | None,
     sink: _JsonlSink,
@@ -637,7 +660,7 @@ class _JsonlSink:
     """The JSONL sink: rows written in order and flushed, totals kept for the summary."""
 
     def __init__(
-        self, metrics: list[Metric], handle: Any, report_rows: int, options: RunOptions
+        self, metrics: list[Evaluator], handle: Any, report_rows: int, options: RunOptions
     ) -> None:
         self.metrics, self.handle = metrics, handle
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
@@ -651,6 +674,7 @@ class _JsonlSink:
             metric.name: [] for metric in metrics if has_summary_extras(metric)
         }
         self.kept: list[SampleResult] = []
+        self.aggregates = options.aggregates
         self.total = self.bad = self.failed_rows = 0
         self.first_errors: list[RowError] = []
 
@@ -716,8 +740,18 @@ class _JsonlSink:
             self.failed_rows,
             self.first_errors,
         )
+        if self.aggregates:  # they read whole rows: the file's, read back (no samples)
+            rows = EvaluationResult.from_jsonl(target / "results.jsonl")
+            rows.metrics, rows.usage = list(self.metrics), self.usage
+            result.aggregates, result.aggregate_errors = compute_aggregates(self.aggregates, rows)
         summary = summary_document(
-            self.total, summaries, self.usage, bad_lines=self.bad, failed_rows=self.failed_rows
+            self.total,
+            summaries,
+            self.usage,
+            bad_lines=self.bad,
+            failed_rows=self.failed_rows,
+            aggregates=result.aggregates,
+            aggregate_errors=result.aggregate_errors,
         )
         text = json.dumps(summary, indent=2) + "\n"
         (target / "summary.json").write_text(text, encoding="utf-8")

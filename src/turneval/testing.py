@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from turneval._scripted import ScriptedChatModel
     from turneval.judge import SQLiteCache
-    from turneval.metrics import Metric
+    from turneval.metrics import Evaluator
     from turneval.results import EvaluationResult
 
 __all__ = [
@@ -158,9 +158,9 @@ def _check(result: EvaluationResult, bars: dict[str, float]) -> None:
 
 def _prepare(
     samples: EvaluationDataset | Sample | Iterable[Sample],
-    metrics: Iterable[Metric | str] | Metric | str,
+    metrics: Iterable[Evaluator | str] | Evaluator | str,
     cache: SQLiteCache | None,
-) -> tuple[EvaluationDataset, list[Metric], SQLiteCache | None]:
+) -> tuple[EvaluationDataset, list[Evaluator], SQLiteCache | None]:
     from turneval.pytest_plugin import session_state
     from turneval.runner import resolve_metrics
 
@@ -174,7 +174,7 @@ def _prepare(
 
 async def aassert_scores(
     samples: EvaluationDataset | Sample | Iterable[Sample],
-    metrics: Iterable[Metric | str] | Metric | str,
+    metrics: Iterable[Evaluator | str] | Evaluator | str,
     thresholds: float | Mapping[str, float] | None = None,
     *,
     llm: Any = None,
@@ -194,7 +194,7 @@ async def aassert_scores(
 
 def assert_scores(
     samples: EvaluationDataset | Sample | Iterable[Sample],
-    metrics: Iterable[Metric | str] | Metric | str,
+    metrics: Iterable[Evaluator | str] | Evaluator | str,
     thresholds: float | Mapping[str, float] | None = None,
     *,
     llm: Any = None,
@@ -209,7 +209,7 @@ def assert_scores(
 
     Args:
         samples: One sample, a list of samples or a dataset.
-        metrics: Metric objects or built-in names; one may be given alone.
+        metrics: Evaluator objects or built-in names; one may be given alone.
         thresholds: The minimum passing score: one number for every metric, or per metric
             name (metrics left out use 0.5). Default 0.5.
         llm: The judge for judged metrics built without one.

@@ -149,3 +149,17 @@ def test_an_openai_agent_across_sync_runs(stub: OpenAIStub) -> None:
     for _ in range(3):
         row = EvalTask([sample], ["tool_call_f1"]).evaluate(runnable=agent).rows[0]
         assert row.agent_error is None and messages_of(row.sample)[-1].content == "hello there"
+
+
+async def test_every_request_in_flight_has_its_own_pooled_connection(stub: OpenAIStub) -> None:
+    # 16 judge requests at once: all 16 reach the server together (none waits for a pooled
+    # connection), and the second wave reuses the first wave's 16 connections.
+    stub.reset(default=Reply(VERDICT, delay=0.3))
+    before = stub.connections
+    metric = AgentGoalAccuracyWithoutReference(llm=model(stub))
+    result = await aevaluate(
+        dataset(32), [metric], max_concurrency=16, max_llm_concurrency=16, show_progress=False
+    )
+    assert failures(result) == [] and len(stub.requests) == 32
+    assert stub.peak_in_flight == 16
+    assert stub.connections - before == 16

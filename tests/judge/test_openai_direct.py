@@ -92,10 +92,18 @@ async def test_tracing_or_a_callers_callbacks_take_the_langchain_path(
     async def inside(_: Any) -> Any:  # a judge called from within a traced chain
         return await judge.ask("s", "q", Verdict)
 
+    direct = judge._runnable(Verdict)
+    assert isinstance(direct, DirectOpenAI)
+    await judge.ask("s", "q", Verdict)
+    assert direct._fallback is None  # LangChain's runnable is built only when a call needs it
     await RunnableLambda(inside).ainvoke(None, config={"callbacks": [seen]})
     assert seen.starts == 1  # the caller's handler saw the judge's call
+    fallback = direct._fallback
+    assert fallback is not None
+    await RunnableLambda(inside).ainvoke(None, config={"callbacks": [seen]})
+    assert seen.starts == 2 and direct._fallback is fallback  # built once
     await judge.ask("s", "q", Verdict)
-    assert seen.starts == 1 and len(openai_stub.requests) == 2
+    assert seen.starts == 2 and len(openai_stub.requests) == 4
 
 
 async def test_direct_answers_keep_logprobs_refusals_and_repairs(openai_stub: OpenAIStub) -> None:

@@ -322,7 +322,9 @@ def test_tagged_inputs_cannot_close_their_tags() -> None:
     PairwiseMetric(name="p", criteria="c", llm=pairwise).score(hostile)
     assert all(closing_tags(text_of(call[1]), "response_A") == 1 for call in pairwise.prompts)
     yes_model = ScriptedChatModel(responses=[yes()])
-    resolve_metrics(["correctness"])[0].model_copy(update={"llm": yes_model}).score(hostile)
+    correctness = resolve_metrics(["correctness"])[0]
+    assert isinstance(correctness, JudgedMetric)
+    correctness.model_copy(update={"llm": yes_model}).score(hostile)
     assert closing_tags(text_of(yes_model.prompts[0][1]), "response") == 1
     assert closing_tags(text_of(yes_model.prompts[0][1]), "request") == 1
     chat = MultiTurnSample(

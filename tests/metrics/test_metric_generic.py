@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from turneval.errors import ConfigError, InvalidSampleError
+from turneval.errors import InvalidSampleError
 from turneval.messages import AIMessage, HumanMessage
 from turneval.metrics import (
+    Evaluator,
     Explained,
     Metric,
     MultiTurnMetric,
@@ -151,11 +152,26 @@ def test_no_built_in_metric_has_an_entry_point_that_can_only_raise() -> None:
         for family, kind in families:
             serves = issubclass(kind, cls.sample_types) and not issubclass(cls, RowEvaluator)
             assert issubclass(cls, family) == serves, name
-    # The two that had one: a conversation-only grounding metric and a row evaluator.
+    # The two that had one: a conversation-only grounding metric and a row evaluator, whose
+    # ascore/score could only raise ConfigError on a lone sample (it derives from a row).
     assert not hasattr(ToolOutputGroundedness(), "single_turn_ascore")
     assert not issubclass(OverallAssessment, SingleTurnMetric)
-    with pytest.raises(ConfigError, match="overall_assessment is computed by evaluate"):
-        OverallAssessment().score(PAIR)
+    assessment = OverallAssessment()
+    assert isinstance(assessment, Evaluator) and not isinstance(assessment, Metric)
+    for method in ("ascore", "score", "_evaluate", "single_turn_ascore", "multi_turn_ascore"):
+        assert not hasattr(assessment, method), method
+    # Every registered class is one of the two kinds a run knows how to compute.
+    for name, cls in registered_metrics().items():
+        assert issubclass(cls, Metric) != issubclass(cls, RowEvaluator), name
+
+
+def test_an_evaluator_must_be_a_metric_or_a_row_evaluator() -> None:
+    with pytest.raises(TypeError, match="Neither subclasses Evaluator directly: subclass Metric"):
+
+        class Neither(Evaluator[SingleTurnSample]):
+            name: str = "test_generic_neither"
+
+    assert "test_generic_neither" not in registered_metrics()
 
 
 def test_mypy_checks_a_user_metric_s_sample_type(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from turneval.metrics import (
     AssessmentJudge,
     ChunkRelevance,
     GuidelineAdherence,
+    Metric,
     OverallAssessment,
     PairwiseMetric,
     PointwiseMetric,
@@ -153,9 +154,9 @@ def test_builtins_by_name_and_their_scales() -> None:
     assert set(as_type(PointwiseMetric, verbosity).rating_rubric) == {"-2", "-1", "0", "1", "2"}
     model = ScriptedChatModel(responses=[verdict(-1, "a bit terse")])
     assert SummarizationVerbosity(llm=model).score(QA).value == -1.0  # reported on its scale
-    with_reference = resolve_metrics(["question_answering_correctness"])[0].model_copy(
-        update={"use_reference": True}
-    )
+    preset = resolve_metrics(["question_answering_correctness"])[0]
+    assert isinstance(preset, Metric)
+    with_reference = preset.model_copy(update={"use_reference": True})
     check = ScriptedChatModel(responses=[verdict(1)])
     with_reference.llm = check
     assert with_reference.score(QA).value == 1.0

@@ -26,6 +26,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from langchain_core.messages import BaseMessage
     from pydantic import BaseModel
 
@@ -49,18 +51,26 @@ class DirectOpenAI:
     Args:
         llm: The judge's ``ChatOpenAI`` (its copy with provider retries off).
         schema: The verdict's pydantic model.
-        fallback: The structured-output runnable used when the context asks for callbacks or
-            tracing.
+        fallback: Builds the structured-output runnable used when the context asks for
+            callbacks or tracing (on the first such call: most runs never need it).
     """
 
-    def __init__(self, llm: Any, schema: type[BaseModel], fallback: Any) -> None:
+    def __init__(self, llm: Any, schema: type[BaseModel], fallback: Callable[[], Any]) -> None:
         """Build the response format once (the strict JSON schema OpenAI's ``parse`` sends)."""
         from openai.lib._parsing._completions import type_to_response_format_param
 
         self.llm = llm
-        self.fallback = fallback
+        self._build_fallback = fallback
+        self._fallback: Any = None
         self.schema = schema
         self.response_format: dict[str, Any] = dict(type_to_response_format_param(schema))  # type: ignore[arg-type]
+
+    @property
+    def fallback(self) -> Any:
+        """LangChain's structured-output runnable for this model and schema (built once)."""
+        if self._fallback is None:
+            self._fallback = self._build_fallback()
+        return self._fallback
 
     async def ainvoke(self, messages: list[BaseMessage]) -> Any:
         """One request: the body LangChain would send, through the model's own client."""
@@ -92,7 +102,9 @@ class DirectOpenAI:
         return {"raw": message, "parsed": parsed, "parsing_error": None}
 
 
-def direct_openai(llm: Any, schema: type[BaseModel], fallback: Any) -> DirectOpenAI | None:
+def direct_openai(
+    llm: Any, schema: type[BaseModel], fallback: Callable[[], Any]
+) -> DirectOpenAI | None:
     """A :class:`DirectOpenAI` for ``llm`` when its requests can be sent directly, else None."""
     try:
         from langchain_core.globals import get_llm_cache

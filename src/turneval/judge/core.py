@@ -323,12 +323,16 @@ class Judge:
             return None
         runnable = self._structured.get(schema)
         if runnable is None:
-            try:
-                structured = self.llm.with_structured_output(schema, include_raw=True)
-            except NotImplementedError:
-                self._supports_structured = False
-                return None
-            runnable = direct_openai(self.llm, schema, structured) or structured
+            # The direct path builds LangChain's runnable only if a call needs it (callbacks).
+            runnable = direct_openai(
+                self.llm, schema, partial(self.llm.with_structured_output, schema, include_raw=True)
+            )
+            if runnable is None:
+                try:
+                    runnable = self.llm.with_structured_output(schema, include_raw=True)
+                except NotImplementedError:
+                    self._supports_structured = False
+                    return None
             self._structured[schema] = runnable
         return runnable
 

@@ -14,6 +14,7 @@ from turneval.metrics.assessments import (
     RelevanceToQuery,
 )
 from turneval.metrics.base import (
+    Evaluator,
     Explained,
     Metric,
     MultiTurnMetric,
@@ -101,6 +102,7 @@ __all__ = [
     "CustomMetric",
     "DatabricksAggregates",
     "DistanceMeasure",
+    "Evaluator",
     "ExactMatch",
     "Explained",
     "Fluency",
@@ -158,7 +160,7 @@ __all__ = [
     "registered_metrics",
 ]
 
-BUILTIN_METRICS: tuple[type[Metric], ...] = tuple(
+BUILTIN_METRICS: tuple[type[Evaluator], ...] = tuple(
     cls for cls in builtin_metrics().values() if cls.buildable_by_name()
 )
 """Metrics buildable from their name alone (``evaluate(metrics=["..."])``); judged ones use

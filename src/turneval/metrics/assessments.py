@@ -27,7 +27,13 @@ from turneval.aggregate import RunAggregate
 from turneval.errors import ConfigError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape, list_field, tagged
 from turneval.metrics._judged import JudgedMetric, preset_class
-from turneval.metrics.base import Explained, Metric, RowEvaluator, SingleTurnMetric, require
+from turneval.metrics.base import (
+    Evaluator,
+    Explained,
+    RowEvaluator,
+    SingleTurnMetric,
+    require,
+)
 from turneval.results import MetricResult
 from turneval.samples import SingleTurnSample
 
@@ -346,7 +352,7 @@ class OverallAssessment(RowEvaluator[SingleTurnSample]):
         sample: SingleTurnSample,
         results: Mapping[str, MetricResult],
         errors: Mapping[str, str],
-        metrics: Sequence[Metric],
+        metrics: Sequence[Evaluator],
     ) -> MetricResult:
         """The assessment of one row from its judges' results (and errors)."""
         has_truth = getattr(sample, "reference", None) is not None

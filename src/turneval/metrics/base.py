@@ -26,12 +26,13 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypeVar
 
 from turneval._sync import run_sync
-from turneval.errors import ConfigError, InvalidSampleError
+from turneval.errors import InvalidSampleError
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 from turneval.usage import Usage
 
 __all__ = [
+    "Evaluator",
     "Explained",
     "Metric",
     "MultiTurnMetric",
@@ -84,10 +85,11 @@ class Explained(Outcome):
         return self.reason, self.details if details else {}
 
 
-_REGISTRY: dict[str, type[Metric]] = {}
+_REGISTRY: dict[str, type[Evaluator]] = {}
+_KINDS: tuple[type[Evaluator], ...] = ()  # (Metric, RowEvaluator), set once both are defined
 
 
-def registered_metrics() -> dict[str, type[Metric]]:
+def registered_metrics() -> dict[str, type[Evaluator]]:
     """Every concrete metric class defined so far, by its default ``name`` (sorted by name).
 
     A :class:`Metric` subclass registers itself when its class is defined, if it is concrete
@@ -98,7 +100,7 @@ def registered_metrics() -> dict[str, type[Metric]]:
     return dict(sorted(_REGISTRY.items()))
 
 
-def builtin_metrics() -> dict[str, type[Metric]]:
+def builtin_metrics() -> dict[str, type[Evaluator]]:
     """The registered metrics that turneval itself defines, by name (sorted by name)."""
     return {
         name: cls
@@ -107,7 +109,7 @@ def builtin_metrics() -> dict[str, type[Metric]]:
     }
 
 
-def missing_field(metric: Metric, field_name: str) -> InvalidSampleError:
+def missing_field(metric: Evaluator, field_name: str) -> InvalidSampleError:
     """The error for a sample that lacks ``field_name``, naming the metric and the field."""
     return InvalidSampleError(
         f"metric {metric.name!r} needs the sample field {field_name!r}, which is missing",
@@ -115,7 +117,7 @@ def missing_field(metric: Metric, field_name: str) -> InvalidSampleError:
     )
 
 
-def require(metric: Metric, sample: Sample, field_name: str) -> Any:
+def require(metric: Evaluator, sample: Sample, field_name: str) -> Any:
     """Return ``sample.<field_name>``, raising :class:`InvalidSampleError` when it is ``None``."""
     value = getattr(sample, field_name, None)
     if value is None:
@@ -123,28 +125,24 @@ def require(metric: Metric, sample: Sample, field_name: str) -> Any:
     return value
 
 
-class Metric(BaseModel, ABC, Generic[SampleT]):
-    """Base of every metric, generic over the samples it scores: one async core, typed.
+class Evaluator(BaseModel, ABC, Generic[SampleT]):
+    """Base of everything a run lists as a metric: a named, validated configuration.
 
-    ``Metric[MultiTurnSample]`` scores conversations, ``Metric[SingleTurnSample]`` prompt and
-    response pairs, ``Metric[Sample]`` both; a bare ``Metric`` is ``Metric[Any]`` (any metric,
-    e.g. in a list of a run's metrics). A subclass sets ``name`` (a field with a default, so it
-    can be overridden) and implements :meth:`_evaluate` for its sample type; the type parameter
-    also fixes, at runtime, the sample types :meth:`ascore` accepts (``sample_types``), so a
-    wrong sample raises :class:`InvalidSampleError` before the core runs. The type parameter is
-    contravariant: a ``Metric[Sample]`` is a ``Metric[MultiTurnSample]`` too.
-
-    ragas' entry points (``multi_turn_ascore``, ``single_turn_ascore`` and their sync forms)
-    come from :class:`MultiTurnScoring` and :class:`SingleTurnScoring`, which a metric mixes in
-    for the samples it scores (:class:`MultiTurnMetric` and :class:`SingleTurnMetric` are the
-    two one-kind bases with them), so a metric never has an entry point that can only raise.
+    A run's columns come from two kinds of evaluator, the only two ways to subclass it (a
+    direct subclass raises ``TypeError``): a :class:`Metric`, which scores a sample on its own
+    (``ascore``), and a :class:`RowEvaluator`, which the run computes from a row's other
+    results (``derive``). What both share lives here: the ``name``, the configuration
+    (pydantic fields: unknown keywords fail at construction, assignments are validated), the
+    sample types the type parameter fixes, registration by name and the run-level figures
+    (:meth:`summary_extras`). Run options take ``Sequence[Evaluator]``; a bare ``Evaluator``
+    is ``Evaluator[Any]``.
 
     Attributes:
-        name: The metric's name: its column in results and its name for
+        name: The evaluator's name: its column in results and its name for
             ``evaluate(metrics=[...])``.
-        sample_types: The sample classes :meth:`ascore` accepts; derived from the type
-            parameter unless a class sets it (to a narrower choice).
-        uses_llm: Whether the metric asks a model (judged metrics), so the runner schedules it
+        sample_types: The sample classes it accepts; derived from the type parameter unless a
+            class sets it (to a narrower choice).
+        uses_llm: Whether it asks a model (judged metrics), so the runner schedules it
             concurrently with the row's other judges.
         derived: Whether the runner computes it from the row's other results.
         ragas_names: ragas' default names for this metric, where they differ
@@ -166,22 +164,27 @@ class Metric(BaseModel, ABC, Generic[SampleT]):
         """Fix the class's sample types, check its entry points, register it by name.
 
         ``sample_types`` comes from the type parameter when neither the class nor a base
-        below :class:`Metric` sets it; ragas' entry points must serve a sample type the class
-        accepts (else ``TypeError`` at class definition); a concrete class with a default
-        ``name`` is registered (see :func:`registered_metrics`). Parametrised classes such as
-        ``Metric[MultiTurnSample]`` are never registered.
+        below :class:`Evaluator` sets it; ragas' entry points must serve a sample type the
+        class accepts (else ``TypeError`` at class definition); a concrete class with a
+        default ``name`` is registered (see :func:`registered_metrics`). Parametrised classes
+        such as ``Metric[MultiTurnSample]`` are never registered.
         """
         super().__pydantic_init_subclass__(**kwargs)
         _fix_sample_types(cls)
         if cls.__pydantic_generic_metadata__["origin"] is not None:
             return  # Metric[X], JudgedMetric[X]: a parametrisation, not a metric of its own
+        if _KINDS and not issubclass(cls, _KINDS):
+            raise TypeError(
+                f"{cls.__name__} subclasses Evaluator directly: subclass Metric (scored from a "
+                "sample with ascore) or RowEvaluator (derived from a row's other results)"
+            )
         default = cls.model_fields["name"].default if "name" in cls.model_fields else None
         if isinstance(default, str) and default and not getattr(cls, "__abstractmethods__", ()):
             _REGISTRY.setdefault(default, cls)
 
     @classmethod
     def buildable_by_name(cls) -> bool:
-        """Whether the metric can be built with no arguments (every field has a default)."""
+        """Whether the class can be built with no arguments (every field has a default)."""
         return not any(info.is_required() for info in cls.model_fields.values())
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -210,10 +213,6 @@ class Metric(BaseModel, ABC, Generic[SampleT]):
         """The lowest and highest value this metric can give (``(0.0, 1.0)`` for most)."""
         return (0.0, 1.0)
 
-    @abstractmethod
-    async def _evaluate(self, sample: SampleT) -> Outcome:
-        """Score one sample; raise :class:`InvalidSampleError` for unusable input."""
-
     def _check_type(self, sample: object) -> None:
         if not isinstance(sample, self.sample_types):
             expected = " or ".join(kind.__name__ for kind in self.sample_types)
@@ -222,38 +221,12 @@ class Metric(BaseModel, ABC, Generic[SampleT]):
                 field="sample",
             )
 
-    async def _value(self, sample: SampleT, timeout: float | None) -> float:
-        """Score ``sample`` and return the bare value (``timeout`` in seconds)."""
-        if not isinstance(sample, self.sample_types):
-            self._check_type(sample)
-        if timeout is None:
-            return (await self._evaluate(sample)).value
-        with anyio.fail_after(timeout):
-            return (await self._evaluate(sample)).value
 
-    async def ascore(self, sample: SampleT, *, details: bool = True) -> MetricResult:
-        """Score ``sample`` with its reason and (unless ``details=False``) its details.
-
-        Raises:
-            InvalidSampleError: ``sample`` is not one of ``sample_types``, or lacks a field the
-                metric needs (the error names the metric and the field).
-        """
-        self._check_type(sample)
-        outcome = await self._evaluate(sample)
-        reason, evidence = outcome.explain(details)
-        usage = getattr(outcome, "usage", None)
-        return MetricResult(self.name, float(outcome.value), reason, evidence, usage)
-
-    def score(self, sample: SampleT, *, details: bool = True) -> MetricResult:
-        """Sync form of :meth:`ascore` (raises ``SyncInAsyncContextError`` inside a loop)."""
-        return run_sync(partial(self.ascore, details=details), sample)
-
-
-_DERIVED: weakref.WeakSet[type[Metric]] = weakref.WeakSet()
+_DERIVED: weakref.WeakSet[type[Evaluator]] = weakref.WeakSet()
 """Classes whose ``sample_types`` came from their type parameter (not set by a class)."""
 
 
-def _parameter(cls: type[Metric]) -> Any:
+def _parameter(cls: type[Evaluator]) -> Any:
     """What ``cls`` binds :class:`Metric`'s type parameter to; None when it leaves it open.
 
     Follows the pydantic parametrisations in the MRO (``JudgedMetric[SingleTurnSample]``
@@ -276,7 +249,7 @@ def _parameter(cls: type[Metric]) -> Any:
     return None if isinstance(value, TypeVar) or value is Any else value
 
 
-def _fix_sample_types(cls: type[Metric]) -> None:
+def _fix_sample_types(cls: type[Evaluator]) -> None:
     """Set ``cls.sample_types`` from its type parameter; check it and the entry points."""
     parameter = _parameter(cls)
     declared: tuple[type[Any], ...] | None = None
@@ -287,7 +260,7 @@ def _fix_sample_types(cls: type[Metric]) -> None:
         (
             klass
             for klass in cls.__mro__
-            if "sample_types" in klass.__dict__ and klass is not Metric and klass not in _DERIVED
+            if "sample_types" in klass.__dict__ and klass is not Evaluator and klass not in _DERIVED
         ),
         None,
     )
@@ -408,6 +381,55 @@ _FAMILIES = (
 )
 
 
+class Metric(Evaluator[SampleT], ABC):
+    """Base of every metric that scores a sample on its own: one async core, typed.
+
+    ``Metric[MultiTurnSample]`` scores conversations, ``Metric[SingleTurnSample]`` prompt and
+    response pairs, ``Metric[Sample]`` both; a bare ``Metric`` is ``Metric[Any]``. A subclass
+    sets ``name`` (a field with a default, so it can be overridden) and implements
+    :meth:`_evaluate` for its sample type; the type parameter also fixes, at runtime, the
+    sample types :meth:`ascore` accepts (``sample_types``), so a wrong sample raises
+    :class:`InvalidSampleError` before the core runs. The type parameter is contravariant: a
+    ``Metric[Sample]`` is a ``Metric[MultiTurnSample]`` too. Configuration, registration and
+    run-level figures come from :class:`Evaluator`.
+
+    ragas' entry points (``multi_turn_ascore``, ``single_turn_ascore`` and their sync forms)
+    come from :class:`MultiTurnScoring` and :class:`SingleTurnScoring`, which a metric mixes in
+    for the samples it scores (:class:`MultiTurnMetric` and :class:`SingleTurnMetric` are the
+    two one-kind bases with them), so a metric never has an entry point that can only raise.
+    """
+
+    @abstractmethod
+    async def _evaluate(self, sample: SampleT) -> Outcome:
+        """Score one sample; raise :class:`InvalidSampleError` for unusable input."""
+
+    async def _value(self, sample: SampleT, timeout: float | None) -> float:
+        """Score ``sample`` and return the bare value (``timeout`` in seconds)."""
+        if not isinstance(sample, self.sample_types):
+            self._check_type(sample)
+        if timeout is None:
+            return (await self._evaluate(sample)).value
+        with anyio.fail_after(timeout):
+            return (await self._evaluate(sample)).value
+
+    async def ascore(self, sample: SampleT, *, details: bool = True) -> MetricResult:
+        """Score ``sample`` with its reason and (unless ``details=False``) its details.
+
+        Raises:
+            InvalidSampleError: ``sample`` is not one of ``sample_types``, or lacks a field the
+                metric needs (the error names the metric and the field).
+        """
+        self._check_type(sample)
+        outcome = await self._evaluate(sample)
+        reason, evidence = outcome.explain(details)
+        usage = getattr(outcome, "usage", None)
+        return MetricResult(self.name, float(outcome.value), reason, evidence, usage)
+
+    def score(self, sample: SampleT, *, details: bool = True) -> MetricResult:
+        """Sync form of :meth:`ascore` (raises ``SyncInAsyncContextError`` inside a loop)."""
+        return run_sync(partial(self.ascore, details=details), sample)
+
+
 class MultiTurnMetric(MultiTurnScoring, Metric[MultiTurnSample], ABC):
     """A metric of conversations: ``Metric[MultiTurnSample]`` with ragas' multi-turn names.
 
@@ -426,24 +448,18 @@ class SingleTurnMetric(SingleTurnScoring, Metric[SingleTurnSample], ABC):
     """
 
 
-class RowEvaluator(Metric[SampleT], ABC):
+class RowEvaluator(Evaluator[SampleT], ABC):
     """A metric computed from a row's other results, after them (it calls no model itself).
 
     The run pipeline picks these out by type (``isinstance(metric, RowEvaluator)``): it scores
     the row's other metrics first, then calls :meth:`derive` with their results, their errors
     and the run's metric objects, so an evaluator selects what it reads by type, not by name.
-    Implement :meth:`derive` only: a row evaluator has no ragas entry points, and its
-    :meth:`~Metric.ascore` on a lone sample raises :class:`~turneval.errors.ConfigError`
-    (it has nothing to derive from outside a run).
+    Implement :meth:`derive` only. A row evaluator is an :class:`Evaluator` but not a
+    :class:`Metric`: it has no ``ascore``, ``score`` or ragas entry points, since it has
+    nothing to derive from outside a run.
     """
 
     derived: ClassVar[bool] = True
-
-    async def _evaluate(self, sample: SampleT) -> Outcome:
-        raise ConfigError(
-            f"{self.name} is computed by evaluate() from the row's other results, "
-            "not from a sample alone"
-        )
 
     @abstractmethod
     def derive(
@@ -451,7 +467,7 @@ class RowEvaluator(Metric[SampleT], ABC):
         sample: SampleT,
         results: Mapping[str, MetricResult],
         errors: Mapping[str, str],
-        metrics: Sequence[Metric],
+        metrics: Sequence[Evaluator],
     ) -> MetricResult:
         """This metric's result for one row.
 
@@ -461,3 +477,6 @@ class RowEvaluator(Metric[SampleT], ABC):
             errors: The row's failed metrics' errors by metric name.
             metrics: The run's metric objects, in the order given.
         """
+
+
+_KINDS = (Metric, RowEvaluator)
