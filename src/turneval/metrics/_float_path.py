@@ -210,13 +210,9 @@ def _sort_key(call: ToolCall) -> tuple[Any, ...]:
 
 
 def _unordered(
-    predicted: list[ToolCall],
-    reference: list[ToolCall],
-    pred_names: list[str],
-    ref_names: list[str],
+    predicted: list[ToolCall], reference: list[ToolCall], ref_names: list[str], unique: set[str]
 ) -> tuple[list[ToolCall], list[ToolCall]]:
     """Both lists sorted by ragas' key (their sorted names are known to be equal)."""
-    unique = set(ref_names)
     if len(unique) == len(ref_names):  # the name alone decides the order
         return sorted(predicted, key=_by_name), sorted(reference, key=_by_name)
     # Only calls whose name repeats need the rest of the key: others differ by name.
@@ -246,17 +242,19 @@ def _accuracy(
         else:
             pred_names = list(map(_by_name, predicted))
             ref_names = list(map(_by_name, reference))
-            if pred_names == ref_names and len(set(ref_names)) == n:
-                # Distinct names in the same order: sorting pairs the same calls; the pair
-                # scores are only summed in the sorted order.
-                scores = [args_score(reference[i].args, predicted[i].args) for i in range(n)]
-                total = 0.0
-                for index in sorted(range(n), key=ref_names.__getitem__):
-                    total += scores[index]
-                return total / n
-            if sorted(pred_names) != sorted(ref_names):
+            unique = set(ref_names)
+            if pred_names == ref_names:
+                if len(unique) == n:
+                    # Distinct names in the same order: sorting pairs the same calls; the
+                    # pair scores are only summed in the sorted order.
+                    scores = [args_score(reference[i].args, predicted[i].args) for i in range(n)]
+                    total = 0.0
+                    for index in sorted(range(n), key=ref_names.__getitem__):
+                        total += scores[index]
+                    return total / n
+            elif sorted(pred_names) != sorted(ref_names):
                 return 0.0
-            predicted, reference = _unordered(predicted, reference, pred_names, ref_names)
+            predicted, reference = _unordered(predicted, reference, ref_names, unique)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
             total += args_score(reference[index].args, predicted[index].args)
