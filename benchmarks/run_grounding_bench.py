@@ -5,6 +5,10 @@ texts under /usr/share), and from a deliberately adversarial synthetic corpus (a
 vocabulary repeated, so every claim word occurs thousands of times).
 
     .venv/bin/python benchmarks/run_grounding_bench.py
+    .venv/bin/python benchmarks/run_grounding_bench.py --cold 3   # first check of a process
+
+``--cold N`` also times each large case as the first check of a fresh process (nothing warmed:
+the interpreter's heap, numpy's first calls), N processes per case, median.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import argparse
 import glob
 import random
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -76,6 +82,8 @@ def synthetic_facts() -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="timed checks per large case")
+    parser.add_argument("--cold", type=int, default=0, help="fresh processes per large case")
+    parser.add_argument("--first-check", type=int, help=argparse.SUPPRESS)  # in a fresh process
     args = parser.parse_args()
     seed = "Titanic was directed by James Cameron. It was released in 1997."
     full = {"enable_anti_citations": True, "enable_claim_level_score": True}
@@ -112,6 +120,12 @@ def main() -> None:
             50,
         ),
     ]
+    if args.first_check is not None:
+        _, facts, answer, options, _, _ = cases[args.first_check]
+        start = time.process_time()
+        check_grounding(answer, facts, **options)
+        print(f"{(time.process_time() - start) * 1000:.2f}")
+        return
     print("| case | median wall ms per check | median CPU ms per check | target |")
     print("|---|---:|---:|---:|")
     for label, facts, answer, options, repeat, target in cases:
@@ -122,6 +136,14 @@ def main() -> None:
             repeat,
         )
         print(f"| {label} | {wall:.2f} | {cpu:.2f} | <= {target} |")
+    if args.cold:
+        print("\n| case | first check of a process, median CPU ms | target |\n|---|---:|---:|")
+    for number, (label, *_, target) in enumerate(cases):
+        if not args.cold or number < 2:
+            continue
+        command = [sys.executable, __file__, "--first-check", str(number)]
+        runs = [float(subprocess.check_output(command, text=True)) for _ in range(args.cold)]
+        print(f"| {label} | {statistics.median(runs):.2f} | <= {target} |")
 
 
 if __name__ == "__main__":

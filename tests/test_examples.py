@@ -24,7 +24,13 @@ def blocks() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("where", "code"), blocks(), ids=[where for where, _ in blocks()])
-def test_doc_block_runs(where: str, code: str) -> None:
+def test_doc_block_runs(
+    where: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run from a scratch folder that sees the repository's examples/ (blocks read
+    # examples/data/...), so files a block writes (a judge cache, reports) stay out of the tree.
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(tmp_path)
     exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})
 
 

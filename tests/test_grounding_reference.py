@@ -81,12 +81,14 @@ def test_sentence_starts_equal_the_reference() -> None:
 def test_token_passages_equal_the_reference() -> None:
     rng = random.Random(6)
     checked = 0
-    for _ in range(30):
+    for round_ in range(30):
         facts = [Fact(text=random_text(rng, rng.randint(0, 120))) for _ in range(rng.randint(1, 6))]
         index = _Index(facts)
         assert index.starts.tolist() == reference_starts(index.text)
         claim = random_text(rng, 12)
         tokens = _claim_tokens(claim) + [_Token("1500", True, 2.0), _Token("sta", False, 1.0)]
+        if round_ % 2:  # the word starts of all prefixes found in one scan, as checks do
+            index.prepare(tokens)
         for token in tokens:
             for lowercase in (False, True):
                 expected = reference_passages(index, token, lowercase)
@@ -99,6 +101,33 @@ def test_lowering_fact_by_fact_equals_lowering_the_whole() -> None:
     facts = [Fact(text="ΟΔΟΣ"), Fact(text="ΣΑΣ Σ"), Fact(text="İstanbul ΑΣ.")]
     index = _Index(facts)
     assert index.text == "\n\n".join(fact.text for fact in facts).lower()
+
+
+def test_lowered_code_points_equal_str_lower() -> None:
+    """The index lowers code points (ASCII by arithmetic, others per distinct character)."""
+    cases = [
+        ["Plain ASCII, UPPER and lower."],
+        ["ΟΔΟΣ ΣΟΦΟΣ", "no sigma here", "Σ alone, ΑΣ. and Σ'Α"],  # capital sigma: by context
+        ["\u212aelvin KELVIN", "Ωmega ÉCOLE Straße"],  # Kelvin sign lowers to ASCII 'k'
+        ["\U00010400\U00010401 astral 𝒳ray", "東京 café"],  # Deseret capitals: astral
+        ["İstanbul", "ISTANBUL"],  # lowers to two characters: offsets move
+        ["", "", "x"],
+        ["ΟΔΟΣ σοφός ÉCOLE café Ωmega. " * 400, "plain"],  # many: distinct characters by table
+    ]
+    rng = random.Random(7)
+    cases += [[random_text(rng, rng.randint(0, 60)) for _ in range(4)] for _ in range(20)]
+    for texts in cases:
+        index = _Index([Fact(text=text) for text in texts])
+        joined = "\n\n".join(texts)
+        assert index.text == joined.lower(), texts
+        assert index.case_aligned == (len(joined.lower()) == len(joined))
+        boundary = index._boundary[1 : index.codes.size + 1].tolist()
+        assert boundary == [not c.isalnum() for c in index.text]
+        assert index.original == joined
+        for passage in range(len(index.starts)):
+            start = int(index.starts[passage])
+            stop = int(index.starts[passage + 1]) if passage + 1 < len(index.starts) else None
+            assert index.passage_text(passage) == joined[start:stop]
 
 
 def test_check_grounding_on_mixed_scripts() -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -284,6 +284,12 @@ def _needs_check(tokens: Sequence[_Token]) -> bool:
 # -- the offline backend -----------------------------------------------------------------------
 
 
+def _decoded(codes: np.ndarray) -> str:
+    """The string whose code points are ``codes`` (the inverse of :func:`_codes`)."""
+    encoding = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[codes.itemsize]
+    return codes.tobytes().decode(encoding)
+
+
 def _codes(text: str) -> np.ndarray:
     """The text's code points, one array element per character, in the narrowest dtype."""
     if text.isascii():
@@ -294,24 +300,34 @@ def _codes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
 
-_BMP_TABLES: dict[str, np.ndarray] = {}
+def _inverse(values: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The distinct code points of ``values`` (sorted) and the index of each value among them."""
+    if values.size > 4096:  # many: a table over the code points, no sort
+        distinct = np.flatnonzero(np.bincount(values))
+        table = np.zeros(int(distinct[-1]) + 1, dtype=np.intp)
+        table[distinct] = np.arange(distinct.size)
+        return distinct.tolist(), table[values]
+    found, inverse = np.unique(values, return_inverse=True)
+    return found.tolist(), inverse
 
 
-def _char_table(kind: str) -> np.ndarray:
-    """``str.isalnum`` or ``str.islower`` of every code point below 0x10000, built once."""
-    table = _BMP_TABLES.get(kind)
-    if table is None:
-        test = getattr(str, kind)
-        table = _BMP_TABLES[kind] = np.fromiter(
-            (test(chr(code)) for code in range(0x10000)), dtype=bool, count=0x10000
-        )
-    return table
+def _per_distinct(
+    values: np.ndarray, compute: Callable[[list[int]], Sequence[Any]], dtype: Any
+) -> np.ndarray:
+    """``compute`` of each of ``values`` (code points), called once per distinct value.
+
+    ``compute`` takes the distinct code points (a sorted list) and returns their results.
+    """
+    distinct, inverse = _inverse(values)
+    mapped: np.ndarray = np.asarray(compute(distinct), dtype=dtype)[inverse]
+    return mapped
 
 
-def _char_class(text: str, codes: np.ndarray, kind: str) -> np.ndarray:
-    """``getattr(c, kind)()`` for each character ``c`` of ``text`` (``codes`` its code points).
+def _char_class(codes: np.ndarray, kind: str) -> np.ndarray:
+    """``getattr(c, kind)()`` for each character ``c`` whose code point is in ``codes``.
 
-    ASCII by arithmetic over the whole array; other characters (few in most texts) by table.
+    ASCII by arithmetic over the whole array; other characters (few in most texts) by the
+    ``str`` method, once per distinct character.
     """
     if kind == "isalnum":
         result = (codes - 97) < 26  # wraps below 'a'
@@ -322,11 +338,115 @@ def _char_class(text: str, codes: np.ndarray, kind: str) -> np.ndarray:
     if codes.dtype != np.uint8:
         other = np.flatnonzero(codes > 127)
         if other.size:
-            result[other] = _char_table(kind).take(codes[other], mode="clip")
-            if codes.dtype == np.uint32:
-                for position in other[codes[other] > 0xFFFF].tolist():  # astral: rare
-                    result[position] = getattr(text[position], kind)()
+            test = getattr(str, kind)
+            result[other] = _per_distinct(
+                codes[other], lambda points: [test(chr(p)) for p in points], bool
+            )
     return result
+
+
+_BOUNDARY = bytes(0 if chr(byte).isalnum() else 1 for byte in range(256))
+"""For ``bytes.translate``: 1 for an ASCII byte that is not alphanumeric (and NUL), else 0."""
+
+
+@dataclass(slots=True)
+class _Text:
+    """A text's code points in three arrays of the same layout: one pad before, two after.
+
+    ``source`` holds the text's code points, ``lowered`` those of the text lowered (same
+    length; pads 0), ``boundary`` whether each lowered character is not alphanumeric (pads:
+    True). Index ``i + 1`` is the text's character ``i``. ``special``: see :func:`_joined`.
+    """
+
+    source: np.ndarray
+    lowered: np.ndarray
+    boundary: np.ndarray
+    special: np.ndarray  # offsets (in the text) of characters lowered by context or into several
+
+
+def _encoded(texts: Sequence[str]) -> tuple[list[tuple[bytes, Any]], Any]:
+    """Each text encoded in the narrowest fixed-width form, and the widest dtype needed."""
+    encoded: list[tuple[bytes, Any]] = []
+    widest: Any = np.uint8
+    for text in texts:
+        if text.isascii():
+            encoded.append((text.encode("ascii"), np.uint8))
+            continue
+        wide = text.encode("utf-16-le")
+        if len(wide) == 2 * len(text):  # no surrogate pairs: one unit per character
+            encoded.append((wide, np.uint16))
+            widest = np.uint32 if widest is np.uint32 else np.uint16
+        else:
+            encoded.append((text.encode("utf-32-le"), np.uint32))
+            widest = np.uint32
+    return encoded, widest
+
+
+def _joined(texts: Sequence[str]) -> _Text:
+    """The texts joined by blank lines, encoded text by text (no joined string is built).
+
+    Every character is lowered on its own: ASCII by ``bytes.lower`` or arithmetic, the others
+    by ``str.lower`` once per distinct character. That is ``str.lower`` on the whole except
+    where a character lowers by context (capital sigma: final or not) or into more than one
+    character ("İ"): their offsets are returned, sorted, for the caller to lower the texts
+    holding them with their context.
+    """
+    encoded, widest = _encoded(texts)
+    if widest is np.uint8:  # ASCII: lowered and classified by bytes methods, no temporaries
+        parts = [data for data, _ in encoded] or [b""]
+        parts[0] = b"\0" + parts[0]
+        parts[-1] += b"\0\0"
+        data = b"\n\n".join(parts)
+        return _Text(
+            np.frombuffer(data, dtype=np.uint8),
+            np.frombuffer(data.lower(), dtype=np.uint8),
+            np.frombuffer(data.translate(_BOUNDARY), dtype=bool),
+            np.zeros(0, dtype=np.int64),
+        )
+    size = sum(len(text) for text in texts) + 2 * max(len(texts) - 1, 0)
+    source = np.empty(size + 3, dtype=widest)
+    source[0] = source[-2] = source[-1] = 0
+    offset = 1
+    for data, kind in encoded:
+        if offset > 1:
+            source[offset - 2 : offset] = ord("\n")
+        values = np.frombuffer(data, dtype=kind)
+        source[offset : offset + values.size] = values
+        offset += values.size + 2
+    scratch = np.subtract(source, 65)
+    flags = np.less(scratch, 26)  # upper case ASCII (wraps below 'A')
+    lowered = np.multiply(flags, widest(32), dtype=widest)
+    lowered += source
+    boundary = np.subtract(lowered, 97, out=scratch) < 26
+    boundary |= np.less(np.subtract(lowered, 48, out=scratch), 10, out=flags)
+    np.logical_not(boundary, out=boundary)
+    other = np.flatnonzero(np.greater(source, 127, out=flags))
+    special = np.zeros(0, dtype=np.int64)
+    if other.size:
+        values = source[other]
+        distinct, inverse = _inverse(values)
+        lowers = [chr(point).lower() for point in distinct]
+        lowered[other] = np.array(
+            [
+                ord(low) if len(low) == 1 else point
+                for point, low in zip(distinct, lowers, strict=True)
+            ],
+            dtype=widest,
+        )[inverse]
+        boundary[other] = np.array([not low.isalnum() for low in lowers], dtype=bool)[inverse]
+        by_context = [len(low) != 1 or p == 0x3A3 for p, low in zip(distinct, lowers, strict=True)]
+        if any(by_context):
+            special = other[np.array(by_context, dtype=bool)[inverse]] - 1
+    return _Text(source, lowered, boundary, special)
+
+
+def _padded(codes: np.ndarray) -> _Text:
+    """A :class:`_Text` for lowered code points (its source is the same)."""
+    lowered = np.zeros(codes.size + 3, dtype=codes.dtype)
+    lowered[1:-2] = codes
+    boundary = np.ones(codes.size + 3, dtype=bool)
+    boundary[1:-2] = ~_char_class(codes, "isalnum")
+    return _Text(lowered, lowered, boundary, np.zeros(0, dtype=np.int64))
 
 
 def _distinct(values: np.ndarray, *, is_sorted: bool = False) -> np.ndarray:
@@ -340,23 +460,9 @@ def _distinct(values: np.ndarray, *, is_sorted: bool = False) -> np.ndarray:
     return ordered[keep]
 
 
-def _sentence_starts(text: str, codes: np.ndarray | None = None) -> np.ndarray:
-    """Offsets where sentences start.
-
-    After ``.``, ``!`` or ``?`` (and a closing quote or bracket) followed by white space, and
-    after each newline. Vectorised over the text's code points, so offsets are character
-    offsets: the marks are found in one pass, their neighbours checked on the marks only.
-    """
-    if codes is None:
-        codes = _codes(text)
+def _starts(codes: np.ndarray, marks: np.ndarray, newlines: np.ndarray) -> np.ndarray:
+    """Sentence starts given the offsets of the marks (below the last) and of the newlines."""
     size = codes.size
-    if size < 2:
-        return np.zeros(1, dtype=np.int64)
-    is_mark = codes == ord(".")
-    is_mark |= codes == ord("!")
-    is_mark |= codes == ord("?")
-    marks = np.flatnonzero(is_mark[:-1])
-    newlines = np.flatnonzero(codes == ord("\n")) + 1
 
     def member(values: np.ndarray, chars: str) -> np.ndarray:
         found = np.zeros(values.size, dtype=bool)
@@ -368,17 +474,34 @@ def _sentence_starts(text: str, codes: np.ndarray | None = None) -> np.ndarray:
     spaced = marks[member(after, " \n\t\r")] + 1
     closed = marks[(marks < size - 2) & member(after, "\"')]")]
     closed = closed[member(codes[closed + 2], " \n\t\r")] + 2  # '."' or '.)' then a space
-    return _distinct(np.concatenate(([0], spaced, closed, newlines)).astype(np.int64))
+    return _distinct(np.concatenate(([0], spaced, closed, newlines + 1)).astype(np.int64))
+
+
+def _sentence_starts(text: str) -> np.ndarray:
+    """Offsets where sentences start.
+
+    After ``.``, ``!`` or ``?`` (and a closing quote or bracket) followed by white space, and
+    after each newline. Vectorised over the text's code points, so offsets are character
+    offsets: the marks are found in one pass, their neighbours checked on the marks only.
+    """
+    codes = _codes(text)
+    if codes.size < 2:
+        return np.zeros(1, dtype=np.int64)
+    is_mark = codes == ord(".")
+    is_mark |= codes == ord("!")
+    is_mark |= codes == ord("?")
+    return _starts(codes, np.flatnonzero(is_mark[:-1]), np.flatnonzero(codes == ord("\n")))
 
 
 class _Index:
     """The facts joined and lowered; passages are their sentences.
 
     A token's occurrences are found with numpy over the text's code points: the word starts
-    (after a character that is not alphanumeric) are computed once, grouped by their first
-    character on demand, then narrowed character by character; they are mapped to passages
-    with ``numpy.searchsorted``. Cost follows the claim's tokens and their occurrences, never a
-    tokenisation of every passage.
+    (after a character that is not alphanumeric) are computed once with their first two
+    characters; those of a token's first two are found in one scan (one for all the answer's
+    tokens: :meth:`prepare`), then narrowed character by character; they are mapped to
+    passages with ``numpy.searchsorted``. Cost follows the claim's tokens and their
+    occurrences, never a tokenisation of every passage.
     """
 
     def __init__(self, facts: Sequence[Fact]) -> None:
@@ -388,39 +511,95 @@ class _Index:
             self.fact_starts.append(offset)
             offset += len(fact.text) + 2
         self.fact_offsets = np.array(self.fact_starts, dtype=np.int64)
-        self.original = "\n\n".join(fact.text for fact in facts)
-        # Lowering fact by fact is lowering the whole (the separators are not cased, so Greek
-        # final sigma sees the same context) and keeps ASCII facts on CPython's fast path.
-        lowered = "\n\n".join(fact.text.lower() for fact in facts)
+        self._texts = [fact.text for fact in facts]
+        self._original: str | None = None
+        self._text: str | None = None
+        # The facts' code points, lowered per character without building a string (equal to
+        # lower() on the joined text: the tests compare them).
+        text = _joined(self._texts)
+        size = text.source.size - 3
+        # Characters lowered by context or into several: lower() on the fact holding them (the
+        # separators are not cased, so it sees the context it sees in the whole).
+        # Every other character of such a fact lowers as it does alone: only those change.
+        facts_hit = np.searchsorted(self.fact_offsets, text.special, "right") - 1
+        numbers = _distinct(facts_hit, is_sorted=True).tolist()
+        bounds = np.searchsorted(facts_hit, numbers + [len(facts)]).tolist()
+        patched = []
+        for number, low, high in zip(numbers, bounds, bounds[1:], strict=False):
+            fact = self._texts[number]
+            lowered = fact.lower()
+            if len(lowered) != len(fact):  # offsets move: lower() on every fact
+                self._text = "\n\n".join(fact.lower() for fact in self._texts)
+                text = _padded(_codes(self._text))
+                break
+            patched.append(_codes(lowered)[text.special[low:high] - self.fact_starts[number]])
+        else:
+            if patched:
+                codes = np.concatenate(patched)
+                text.lowered[text.special + 1] = codes
+                text.boundary[text.special + 1] = ~_char_class(codes, "isalnum")
         # lower() keeps offsets for nearly every text; where it does not, case checks are off.
-        self.case_aligned = len(lowered) == len(self.original)
-        self.text = lowered
-        self.codes = _codes(lowered)
-        self.starts = _sentence_starts(lowered, self.codes)
+        self.case_aligned = text.lowered.size - 3 == size
+        self._lowered, self._boundary = text.lowered, text.boundary
+        self.source = text.source[1:-2]
+        self.codes = text.lowered[1:-2]
         size = self.codes.size
-        alnum = _char_class(lowered, self.codes, "isalnum")
-        # Padded so the checks after a match never index out of range (padding: not alnum).
-        self.alnum = np.concatenate((alnum, np.zeros(2, dtype=bool)))
-        word_start = np.empty(size, dtype=bool)
-        if size:
-            word_start[0] = True
-            np.logical_not(alnum[:-1], out=word_start[1:])
-        word_starts = np.flatnonzero(word_start)
-        # Word starts grouped by their first character (a stable sort keeps each group's
-        # offsets ascending); a group is a slice, found by binary search.
-        first = self.codes[word_starts]
-        order = np.argsort(first, kind="stable")
-        self._grouped = word_starts[order]
-        self._group_first = first[order]
-        self._lower: np.ndarray | None = None
+        # Word starts: offset 0 and every offset after a character that is not alphanumeric
+        # (the boundary array is one ahead: its entry i is the character before offset i).
+        self._word_starts = np.flatnonzero(self._boundary[:size])
+        # The character before each word start (but the first) is not alphanumeric: the marks
+        # and newlines are among those.
+        later = self._word_starts[1:]
+        before = self._lowered[later]
+        is_mark = before == ord(".")
+        is_mark |= before == ord("!")
+        is_mark |= before == ord("?")
+        newlines = later[before == ord("\n")] - 1
+        if self.codes[-1:].tolist() == [ord("\n")]:
+            newlines = np.append(newlines, size - 1)
+        self.starts = (
+            _starts(self.codes, later[is_mark] - 1, newlines)
+            if size >= 2
+            else np.zeros(1, dtype=np.int64)
+        )
+        # Each word start's first two characters (their low bytes; 0 past the end), for the
+        # word starts of a two-letter prefix in one scan. Where the text has characters past
+        # 0xFF, low bytes can coincide: the first two characters are then compared in full.
+        first = self._lowered[1:][self._word_starts]
+        second = self._lowered[2:][self._word_starts]
+        self._folded = self.codes.dtype != np.uint8 and bool(self.codes.max(initial=0) > 0xFF)
+        if self.codes.dtype != np.uint8:
+            first, second = first & 0xFF, second & 0xFF
+        self._pairs = np.left_shift(second, 8, dtype=np.uint16)
+        self._pairs |= first
+        self._limit = 0xFF if self.codes.dtype == np.uint8 else 0xFFFFFFFF  # searchable points
+        self._groups: dict[int, np.ndarray] = {}
+        self._found: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._cache: dict[tuple[str, bool, bool], np.ndarray] = {}
+
+    @property
+    def text(self) -> str:
+        """The facts joined and lowered (what ``codes`` holds), built on demand."""
+        if self._text is None:
+            self._text = _decoded(self.codes)
+        return self._text
+
+    @property
+    def original(self) -> str:
+        """The facts joined, built on demand."""
+        if self._original is None:
+            self._original = "\n\n".join(self._texts)
+        return self._original
 
     def fact_of(self, passage: int) -> int:
         return bisect.bisect_right(self.fact_starts, int(self.starts[passage])) - 1
 
     def passage_text(self, passage: int) -> str:
-        stop = int(self.starts[passage + 1]) if passage + 1 < len(self.starts) else len(self.text)
-        return self.original[int(self.starts[passage]) : stop]
+        start = int(self.starts[passage])
+        stop = int(self.starts[passage + 1]) if passage + 1 < len(self.starts) else self.codes.size
+        if self.case_aligned:  # offsets are the original's: decode its code points
+            return _decoded(self.source[start:stop])
+        return self.original[start:stop]
 
     @staticmethod
     def _keys(token: _Token) -> list[str]:
@@ -429,34 +608,87 @@ class _Index:
             keys.append(f"{int(token.key):,}")  # 1500 also as 1,500
         return keys
 
-    def _starting_with(self, code: int) -> np.ndarray:
-        low, high = np.searchsorted(self._group_first, [code, code + 1])
-        return self._grouped[low:high]
+    def _prefix(self, points: list[int]) -> tuple[int, int]:
+        """The first two characters' low bytes as a pair value, and the mask to compare with."""
+        if len(points) == 1:
+            return points[0] & 0xFF, 0xFF
+        return (points[0] & 0xFF) | (points[1] & 0xFF) << 8, 0xFFFF
+
+    def _starting_with(self, points: list[int]) -> np.ndarray:
+        """Sorted offsets of the word starts whose first two characters' low bytes match."""
+        want, mask = self._prefix(points)
+        group = self._groups.get(want | mask << 16)
+        if group is None:
+            pairs = self._pairs if mask == 0xFFFF else self._pairs & mask
+            group = self._word_starts[np.flatnonzero(pairs == want)]
+            self._groups[want | mask << 16] = group
+        return group
+
+    def prepare(self, tokens: Sequence[_Token]) -> None:
+        """Find the word starts of all the tokens' two-letter prefixes in one scan."""
+        wanted = set()
+        for token in tokens:
+            for key in self._keys(token):
+                points = [ord(char) for char in key]
+                if len(points) > 1 and max(points) <= self._limit:
+                    want, mask = self._prefix(points)
+                    if want | mask << 16 not in self._groups:
+                        wanted.add(want)
+        if len(wanted) < 2:  # one scan either way
+            return
+        values = np.array(sorted(wanted), dtype=np.uint16)
+        table = np.zeros(0x10000, dtype=bool)
+        table[values] = True
+        hits = np.flatnonzero(table[self._pairs])
+        found = self._pairs[hits]
+        order = np.argsort(found, kind="stable")  # each prefix's word starts stay ascending
+        found, positions = found[order], self._word_starts[hits[order]]
+        lows = np.searchsorted(found, values, side="left").tolist()
+        highs = np.searchsorted(found, values, side="right").tolist()
+        for want, low, high in zip(values.tolist(), lows, highs, strict=True):
+            self._groups[want | 0xFFFF << 16] = positions[low:high]
 
     def _occurrences(self, key: str) -> np.ndarray:
         """Sorted offsets where ``key`` occurs at a word start."""
         codes, size = self.codes, self.codes.size
-        limit = 0xFF if codes.dtype == np.uint8 else 0xFFFFFFFF
         points = [ord(char) for char in key]
-        if not points or max(points) > limit:
+        if not points or max(points) > self._limit:
             return np.zeros(0, dtype=np.int64)
-        found = self._starting_with(points[0])
+        found = self._starting_with(points)
         found = found[found <= size - len(points)]
-        for step, point in enumerate(points[1:], start=1):
+        for step, point in enumerate(points):
             if not found.size:
                 break
-            found = found[codes[found + step] == point]
+            if step >= 2 or self._folded:
+                found = found[codes[found + step] == point]
         return found
 
     def _written_lower(self, positions: np.ndarray) -> np.ndarray:
-        """Whether the original character at each position is lower case."""
-        if self._lower is None and positions.size < 5_000:  # cheaper than the whole text
-            original = self.original
-            return np.array([original[p].islower() for p in positions.tolist()], dtype=bool)
-        if self._lower is None:
-            self._lower = _char_class(self.original, _codes(self.original), "islower")
-        lower: np.ndarray = self._lower[positions]
-        return lower
+        """Whether the original character at each position is lower case (offsets aligned)."""
+        return _char_class(self.source[positions], "islower")
+
+    def _matches(self, token: _Token) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted offsets where the token starts a word, and the passage of each.
+
+        Names and numbers must also end the word there (or add an "s").
+        """
+        cache_key = (token.key, token.critical)
+        cached = self._found.get(cache_key)
+        if cached is not None:
+            return cached
+        boundary, lowered = self._boundary[1:], self._lowered[1:]
+        parts = []
+        for key in self._keys(token):
+            found = self._occurrences(key)
+            if token.critical and found.size:
+                after = found + len(key)  # padded: past the end reads as a boundary, code 0
+                ends = boundary[after] | ((lowered[after] == ord("s")) & boundary[after + 1])
+                found = found[ends]
+            parts.append(found)
+        positions = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+        passages = np.searchsorted(self.starts, positions, side="right") - 1
+        self._found[cache_key] = positions, passages
+        return positions, passages
 
     def passages_with(self, token: _Token, *, lowercase: bool = False) -> np.ndarray:
         """Sorted passage numbers where the token starts a word.
@@ -469,29 +701,12 @@ class _Index:
         cached = self._cache.get(cache_key)
         if cached is not None:
             return cached
-        alnum = self.alnum
-        parts = []
-        for key in self._keys(token):
-            found = self._occurrences(key)
-            if token.critical and found.size:
-                after = found + len(key)  # alnum is padded: past the end reads as a boundary
-                ends = ~alnum[after] | ((self._code_at(after) == ord("s")) & ~alnum[after + 1])
-                found = found[ends]
-            if lowercase and self.case_aligned and found.size:
-                found = found[self._written_lower(found)]
-            parts.append(found)
-        positions = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
-        passages = np.searchsorted(self.starts, positions, side="right") - 1
+        positions, passages = self._matches(token)
+        if lowercase and self.case_aligned and positions.size:
+            passages = passages[self._written_lower(positions)]
         found = _distinct(passages, is_sorted=True)  # positions are sorted, so are passages
         self._cache[cache_key] = found
         return found
-
-    def _code_at(self, positions: np.ndarray) -> np.ndarray:
-        """Code points at ``positions`` (0 past the end)."""
-        inside = positions < self.codes.size
-        result = np.zeros(positions.size, dtype=np.int64)
-        result[inside] = self.codes[positions[inside]]
-        return result
 
     def masks(self, tokens: Sequence[_Token], *, lowercase: bool = False) -> dict[int, int]:
         """``{passage: bitmask of the tokens it contains}``."""
@@ -649,9 +864,12 @@ def _offline(
     claims: list[Claim] = []
     grounded = contradicted = required = 0
     cited: set[int] = set()
-    for text, start, end in split_claims(answer):
+    sentences = [
+        (text, start, end, _claim_tokens(text)) for text, start, end in split_claims(answer)
+    ]
+    index.prepare([token for *_, tokens in sentences for token in tokens])
+    for text, start, end, tokens in sentences:
         claim = Claim(text, start, end)
-        tokens = _claim_tokens(text)
         claims.append(claim)
         if not _needs_check(tokens):
             claim.grounding_check_required = False
