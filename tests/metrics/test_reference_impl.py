@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_core import to_json
+from rapidfuzz.distance import Levenshtein
 
 from turneval import MultiTurnSample, ToolCall
 from turneval.metrics import (
+    NonLLMStringSimilarity,
     ToolCallAccuracy,
     ToolCallF1,
     TrajectoryAnyOrderMatch,
@@ -23,7 +26,10 @@ from turneval.metrics import (
     TrajectoryInOrderMatch,
     TrajectoryPrecision,
     TrajectoryRecall,
+    TrajectorySingleToolUse,
+    _float_path,
 )
+from turneval.metrics._float_path import args_text, same_text
 from turneval.metrics.base import MultiTurnMetric
 
 _GENERATE = Path(__file__).resolve().parents[2] / "benchmarks" / "generate.py"
@@ -81,8 +87,19 @@ def matched(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
     return count
 
 
-def reference_accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict: bool) -> float:
-    """ragas 0.4.3's ToolCallAccuracy with exact string comparison of str(value)."""
+def exact_str(reference: str, prediction: str) -> float:
+    return 1.0 if reference == prediction else 0.0
+
+
+def levenshtein(reference: str, prediction: str) -> float:
+    """ragas' NonLLMStringSimilarity (Levenshtein): 1 - normalised distance."""
+    return 1 - float(Levenshtein.normalized_distance(reference, prediction))
+
+
+def reference_accuracy(
+    predicted: list[ToolCall], reference: list[ToolCall], strict: bool, compare: Any = exact_str
+) -> float:
+    """ragas 0.4.3's ToolCallAccuracy: ``compare(str(ref), str(pred))`` per reference arg."""
     if not predicted and not reference:
         return 1.0
     if not predicted or not reference:
@@ -98,17 +115,17 @@ def reference_accuracy(predicted: list[ToolCall], reference: list[ToolCall], str
         predicted, reference = sorted(predicted, key=key), sorted(reference, key=key)
     if [c.name for c in predicted] != [c.name for c in reference]:
         return 0.0
-    pair_scores = []
+    total = 0.0  # summed one by one, as ragas does (sum() of floats may round differently)
     for pred, ref in zip(predicted, reference, strict=True):
         if not ref.args:
-            pair_scores.append(0.0 if pred.args else 1.0)
+            total += 0.0 if pred.args else 1.0
             continue
-        equal = [
-            1.0 if name in pred.args and str(pred.args[name]) == str(value) else 0.0
-            for name, value in ref.args.items()
-        ]
-        pair_scores.append(sum(equal) / len(ref.args))
-    return sum(pair_scores) / len(pair_scores)
+        score = 0.0
+        for name, value in ref.args.items():
+            if name in pred.args:
+                score += compare(str(value), str(pred.args[name]))
+        total += score / len(ref.args)
+    return total / len(reference)
 
 
 def reference_f1(predicted: list[ToolCall], reference: list[ToolCall]) -> float:
@@ -153,9 +170,26 @@ def reference_recall(predicted: list[ToolCall], reference: list[ToolCall]) -> fl
     return matched(predicted, reference) / len(reference) if reference else 1.0
 
 
+def reference_single_tool(predicted: list[ToolCall], tool_name: str) -> float:
+    return 1.0 if any(call.name == tool_name for call in predicted) else 0.0
+
+
 CASES: list[tuple[MultiTurnMetric, Any]] = [
     (ToolCallAccuracy(), lambda p, r: reference_accuracy(p, r, strict=True)),
     (ToolCallAccuracy(strict_order=False), lambda p, r: reference_accuracy(p, r, strict=False)),
+    (
+        ToolCallAccuracy(arg_comparison_metric=NonLLMStringSimilarity()),
+        lambda p, r: reference_accuracy(p, r, strict=True, compare=levenshtein),
+    ),
+    (
+        ToolCallAccuracy(arg_comparison_metric=NonLLMStringSimilarity(), strict_order=False),
+        lambda p, r: reference_accuracy(p, r, strict=False, compare=levenshtein),
+    ),
+    (
+        TrajectorySingleToolUse(tool_name="set_temperature"),
+        lambda p, r: reference_single_tool(p, "set_temperature"),
+    ),
+    (TrajectorySingleToolUse(tool_name="f"), lambda p, r: reference_single_tool(p, "f")),
     (ToolCallF1(), reference_f1),
     (TrajectoryExactMatch(), reference_exact),
     (TrajectoryInOrderMatch(), reference_in_order),
@@ -190,7 +224,15 @@ async def test_metrics_equal_their_reference_on_generated_samples(shape: str) ->
     assert differences == []
 
 
-async def test_edge_cases_equal_their_reference() -> None:
+@pytest.fixture(params=["orjson", "pydantic"])
+def json_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The float path with orjson (the ``fast`` extra) and with pydantic's writer alone."""
+    if request.param == "pydantic":
+        monkeypatch.setattr(_float_path, "_dumps", to_json)
+    return str(request.param)
+
+
+async def test_edge_cases_equal_their_reference(json_writer: str) -> None:
     """Hand-made pairs the generator rarely produces: types that Python conflates."""
     pairs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [
         ([{"x": True}], [{"x": 1}]),
@@ -199,6 +241,37 @@ async def test_edge_cases_equal_their_reference() -> None:
         ([{"x": 1}, {"x": 1}], [{"x": 1.0}]),
         ([{}, {"x": 0}], [{"x": False}, {}]),
         ([{"y": 2, "x": 1}], [{"x": 1, "y": 2}]),
+        # the float path's shortcuts: same-typed values, str() across types, JSON texts
+        ([{"x": -0.0}], [{"x": 0.0}]),
+        ([{"x": 0.0}, {"x": 0}], [{"x": False}, {"x": 0.0}]),
+        ([{"x": "1"}], [{"x": 1}]),
+        ([{"x": "True", "y": "None"}], [{"x": True, "y": None}]),
+        ([{"x": None}], [{"x": None}]),
+        ([{"x": "null"}], [{"x": None}]),
+        ([{"x": [1, "2"]}], [{"x": "[1, '2']"}]),
+        ([{"x": {"a": 1}}], [{"x": "{'a': 1}"}]),
+        ([{"x": [1, 2.5, {"b": [None, True]}]}], [{"x": [1.0, 2.5, {"b": [None, 1]}]}]),
+        ([{"x": {"é": "ü\u2028", "z": [{}]}}], [{"x": {"z": [{}], "é": "ü\u2028"}}]),
+        ([{"x": {"é": "ü\u2028", "z": [{}]}}], [{"x": {"é": "ü\u2028", "z": [{}]}}]),
+        ([{"x": 2**70, "y": -(2**64)}], [{"x": 2**70, "y": -(2**64)}]),
+        ([{"x": 2**70}], [{"x": float(2**70)}]),
+        ([{"x": float("inf")}], [{"x": float("inf")}]),
+        ([{"x": float("inf")}], [{"x": None}]),
+        ([{"x": float("-inf")}], [{"x": float("inf")}]),
+        ([{"x": 1e16}, {"x": 1e-7}], [{"x": 10**16}, {"x": 1e-07}]),
+        ([{}, {}, {"x": 1}], [{}, {"x": 1.0}, {}]),
+        ([{"x": 1}, {"x": 1}, {"x": 1}], [{"x": 1}, {"x": 1.0}]),
+        ([{"x": [{"b": 1, "a": 2}]}, {"x": [{"a": 2, "b": 1}]}], [{"x": [{"a": 2, "b": 1}]}] * 2),
+        ([{"x": {"k": [1]}, "y": 1}, {"x": {"k": [0]}, "y": 1}], [{"x": {"k": [0]}, "y": 1}] * 2),
+        ([{"x": 2**70}, {"x": 1}, {"x": 2}], [{"x": 1.0}, {"x": 2**70}]),
+        # three args or more, equal in Python: whole-dict JSON texts first
+        ([{"a": 1, "b": [2], "c": {"d": None}}], [{"a": 1, "b": [2], "c": {"d": None}}]),
+        ([{"a": 1, "b": [2], "c": {"d": None}}], [{"a": 1.0, "b": [2], "c": {"d": None}}]),
+        ([{"a": 1, "b": [2], "c": {"d": None}}], [{"c": {"d": None}, "b": [2], "a": 1}]),
+        ([{"a": 1, "b": [True], "c": {"d": -0.0}}], [{"a": 1, "b": [1], "c": {"d": 0.0}}]),
+        ([{"a": 2**70, "b": "x", "c": "y"}], [{"a": 2**70, "b": "x", "c": "y"}]),
+        ([{"a": float("nan"), "b": "x", "c": "y"}], [{"a": None, "b": "x", "c": "y"}]),
+        ([{"x": float("inf")}, {"y": None}, {"y": 0}], [{"y": None}, {"x": float("inf")}]),
     ]
     for predicted_args, reference_args in pairs:
         predicted = [ToolCall(name="f", args=args) for args in predicted_args]
@@ -211,3 +284,154 @@ async def test_edge_cases_equal_their_reference() -> None:
             want = expected(predicted, reference)
             assert await metric.multi_turn_ascore(sample) == want, (metric.name, predicted_args)
             assert (await metric.ascore(sample)).value == want, (metric.name, predicted_args)
+
+
+async def test_nan_takes_the_same_value_on_both_paths(json_writer: str) -> None:
+    """NaN is no JSON value: both paths keep their common rule (equal JSON texts are equal)."""
+    nan = float("nan")
+    pairs = [({"x": nan}, {"x": nan}), ({"x": nan}, {"x": None}), ({"x": [nan]}, {"x": [None]})]
+    for predicted_args, reference_args in pairs:
+        sample = MultiTurnSample(
+            user_input=[
+                {"type": "ai", "content": "", "tool_calls": [{"name": "f", "args": predicted_args}]}
+            ],
+            reference_tool_calls=[ToolCall(name="f", args=reference_args)],
+        )
+        for metric, _ in CASES:
+            fast = await metric.multi_turn_ascore(sample)
+            assert fast == (await metric.ascore(sample)).value, (metric.name, predicted_args)
+    # ToolCallAccuracy compares str(): "nan" equals "nan", not "None"
+    same = MultiTurnSample(
+        user_input=[
+            {"type": "ai", "content": "", "tool_calls": [{"name": "f", "args": {"x": nan}}]}
+        ],
+        reference_tool_calls=[ToolCall(name="f", args={"x": nan})],
+    )
+    assert await ToolCallAccuracy().multi_turn_ascore(same) == 1.0
+
+
+def _many_calls(count: int, offset: int) -> list[ToolCall]:
+    """Calls whose args repeat and differ in the ways JSON equality cares about."""
+    values: list[Any] = [1, 1.0, True, "1", {"a": 1, "b": 2}, {"b": 2, "a": 1.0}, [1, None]]
+    return [
+        ToolCall(name=f"t{(index + offset) % 3}", args={"v": values[(index * 5 + offset) % 7]})
+        for index in range(count)
+    ]
+
+
+async def test_long_call_lists_take_the_counting_path(json_writer: str) -> None:
+    """Over 64 calls a side, matching counts texts and keys in dicts: same values."""
+    many = [
+        (_many_calls(n_pred, offset), _many_calls(n_ref, 0))
+        for n_pred, n_ref, offset in [(70, 66, 0), (66, 70, 1), (90, 3, 2), (3, 90, 4)]
+    ]
+    many.append(
+        ([ToolCall(name="f", args={"v": 1})] * 70, [ToolCall(name="f", args={"v": 1.0})] * 66)
+    )
+    for predicted, reference in many:
+        n_pred, n_ref = len(predicted), len(reference)
+        sample = MultiTurnSample(
+            user_input=[{"type": "ai", "content": "", "tool_calls": predicted}],
+            reference_tool_calls=reference,
+        )
+        for metric, expected in CASES:
+            want = expected(predicted, reference)
+            assert await metric.multi_turn_ascore(sample) == want, (metric.name, n_pred, n_ref)
+            assert (await metric.ascore(sample)).value == want, (metric.name, n_pred, n_ref)
+
+
+_VALUES: list[Any] = [
+    1, 1.0, True, False, 0, 0.0, -0.0, None, float("nan"), float("inf"), float("-inf"),
+    "1", "True", "nan", "null", "", "é", "\u2028", "\ud800", 2**70, -(2**64), 1e16, 10**16,
+    [1, 2], [1.0, 2], [True], [None], ["null"], [float("nan")], {"a": 1, "b": 2},
+    {"b": 2, "a": 1}, {"a": 1.0, "b": 2}, {"a": [1, {"c": None}]}, {"a": [1, {"c": -0.0}]},
+    {"a": [1, {"c": 0.0}]}, {"a": "\ud800"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("left", _VALUES, ids=repr)
+def test_same_text_is_str_equality(left: Any, json_writer: str) -> None:
+    """The shortcut ToolCallAccuracy takes is ``str(a) == str(b)`` on every pair of values."""
+    copies = [_copy(value) for value in _VALUES]  # equal values that are other objects
+    for right in [*_VALUES, *copies]:
+        assert same_text(left, right) == (str(left) == str(right)), (left, right)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    if isinstance(value, float):
+        return float(repr(value))
+    if isinstance(value, str):
+        return "".join(list(value))
+    return value
+
+
+def test_args_text_has_the_equality_classes_of_pydantic_json(json_writer: str) -> None:
+    """Call texts are equal exactly when pydantic's ``to_json`` texts are (NaN is not null)."""
+
+    def text(make: Any, value: Any) -> Any:
+        try:
+            return make({"x": value})
+        except ValueError as error:  # a lone surrogate: both refuse it
+            return type(error)
+
+    values = [value for value in _VALUES + [_copy(v) for v in _VALUES]]
+    for left in values:
+        for right in values:
+            ours = text(args_text, left) == text(args_text, right)
+            assert ours == (text(to_json, left) == text(to_json, right)), (left, right)
+
+
+def test_unordered_sort_key_orders_as_ragas_key() -> None:
+    """Nested values in the unordered sort key are compared by their str() only when needed."""
+
+    def ragas_key(call: ToolCall) -> tuple[str, ...]:
+        return (call.name, *(part for n in sorted(call.args) for part in (n, str(call.args[n]))))
+
+    values: list[Any] = [{"k": [1]}, {"k": [0]}, "{'k': [0]}", [1], "[1]", 1, "1", True, None, {}]
+    calls = [
+        ToolCall(name=name, args={"a": first, "b": second})
+        for name in ("f", "g")
+        for first in values
+        for second in values[::3]
+    ]
+    calls += [ToolCall(name="f", args={"a": value}) for value in values]
+    for shift in (0, 7, 19):
+        shuffled = calls[shift:] + calls[:shift]
+        ours = sorted(shuffled, key=_float_path._sort_key)
+        assert [id(call) for call in ours] == [id(c) for c in sorted(shuffled, key=ragas_key)]
+    deferred = [_float_path._Deferred((value,)) for value in values]
+    texts = [str(value) for value in values]
+    for left, left_text in zip(deferred, texts, strict=True):
+        for right, right_text in zip([*deferred, *texts], texts * 2, strict=True):
+            assert (left == right) == (left_text == right_text)
+            assert (left != right) == (left_text != right_text)
+            assert (left < right) == (left_text < right_text)
+            assert (left <= right) == (left_text <= right_text)
+            assert (left > right) == (left_text > right_text)
+            assert (left >= right) == (left_text >= right_text)
+
+
+async def test_timeout_takes_the_awaited_path_with_the_same_value() -> None:
+    sample = MultiTurnSample(
+        user_input=[{"type": "ai", "content": "", "tool_calls": [{"name": "f", "args": {"x": 1}}]}],
+        reference_tool_calls=[ToolCall(name="f", args={"x": 1.0})],
+    )
+    for metric, expected in CASES:
+        want = expected(sample.tool_calls, sample.reference_tool_calls)
+        assert await metric.multi_turn_ascore(sample, timeout=5.0) == want, metric.name
+
+
+async def test_accuracy_scores_strings_json_writers_refuse(json_writer: str) -> None:
+    """A lone surrogate has a str() but no JSON text: accuracy still compares str()."""
+    args = {"a": "\ud800", "b": [1], "c": {"d": "\ud800"}}
+    sample = MultiTurnSample(
+        user_input=[{"type": "ai", "content": "", "tool_calls": [{"name": "f", "args": args}]}],
+        reference_tool_calls=[ToolCall(name="f", args=dict(args))],
+    )
+    for metric in (ToolCallAccuracy(), ToolCallAccuracy(strict_order=False)):
+        assert await metric.multi_turn_ascore(sample) == 1.0
+        assert (await metric.ascore(sample)).value == 1.0

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from abc import ABC
+from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
 from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
+from turneval.metrics._float_path import Kernel
 from turneval.metrics._matching import CallComparison, Pair, json_comparison, scored_comparison
 from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
@@ -84,12 +85,16 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         """Whether calls compare by JSON-value equality alone (no comparator, no rules)."""
         return self._comparator is None and self._rule_book is None
 
-    @abstractmethod
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        """The value under JSON-value equality, without the records an explanation needs."""
+    _float_value: ClassVar[Kernel | None] = None
+    """The metric's value under JSON-value equality (a :mod:`._float_path` function), if any."""
+
+    @cached_property
+    def _kernel(self) -> Kernel | None:
+        """The plain function ``multi_turn_ascore`` calls, when the configuration allows one."""
+        return type(self)._float_value if self._plain else None
 
     def _plain_explained(
-        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+        self, predicted: list[ToolCall], reference: list[ToolCall]
     ) -> tuple[float, str] | None:
         """The value and reason under JSON-value equality, from counts (None: not known).
 
@@ -129,10 +134,12 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         Under JSON-value equality (the default) the value is computed in one plain call, with
         the same result as :meth:`ascore`'s.
         """
-        if timeout is None and self._plain and type(sample) is MultiTurnSample:
-            reference = sample.reference_tool_calls
-            if reference is not None:
-                return self._plain_value(sample.tool_calls, reference)
+        if timeout is None and type(sample) is MultiTurnSample:
+            kernel = self._kernel
+            if kernel is not None:
+                reference = sample.reference_tool_calls
+                if reference is not None:
+                    return kernel(sample.user_input, reference)
         return await self._value(sample, timeout)
 
     def _compare(self, sample: MultiTurnSample) -> CallComparison | None:

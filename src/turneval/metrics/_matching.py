@@ -27,9 +27,6 @@ __all__ = [
     "describe_matching",
     "json_comparison",
     "json_key",
-    "plain_equal",
-    "plain_in_order",
-    "plain_matched",
     "scored_comparison",
 ]
 
@@ -298,92 +295,6 @@ async def scored_comparison(
             if pred.name == ref.name:
                 scores[pred_index, ref_index] = await args_score(comparator, ref.args, pred.args)
     return CallComparison(predicted, reference, scores=scores, threshold=threshold)
-
-
-def plain_equal(pred: ToolCall, ref: ToolCall) -> bool:
-    """Whether two calls are equal under JSON-value equality of args (:class:`CallComparison`).
-
-    Equal names and equal JSON texts of args, else equal canonical keys (:func:`call_key`).
-    """
-    return pred.name == ref.name and (
-        to_json(pred.args) == to_json(ref.args) or call_key(pred) == call_key(ref)
-    )
-
-
-def plain_matched(predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> int:
-    """``json_comparison(predicted, reference).matched_count()``, without its records.
-
-    Pairs equal ``(name, JSON text)`` keys first, then, among the calls left, equal canonical
-    keys (:func:`call_key`), computed only for calls whose name is left on both sides.
-    """
-    if len(predicted) == 1 and len(reference) == 1:
-        return int(plain_equal(predicted[0], reference[0]))
-    if not predicted or not reference:
-        return 0
-    ref_keys = [(call.name, to_json(call.args)) for call in reference]
-    waiting: dict[Hashable, int] = {}
-    for key in ref_keys:
-        waiting[key] = waiting.get(key, 0) + 1
-    matched = 0
-    left: list[ToolCall] = []
-    for call in predicted:
-        key = (call.name, to_json(call.args))
-        count = waiting.get(key)
-        if count:
-            waiting[key] = count - 1
-            matched += 1
-        else:
-            left.append(call)
-    if not left or matched == len(reference):
-        return matched
-    names = {call.name for call in left}
-    exact: dict[Hashable, int] = {}
-    for call, key in zip(reference, ref_keys, strict=True):
-        if waiting[key]:  # one of the copies of this key is still unpaired
-            waiting[key] -= 1
-            if call.name in names:
-                exact_key = call_key(call)
-                exact[exact_key] = exact.get(exact_key, 0) + 1
-    if not exact:
-        return matched
-    for call in left:
-        exact_key = call_key(call)
-        count = exact.get(exact_key)
-        if count:
-            exact[exact_key] = count - 1
-            matched += 1
-    return matched
-
-
-def plain_in_order(predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> bool:
-    """Whether ``json_comparison(predicted, reference).in_order()`` finds the reference."""
-    if len(reference) == 1:
-        ref = reference[0]
-        return any(plain_equal(pred, ref) for pred in predicted)
-    if len(reference) > len(predicted):
-        return False  # a subsequence is never longer
-    pred_keys = [(call.name, to_json(call.args)) for call in predicted]
-    exact: dict[int, Hashable] = {}
-    start, n_pred = 0, len(predicted)
-    for ref in reference:
-        ref_key = (ref.name, to_json(ref.args))
-        ref_exact = None
-        for index in range(start, n_pred):
-            pred_key = pred_keys[index]
-            if pred_key == ref_key:
-                break
-            if pred_key[0] == ref.name:
-                if ref_exact is None:
-                    ref_exact = call_key(ref)
-                pred_exact = exact.get(index)
-                if pred_exact is None:
-                    pred_exact = exact[index] = call_key(predicted[index])
-                if pred_exact == ref_exact:
-                    break
-        else:
-            return False
-        start = index + 1
-    return True
 
 
 def describe_matching(comparison: CallComparison, pairs: Sequence[Pair]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 from pydantic import field_validator
@@ -13,7 +13,8 @@ from pydantic import field_validator
 from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric, PlainExplainer, plain_result
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
-from turneval.metrics._matching import CallComparison, describe_matching, plain_matched
+from turneval.metrics._float_path import Kernel, accuracy_value, f1_value, matched_count
+from turneval.metrics._matching import CallComparison, describe_matching
 from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
@@ -157,18 +158,31 @@ class ToolCallAccuracy(MultiTurnMetric):
         """Whether args compare by string equality (ExactMatch) without rules."""
         return self._comparator.exact and self._rule_book is None
 
+    @cached_property
+    def _kernel(self) -> Kernel | None:
+        """The plain function ``multi_turn_ascore`` calls, when the configuration allows one.
+
+        ExactMatch or another of our string metrics (sync, in range by construction), no rules.
+        """
+        compare = self._comparator
+        if self._rule_book is not None or compare.sync is None or not compare.trusted:
+            return None
+        return accuracy_value(self.strict_order, None if compare.exact else compare.sync)
+
     async def multi_turn_ascore(
         self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
     ) -> float:
         """Score a conversation; ragas' signature (``callbacks`` is accepted and unused).
 
-        With ExactMatch (the default) and no rules the value is computed in one plain call,
-        with the same result as :meth:`ascore`'s.
+        With ExactMatch (the default) or another string metric and no rules the value is
+        computed in one plain call, with the same result as :meth:`ascore`'s.
         """
-        if timeout is None and self._plain and type(sample) is MultiTurnSample:
-            reference = sample.reference_tool_calls
-            if reference is not None:
-                return _exact_accuracy(sample.tool_calls, reference, self.strict_order)
+        if timeout is None and type(sample) is MultiTurnSample:
+            kernel = self._kernel
+            if kernel is not None:
+                reference = sample.reference_tool_calls
+                if reference is not None:
+                    return kernel(sample.user_input, reference)
         return await self._value(sample, timeout)
 
     async def ascore(self, sample: MultiTurnSample, *, details: bool = True) -> MetricResult:
@@ -277,43 +291,6 @@ class ToolCallAccuracy(MultiTurnMetric):
         return outcome
 
 
-def _exact_accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict: bool) -> float:
-    """ToolCallAccuracy's value with ExactMatch and no rules (``_evaluate``'s arithmetic)."""
-    if not predicted or not reference:
-        return 0.0 if predicted or reference else 1.0
-    if len(predicted) != len(reference):
-        return 0.0  # the name sequences differ, sorted or not
-    if strict:
-        for pred, ref in zip(predicted, reference, strict=True):
-            if pred.name != ref.name:
-                return 0.0
-    else:
-        ref_names = [call.name for call in reference]
-        if sorted([call.name for call in predicted]) != sorted(ref_names):
-            return 0.0
-        if len(set(ref_names)) == len(ref_names):
-            predicted, reference = sorted(predicted, key=_by_name), sorted(reference, key=_by_name)
-        else:
-            return _keyed_accuracy(predicted, reference)
-    total = 0.0
-    for pred, ref in zip(predicted, reference, strict=True):
-        ref_args, pred_args = ref.args, pred.args
-        if not ref_args:
-            total += 0.0 if pred_args else 1.0
-            continue
-        equal = 0
-        for key, ref_value in ref_args.items():
-            pred_value = pred_args.get(key, _ABSENT)
-            if pred_value is _ABSENT:
-                continue
-            if type(ref_value) is str and type(pred_value) is str:  # str() is the identity
-                equal += ref_value == pred_value
-            elif str(ref_value) == str(pred_value):
-                equal += 1
-        total += equal / len(ref_args)
-    return total / len(reference)
-
-
 def _exact_explained(
     predicted: list[ToolCall], reference: list[ToolCall], strict: bool
 ) -> tuple[float, str]:
@@ -359,25 +336,6 @@ def _plain_pair_scores(
                 equal += 1
         scores.append(equal / len(ref_args))
     return scores
-
-
-def _keyed_accuracy(predicted: list[ToolCall], reference: list[ToolCall]) -> float:
-    """Unordered exact accuracy sorted by :func:`_sort_key`, whose ``str(value)`` it reuses."""
-    by_key = itemgetter(0)
-    pred_sorted = sorted([(_sort_key(call), call) for call in predicted], key=by_key)
-    ref_sorted = sorted([(_sort_key(call), call) for call in reference], key=by_key)
-    total = 0.0
-    for (pred_key, pred), (ref_key, ref) in zip(pred_sorted, ref_sorted, strict=True):
-        if not ref.args:
-            total += 0.0 if pred.args else 1.0
-            continue
-        pred_texts = dict(zip(pred_key[1::2], pred_key[2::2], strict=True))
-        equal = 0
-        for position in range(1, len(ref_key), 2):  # (arg, str(value)) pairs, sorted by arg
-            if pred_texts.get(ref_key[position]) == ref_key[position + 1]:
-                equal += 1
-        total += equal / len(ref.args)
-    return total / len(reference)
 
 
 def _ruled_sort_key(book: RuleBook) -> Callable[[ToolCall], tuple[str, ...]]:
@@ -435,20 +393,13 @@ class ToolCallF1(CallMatchingMetric):
 
     name: str = "tool_call_f1"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        if not predicted or not reference:
-            return 0.0 if predicted or reference else 1.0
-        matched = plain_matched(predicted, reference)
-        if not matched:
-            return 0.0
-        precision, recall = matched / len(predicted), matched / len(reference)
-        return 2 * precision * recall / (precision + recall)
+    _float_value = f1_value
 
     def _plain_explained(
-        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+        self, predicted: list[ToolCall], reference: list[ToolCall]
     ) -> tuple[float, str]:
         n_pred, n_ref = len(predicted), len(reference)
-        matched = plain_matched(predicted, reference) if n_pred and n_ref else 0
+        matched = matched_count(predicted, reference) if n_pred and n_ref else 0
         if matched:
             precision, recall = matched / n_pred, matched / n_ref
             value = 2 * precision * recall / (precision + recall)

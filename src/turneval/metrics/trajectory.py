@@ -7,7 +7,7 @@ Precision and recall count multisets under a maximum one-to-one matching.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,14 +15,18 @@ from pydantic import Field
 
 from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric
-from turneval.metrics._matching import (
-    CallComparison,
-    Pair,
-    describe_matching,
-    plain_equal,
-    plain_in_order,
-    plain_matched,
+from turneval.metrics._float_path import (
+    any_order_value,
+    exact_calls,
+    exact_value,
+    in_order_calls,
+    in_order_value,
+    matched_count,
+    precision_value,
+    recall_value,
+    single_tool_value,
 )
+from turneval.metrics._matching import CallComparison, Pair, describe_matching
 from turneval.metrics.base import Explained, MultiTurnMetric, Outcome
 from turneval.results import ratio
 from turneval.samples import MultiTurnSample
@@ -101,15 +105,12 @@ class TrajectoryExactMatch(CallMatchingMetric):
 
     name: str = "trajectory_exact_match"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        if len(predicted) != len(reference):
-            return 0.0
-        return float(all(map(plain_equal, predicted, reference)))
+    _float_value = exact_value
 
     def _plain_explained(
-        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+        self, predicted: list[ToolCall], reference: list[ToolCall]
     ) -> tuple[float, str]:
-        value = self._plain_value(predicted, reference)
+        value = exact_calls(predicted, reference)
         return value, _describe_exact(len(predicted), len(reference), 0, value)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
@@ -127,13 +128,12 @@ class TrajectoryInOrderMatch(CallMatchingMetric):
 
     name: str = "trajectory_in_order_match"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        return float(plain_in_order(predicted, reference))
+    _float_value = in_order_value
 
     def _plain_explained(
-        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+        self, predicted: list[ToolCall], reference: list[ToolCall]
     ) -> tuple[float, str]:
-        value = self._plain_value(predicted, reference)  # found: one pair per reference call
+        value = in_order_calls(predicted, reference)  # found: one pair per reference call
         n_ref = len(reference)
         return value, _describe_in_order(len(predicted), n_ref, n_ref if value else 0, value)
 
@@ -150,13 +150,12 @@ class TrajectoryAnyOrderMatch(CallMatchingMetric):
 
     name: str = "trajectory_any_order_match"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        return float(plain_matched(predicted, reference) == len(reference))
+    _float_value = any_order_value
 
     def _plain_explained(
-        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+        self, predicted: list[ToolCall], reference: list[ToolCall]
     ) -> tuple[float, str]:
-        matched = plain_matched(predicted, reference)
+        matched = matched_count(predicted, reference)
         value = float(matched == len(reference))
         return value, _describe_any_order(len(predicted), len(reference), matched, value)
 
@@ -171,19 +170,16 @@ class TrajectoryPrecision(CallMatchingMetric):
 
     name: str = "trajectory_precision"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        if not predicted:
-            return 0.0 if reference else 1.0
-        return plain_matched(predicted, reference) / len(predicted)
+    _float_value = precision_value
 
     def _plain_explained(
-        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+        self, predicted: list[ToolCall], reference: list[ToolCall]
     ) -> tuple[float, str]:
         n_pred, matched = len(predicted), 0
         if not n_pred:
             value = 0.0 if reference else 1.0
         else:
-            matched = plain_matched(predicted, reference)
+            matched = matched_count(predicted, reference)
             value = matched / n_pred
         return value, _describe_precision(n_pred, len(reference), matched, value)
 
@@ -202,14 +198,13 @@ class TrajectoryRecall(CallMatchingMetric):
 
     name: str = "trajectory_recall"
 
-    def _plain_value(self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]) -> float:
-        return plain_matched(predicted, reference) / len(reference) if reference else 1.0
+    _float_value = recall_value
 
     def _plain_explained(
-        self, predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
+        self, predicted: list[ToolCall], reference: list[ToolCall]
     ) -> tuple[float, str]:
         n_ref = len(reference)
-        matched = plain_matched(predicted, reference) if n_ref else 0
+        matched = matched_count(predicted, reference) if n_ref else 0
         value = matched / n_ref if n_ref else 1.0
         return value, _describe_recall(len(predicted), n_ref, matched, value)
 
@@ -229,6 +224,17 @@ class TrajectorySingleToolUse(MultiTurnMetric):
 
     name: str = "trajectory_single_tool_use"
     tool_name: str = Field(min_length=1)
+
+    async def multi_turn_ascore(
+        self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
+    ) -> float:
+        """Score a conversation; ragas' signature (``callbacks`` is accepted and unused).
+
+        The value is computed in one plain call, with the same result as :meth:`ascore`'s.
+        """
+        if timeout is None and type(sample) is MultiTurnSample:
+            return single_tool_value(sample.user_input, self.tool_name)
+        return await self._value(sample, timeout)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         positions = [

@@ -1,0 +1,499 @@
+"""The float path of the tool-call and trajectory metrics: one plain function per metric.
+
+Under the default configuration ``multi_turn_ascore`` calls one of the ``*_value`` functions
+below with the sample's messages and reference calls, and returns what it returns: no
+coroutine besides its own, no outcome object, no comparison records. Each gives exactly the
+float :meth:`~turneval.metrics.base.Metric.ascore` gives (``tests/metrics/test_reference_impl.py``
+checks both paths against slow references written from the definitions).
+
+Two shortcuts carry most of the speed, both exact:
+
+* Call equality (JSON values of args) is first decided on ``(name, JSON text of args)``, as
+  :class:`~turneval.metrics._matching.CallComparison` does with ``pydantic_core.to_json``;
+  :func:`args_text` gives texts with the same equality classes, faster (orjson when installed).
+* ToolCallAccuracy scores an argument by ``str(reference) == str(prediction)`` (ragas);
+  :func:`same_text` decides that without building the strings for same-typed values, and for
+  nested values by comparing their JSON texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from operator import attrgetter
+from typing import Any
+
+from pydantic_core import to_json
+
+from turneval.messages import AIMessage, Message, ToolCall
+from turneval.metrics._matching import call_key
+
+__all__ = [
+    "accuracy_value",
+    "any_order_value",
+    "args_text",
+    "exact_value",
+    "f1_value",
+    "in_order_value",
+    "precision_value",
+    "predicted_calls",
+    "recall_value",
+    "same_text",
+    "single_tool_value",
+]
+
+Kernel = Callable[[Sequence[Message], list[ToolCall]], float]
+
+_dumps: Callable[[Any], bytes]
+try:
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover - exercised only without orjson (the ``fast`` extra)
+    _dumps = to_json
+
+_ABSENT = object()
+_by_name = attrgetter("name")
+
+
+def predicted_calls(messages: Sequence[Message]) -> list[ToolCall]:
+    """Every AIMessage's tool calls, flattened in order (``MultiTurnSample.tool_calls``)."""
+    calls: list[ToolCall] = []
+    for message in messages:
+        if type(message) is AIMessage:
+            found = message.tool_calls
+            if found:
+                calls += found
+    return calls
+
+
+def args_text(args: dict[str, Any]) -> bytes:
+    """A JSON text of ``args``; two texts are equal exactly when their ``to_json`` texts are.
+
+    orjson writes NaN and infinities as ``null``, so a text holding ``null`` is replaced by
+    pydantic's (which keeps them apart from ``None``), as is any text orjson refuses (integers
+    beyond 64 bits, lone surrogates: pydantic then writes the number or raises its own error,
+    as before).
+    """
+    try:
+        text = _dumps(args)
+    except TypeError:
+        return to_json(args)
+    if text.find(b"null") < 0:
+        return text
+    return to_json(args)
+
+
+def same_text(reference: Any, prediction: Any) -> bool:
+    """``str(reference) == str(prediction)`` for JSON values, mostly without ``str()``.
+
+    Same-typed strings, integers and booleans compare directly; floats directly except for
+    zeros (``-0.0``) and NaN; lists and dicts by their JSON texts (equal ``str()`` implies equal
+    texts, and equal texts of equal values imply equal ``str()``); anything else by ``str()``.
+    """
+    kind = type(reference)
+    if kind is not type(prediction):
+        return str(reference) == str(prediction)
+    if kind is str or kind is int or kind is bool:
+        return bool(reference == prediction)
+    if kind is float:
+        if reference == prediction:
+            return bool(reference) or str(reference) == str(prediction)
+        return bool(reference != reference and prediction != prediction)  # both NaN: "nan"
+    if kind is dict or kind is list:
+        try:
+            if _dumps(reference) != _dumps(prediction):
+                return False
+        except (TypeError, ValueError):
+            return str(reference) == str(prediction)
+        return bool(reference == prediction) or str(reference) == str(prediction)
+    return str(reference) == str(prediction)
+
+
+# -- ToolCallAccuracy ------------------------------------------------------------------------------
+
+
+def _args_score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
+    """The exact argument score (ragas'):: the share of the reference's args with an equal ``str``."""
+    if not ref_args:
+        return 0.0 if pred_args else 1.0
+    if len(ref_args) > 2 and ref_args == pred_args:
+        # Equal in Python with equal JSON texts (same key order): every value has the same
+        # str(), as same_text argues value by value. Worth it for larger and nested args.
+        try:
+            if _dumps(ref_args) == _dumps(pred_args):
+                return 1.0
+        except (TypeError, ValueError):  # orjson's or pydantic's refusal: value by value
+            pass
+    equal = 0
+    for key, ref_value in ref_args.items():
+        pred_value = pred_args.get(key, _ABSENT)
+        if ref_value is pred_value:
+            equal += 1
+        elif pred_value is _ABSENT:
+            continue
+        else:
+            kind = type(ref_value)
+            if kind is type(pred_value) and (kind is str or kind is int or kind is bool):
+                if ref_value == pred_value:
+                    equal += 1
+            elif same_text(ref_value, pred_value):
+                equal += 1
+    return equal / len(ref_args)
+
+
+def _scored_args(compare: Callable[[str, str], float]) -> Callable[..., float]:
+    """The argument score with a trusted sync comparator on ``str`` of both values."""
+
+    def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
+        if not ref_args:
+            return 0.0 if pred_args else 1.0
+        total = 0.0
+        for key, ref_value in ref_args.items():
+            pred_value = pred_args.get(key, _ABSENT)
+            if pred_value is not _ABSENT:
+                total += compare(str(ref_value), str(pred_value))
+        return total / len(ref_args)
+
+    return score
+
+
+class _Deferred(tuple[Any]):
+    """A nested argument value in an unordered sort key, ordered by its ``str()``.
+
+    The key (ragas' ``(name, arg, str(value), ...)``) compares its items left to right, so
+    the text of a nested value is only built when everything before it ties, and two nested
+    values are told equal by :func:`same_text`, without their texts.
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def _text(other: object) -> str:
+        return str(other[0]) if isinstance(other, _Deferred) else str(other)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Deferred):
+            return same_text(self[0], other[0])
+        return str(self[0]) == other
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __lt__(self, other: object) -> bool:
+        return str(self[0]) < self._text(other)
+
+    def __le__(self, other: object) -> bool:
+        return str(self[0]) <= self._text(other)
+
+    def __gt__(self, other: object) -> bool:
+        return str(self[0]) > self._text(other)
+
+    def __ge__(self, other: object) -> bool:
+        return str(self[0]) >= self._text(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _sort_key(call: ToolCall) -> tuple[Any, ...]:
+    """The unordered sort key (ragas'): ``(name, arg, str(value), ...)``, args sorted by name."""
+    args = call.args
+    key: list[Any] = [call.name]
+    for arg_name in sorted(args):
+        value = args[arg_name]
+        kind = type(value)
+        key.append(arg_name)
+        if kind is str:
+            key.append(value)
+        elif kind is dict or kind is list:
+            key.append(_Deferred((value,)))
+        else:
+            key.append(str(value))
+    return tuple(key)
+
+
+def _unordered(
+    predicted: list[ToolCall], reference: list[ToolCall], ref_names: list[str], unique: set[str]
+) -> tuple[list[ToolCall], list[ToolCall]]:
+    """Both lists sorted by ragas' key (their sorted names are known to be equal)."""
+    if len(unique) == len(ref_names):  # the name alone decides the order
+        return sorted(predicted, key=_by_name), sorted(reference, key=_by_name)
+    # Only calls whose name repeats need the rest of the key: others differ by name.
+    repeated = {name for name in unique if ref_names.count(name) > 1}
+
+    def key(call: ToolCall) -> tuple[Any, ...]:
+        return _sort_key(call) if call.name in repeated else (call.name,)
+
+    return sorted(predicted, key=key), sorted(reference, key=key)
+
+
+def _accuracy(
+    args_score: Callable[[dict[str, Any], dict[str, Any]], float], strict: bool
+) -> Kernel:
+    def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+        predicted = predicted_calls(messages)
+        n = len(reference)
+        if len(predicted) != n or not n:
+            return 0.0 if predicted or n else 1.0  # lengths differ: so do the names
+        if n == 1:
+            pred, ref = predicted[0], reference[0]
+            return args_score(ref.args, pred.args) if pred.name == ref.name else 0.0
+        if strict:
+            for index in range(n):
+                if predicted[index].name != reference[index].name:
+                    return 0.0
+        else:
+            pred_names = list(map(_by_name, predicted))
+            ref_names = list(map(_by_name, reference))
+            unique = set(ref_names)
+            if pred_names == ref_names:
+                if len(unique) == n:
+                    # Distinct names in the same order: sorting pairs the same calls; the
+                    # pair scores are only summed in the sorted order.
+                    scores = [args_score(reference[i].args, predicted[i].args) for i in range(n)]
+                    total = 0.0
+                    for index in sorted(range(n), key=ref_names.__getitem__):
+                        total += scores[index]
+                    return total / n
+            elif sorted(pred_names) != sorted(ref_names):
+                return 0.0
+            predicted, reference = _unordered(predicted, reference, ref_names, unique)
+        total = 0.0  # summed in order, as ragas does: the float must be the same
+        for index in range(n):
+            total += args_score(reference[index].args, predicted[index].args)
+        return total / n
+
+    return value
+
+
+def accuracy_value(strict: bool, compare: Callable[[str, str], float] | None = None) -> Kernel:
+    """ToolCallAccuracy's value: exact ``str`` equality, or a trusted sync ``compare``."""
+    return _accuracy(_args_score if compare is None else _scored_args(compare), strict)
+
+
+# -- the call-matching metrics -------------------------------------------------------------------
+
+
+def _call_text(call: ToolCall) -> bytes:
+    """The JSON text of ``[name, args]``, with :func:`args_text`'s equality classes."""
+    pair = (call.name, call.args)
+    try:
+        text = _dumps(pair)
+    except TypeError:
+        return to_json(pair)
+    return text if text.find(b"null") < 0 else to_json(pair)
+
+
+def _call_texts(calls: list[ToolCall]) -> list[bytes]:
+    """:func:`_call_text` of every call; equal texts mean equal calls."""
+    try:
+        texts = [_dumps((call.name, call.args)) for call in calls]
+    except TypeError:
+        return [_call_text(call) for call in calls]
+    if b"".join(texts).find(b"null") < 0:  # texts are arrays: no "null" across two of them
+        return texts
+    return [_call_text(call) for call in calls]
+
+
+def _equal(pred: ToolCall, ref: ToolCall) -> bool:
+    """Call equality: equal names and args equal as JSON values.
+
+    Equal texts (:func:`args_text`) decide at once; otherwise only args equal in Python (which
+    JSON equality implies) can still be equal, and their canonical keys decide (``True`` vs
+    ``1``, another key order).
+    """
+    if pred.name != ref.name:
+        return False
+    pred_args, ref_args = pred.args, ref.args
+    try:
+        text = _dumps(pred_args)
+        same = text == _dumps(ref_args)
+    except TypeError:
+        same = to_json(pred_args) == to_json(ref_args)
+    else:
+        if same and text.find(b"null") >= 0:  # NaN and infinities are null to orjson
+            same = to_json(pred_args) == to_json(ref_args)
+    if same:
+        return True
+    return bool(pred_args == ref_args) and call_key(pred) == call_key(ref)
+
+
+def _equal_left(pred: ToolCall, ref: ToolCall) -> bool:
+    """:func:`_equal` for two calls whose texts are known to differ."""
+    return pred.name == ref.name and bool(pred.args == ref.args) and call_key(pred) == call_key(ref)
+
+
+_PAIRWISE = 64
+"""Up to this many calls a side are paired by scanning lists; more by counting in dicts."""
+
+
+def _matched(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
+    """Size of a maximum one-to-one matching under call equality.
+
+    Pairs equal texts first (:func:`_call_texts`); among the calls left (no text in common),
+    call equality is equality of canonical keys (:func:`~turneval.metrics._matching.call_key`),
+    an equivalence, so pairing greedily is maximum; a pair needs equal names and args equal in
+    Python before its keys are built.
+    """
+    n_pred, n_ref = len(predicted), len(reference)
+    if n_pred == 1 and n_ref == 1:
+        return int(_equal(predicted[0], reference[0]))
+    if not n_pred or not n_ref:
+        return 0
+    if n_pred > _PAIRWISE or n_ref > _PAIRWISE:
+        return _matched_by_counting(predicted, reference)
+    texts = _call_texts(predicted + reference)
+    waiting = texts[n_pred:]  # a paired text becomes b"" (texts are never empty)
+    if texts[:n_pred] == waiting:
+        return n_ref
+    matched = 0
+    left: list[ToolCall] = []
+    for index in range(n_pred):
+        text = texts[index]
+        if text in waiting:
+            waiting[waiting.index(text)] = b""
+            matched += 1
+        else:
+            left.append(predicted[index])
+    if not left or matched == n_ref:
+        return matched
+    left_ref = [reference[index] for index, text in enumerate(waiting) if text]
+    for call in left:
+        for position, ref in enumerate(left_ref):
+            if _equal_left(call, ref):
+                del left_ref[position]
+                matched += 1
+                break
+    return matched
+
+
+def _matched_by_counting(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
+    """:func:`_matched` for long lists: texts, then canonical keys, counted in dicts."""
+    pred_texts, ref_texts = _call_texts(predicted), _call_texts(reference)
+    waiting: dict[bytes, int] = {}
+    for text in ref_texts:
+        waiting[text] = waiting.get(text, 0) + 1
+    matched = 0
+    left: list[ToolCall] = []
+    for index, text in enumerate(pred_texts):
+        count = waiting.get(text)
+        if count:
+            waiting[text] = count - 1
+            matched += 1
+        else:
+            left.append(predicted[index])
+    if not left or matched == len(reference):
+        return matched
+    names = {call.name for call in left}
+    exact: dict[Hashable, int] = {}
+    for index, text in enumerate(ref_texts):
+        if waiting[text]:  # one of the copies of this text is still unpaired
+            waiting[text] -= 1
+            call = reference[index]
+            if call.name in names:
+                key = call_key(call)
+                exact[key] = exact.get(key, 0) + 1
+    for call in left:
+        key = call_key(call)
+        count = exact.get(key)
+        if count:
+            exact[key] = count - 1
+            matched += 1
+    return matched
+
+
+def f1_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+    """ToolCallF1: 2PR/(P+R) of the maximum matching; both empty 1, one empty 0."""
+    predicted = predicted_calls(messages)
+    if not predicted or not reference:
+        return 0.0 if predicted or reference else 1.0
+    matched = _matched(predicted, reference)
+    if not matched:
+        return 0.0
+    precision, recall = matched / len(predicted), matched / len(reference)
+    return 2 * precision * recall / (precision + recall)
+
+
+def matched_count(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
+    """Size of a maximum one-to-one matching of two call lists under call equality.
+
+    The count the multiset metrics' values come from (and ``ascore(details=False)``'s reasons,
+    which are built from counts).
+    """
+    return _matched(predicted, reference)
+
+
+def exact_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+    """TrajectoryExactMatch: same length, equal position by position."""
+    return exact_calls(predicted_calls(messages), reference)
+
+
+def exact_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> float:
+    """:func:`exact_value` of the predicted calls themselves."""
+    if len(predicted) != len(reference):
+        return 0.0
+    for index in range(len(reference)):
+        if not _equal(predicted[index], reference[index]):
+            return 0.0
+    return 1.0
+
+
+def in_order_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+    """TrajectoryInOrderMatch: the reference is a subsequence of the prediction."""
+    return in_order_calls(predicted_calls(messages), reference)
+
+
+def in_order_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> float:
+    """:func:`in_order_value` of the predicted calls themselves."""
+    if len(reference) == 1:
+        ref = reference[0]
+        for pred in predicted:
+            if _equal(pred, ref):
+                return 1.0
+        return 0.0
+    if len(reference) > len(predicted):
+        return 0.0  # a subsequence is never longer
+    n_pred = len(predicted)
+    if n_pred + len(reference) > 2 * _PAIRWISE:
+        texts = _call_texts(predicted) + _call_texts(reference)
+    else:
+        texts = _call_texts(predicted + reference)
+    start = 0
+    for ref_index, ref in enumerate(reference):
+        ref_text = texts[n_pred + ref_index]
+        for index in range(start, n_pred):
+            if texts[index] == ref_text or _equal_left(predicted[index], ref):
+                break
+        else:
+            return 0.0
+        start = index + 1
+    return 1.0
+
+
+def any_order_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+    """TrajectoryAnyOrderMatch: every reference call matched by a distinct predicted one."""
+    return float(_matched(predicted_calls(messages), reference) == len(reference))
+
+
+def precision_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+    """TrajectoryPrecision: matched/|predicted| (both empty 1, none predicted 0)."""
+    predicted = predicted_calls(messages)
+    if not predicted:
+        return 0.0 if reference else 1.0
+    return _matched(predicted, reference) / len(predicted)
+
+
+def recall_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+    """TrajectoryRecall: matched/|reference| (empty reference 1)."""
+    if not reference:
+        return 1.0
+    return _matched(predicted_calls(messages), reference) / len(reference)
+
+
+def single_tool_value(messages: Sequence[Message], tool_name: str) -> float:
+    """TrajectorySingleToolUse: 1 if a predicted call has the name ``tool_name``."""
+    for message in messages:
+        if type(message) is AIMessage:
+            calls = message.tool_calls
+            if calls:
+                for call in calls:
+                    if call.name == tool_name:
+                        return 1.0
+    return 0.0
