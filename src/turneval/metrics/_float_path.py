@@ -224,9 +224,41 @@ def _unordered(
     return sorted(predicted, key=key), sorted(reference, key=key)
 
 
+def _same_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> bool:
+    """Whether the two lists hold the same calls, as multisets (equal in Python, equal texts).
+
+    Calls are paired greedily by name and args equal in Python (a miss ends it: most lists
+    that differ are told apart by one dictionary comparison or a few); then each pair's args
+    must have equal JSON texts. Equal in Python with equal JSON texts, every value has the
+    same ``str()`` (:func:`same_text`), so ragas' sort keys form the same multiset: the sorted
+    lists pair calls of equal keys and every pair scores 1 under exact comparison. False only
+    means "not shown": the caller then sorts.
+    """
+    left = list(reference)
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for pred in predicted:
+        name, args = pred.name, pred.args
+        for position, ref in enumerate(left):
+            if ref.name == name and ref.args == args:
+                pairs.append((args, ref.args))
+                del left[position]
+                break
+        else:
+            return False
+    try:
+        for pred_args, ref_args in pairs:
+            if pred_args is not ref_args and _dumps(pred_args) != _dumps(ref_args):
+                return False
+    except (TypeError, ValueError):  # orjson's or pydantic's refusal: let the sort decide
+        return False
+    return True
+
+
 def _accuracy(
     args_score: Callable[[dict[str, Any], dict[str, Any]], float], strict: bool
 ) -> Kernel:
+    exact = args_score is _args_score
+
     def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
         predicted = predicted_calls(messages)
         n = len(reference)
@@ -254,6 +286,8 @@ def _accuracy(
                     return total / n
             elif sorted(pred_names) != sorted(ref_names):
                 return 0.0
+            if exact and len(unique) < n and _same_calls(predicted, reference):
+                return 1.0
             predicted, reference = _unordered(predicted, reference, ref_names, unique)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
