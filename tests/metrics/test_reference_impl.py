@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from pydantic_core import to_json
+from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from turneval import MultiTurnSample, ToolCall
@@ -31,6 +32,7 @@ from turneval.metrics import (
 )
 from turneval.metrics._float_path import args_text, same_text
 from turneval.metrics.base import MultiTurnMetric
+from turneval.metrics.text import DistanceMeasure
 
 _GENERATE = Path(__file__).resolve().parents[2] / "benchmarks" / "generate.py"
 
@@ -446,3 +448,42 @@ async def test_accuracy_scores_strings_json_writers_refuse(json_writer: str) -> 
     for metric in (ToolCallAccuracy(), ToolCallAccuracy(strict_order=False)):
         assert await metric.multi_turn_ascore(sample) == 1.0
         assert (await metric.ascore(sample)).value == 1.0
+
+
+async def test_comparator_skips_equal_strings_only_when_they_score_one() -> None:
+    """Equal str() adds 1.0 without a call only for measures scoring identical strings 1.0.
+
+    token_set_ratio scores two empty strings 0.0; switching the measure of the same comparator
+    after a sample was scored must not keep the shortcut.
+    """
+    similarity = NonLLMStringSimilarity()
+    metric = ToolCallAccuracy(arg_comparison_metric=similarity)
+    nested = {"a": [1, {"b": None}], "c": "", "d": 2.5, "e": True}
+    sample = MultiTurnSample(
+        user_input=[
+            {
+                "type": "ai",
+                "content": "",
+                "tool_calls": [{"name": "f", "args": {**nested, "c": ""}}, {"name": "g"}],
+            }
+        ],
+        reference_tool_calls=[
+            ToolCall(name="f", args={**nested, "a": [1, {"b": None}], "e": 1}),
+            ToolCall(name="g"),
+        ],
+    )
+    predicted, reference = sample.tool_calls, sample.reference_tool_calls
+    assert reference is not None
+
+    def token_set(left: str, right: str) -> float:
+        return float(fuzz.token_set_ratio(left, right, processor=None)) / 100
+
+    assert token_set("", "") == 0.0  # the case the shortcut must not take
+    want = reference_accuracy(predicted, reference, strict=True, compare=levenshtein)
+    assert want == (3 + levenshtein("1", "True")) / 4 / 2 + 0.5 == 0.875
+    assert await metric.multi_turn_ascore(sample) == want
+    similarity.distance_measure = DistanceMeasure.TOKEN_SET_RATIO
+    want = reference_accuracy(predicted, reference, strict=True, compare=token_set)
+    assert want == (2 + token_set("1", "True")) / 4 / 2 + 0.5 == 0.75
+    assert await metric.multi_turn_ascore(sample) == want
+    assert (await metric.ascore(sample)).value == want

@@ -155,6 +155,44 @@ def _scored_args(compare: Callable[[str, str], float]) -> Callable[..., float]:
     return score
 
 
+def _skipping_args(compare: Callable[[str, str], float]) -> Callable[..., float]:
+    """:func:`_scored_args` for a comparator that scores equal strings 1.0.
+
+    Values with equal ``str()`` (:func:`same_text`, mostly without building the strings) add
+    1.0 without a call; args equal in Python with equal JSON texts score 1.0 at once. The sum
+    is the same float: the comparator would have returned exactly 1.0 for each.
+    """
+
+    def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
+        if not ref_args:
+            return 0.0 if pred_args else 1.0
+        if len(ref_args) > 2 and ref_args == pred_args:
+            try:
+                if _dumps(ref_args) == _dumps(pred_args):
+                    return 1.0  # every value has the same str(): n times 1.0, over n
+            except (TypeError, ValueError):  # orjson's or pydantic's refusal: value by value
+                pass
+        total = 0.0
+        for key, ref_value in ref_args.items():
+            pred_value = pred_args.get(key, _ABSENT)
+            if pred_value is ref_value:
+                total += 1.0
+            elif pred_value is not _ABSENT:
+                kind = type(ref_value)
+                if kind is type(pred_value) and (kind is str or kind is int or kind is bool):
+                    if ref_value == pred_value:
+                        total += 1.0
+                    else:
+                        total += compare(str(ref_value), str(pred_value))
+                elif same_text(ref_value, pred_value):
+                    total += 1.0
+                else:
+                    total += compare(str(ref_value), str(pred_value))
+        return total / len(ref_args)
+
+    return score
+
+
 class _Deferred(tuple[Any]):
     """A nested argument value in an unordered sort key, ordered by its ``str()``.
 
@@ -254,19 +292,32 @@ def _same_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> bool:
     return True
 
 
+ArgsScore = Callable[[dict[str, Any], dict[str, Any]], float]
+
+
 def _accuracy(
-    args_score: Callable[[dict[str, Any], dict[str, Any]], float], strict: bool
+    args_score: ArgsScore,
+    strict: bool,
+    fallback: ArgsScore | None = None,
+    identical: Callable[[], bool] | None = None,
 ) -> Kernel:
-    exact = args_score is _args_score
+    """ToolCallAccuracy's value with ``args_score``, which scores equal strings 1.0.
+
+    With ``identical``, a sample for which ``identical()`` is false (the comparator no longer
+    scores equal strings 1.0) is scored with ``fallback`` instead.
+    """
 
     def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+        args = args_score
+        if identical is not None and not identical():
+            args = fallback  # type: ignore[assignment]
         predicted = predicted_calls(messages)
         n = len(reference)
         if len(predicted) != n or not n:
             return 0.0 if predicted or n else 1.0  # lengths differ: so do the names
         if n == 1:
             pred, ref = predicted[0], reference[0]
-            return args_score(ref.args, pred.args) if pred.name == ref.name else 0.0
+            return args(ref.args, pred.args) if pred.name == ref.name else 0.0
         if strict:
             for index in range(n):
                 if predicted[index].name != reference[index].name:
@@ -279,27 +330,40 @@ def _accuracy(
                 if len(unique) == n:
                     # Distinct names in the same order: sorting pairs the same calls; the
                     # pair scores are only summed in the sorted order.
-                    scores = [args_score(reference[i].args, predicted[i].args) for i in range(n)]
+                    scores = [args(reference[i].args, predicted[i].args) for i in range(n)]
                     total = 0.0
                     for index in sorted(range(n), key=ref_names.__getitem__):
                         total += scores[index]
                     return total / n
             elif sorted(pred_names) != sorted(ref_names):
                 return 0.0
-            if exact and len(unique) < n and _same_calls(predicted, reference):
+            if args is not fallback and len(unique) < n and _same_calls(predicted, reference):
                 return 1.0
             predicted, reference = _unordered(predicted, reference, ref_names, unique)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
-            total += args_score(reference[index].args, predicted[index].args)
+            total += args(reference[index].args, predicted[index].args)
         return total / n
 
     return value
 
 
-def accuracy_value(strict: bool, compare: Callable[[str, str], float] | None = None) -> Kernel:
-    """ToolCallAccuracy's value: exact ``str`` equality, or a trusted sync ``compare``."""
-    return _accuracy(_args_score if compare is None else _scored_args(compare), strict)
+def accuracy_value(
+    strict: bool,
+    compare: Callable[[str, str], float] | None = None,
+    identical: Callable[[], bool] | None = None,
+) -> Kernel:
+    """ToolCallAccuracy's value: exact ``str`` equality, or a trusted sync ``compare``.
+
+    ``identical()`` tells, per sample, whether ``compare(s, s)`` is exactly 1.0 for every
+    string (then values with equal ``str()`` are not compared); without it they always are.
+    """
+    if compare is None:
+        return _accuracy(_args_score, strict)
+    if identical is None:
+        plain = _scored_args(compare)
+        return _accuracy(plain, strict, plain)
+    return _accuracy(_skipping_args(compare), strict, _scored_args(compare), identical)
 
 
 # -- the call-matching metrics -------------------------------------------------------------------

@@ -36,6 +36,14 @@ class StringMetric(SingleTurnMetric, ABC):
     def compare(self, reference: str, prediction: str) -> float:
         """Score ``prediction`` against ``reference``, in [0, 1]."""
 
+    def _identical_scores_one(self) -> bool:
+        """Whether ``compare(s, s)`` is exactly 1.0 for every string ``s``.
+
+        Tool-call metrics then score arguments with equal ``str()`` as 1.0 without building
+        the strings. False unless a subclass knows better.
+        """
+        return False
+
     async def _evaluate(self, sample: SingleTurnSample) -> Explained:
         reference = require(self, sample, "reference")
         response = require(self, sample, "response")
@@ -100,6 +108,18 @@ _MEASURES: dict[DistanceMeasure, Callable[[str, str], float]] = {
     DistanceMeasure.PARTIAL_RATIO: _from_ratio(fuzz.partial_ratio),
 }
 
+_IDENTICAL_ONE = frozenset(
+    _MEASURES[measure]
+    for measure in (
+        DistanceMeasure.LEVENSHTEIN,
+        DistanceMeasure.HAMMING,
+        DistanceMeasure.JARO,
+        DistanceMeasure.JARO_WINKLER,
+        DistanceMeasure.INDEL,
+    )
+)
+"""Measures of ``1 - normalized_distance``: identical strings are at distance 0, score 1.0."""
+
 
 class NonLLMStringSimilarity(StringMetric):
     """String similarity in [0, 1] computed with rapidfuzz.
@@ -112,9 +132,17 @@ class NonLLMStringSimilarity(StringMetric):
     name: str = "non_llm_string_similarity"
     distance_measure: DistanceMeasure = DistanceMeasure.LEVENSHTEIN
 
+    @cached_property
+    def _similarity(self) -> Callable[[str, str], float]:
+        # Cleared by Metric.__setattr__ when distance_measure is reassigned.
+        return _MEASURES[self.distance_measure]
+
     def compare(self, reference: str, prediction: str) -> float:
         """Similarity of the two strings under ``distance_measure``."""
-        return _MEASURES[self.distance_measure](reference, prediction)
+        return self._similarity(reference, prediction)
+
+    def _identical_scores_one(self) -> bool:
+        return self._similarity in _IDENTICAL_ONE
 
 
 def _extra(module: str) -> Any:

@@ -18,7 +18,7 @@ from turneval.metrics._matching import CallComparison, describe_matching
 from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
-from turneval.metrics.text import ExactMatch
+from turneval.metrics.text import ExactMatch, StringMetric
 from turneval.results import MetricResult, ratio
 from turneval.samples import MultiTurnSample
 
@@ -167,7 +167,11 @@ class ToolCallAccuracy(MultiTurnMetric):
         compare = self._comparator
         if self._rule_book is not None or compare.sync is None or not compare.trusted:
             return None
-        return accuracy_value(self.strict_order, None if compare.exact else compare.sync)
+        if compare.exact:
+            return accuracy_value(self.strict_order)
+        metric = self.arg_comparison_metric
+        identical = metric._identical_scores_one if isinstance(metric, StringMetric) else None
+        return accuracy_value(self.strict_order, compare.sync, identical)
 
     async def multi_turn_ascore(
         self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
