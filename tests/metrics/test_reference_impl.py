@@ -487,3 +487,92 @@ async def test_comparator_skips_equal_strings_only_when_they_score_one() -> None
     assert want == (2 + token_set("1", "True")) / 4 / 2 + 0.5 == 0.75
     assert await metric.multi_turn_ascore(sample) == want
     assert (await metric.ascore(sample)).value == want
+
+
+async def test_unordered_accuracy_name_by_name(json_writer: str) -> None:
+    """Unordered accuracy sums ragas' sorted pairs name by name; groups of the same calls score 1.
+
+    Mixed names where one name's calls are the same on both sides and another's differ, with
+    ``null`` in the texts (None, NaN), JSON writers' refusals (integers beyond 64 bits) and
+    values Python finds equal but ``str()`` does not (``1`` and ``1.0``, ``True`` and ``1``).
+    """
+    nan = float("nan")
+    cases: list[tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]] = [
+        (
+            [("f", {"x": 1}), ("g", {"y": 2}), ("f", {"x": 2})],
+            [("f", {"x": 2}), ("f", {"x": 1}), ("g", {"y": 3})],
+        ),
+        (
+            [("f", {"x": 1}), ("f", {"x": 3}), ("g", {"y": None}), ("g", {"y": 1})],
+            [("g", {"y": 1}), ("f", {"x": 2}), ("g", {"y": None}), ("f", {"x": 1})],
+        ),
+        (
+            [("f", {"x": 2**70}), ("f", {"x": 1}), ("g", {})],
+            [("f", {"x": 1}), ("f", {"x": 2**70}), ("g", {})],
+        ),
+        (
+            [("f", {"x": 2**70}), ("f", {"x": 1}), ("g", {"z": "a"})],
+            [("f", {"x": 1}), ("f", {"x": 2**70 + 1}), ("g", {"z": "ab"})],
+        ),
+        (
+            [("f", {"x": 1}), ("f", {"x": 1.0}), ("g", {"z": "a"})],
+            [("f", {"x": 1.0}), ("f", {"x": 1}), ("g", {"z": "b"})],
+        ),
+        ([("f", {"x": None}), ("f", {"x": 1})], [("f", {"x": 1}), ("f", {"x": None})]),
+        (
+            [("f", {"x": True}), ("f", {"x": 1}), ("g", {})],
+            [("f", {"x": 1}), ("f", {"x": True}), ("g", {"a": 1})],
+        ),
+        (
+            [("f", {"x": nan}), ("f", {"x": 1}), ("g", {"a": [1, {"b": None}]})],
+            [("f", {"x": 1}), ("f", {"x": float("nan")}), ("g", {"a": [1, {"b": None}]})],
+        ),
+        (
+            [("f", {"x": None, "y": 2**70}), ("f", {"x": 1}), ("g", {})],
+            [("f", {"x": 1}), ("f", {"x": None, "y": 2**70}), ("g", {"a": None})],
+        ),
+        (  # orjson writes NaN and None both as null: equal texts, not the same calls
+            [("f", {"x": nan}), ("f", {"x": 1}), ("g", {})],
+            [("f", {"x": 1}), ("f", {"x": None}), ("g", {})],
+        ),
+        (
+            [("f", {"x": 1}), ("f", {"x": 2**70}), ("g", {})],
+            [("f", {"x": 2**70}), ("f", {"x": 1.0}), ("g", {})],
+        ),
+        (
+            [("h", {"k": {"a": 1, "b": 2}}), ("h", {"k": {"b": 2, "a": 1}}), ("f", {})],
+            [("h", {"k": {"b": 2, "a": 1}}), ("h", {"k": {"a": 1, "b": 2.0}}), ("f", {})],
+        ),
+    ]
+    similarity = NonLLMStringSimilarity()
+    metrics = [
+        (ToolCallAccuracy(strict_order=False), exact_str),
+        (ToolCallAccuracy(strict_order=False, arg_comparison_metric=similarity), levenshtein),
+        (  # equal strings may score below 1: ragas' sort of the whole lists
+            ToolCallAccuracy(strict_order=False, arg_comparison_metric="token_set_ratio"),
+            lambda left, right: float(fuzz.token_set_ratio(left, right, processor=None)) / 100,
+        ),
+    ]
+    for predicted_calls, reference_calls in cases:
+        predicted = [ToolCall(name=name, args=args) for name, args in predicted_calls]
+        reference = [ToolCall(name=name, args=args) for name, args in reference_calls]
+        sample = MultiTurnSample(
+            user_input=[{"type": "ai", "content": "", "tool_calls": predicted}],
+            reference_tool_calls=reference,
+        )
+        for metric, compare in metrics:
+            want = reference_accuracy(predicted, reference, strict=False, compare=compare)
+            assert await metric.multi_turn_ascore(sample) == want, predicted_calls
+            assert (await metric.ascore(sample)).value == want, predicted_calls
+    # the first case by hand: f pairs (1, 1) and (2, 2), g scores 0: (1 + 1 + 0) / 3
+    first = MultiTurnSample(
+        user_input=[
+            {
+                "type": "ai",
+                "content": "",
+                "tool_calls": [{"name": n, "args": a} for n, a in cases[0][0]],
+            }
+        ],
+        reference_tool_calls=[ToolCall(name=n, args=a) for n, a in cases[0][1]],
+    )
+    assert await metrics[0][0].multi_turn_ascore(first) == 2 / 3

@@ -295,6 +295,47 @@ def _same_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> bool:
 ArgsScore = Callable[[dict[str, Any], dict[str, Any]], float]
 
 
+def _by_name_groups(
+    predicted: list[ToolCall],
+    pred_names: list[str],
+    reference: list[ToolCall],
+    ref_names: list[str],
+    args_score: ArgsScore,
+) -> float:
+    """The unordered sum of pair scores (ragas' sort), name by name; same sorted names.
+
+    Sorting by ragas' key puts each name's calls together, names in order, so the sorted
+    pairs are those of each name's group sorted alone, in name order. A name called once is
+    its own pair; a group holding the same calls on both sides (:func:`_same_calls`) pairs
+    calls of equal keys, each scoring 1.0 (``args_score`` scores equal strings 1.0); only the
+    other groups build the sort keys. The pair scores are summed in the sorted order: the
+    same float.
+    """
+    groups: dict[str, tuple[list[ToolCall], list[ToolCall]]] = {}
+    for call, name in zip(reference, ref_names, strict=True):
+        group = groups.get(name)
+        if group is None:
+            groups[name] = ([], [call])
+        else:
+            group[1].append(call)
+    for call, name in zip(predicted, pred_names, strict=True):
+        groups[name][0].append(call)
+    total = 0.0
+    for name in sorted(groups):
+        preds, refs = groups[name]
+        if len(refs) == 1:
+            total += args_score(refs[0].args, preds[0].args)
+        elif _same_calls(preds, refs):
+            for _ in refs:
+                total += 1.0
+        else:
+            preds.sort(key=_sort_key)
+            refs.sort(key=_sort_key)
+            for index in range(len(refs)):
+                total += args_score(refs[index].args, preds[index].args)
+    return total
+
+
 def _accuracy(
     args_score: ArgsScore,
     strict: bool,
@@ -303,14 +344,14 @@ def _accuracy(
 ) -> Kernel:
     """ToolCallAccuracy's value with ``args_score``, which scores equal strings 1.0.
 
-    With ``identical``, a sample for which ``identical()`` is false (the comparator no longer
-    scores equal strings 1.0) is scored with ``fallback`` instead.
+    With a ``fallback``, a sample is scored with it unless ``identical()`` is true (the
+    comparator scores equal strings 1.0).
     """
 
     def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
         args = args_score
-        if identical is not None and not identical():
-            args = fallback  # type: ignore[assignment]
+        if fallback is not None and (identical is None or not identical()):
+            args = fallback
         predicted = predicted_calls(messages)
         n = len(reference)
         if len(predicted) != n or not n:
@@ -337,8 +378,10 @@ def _accuracy(
                     return total / n
             elif sorted(pred_names) != sorted(ref_names):
                 return 0.0
-            if args is not fallback and len(unique) < n and _same_calls(predicted, reference):
-                return 1.0
+            if args is not fallback and len(unique) < n:
+                if _same_calls(predicted, reference):
+                    return 1.0
+                return _by_name_groups(predicted, pred_names, reference, ref_names, args) / n
             predicted, reference = _unordered(predicted, reference, ref_names, unique)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
@@ -360,9 +403,6 @@ def accuracy_value(
     """
     if compare is None:
         return _accuracy(_args_score, strict)
-    if identical is None:
-        plain = _scored_args(compare)
-        return _accuracy(plain, strict, plain)
     return _accuracy(_skipping_args(compare), strict, _scored_args(compare), identical)
 
 
