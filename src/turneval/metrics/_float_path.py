@@ -360,29 +360,31 @@ def _accuracy(
             pred, ref = predicted[0], reference[0]
             return args(ref.args, pred.args) if pred.name == ref.name else 0.0
         if strict:
-            for index in range(n):
-                if predicted[index].name != reference[index].name:
-                    return 0.0
-        else:
-            pred_names = list(map(_by_name, predicted))
-            ref_names = list(map(_by_name, reference))
-            unique = set(ref_names)
-            if pred_names == ref_names:
-                if len(unique) == n:
-                    # Distinct names in the same order: sorting pairs the same calls; the
-                    # pair scores are only summed in the sorted order.
-                    scores = [args(reference[i].args, predicted[i].args) for i in range(n)]
-                    total = 0.0
-                    for index in sorted(range(n), key=ref_names.__getitem__):
-                        total += scores[index]
-                    return total / n
-            elif sorted(pred_names) != sorted(ref_names):
-                return 0.0
-            if args is not fallback and len(unique) < n:
-                if _same_calls(predicted, reference):
-                    return 1.0
-                return _by_name_groups(predicted, pred_names, reference, ref_names, args) / n
-            predicted, reference = _unordered(predicted, reference, ref_names, unique)
+            total = 0.0  # summed in order, as ragas does: the float must be the same
+            for pred, ref in zip(predicted, reference, strict=True):
+                if pred.name != ref.name:
+                    return 0.0  # a score computed before is dropped: no side effects
+                total += args(ref.args, pred.args)
+            return total / n
+        pred_names = list(map(_by_name, predicted))
+        ref_names = list(map(_by_name, reference))
+        unique = set(ref_names)
+        if pred_names == ref_names:
+            if len(unique) == n:
+                # Distinct names in the same order: sorting pairs the same calls; the
+                # pair scores are only summed in the sorted order.
+                scores = [args(reference[i].args, predicted[i].args) for i in range(n)]
+                total = 0.0
+                for index in sorted(range(n), key=ref_names.__getitem__):
+                    total += scores[index]
+                return total / n
+        elif sorted(pred_names) != sorted(ref_names):
+            return 0.0
+        if args is not fallback and len(unique) < n:
+            if _same_calls(predicted, reference):
+                return 1.0
+            return _by_name_groups(predicted, pred_names, reference, ref_names, args) / n
+        predicted, reference = _unordered(predicted, reference, ref_names, unique)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
             total += args(reference[index].args, predicted[index].args)
