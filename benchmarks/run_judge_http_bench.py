@@ -14,7 +14,9 @@ Two judge paths, rounds alternating their order: ``direct`` (the default for a p
 references with no turneval at all, posting the same number of requests 16 at a time: ``bare``,
 a bare ``AsyncOpenAI`` client (a fresh HTTP client per run, as a run has, with a TLS context
 built once), and ``raw``, a minimal HTTP/1.1 client on asyncio streams (what the server and the
-event loop allow when a request costs almost no client CPU). Each run is preceded by an
+event loop allow when a request costs almost no client CPU). Neither reference takes turns
+to send (as a run's private clients do): all 16 requests of a wave are built together. Each run
+is preceded by an
 unmeasured warm-up round in the same process; figures are medians of rounds.
 
     .venv/bin/python benchmarks/run_judge_http_bench.py --rounds 5

@@ -10,6 +10,17 @@ run) and closed when that scope ends, in the loop that opened it.
 
 Models whose async client the user supplied (``http_async_client=``) are used as they are, and
 so are models of other providers.
+
+Requests through a scope's private clients also take *turns* to be sent (:func:`sending`). On one
+event loop, concurrent requests otherwise interleave their client work (building the request in
+LangChain and the OpenAI SDK, encoding it in the HTTP stack) step by step between awaits, so a
+wave of N requests started together leaves together only once all N are built, and comes back
+together: every request pays N times the client CPU of one, wave after wave. With turns, a
+request is built and written in one go while the next waits: requests leave one after another
+and their answers come back spread out, so the client work of one hides behind the others'
+latency instead of adding up. A turn ends when the request's body has been handed to the
+connection (or the request failed); a request never waits more than ``_TURN_WAIT`` seconds for
+one (a slow connection set-up, e.g. a TLS handshake, does not hold the others back longer).
 """
 
 from __future__ import annotations
@@ -24,7 +35,30 @@ from typing import Any
 
 import anyio
 
-__all__ = ["client_scope", "loop_bound"]
+__all__ = ["client_scope", "loop_bound", "sending"]
+
+# Seconds a request waits at most for the request before it to be written.
+_TURN_WAIT = 0.02
+
+
+class _Turn:
+    """One request's turn to be sent, held until its body is written (released once)."""
+
+    __slots__ = ("_gate", "held")
+
+    def __init__(self, gate: anyio.Semaphore) -> None:
+        self._gate = gate
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self._gate.release()
+
+
+_TURN: contextvars.ContextVar[_Turn | None] = contextvars.ContextVar(
+    "turneval_send_turn", default=None
+)
 
 
 class _Scope:
@@ -33,13 +67,16 @@ class _Scope:
     def __init__(self) -> None:
         self.clients: dict[int, tuple[Any, Any]] = {}  # id(shared root) -> (root, private copy)
         self.http: list[Any] = []
+        self.gate = anyio.Semaphore(1)  # whose turn it is to send
 
     def client_for(self, root: Any) -> Any:
         entry = self.clients.get(id(root))
         if entry is None:
             import openai
 
-            http = openai.DefaultAsyncHttpxClient(**_shared_tls())
+            http = openai.DefaultAsyncHttpxClient(
+                **_shared_tls(), event_hooks={"request": [_end_turn_when_written]}
+            )
             self.http.append(http)
             entry = (root, root.with_options(http_client=http))
             self.clients[id(root)] = entry
@@ -79,6 +116,60 @@ def _tls_context(cert_file: str | None, cert_dir: str | None) -> Any:
 _SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
     "turneval_client_scope", default=None
 )
+
+
+async def _end_turn_when_written(request: Any) -> None:
+    """Request hook of the private clients: the turn ends once the body has been written."""
+    turn = _TURN.get()
+    if turn is not None and turn.held:
+        request.stream = _written_stream_class(type(request).__module__.split(".")[0])(
+            request.stream, turn
+        )
+
+
+@functools.lru_cache(maxsize=2)
+def _written_stream_class(package: str) -> Any:
+    """An ``AsyncByteStream`` of ``package`` (httpx or httpx2) that ends a turn when drained."""
+    base: Any = importlib.import_module(package).AsyncByteStream
+
+    class WrittenStream(base):  # type: ignore[misc]
+        def __init__(self, inner: Any, turn: _Turn) -> None:
+            self._inner = inner
+            self._turn = turn
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._inner:
+                yield chunk
+            self._turn.release()  # every byte handed to the connection
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return WrittenStream
+
+
+@asynccontextmanager
+async def sending(llm: Any) -> AsyncIterator[None]:
+    """Build and write one request of ``llm`` in its turn (see the module's docstring).
+
+    A no-op outside a client scope and for models that do not talk through a scope's private
+    clients (their requests could not tell when they are written).
+    """
+    scope = _SCOPE.get()
+    if scope is None or not isinstance(getattr(llm, "root_async_client", None), _ScopedClient):
+        yield
+        return
+    turn = None
+    with anyio.move_on_after(_TURN_WAIT):
+        await scope.gate.acquire()
+        turn = _Turn(scope.gate)
+    token = _TURN.set(turn)
+    try:
+        yield
+    finally:
+        _TURN.reset(token)
+        if turn is not None:
+            turn.release()
 
 
 @asynccontextmanager

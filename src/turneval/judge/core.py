@@ -35,7 +35,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from turneval.errors import ConfigError, JudgeCallError, JudgeOutputError
-from turneval.judge._clients import client_scope, loop_bound
+from turneval.judge._clients import client_scope, loop_bound, sending
 from turneval.judge._errors import classify
 from turneval.judge._openai_direct import direct_openai
 from turneval.judge.cache import SQLiteCache
@@ -535,7 +535,8 @@ class Judge:
         async def call() -> None:
             with request:
                 try:
-                    outcome["reply"] = await self._invoke(runnable, messages)
+                    async with sending(self.llm):  # built and written in one go
+                        outcome["reply"] = await self._invoke(runnable, messages)
                 except Exception as error:
                     outcome["error"] = error
                 finally:
