@@ -110,18 +110,26 @@ def same_text(reference: Any, prediction: Any) -> bool:
 # -- ToolCallAccuracy ------------------------------------------------------------------------------
 
 
+def _same_strs(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> bool:
+    """Whether both args have the same keys, each value with an equal ``str()``.
+
+    Shown by equality in Python and equal JSON texts (same key order): every value then has
+    the same ``str()``, as :func:`same_text` argues value by value. False: not shown.
+    """
+    if ref_args != pred_args:
+        return False
+    try:
+        return bool(_dumps(ref_args) == _dumps(pred_args))
+    except (TypeError, ValueError):  # orjson's or pydantic's refusal: not shown
+        return False
+
+
 def _args_score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
     """The exact argument score (ragas'):: the share of the reference's args with an equal ``str``."""
     if not ref_args:
         return 0.0 if pred_args else 1.0
-    if len(ref_args) > 2 and ref_args == pred_args:
-        # Equal in Python with equal JSON texts (same key order): every value has the same
-        # str(), as same_text argues value by value. Worth it for larger and nested args.
-        try:
-            if _dumps(ref_args) == _dumps(pred_args):
-                return 1.0
-        except (TypeError, ValueError):  # orjson's or pydantic's refusal: value by value
-            pass
+    if len(ref_args) > 2 and _same_strs(ref_args, pred_args):
+        return 1.0  # worth it for larger and nested args
     equal = 0
     for key, ref_value in ref_args.items():
         pred_value = pred_args.get(key, _ABSENT)
@@ -166,12 +174,8 @@ def _skipping_args(compare: Callable[[str, str], float]) -> Callable[..., float]
     def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
         if not ref_args:
             return 0.0 if pred_args else 1.0
-        if len(ref_args) > 2 and ref_args == pred_args:
-            try:
-                if _dumps(ref_args) == _dumps(pred_args):
-                    return 1.0  # every value has the same str(): n times 1.0, over n
-            except (TypeError, ValueError):  # orjson's or pydantic's refusal: value by value
-                pass
+        if len(ref_args) > 2 and _same_strs(ref_args, pred_args):
+            return 1.0  # n times 1.0, over n
         total = 0.0
         for key, ref_value in ref_args.items():
             pred_value = pred_args.get(key, _ABSENT)
