@@ -576,3 +576,21 @@ async def test_unordered_accuracy_name_by_name(json_writer: str) -> None:
         reference_tool_calls=[ToolCall(name=n, args=a) for n, a in cases[0][1]],
     )
     assert await metrics[0][0].multi_turn_ascore(first) == 2 / 3
+
+
+SKIPPING = [
+    measure
+    for measure in DistanceMeasure
+    if NonLLMStringSimilarity(distance_measure=measure)._identical_scores_one()
+]
+
+
+@pytest.mark.parametrize("measure", SKIPPING)
+def test_measures_said_to_score_identical_strings_one_do(measure: DistanceMeasure) -> None:
+    # The float path skips the comparator for equal str() on these: check them on rapidfuzz.
+    assert (
+        DistanceMeasure.LEVENSHTEIN in SKIPPING and DistanceMeasure.TOKEN_SET_RATIO not in SKIPPING
+    )
+    similarity = NonLLMStringSimilarity(distance_measure=measure)
+    texts = ["", "a", "1", "True", "héllo wörld", "[1, {'b': None}]", "x" * 300]
+    assert [similarity.compare(text, text) for text in texts] == [1.0] * len(texts)
