@@ -21,6 +21,7 @@ unmeasured warm-up round in the same process; figures are medians of rounds.
 
     .venv/bin/python benchmarks/run_judge_http_bench.py --rounds 5
     .venv/bin/python benchmarks/run_judge_http_bench.py --rounds 5 --server stub
+    .venv/bin/python benchmarks/run_judge_http_bench.py --own    # turneval's share, no HTTP
 """
 
 from __future__ import annotations
@@ -345,6 +346,60 @@ def timeline_report(args: argparse.Namespace) -> None:
     print(json.dumps(report, indent=2))
 
 
+async def own_cpu(args: argparse.Namespace) -> None:
+    """Client CPU per call of the direct path without the HTTP exchange (turneval's own share).
+
+    The OpenAI client's ``post`` answers at once with a valid verdict (every enum's first value):
+    what remains is turneval, LangChain's payload and result builders and pydantic.
+    """
+    import importlib
+
+    import openai
+    from openai._base_client import AsyncAPIClient
+
+    # The SDK's HTTP package (httpx or httpx2, by SDK version) for its Response class.
+    http = importlib.import_module(
+        openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]
+    )
+
+    def instant(schema: dict[str, Any]) -> dict[str, Any]:
+        kinds = {"string": "reason", "boolean": True, "integer": 1, "number": 1.0, "array": []}
+        return {
+            key: spec["enum"][0] if "enum" in spec else kinds.get(spec.get("type"), None)
+            for key, spec in schema["properties"].items()
+        }
+
+    async def post(self: Any, path: str, *, body: Any = None, **_: Any) -> Any:
+        verdict = instant(body["response_format"]["json_schema"]["schema"])
+        message = {"role": "assistant", "content": json.dumps(verdict)}
+        answer = {
+            "id": "own",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "judge",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        return http.Response(200, content=json.dumps(answer).encode())
+
+    from turneval import aevaluate
+
+    AsyncAPIClient.post = post  # type: ignore[method-assign, assignment]
+    data = samples(args.n) * 4
+    for name in METRICS:
+        figures = []
+        for _ in range(args.rounds):
+            scorer = metric(name, "http://127.0.0.1:9/v1")  # never reached
+            cpu = time.process_time()
+            result = await aevaluate(
+                data, [scorer], max_concurrency=16, max_llm_concurrency=16, show_progress=False
+            )
+            cpu = time.process_time() - cpu
+            assert not any(row.failures for row in result.rows), name
+            figures.append(1000 * cpu / result.usage.calls)
+        print(f"{name:<40} own client CPU per call: median {statistics.median(figures):.2f} ms")
+
+
 async def all_rounds(args: argparse.Namespace, url: str) -> dict[str, dict[str, list[Any]]]:
     data = samples(args.n)
     paths = ["direct", "langchain", "bare", "raw"]
@@ -384,7 +439,15 @@ def main() -> None:
         action="store_true",
         help="instead of the rounds: where a bare client's request spends its time (lean server)",
     )
+    parser.add_argument(
+        "--own",
+        action="store_true",
+        help="instead of the rounds: the direct path's client CPU per call with no HTTP at all",
+    )
     args = parser.parse_args()
+    if args.own:
+        anyio.run(own_cpu, args)
+        return
     if args.timeline:
         timeline_report(args)
         return
