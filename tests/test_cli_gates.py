@@ -46,7 +46,7 @@ def test_failed_rows_exit_3_and_name_their_lines(
     assert run(tmp_path, data, "--fail-under", "tool_call_f1=0.4") == 3
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "FAIL: 7 of 9 rows failed; --max-failed allows 0"
-    assert err[1].startswith("  line 2: tool_call_f1: InvalidSampleError: line 2: not valid JSON")
+    assert err[1].startswith("  line 2: tool_call_f1: InvalidSampleError: not valid JSON")
     assert [line.split(":")[0] for line in err[1:6]] == [
         "  line 2",
         "  line 3",

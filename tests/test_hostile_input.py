@@ -111,6 +111,42 @@ def test_resume_keeps_finished_rows_and_refuses_silent_overwrite(
     assert summary["metrics"]["tool_call_f1"]["mean"] == (0.5 * 2 + 3) / 5
 
 
+def test_resumed_run_counts_the_failed_rows_and_errors_the_whole_run_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Lines 2 and 5 hold no sample (unreadable); line 3 is a conversation without reference
+    # calls (every metric rejects it, but the line was read): 3 failed rows, 2 bad lines.
+    no_reference = conversation([call("a")]).model_dump_json(exclude_none=True)
+    lines = [GOOD, "{not json", no_reference, GOOD, '{"user_input": 5}', GOOD]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in lines))
+    full_out, out = tmp_path / "full", tmp_path / "out"
+    full = evaluate_jsonl(data, ["tool_call_f1"], full_out, workers=1)
+    assert (full.total_rows, full.failed_rows, full.bad_lines) == (6, 3, 2)
+    assert [error.line for error in full.first_errors] == [2, 3, 5]
+    rows = (full_out / "results.jsonl").read_text().splitlines()
+    assert [json.loads(row).get("unreadable", False) for row in rows] == [
+        False, True, False, False, True, False,
+    ]  # fmt: skip
+    for finished in (3, 5):  # interrupted after line 3, or after line 5
+        out.mkdir(exist_ok=True)
+        (out / "results.jsonl").write_text("".join(row + "\n" for row in rows[:finished]))
+        resumed = evaluate_jsonl(data, ["tool_call_f1"], out, workers=1, resume=True)
+        assert (resumed.total_rows, resumed.failed_rows, resumed.bad_lines) == (6, 3, 2)
+        assert resumed.first_errors == full.first_errors
+        assert (out / "results.jsonl").read_text().splitlines() == rows
+    # The gate of the command line sees them too: the resumed run exits 3 as the full one did.
+    (out / "results.jsonl").write_text("".join(row + "\n" for row in rows[:4]))
+    args = ["evaluate", str(data), "--metric", "tool_call_f1", "--out", str(out), "--quiet"]
+    assert main([*args, "--resume"]) == 3
+    err = capsys.readouterr().err
+    assert "FAIL: 3 of 6 rows failed" in err
+    assert "line 3: tool_call_f1: InvalidSampleError: " in err
+    assert "line 3: tool_call_f1: InvalidSampleError: line 3:" not in err  # named once
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["failed_rows"], summary["bad_lines"]) == (3, 2)
+
+
 def test_corrupt_cache_on_the_cli_is_one_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -62,3 +62,18 @@ def test_a_bad_usage_object_names_line_and_field(tmp_path: Path) -> None:
     path.write_text('{"index": 0, "m": 1.0, "m_reason": "", "m_usage": 3}\n')
     with pytest.raises(ValueError, match="line 1: m_usage must be an object, got 3"):
         EvaluationResult.from_jsonl(path)
+
+
+def test_the_input_line_of_a_streamed_row_survives_the_round_trip(tmp_path: Path) -> None:
+    # The streaming CLI's rows carry the input line (blank lines make it differ from index+1).
+    path = tmp_path / "results.jsonl"
+    path.write_text(
+        '{"index": 0, "m": 1.0, "m_reason": "", "m_error": null, "line": 1}\n'
+        '{"index": 1, "m": null, "m_reason": null, "m_error": "E: x", "line": 3}\n'
+    )
+    back = EvaluationResult.from_jsonl(path)
+    assert [row.line for row in back.rows] == [1, 3]
+    again = tmp_path / "again.jsonl"
+    back.to_jsonl(again)
+    assert [json.loads(line)["line"] for line in again.read_text().splitlines()] == [1, 3]
+    assert "line" not in result_set().records()[0]  # rows not read from a file have none

@@ -77,6 +77,10 @@ def test_details_and_missing_file(tmp_path: Path) -> None:
     assert row["tool_call_f1_details"]["matched"][0]["call"] == "a({})"
     with pytest.raises(InvalidSampleError, match="no such file"):
         evaluate_jsonl(tmp_path / "missing.jsonl", ["tool_call_f1"], tmp_path / "out")
+    with pytest.raises(InvalidSampleError, match="a folder, not a JSONL file"):
+        evaluate_jsonl(tmp_path, ["tool_call_f1"], tmp_path / "out")
+    with pytest.raises(InvalidSampleError, match="not a regular file"):
+        evaluate_jsonl("/dev/null", ["tool_call_f1"], tmp_path / "out")
 
 
 def test_judged_metrics_stream_with_the_cache(tmp_path: Path) -> None:

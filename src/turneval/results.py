@@ -169,7 +169,8 @@ class SampleResult:
         """A flat, JSON-ready dict: ``<name>``, ``<name>_reason``, ``<name>_error`` per metric.
 
         Values are None where the metric failed; ``details=True`` adds ``<name>_details`` and,
-        for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`).
+        for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`); ``line`` comes last when
+        the row was read from a file.
         """
         record: dict[str, Any] = {"index": self.index}
         metadata = (getattr(self.sample, "metadata", None) or {}) if self.sample else {}
@@ -196,6 +197,8 @@ class SampleResult:
                 agent_total_tokens=usage.total_tokens,
                 steps=self.agent.steps,
             )
+        if self.line is not None:  # read from a file: the 1-based input line
+            record["line"] = self.line
         return record
 
 
@@ -471,6 +474,8 @@ class EvaluationResult:
                 if not names:
                     names = [key for key in record if f"{key}_reason" in record]
                 row = SampleResult(int(record.get("index", number - 1)), None)
+                if record.get("line") is not None:  # the streaming CLI's input line
+                    row.line = int(record["line"])
                 for name in names:
                     if record.get(name) is not None:
                         row.results[name] = MetricResult(

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -69,6 +70,7 @@ __all__ = [
     "FIRST_ERRORS",
     "RowError",
     "StreamResult",
+    "UNREADABLE",
     "evaluate_jsonl",
     "finished_lines",
 ]
@@ -106,13 +108,17 @@ class RowError:
     error: str
 
     def __str__(self) -> str:
-        """``line N: metric: ErrorType: message``, on one line."""
-        text = " ".join(self.error.split())
-        return f"line {self.line}: {self.metric}: {text}"
+        """``line N: metric: ErrorType: message``, on one line (the line named once)."""
+        prefix = f"line {self.line}: "
+        kind, colon, message = " ".join(self.error.split()).partition(": ")
+        return f"{prefix}{self.metric}: {kind}{colon}{message.removeprefix(prefix)}"
 
 
 FIRST_ERRORS = 10
 """How many errors of failed rows a streamed run keeps (the first, in input order)."""
+
+UNREADABLE = "unreadable"
+"""The results.jsonl key set to true on the row of an input line that holds no sample."""
 
 
 @dataclass
@@ -183,7 +189,7 @@ def _parse_text(line: str, number: int) -> Sample:
     except ValidationError:
         pass  # the slow path below finds the error and names the line and field
     try:
-        row = json.loads(line)
+        row = json.loads(line.rstrip("\r\n"))  # the column then counts on this line alone
     except json.JSONDecodeError as exc:
         raise InvalidSampleError(
             f"line {number}: not valid JSON ({exc.msg}, column {exc.colno})", sample_id=number
@@ -361,6 +367,8 @@ class _ChunkBuilder:
         scored.line = number
         record = scored.record(self.names, details=self.details)
         record["line"] = number
+        if bad:  # told apart from a sample every metric rejects when a run is resumed
+            record[UNREADABLE] = True
         self.records.append(_record_line(record, self.plain_size))
         results, values, extras = scored.results, self.values, self.extras
         for name in self.names:
@@ -557,11 +565,18 @@ def _resumed_row(record: dict[str, Any], names: Sequence[str]) -> SampleResult:
     return row
 
 
-def _is_bad(record: dict[str, Any], names: Sequence[str]) -> bool:
-    return bool(names) and all(
-        str(record.get(f"{name}_error") or "").startswith("InvalidSampleError: line ")
-        for name in names
-    )
+def _row_error(record: dict[str, Any], names: Sequence[str]) -> RowError | None:
+    """The first error of a finished row (None: no metric failed on it)."""
+    for name in names:
+        error = record.get(f"{name}_error")
+        if error:
+            return RowError(int(record["line"]), name, str(error))
+    return None
+
+
+def _first_errors(errors: Iterable[RowError]) -> list[RowError]:
+    """The first :data:`FIRST_ERRORS` of ``errors`` in input order."""
+    return sorted(errors, key=attrgetter("line"))[:FIRST_ERRORS]
 
 
 def _absorb_finished(
@@ -675,11 +690,17 @@ def evaluate_jsonl(
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
             judge cache is unreadable; or the existing file is not a results.jsonl.
-        InvalidSampleError: ``path`` does not exist.
+        InvalidSampleError: ``path`` is not an existing regular file.
     """
     source = Path(path)
     if not source.is_file():
-        raise InvalidSampleError(f"{source}: no such file", field="path")
+        if source.is_dir():
+            problem = "a folder, not a JSONL file"
+        elif source.exists():  # read in chunks, perhaps by several processes: a file it must be
+            problem = "not a regular file (save a pipe's or a device's output to a file first)"
+        else:
+            problem = "no such file"
+        raise InvalidSampleError(f"{source}: {problem}", field="path")
     if input_format not in ("auto", "jsonl", "otlp"):
         raise InvalidSampleError(f"unknown input format {input_format!r}", field="format")
     otlp = input_format == "otlp" or (input_format == "auto" and _is_otlp(source))
@@ -821,12 +842,15 @@ class _JsonlSink:
         return max(self.report_rows - len(self.kept), 0)
 
     def resume(self, done: dict[int, dict[str, Any]]) -> None:
-        """Count the finished rows of an interrupted run in."""
+        """Count the finished rows of an interrupted run in (failed rows and their errors too)."""
         names = self.names
         self.total = _absorb_finished(
             done, names, self.values, self.failed, self.kept, self.report_rows, self.results
         )
-        self.bad = sum(1 for record in done.values() if _is_bad(record, names))
+        self.bad = sum(1 for record in done.values() if record.get(UNREADABLE))
+        errors = [error for record in done.values() if (error := _row_error(record, names))]
+        self.failed_rows = len(errors)
+        self.first_errors = _first_errors(errors)
 
     def absorb(self, chunk: _Chunk) -> None:
         """Write a scored chunk's rows and add its totals."""
@@ -844,8 +868,8 @@ class _JsonlSink:
         self.total += len(chunk.records)
         self.bad += chunk.bad_lines
         self.failed_rows += chunk.failed_rows
-        room = max(FIRST_ERRORS - len(self.first_errors), 0)
-        self.first_errors.extend(chunk.first_errors[:room])
+        if chunk.first_errors:  # a resumed run's rows may come after the new ones
+            self.first_errors = _first_errors([*self.first_errors, *chunk.first_errors])
         if self.progress:
             rate = f" ({self.limiter.describe()})" if self.limiter is not None else ""
             line = f"\rturneval: {self.total:,} samples{rate}"

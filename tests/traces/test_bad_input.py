@@ -185,6 +185,29 @@ def test_cli_evaluates_otlp_with_auto_detection(
     assert "dry run over 2 samples" in capsys.readouterr().out  # one per trace
 
 
+def test_sample_lines_after_an_otlp_line_each_give_an_error_row(tmp_path: Path) -> None:
+    # Auto-detection reads the first line; a sample line after it is no trace, and must not
+    # vanish: it gives a row naming its line and what was expected.
+    r = Recorder()
+    _good(r)
+    path = tmp_path / "t.jsonl"
+    write_otlp_json(r.spans(), path)
+    sample = '{"user_input": [{"type": "human", "content": "hi"}], "reference_tool_calls": []}'
+    path.write_text(path.read_text() + sample + "\n" + sample + "\n")
+    out = tmp_path / "out"
+    metric = "trajectory_single_tool_use"
+    args = ["evaluate", str(path), "--metric", f"{metric}:tool_name=f", "--out", str(out)]
+    assert main([*args, "--quiet"]) == 3  # two failed rows, none allowed
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows.sort(key=lambda row: row["line"])  # a trace's row comes once the trace has ended
+    assert [row["line"] for row in rows] == [1, 2, 3]
+    assert rows[0][metric] == 1.0  # the trace calls f
+    for row in rows[1:]:
+        error = row[f"{metric}_error"]
+        assert f"line {row['line']}: not an OTLP/JSON ExportTraceServiceRequest" in error
+        assert "got one with keys 'user_input', 'reference_tool_calls'" in error
+
+
 def test_turneval_import_does_not_load_the_traces_module() -> None:
     import subprocess
 

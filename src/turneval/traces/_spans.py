@@ -131,6 +131,9 @@ def spans_of_request(document: Any, line: int | None = None) -> Iterator[Span]:
     """The spans of one decoded ``ExportTraceServiceRequest``."""
     if not isinstance(document, dict):
         raise ValueError(f"expected an object with 'resourceSpans', got {type(document).__name__}")
+    if "resourceSpans" not in document:  # e.g. a sample line in a file detected as OTLP
+        keys = ", ".join(repr(key) for key in list(document)[:5]) or "none"
+        raise ValueError(f"expected an object with 'resourceSpans', got one with keys {keys}")
     for resource in document.get("resourceSpans") or ():
         for scope in (
             resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or ()
