@@ -86,6 +86,49 @@ def test_from_list_error_names_row_and_field() -> None:
     assert info.value.sample_id == 1 and info.value.field == "reference_tool_calls"
 
 
+def test_a_frame_or_dicts_given_for_samples_name_the_reader_to_use() -> None:
+    rows: list[Any] = [{"user_input": "q", "response": "a"}]  # not samples: what users try
+    with pytest.raises(InvalidSampleError, match=r"got str \(a DataFrame: .*from_pandas\(frame\)"):
+        EvaluationDataset.coerce(pd.DataFrame(rows))
+    with pytest.raises(InvalidSampleError, match=r"got dict \(dicts: .*from_list\(rows\)\)"):
+        EvaluationDataset.coerce(rows)
+
+
+def test_a_conversation_without_its_messages_is_blamed_on_user_input() -> None:
+    # Only conversations have reference calls: the missing messages are the problem, not them.
+    rows: list[dict[str, Any]] = [
+        {"reference_tool_calls": []},
+        {"user_input": 3, "reference_topics": ["x"]},
+    ]
+    for row in rows:
+        with pytest.raises(
+            InvalidSampleError, match=r"row 0 \(MultiTurnSample\): user_input"
+        ) as info:
+            EvaluationDataset.from_list([row])
+        assert info.value.field == "user_input"
+    with pytest.raises(InvalidSampleError, match=r"\(SingleTurnSample\): reference_topics"):
+        EvaluationDataset.from_list([{"user_input": "a question", "reference_topics": ["x"]}])
+
+
+def test_jsonl_lines_the_command_line_reads_are_read_or_named_here_too(tmp_path: Path) -> None:
+    sample = conversation([call("a")], reference=[call("a")])
+    good = sample.model_dump_json(exclude_none=True).encode()
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + good + b"\r\n\n" + good + b"\n")  # BOM, CRLF, blank
+    assert EvaluationDataset.from_jsonl(path).samples == [sample, sample]
+    cases = [
+        (b"\xe9t\xe9", r"line 3 is not valid UTF-8 \(byte 0xe9 at byte offset 0\)"),
+        (b"[" * 100_000, r"line 3 holds JSON nested too deeply to parse"),
+        # a torn line: the column is the end of that line, not the start of the next
+        (good[:-1], rf"line 3 is not valid JSON \(Expecting ',' delimiter, column {len(good)}\)"),
+    ]
+    for bad, message in cases:
+        path.write_bytes(good + b"\n\n" + bad + b"\n" + good + b"\n")
+        with pytest.raises(InvalidSampleError, match=message) as info:
+            EvaluationDataset.from_jsonl(path)
+        assert info.value.sample_id == "line 3"
+
+
 def test_jsonl_round_trip_and_bad_line_number(tmp_path: Path) -> None:
     dataset = EvaluationDataset([conversation([call("a", n=1.5)], reference=[call("a", n=1.5)])])
     path = tmp_path / "data.jsonl"

@@ -162,3 +162,12 @@ def test_rouge_takes_ragas_mode_keyword() -> None:
     assert RougeScore().score(sample).value == pytest.approx(2 / 3)
     result = evaluate([sample], ["rouge", "bleu"])
     assert result["rouge_score"] == result["rouge"] and result["bleu_score"] == result["bleu"]
+    by_ragas_names = evaluate([sample], ["rouge_score", "bleu_score"])  # as ragas users write
+    assert by_ragas_names.metric_names == ["rouge", "bleu"]
+    assert by_ragas_names["rouge"] == result["rouge"] and by_ragas_names["bleu"] == result["bleu"]
+    with pytest.raises(
+        ConfigError,
+        match="'agent_goal_accuracy' is ragas' name for "
+        "agent_goal_accuracy_with_reference and agent_goal_accuracy_without",
+    ):
+        evaluate([sample], ["agent_goal_accuracy"])

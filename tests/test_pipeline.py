@@ -126,6 +126,11 @@ async def test_a_batch_records_metric_failures_and_timeouts_on_rows() -> None:
     assert rows[0].score("tool_call_f1") == 1.0 and rows[0].results["tool_call_f1"].details == {}
     assert rows[0].failures["slow"].error_type == "TimeoutError"
     assert rows[1].failures["tool_call_f1"].error_type == "InvalidSampleError"
+    # Listed first, the slow metric keeps no other from finishing in time; results keep the
+    # metrics' order.
+    first = await ascore_batch([FULL], metrics[::-1], options=RunOptions(timeout=0.05))
+    assert first[0].score("tool_call_f1") == 1.0
+    assert first[0].failures["slow"].error_type == "TimeoutError"
 
 
 def test_score_batch_is_the_sync_form_and_reports_usage_through_its_judge() -> None:

@@ -29,8 +29,17 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+_MULTI_TURN_ONLY = frozenset(MultiTurnSample.model_fields) - frozenset(
+    SingleTurnSample.model_fields
+)
+
+
 def sample_from_dict(row: Mapping[str, Any], *, index: int | str | None = None) -> Sample:
     """Build a sample from its dict: multi-turn when ``user_input`` is a list, else single-turn.
+
+    A row without a text or list ``user_input`` that holds fields only conversations have
+    (``reference_tool_calls``, ``reference_topics``) is checked as a conversation, so the
+    error names ``user_input`` rather than those fields.
 
     Raises:
         InvalidSampleError: naming ``index`` and the offending field.
@@ -40,7 +49,11 @@ def sample_from_dict(row: Mapping[str, Any], *, index: int | str | None = None) 
         raise InvalidSampleError(
             f"{where}: expected an object (dict), got {type(row).__name__}", sample_id=index
         )
-    kind = MultiTurnSample if isinstance(row.get("user_input"), list) else SingleTurnSample
+    user_input = row.get("user_input")
+    multi = isinstance(user_input, list) or (
+        not isinstance(user_input, str) and not _MULTI_TURN_ONLY.isdisjoint(row)
+    )  # no conversation, but a conversation's fields: its user_input is what is wrong
+    kind = MultiTurnSample if multi else SingleTurnSample
     try:
         return kind.model_validate(row)
     except ValidationError as exc:
@@ -97,18 +110,45 @@ def _trajectory(value: Any, *, index: int, key: str) -> list[ToolCall]:
 
 
 def _jsonl_rows(path: str | PathLike[str]) -> Iterator[tuple[int, Any]]:
-    """``(line number, parsed JSON)`` per non-blank line; a bad line raises naming its number."""
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+    """``(line number, parsed JSON)`` per non-blank line; a bad line raises naming its number.
+
+    A UTF-8 byte-order mark on line 1 is skipped, as the command line does.
+    """
+    with Path(path).open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            if not raw.strip():
                 continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidSampleError(
-                    f"{path}: line {number} is not valid JSON ({exc.msg}, column {exc.colno})",
-                    sample_id=f"line {number}",
-                ) from exc
+            yield number, _json_line(path, number, raw)
+
+
+def _json_line(path: str | PathLike[str], number: int, raw: bytes) -> Any:
+    """One JSONL line parsed; errors name the file, the line and the problem."""
+
+    def bad(problem: str) -> InvalidSampleError:
+        return InvalidSampleError(f"{path}: line {number} {problem}", sample_id=f"line {number}")
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
+        raise bad(f"is not valid UTF-8 ({where})") from exc
+    try:
+        return json.loads(text.rstrip("\r\n"))  # columns then count on this line alone
+    except json.JSONDecodeError as exc:
+        raise bad(f"is not valid JSON ({exc.msg}, column {exc.colno})") from exc
+    except RecursionError as exc:
+        raise bad("holds JSON nested too deeply to parse") from exc
+
+
+def _hint(given: object, item: object) -> str:
+    """Which reader turns what was given into samples (empty when none is known)."""
+    if type(given).__name__ == "DataFrame":  # iterating a DataFrame gives its column names
+        return " (a DataFrame: read it with EvaluationDataset.from_pandas(frame))"
+    if isinstance(item, Mapping):
+        return " (dicts: read them with EvaluationDataset.from_list(rows))"
+    return ""
 
 
 class EvaluationDataset:
@@ -127,7 +167,7 @@ class EvaluationDataset:
             if not isinstance(sample, (SingleTurnSample, MultiTurnSample)):
                 raise InvalidSampleError(
                     f"sample {index}: expected SingleTurnSample or MultiTurnSample, "
-                    f"got {type(sample).__name__}",
+                    f"got {type(sample).__name__}{_hint(samples, sample)}",
                     sample_id=index,
                 )
             if kind is None:

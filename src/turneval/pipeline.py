@@ -235,7 +235,12 @@ async def score_sample(
         await _score_all(row, metrics, details)
     else:
         with anyio.move_on_after(timeout):
-            await _score_all(row, metrics, details)
+            # All at once: a slow metric (a custom function awaiting something) must not keep
+            # the others from finishing in time.
+            async with anyio.create_task_group() as group:
+                for metric in metrics:
+                    if isinstance(metric, Metric):
+                        group.start_soon(_score_cell, row, metric, details)
         for metric in metrics:
             if metric.name not in row.results and metric.name not in row.failures:
                 _failure(

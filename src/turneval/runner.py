@@ -41,7 +41,8 @@ def resolve_metrics(metrics: Iterable[Evaluator | str] | Evaluator | str) -> lis
     """Metric objects from objects or names; unknown or duplicate names raise ConfigError.
 
     A single metric or name may be given alone (``"tool_call_f1"`` means
-    ``["tool_call_f1"]``).
+    ``["tool_call_f1"]``). ragas' names are accepted where they mean one metric
+    (``"bleu_score"`` is ``"bleu"``).
     """
     by_name = metric_names()
     if isinstance(metrics, (str, Evaluator)):  # one metric given alone, not in a list
@@ -54,11 +55,7 @@ def resolve_metrics(metrics: Iterable[Evaluator | str] | Evaluator | str) -> lis
     resolved: list[Evaluator] = []
     for item in metrics:
         if isinstance(item, str):
-            if item not in by_name:
-                raise ConfigError(
-                    f"unknown metric name {item!r}; known names: {', '.join(sorted(by_name))}"
-                )
-            resolved.append(by_name[item].model_validate({}))
+            resolved.append(_by_name(item, by_name).model_validate({}))
         elif isinstance(item, Evaluator):  # a Metric or a RowEvaluator (no other subclass)
             resolved.append(item)
         else:
@@ -72,6 +69,18 @@ def resolve_metrics(metrics: Iterable[Evaluator | str] | Evaluator | str) -> lis
     if not resolved:
         raise ConfigError("no metric given")
     return resolved
+
+
+def _by_name(name: str, by_name: dict[str, type[Evaluator]]) -> type[Evaluator]:
+    """The built-in metric called ``name``, or the only one ragas calls so (``bleu_score``)."""
+    if name in by_name:
+        return by_name[name]
+    ragas = sorted(key for key, cls in by_name.items() if name in getattr(cls, "ragas_names", ()))
+    if len(ragas) == 1:
+        return by_name[ragas[0]]
+    if ragas:
+        raise ConfigError(f"{name!r} is ragas' name for {' and '.join(ragas)}: name one of them")
+    raise ConfigError(f"unknown metric name {name!r}; known names: {', '.join(sorted(by_name))}")
 
 
 def check_judges(metrics: Sequence[Evaluator], llm: Any) -> None:

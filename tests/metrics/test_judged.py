@@ -177,6 +177,11 @@ async def test_missing_fields_and_missing_llm() -> None:
     llm = ScriptedChatModel(responses=["{}"])
     with pytest.raises(InvalidSampleError, match="'reference_topics'"):
         await TopicAdherenceScore(llm=llm).ascore(conversation([]))
+    no_topics = conversation([])
+    no_topics.reference_topics = []
+    with pytest.raises(InvalidSampleError, match="at least one topic in 'reference_topics'"):
+        await TopicAdherenceScore(llm=llm).ascore(no_topics)
+    assert llm.calls == 0  # nothing was asked of the judge
     with pytest.raises(InvalidSampleError, match="'reference'"):
         await AgentGoalAccuracyWithReference(llm=llm).ascore(conversation([]))
     with pytest.raises(ConfigError, match="needs an LLM judge"):

@@ -321,6 +321,8 @@ async def test_f1_comparator_threshold_and_union_of_keys() -> None:
     loose = ToolCallF1(arg_comparison_metric=levenshtein, match_threshold=0.4)
     result = await loose.ascore(sample)
     assert result.value == 1.0 and result.details["matched"][0]["args_score"] == (0.8 + 0.0) / 2
+    assert result.details["matched"][0]["call"] == 's({"q": "pariz"})'
+    assert result.details["matched"][0]["predicted_call"] == 's({"q": "paris", "extra": "x"})'
     assert (
         await ToolCallF1(arg_comparison_metric=levenshtein, match_threshold=0.41).multi_turn_ascore(
             sample

@@ -298,7 +298,11 @@ async def scored_comparison(
 
 
 def describe_matching(comparison: CallComparison, pairs: Sequence[Pair]) -> dict[str, Any]:
-    """``details`` listing matched pairs and the calls left unmatched on each side."""
+    """``details`` listing matched pairs and the calls left unmatched on each side.
+
+    A matched pair shows the reference ``call``; under a comparator (not exact equality) also
+    the ``predicted_call`` it was matched with and their ``args_score``.
+    """
     matched_pred = {pred_index for pred_index, _ in pairs}
     matched_ref = {ref_index for _, ref_index in pairs}
     matched = []
@@ -308,7 +312,8 @@ def describe_matching(comparison: CallComparison, pairs: Sequence[Pair]) -> dict
             "reference_index": ref_index,
             "call": comparison.reference[ref_index].pretty_repr(),
         }
-        if comparison.scores is not None:
+        if comparison.scores is not None:  # a comparator's match: the prediction may differ
+            entry["predicted_call"] = comparison.predicted[pred_index].pretty_repr()
             entry["args_score"] = comparison.scores[pred_index, ref_index]
         matched.append(entry)
     return {

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from turneval.errors import InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape
 from turneval.metrics._judged import SYSTEM_PROMPT, JudgedMetric, render_conversation
 from turneval.metrics.base import Explained, MultiTurnMetric, missing_field
@@ -65,6 +66,11 @@ class TopicAdherenceScore(JudgedMetric[MultiTurnSample], MultiTurnMetric):
         topics = sample.reference_topics
         if topics is None:
             raise missing_field(self, "reference_topics")
+        if not topics:  # nothing to adhere to: a judge would only guess (and be paid for it)
+            raise InvalidSampleError(
+                f"metric {self.name!r} needs at least one topic in 'reference_topics', got []",
+                field="reference_topics",
+            )
         prompt = PROMPT.format(
             reference_topics=escape(str(topics)), conversation=render_conversation(sample)
         )
