@@ -95,6 +95,15 @@ def test_missing_file_and_argparse_errors_exit_2(
     with pytest.raises(SystemExit) as info:
         main(["evaluate", "x.jsonl"])  # --metric is required
     assert info.value.code == 2
+    capsys.readouterr()
+    for option, value, message in [
+        ("--concurrency", "0", "argument --concurrency: must be at least 1, got 0"),
+        ("--workers", "two", "argument --workers: expected a whole number, got 'two'"),
+        ("--chunk-mb", "0", "argument --chunk-mb: must be above 0, got 0"),
+    ]:
+        with pytest.raises(SystemExit) as info:
+            main(["evaluate", "x.jsonl", "--metric", "tool_call_f1", option, value])
+        assert info.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_metrics_lists_every_name(capsys: pytest.CaptureFixture[str]) -> None:

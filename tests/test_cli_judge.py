@@ -42,6 +42,16 @@ def test_judge_flags_and_their_errors_name_cli_flags(
         _judge(options(command, "--judge-base-url", "http://127.0.0.1:9/v1"))
     with pytest.raises(UsageError, match=r"--judge-model m needs an API key in \$OPENAI_API_KEY"):
         _judge(options(command, "--judge-model", "m"))
+    # A variable named on purpose but unset is an error (with a local server too), not a
+    # silent "unused" key; without a judged metric nothing is read.
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    named = ["--judge-api-key-env", "NOPE_KEY", "--judge-model", "m"]
+    server = ["--judge-base-url", "http://127.0.0.1:9/v1"]
+    with pytest.raises(UsageError, match=r"--judge-api-key-env NOPE_KEY: \$NOPE_KEY is not set"):
+        _judge(options(command, *named, *server))
+    assert _judge(options(command, *named, *server), needed=False) is None
+    monkeypatch.setenv("NOPE_KEY", "sk-named")
+    assert _judge(options(command, *named)).openai_api_key.get_secret_value() == "sk-named"
 
 
 def test_a_judged_metric_without_a_judge_names_the_flags(

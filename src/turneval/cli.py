@@ -161,6 +161,9 @@ def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> in
     return 3
 
 
+API_KEY_ENV = "OPENAI_API_KEY"
+"""The variable read for the judge's API key unless ``--judge-api-key-env`` names another."""
+
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 """The judge model used when only an API key is given (``$TURNEVAL_JUDGE_MODEL`` overrides)."""
 
@@ -173,7 +176,10 @@ def _judge(args: argparse.Namespace, needed: bool = True) -> Any:
     (``$OPENAI_API_KEY``); with neither flag, a key alone picks ``$TURNEVAL_JUDGE_MODEL`` or
     ``gpt-4o-mini``. Returns None when no judge is configured or ``needed`` is False.
     """
-    key = os.environ.get(args.judge_api_key_env)
+    env = args.judge_api_key_env or API_KEY_ENV
+    key = os.environ.get(env)
+    if needed and args.judge_api_key_env and not key:  # named on purpose: say it is missing
+        raise UsageError(f"--judge-api-key-env {env}: ${env} is not set or empty")
     if args.judge_base_url and not args.judge_model:
         raise UsageError(
             "--judge-base-url needs --judge-model: the model name the server serves "
@@ -181,7 +187,7 @@ def _judge(args: argparse.Namespace, needed: bool = True) -> Any:
         )
     if args.judge_model and not args.judge_base_url and not key:
         raise UsageError(
-            f"--judge-model {args.judge_model} needs an API key in ${args.judge_api_key_env} "
+            f"--judge-model {args.judge_model} needs an API key in ${env} "
             "(set it, name another variable with --judge-api-key-env, or pass --judge-base-url "
             "for a local OpenAI-compatible server)"
         )
@@ -478,7 +484,9 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         "--judge-base-url", help="base URL of an OpenAI-compatible server (vLLM, Ollama, ...)"
     )
     parser.add_argument(
-        "--judge-api-key-env", default="OPENAI_API_KEY", help="variable holding the API key"
+        "--judge-api-key-env",
+        default=None,
+        help="variable holding the API key (default: OPENAI_API_KEY; an error if set and empty)",
     )
     parser.add_argument("--cache", help="SQLite judge cache: a re-run pays for nothing twice")
 
@@ -514,8 +522,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N|FRACTION",
         help="failed rows allowed before exit code 3: a count, a fraction or N%% (default 0)",
     )
-    run.add_argument("--concurrency", type=int, default=16, help="samples scored at once")
-    run.add_argument("--llm-concurrency", type=int, default=8, help="judge requests in flight")
+    run.add_argument("--concurrency", type=_count, default=16, help="samples scored at once")
+    run.add_argument("--llm-concurrency", type=_count, default=8, help="judge requests in flight")
     run.add_argument(
         "--rpm", type=float, default=None, help="judge provider quota: requests per minute"
     )
@@ -524,13 +532,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--max-in-flight",
-        type=int,
+        type=_count,
         default=None,
         help="judge requests in flight at most, adapting to 429s (default: --llm-concurrency)",
     )
     run.add_argument(
         "--workers",
-        type=int,
+        type=_count,
         default=None,
         help="processes for rule-based metrics (with --engine ray: scoring actors, default 2)",
     )
@@ -566,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--chunk-mb",
-        type=float,
+        type=_positive,
         default=64.0,
         help="input megabytes scored at once at most (memory bound; default 64)",
     )
@@ -626,6 +634,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     calibrate.set_defaults(handler=_calibrate)
     return parser
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (the error names the option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
