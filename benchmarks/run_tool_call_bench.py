@@ -1,8 +1,16 @@
 """Tool-call metrics, turneval against ragas 0.4.3: parity sample by sample, and speed.
 
-Both libraries run the same samples in the same loop, each in its own venv; rounds alternate
-which goes first, and ratios are taken per round (the machine is shared and noisy), then their
-median is reported.
+Both libraries run the same samples in the same loop, each in its own venv. Two ways to pair
+their timings (the machine is shared and its speed drifts):
+
+* ``--pairing pass`` (default): both libraries stay loaded in their own processes and take turns
+  pass by pass. For each variant, each round times turneval's pass, then the ragas metric it is
+  compared with, then turneval again (one sandwich per ragas metric), and takes the ratio against
+  the geometric mean of the two turneval passes around it; every pass lasts at least
+  ``--min-pass`` seconds (loops repeated). The median of the rounds' ratios is reported.
+* ``--pairing round``: each round runs one whole side process, then the other (the order
+  alternating), and the ratio is taken per round (how the figures before 2026-11-23 15:30 UTC
+  were measured).
 
     benchmarks/setup_ragas.sh                      # once: ragas in benchmarks/.ragas-venv
     .venv/bin/python benchmarks/run_tool_call_bench.py --rounds 5
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -26,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _harness import DEFAULT_RAGAS_PYTHON, alternate, run_side  # noqa: E402
+from _harness import DEFAULT_RAGAS_PYTHON, Server, alternate, run_side  # noqa: E402
 from generate import generate, generate_shape  # noqa: E402
 
 ACCURACY = [
@@ -87,28 +96,29 @@ def classify_f1(row: dict[str, Any], ours: float, theirs: float) -> str:
     return "ragas rounds to 4 decimals"
 
 
-def bench(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
-    """Run both sides on ``rows``, print parity and speed; return the failures found."""
-    data = HERE / ".data" / f"samples-{label}-{args.n}-{args.seed}.jsonl"
-    data.parent.mkdir(parents=True, exist_ok=True)
-    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    sides = [("ragas", args.ragas_python), ("turneval", sys.executable)]
-    results = alternate(args.rounds, sides, side, data, args.passes)
-    rounds = [(result["turneval"], result["ragas"]) for result in results]
+def parity(
+    label: str,
+    rows: list[dict[str, Any]],
+    seed: int,
+    ours: dict[str, list[float]],
+    theirs: dict[str, list[float]],
+) -> list[str]:
+    """Print sample-by-sample parity; return the parity failures.
 
-    ours0, theirs0 = rounds[0]
-    print(f"## {label}: parity on {len(rows)} samples (seed {args.seed})\n")
+    Failures: any ToolCallAccuracy difference, or a ToolCallF1 difference that is not one of
+    the causes SPEC §3.1 lists.
+    """
+    print(f"## {label}: parity on {len(rows)} samples (seed {seed})\n")
     print("| metric | equal | different |\n|---|---:|---:|")
+    failures = []
     for name in ACCURACY:
-        equal = sum(
-            a == b for a, b in zip(ours0[name]["scores"], theirs0[name]["scores"], strict=True)
-        )
+        equal = sum(a == b for a, b in zip(ours[name], theirs[name], strict=True))
         print(f"| {name} | {equal} | {len(rows) - equal} |")
+        if equal != len(rows):
+            failures.append(f"{label}: ToolCallAccuracy differs from ragas ({name})")
     causes: dict[str, int] = {}
     equal_f1 = 0
-    for row, a, b in zip(
-        rows, ours0["tool_call_f1"]["scores"], theirs0["tool_call_f1"]["scores"], strict=True
-    ):
+    for row, a, b in zip(rows, ours["tool_call_f1"], theirs["tool_call_f1"], strict=True):
         if a == b:
             equal_f1 += 1
         else:
@@ -118,17 +128,44 @@ def bench(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> l
     print("ToolCallF1 differences by cause:")
     for cause, count in sorted(causes.items(), key=lambda item: -item[1]):
         print(f"- {cause}: {count}")
+    if "UNEXPLAINED" in causes:
+        failures.append(f"{label}: ToolCallF1 differences not among those SPEC §3.1 lists")
+    return failures
 
-    def rate(side: dict[str, Any], name: str) -> float:
-        return statistics.median(side[name][args.clock])
 
-    fastest = max(
-        COLLECTIONS.values(), key=lambda n: statistics.median(rate(t, n) for _, t in rounds)
-    )
-    print(
-        f"\n## {label}: samples/s ({args.clock}), median of {args.rounds} alternating rounds "
-        f"({args.passes} passes each)\n"
-    )
+def write_data(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> Path:
+    data = HERE / ".data" / f"samples-{label}-{args.n}-{args.seed}.jsonl"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return data
+
+
+def references(name: str, theirs: list[str]) -> list[str]:
+    """The ragas variants a turneval variant is compared with (legacy reference first)."""
+    wanted = [LEGACY_REFERENCE, COLLECTIONS.get(name, "collections:tool_call_accuracy[unordered]")]
+    if name in theirs and name not in wanted:
+        wanted.append(name)  # ragas' legacy path of the same metric
+    return wanted
+
+
+def spread(values: list[float], form: str) -> str:
+    """``[lowest-highest]`` of the rounds' ratios, for the tables."""
+    return f"[{min(values):{form}}-{max(values):{form}}]"
+
+
+def print_speed(
+    label: str,
+    args: argparse.Namespace,
+    ours_rates: dict[str, list[float]],
+    theirs_rates: dict[str, list[float]],
+    ratios: dict[tuple[str, str], list[float]],
+    method: str,
+) -> list[str]:
+    """The speed table (medians) and the variants missing a target."""
+    median = statistics.median
+    fastest = max(COLLECTIONS.values(), key=lambda n: median(theirs_rates[n]))
+    print(f"\n## {label}: samples/s ({args.clock}), {method}\n")
+    print("Ratios: median of the rounds' ratios [lowest-highest round].\n")
     print(
         "| variant | turneval | ragas (same metric) | ratio | vs ragas legacy ToolCallAccuracy "
         "| vs ragas collections (same metric or unordered) "
@@ -136,47 +173,126 @@ def bench(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> l
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     failures = []
-    for name in ours0:
-        ours_rates = [rate(ours, name) for ours, _ in rounds]
-        legacy = [rate(ours, name) / rate(theirs, LEGACY_REFERENCE) for ours, theirs in rounds]
+    for name, rates in ours_rates.items():
         collections_name = COLLECTIONS.get(name, "collections:tool_call_accuracy[unordered]")
-        modern = [rate(ours, name) / rate(theirs, collections_name) for ours, theirs in rounds]
-        hardest = [rate(ours, name) / rate(theirs, fastest) for ours, theirs in rounds]
-        same = (
-            f"{statistics.median(rate(t, name) for _, t in rounds):,.0f}"
-            if name in theirs0
-            else "n/a"
-        )
-        same_ratio = (
-            f"{statistics.median(rate(o, name) / rate(t, name) for o, t in rounds):.1f}x"
-            if name in theirs0
-            else "n/a"
-        )
+        legacy = median(ratios[name, LEGACY_REFERENCE])
+        modern = median(ratios[name, collections_name])
+        legacy_range = spread(ratios[name, LEGACY_REFERENCE], ".1f")
+        modern_range = spread(ratios[name, collections_name], ".2f")
+        same = f"{median(theirs_rates[name]):,.0f}" if name in theirs_rates else "n/a"
+        same_ratio = f"{median(ratios[name, name]):.1f}x" if name in theirs_rates else "n/a"
+        hardest = median(rates) / median(theirs_rates[fastest])
         print(
-            f"| {name} | {statistics.median(ours_rates):,.0f} | {same} | {same_ratio} | "
-            f"{statistics.median(legacy):.1f}x | {statistics.median(modern):.2f}x "
-            f"({collections_name.split(':')[1]}) | {statistics.median(hardest):.2f}x |"
+            f"| {name} | {median(rates):,.0f} | {same} | {same_ratio} | {legacy:.1f}x "
+            f"{legacy_range} | {modern:.2f}x {modern_range} ({collections_name.split(':')[1]}) "
+            f"| {hardest:.2f}x |"
         )
-        if statistics.median(legacy) < 30 or statistics.median(modern) < 2:
+        if legacy < 30 or modern < 2:
             failures.append(f"{label}: {name} below 30x legacy or 2x collections")
     print("\nragas alone:")
-    for name in theirs0:
-        print(f"- {name}: {statistics.median(rate(t, name) for _, t in rounds):,.0f}/s")
+    for name, rates in theirs_rates.items():
+        print(f"- {name}: {median(rates):,.0f}/s")
     print()
-    if "UNEXPLAINED" in causes:
-        failures.append(f"{label}: ToolCallF1 differences not among those SPEC §3.1 lists")
-    if any(
-        sum(a != b for a, b in zip(ours0[n]["scores"], theirs0[n]["scores"], strict=True))
-        for n in ACCURACY
-    ):
-        failures.append(f"{label}: ToolCallAccuracy differs from ragas")
     return failures
+
+
+def bench_rounds(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """``--pairing round``: whole side processes alternate; ratios per round."""
+    data = write_data(label, rows, args)
+    sides = [("ragas", args.ragas_python), ("turneval", sys.executable)]
+    results = alternate(args.rounds, sides, side, data, args.passes)
+    rounds = [(result["turneval"], result["ragas"]) for result in results]
+    ours0, theirs0 = rounds[0]
+    failures = parity(
+        label,
+        rows,
+        args.seed,
+        {name: ours0[name]["scores"] for name in ours0},
+        {name: theirs0[name]["scores"] for name in theirs0},
+    )
+
+    def rate(side: dict[str, Any], name: str) -> float:
+        return statistics.median(side[name][args.clock])
+
+    ours_rates = {name: [rate(ours, name) for ours, _ in rounds] for name in ours0}
+    theirs_rates = {name: [rate(theirs, name) for _, theirs in rounds] for name in theirs0}
+    ratios = {
+        (name, other): [rate(ours, name) / rate(theirs, other) for ours, theirs in rounds]
+        for name in ours0
+        for other in references(name, list(theirs0))
+    }
+    method = f"median of {args.rounds} alternating rounds ({args.passes} passes each)"
+    return failures + print_speed(label, args, ours_rates, theirs_rates, ratios, method)
+
+
+def bench_passes(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """``--pairing pass``: both sides loaded at once; ragas passes sandwiched by turneval's."""
+    data = write_data(label, rows, args)
+    ours = Server(sys.executable, "tool_call_side.py", "--lib", "turneval", "--data", str(data))
+    theirs = Server(args.ragas_python, "tool_call_side.py", "--lib", "ragas", "--data", str(data))
+    try:
+        # One untimed-for-the-tables pass each: the scores for parity, and the loop count that
+        # makes a pass last at least --min-pass seconds.
+        repeat: dict[tuple[Server, str], int] = {}
+        scores: dict[Server, dict[str, list[float]]] = {ours: {}, theirs: {}}
+        for server in (ours, theirs):
+            for name in server.variants:
+                answer = server.request(variant=name, repeat=1, scores=True)
+                scores[server][name] = answer["scores"]
+                repeat[server, name] = max(1, math.ceil(args.min_pass / answer["seconds"]))
+        failures = parity(label, rows, args.seed, scores[ours], scores[theirs])
+
+        def timed(server: Server, name: str) -> float:
+            answer = server.request(variant=name, repeat=repeat[server, name], scores=False)
+            return float(answer[args.clock])
+
+        ours_rates: dict[str, list[float]] = {name: [] for name in ours.variants}
+        theirs_rates: dict[str, list[float]] = {name: [] for name in theirs.variants}
+        ratios: dict[tuple[str, str], list[float]] = {}
+        for round_index in range(args.rounds):
+            for name in ours.variants:
+                others = references(name, theirs.variants)
+                if round_index % 2:
+                    others.reverse()
+                before = timed(ours, name)
+                ours_rates[name].append(before)
+                for other in others:
+                    reference = timed(theirs, other)
+                    after = timed(ours, name)
+                    ours_rates[name].append(after)
+                    theirs_rates[other].append(reference)
+                    ratios.setdefault((name, other), []).append(
+                        math.sqrt(before * after) / reference
+                    )
+                    before = after
+    finally:
+        ours.close()
+        theirs.close()
+    method = (
+        f"median of {args.rounds} rounds, each ragas pass between two turneval passes "
+        f"(passes of at least {args.min_pass} s)"
+    )
+    return failures + print_speed(label, args, ours_rates, theirs_rates, ratios, method)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--passes", type=int, default=3, help="timed passes per variant per round")
+    parser.add_argument(
+        "--pairing",
+        choices=["pass", "round"],
+        default="pass",
+        help="alternate the libraries pass by pass (default) or whole process by process",
+    )
+    parser.add_argument(
+        "--passes", type=int, default=3, help="--pairing round: timed passes per variant per round"
+    )
+    parser.add_argument(
+        "--min-pass",
+        type=float,
+        default=0.2,
+        help="--pairing pass: loops are repeated until a pass lasts at least this many seconds",
+    )
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
@@ -201,6 +317,7 @@ def main() -> None:
             if label == "mixed"
             else generate_shape(label, args.n, args.seed)
         )
+        bench = bench_passes if args.pairing == "pass" else bench_rounds
         failures += bench(label, rows, args)
     for failure in failures:
         print(f"FAILED: {failure}")

@@ -1,12 +1,19 @@
 """One side of the tool-call benchmark, run inside that library's own venv.
 
     python tool_call_side.py --lib turneval|ragas --data samples.jsonl --passes 3
+    python tool_call_side.py --lib turneval|ragas --data samples.jsonl --serve
 
 Loads the samples (untimed), then for each variant times the same loop,
 ``for s in samples: await metric.multi_turn_ascore(s)`` (ragas' collections path:
 ``await metric.ascore(user_input=..., reference_tool_calls=...)``), and prints JSON:
 ``{variant: {"per_s": [wall rate of each pass], "cpu_per_s": [samples per CPU second of each
 pass], "scores": [first pass scores]}}``.
+
+With ``--serve`` it loads once, prints ``{"ready": [variant names]}`` and then answers one
+request per stdin line, ``{"variant": name, "repeat": r, "scores": bool}``, with one timed pass
+of ``r`` loops over the samples: ``{"per_s": rate, "cpu_per_s": rate, "seconds": wall
+seconds, "scores": [...] or null}``. The orchestrator then alternates the two libraries pass
+by pass (``run_tool_call_bench.py --pairing pass``).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable
@@ -113,6 +121,41 @@ def ragas_variants(rows: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Sco
     return samples, variants
 
 
+async def timed_pass(
+    samples: list[Any], score: Score, repeat: int
+) -> tuple[float, float, list[float]]:
+    """Wall and CPU seconds of ``repeat`` loops over ``samples``, and the last loop's scores."""
+    scores: list[float] = []
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for _ in range(repeat):
+        scores = []
+        for sample in samples:
+            scores.append(await score(sample))
+    cpu = time.process_time() - cpu_start
+    return time.perf_counter() - start, cpu, scores
+
+
+def serve(samples: list[Any], variants: dict[str, Score]) -> None:
+    """Answer timing requests from stdin, one JSON line each (see the module docstring)."""
+    loop = asyncio.new_event_loop()
+    print(json.dumps({"ready": list(variants)}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        repeat = int(request["repeat"])
+        wall, cpu, scores = loop.run_until_complete(
+            timed_pass(samples, variants[request["variant"]], repeat)
+        )
+        count = repeat * len(samples)
+        answer = {
+            "per_s": count / wall,
+            "cpu_per_s": count / max(cpu, 1e-9),
+            "seconds": wall,
+            "scores": scores if request.get("scores") else None,
+        }
+        print(json.dumps(answer), flush=True)
+    loop.close()
+
+
 async def run(samples: list[Any], variants: dict[str, Score], passes: int) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for name, score in variants.items():
@@ -136,10 +179,14 @@ def main() -> None:
     parser.add_argument("--lib", choices=["turneval", "ragas"], required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--serve", action="store_true", help="answer pass requests from stdin")
     args = parser.parse_args()
     rows = load(args.data)
     build = turneval_variants if args.lib == "turneval" else ragas_variants
     samples, variants = build(rows)
+    if args.serve:
+        serve(samples, variants)
+        return
     print(json.dumps(asyncio.run(run(samples, variants, args.passes))))
 
 
