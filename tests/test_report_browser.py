@@ -231,6 +231,13 @@ def test_the_report_fits_1280_pixels_and_reads_without_help(
     assert page.locator("#legend").is_visible()
     header = page.locator("#samples th").filter(has_text="trajectory_single_tool_use")
     assert "tool: book" in header.inner_text()
+    errors_head = page.locator("#samples th").last
+    assert errors_head.inner_text().startswith("errors")
+    lines_of_text = (  # the header's text on one line, not broken as "error s"
+        "(th) => { const r = document.createRange(); r.selectNodeContents(th);"
+        " return r.getClientRects().length; }"
+    )
+    assert page.evaluate(lines_of_text, errors_head.element_handle()) == 1
     single = first.nth(2 + 10)  # line, id, then the metrics in order: the 11th
     assert single.get_attribute("class") == "num neutral"  # 0 is not "bad" here
     assert first.nth(2).get_attribute("class") == "num good"  # tool_call_f1 = 1 on sample 0

@@ -177,12 +177,21 @@ class SummaryTable(dict[str, MetricSummary]):
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Each summary's :meth:`~MetricSummary.to_dict` by name: plain, JSON-ready values."""
+        return {name: summary.to_dict() for name, summary in self.items()}
+
     def to_frame(self) -> Any:
-        """A pandas DataFrame indexed by metric name, one column per summary field."""
+        """A pandas DataFrame indexed by metric name, one column per summary field.
+
+        The figures are float columns (NaN where a summary has None, e.g. ``std`` of one row).
+        """
         import pandas as pd
 
         records = [summary.to_dict() for summary in self.values()]
         frame = pd.DataFrame(records, columns=list(MetricSummary.__dataclass_fields__))
+        for column in ("mean", "std", "ci_low", "ci_high"):
+            frame[column] = frame[column].astype(float)
         return frame.set_index("name")
 
 

@@ -44,7 +44,7 @@ button.open{font-size:12px}details.more summary{cursor:pointer;color:#4f5f85;fon
 body{max-width:1400px}#samples{width:100%;table-layout:fixed}
 #samples th{font-size:12px;overflow-wrap:break-word}
 #samples td{overflow-wrap:anywhere}#samples col.line{width:86px}#samples col.id{width:24%}
-#samples col.errors{width:56px}#samples td.id{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+#samples col.errors{width:72px}#samples td.id{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .grid{grid-template-columns:minmax(0,3fr) minmax(0,2fr)}.conv{max-width:none}
 .legend{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0 10px;font-size:12px}
 .legend span{border:1px solid #dfe3ea;padding:1px 8px}.neutral{background:#eef1f6}
