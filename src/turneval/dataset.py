@@ -57,11 +57,41 @@ def sample_from_dict(row: Mapping[str, Any], *, index: int | str | None = None) 
     try:
         return kind.model_validate(row)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        field = str(first["loc"][0]) if first["loc"] else None
-        raise InvalidSampleError(
-            f"{where} ({kind.__name__}): {_describe(exc)}", sample_id=index, field=field
-        ) from exc
+        error = exc
+    cleared = _empty_ai_content(row) if multi else None
+    if cleared is not None:  # only on this path: valid rows pay nothing for it
+        try:
+            return kind.model_validate(cleared)
+        except ValidationError as exc:
+            error = exc
+    first = error.errors(include_url=False)[0]
+    field = str(first["loc"][0]) if first["loc"] else None
+    raise InvalidSampleError(
+        f"{where} ({kind.__name__}): {_describe(error)}", sample_id=index, field=field
+    ) from error
+
+
+def _empty_ai_content(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``row`` with each AI message's null ``content`` as ``""`` (None: there is none).
+
+    OpenAI's API and its exports give an assistant message that only calls tools
+    ``"content": null``; an AI message's content defaults to ``""``.
+    """
+    messages = row.get("user_input")
+    if not isinstance(messages, list):
+        return None
+    cleared = [
+        {**message, "content": ""}
+        if isinstance(message, Mapping)
+        and message.get("type") == "ai"
+        and "content" in message
+        and message["content"] is None
+        else message
+        for message in messages
+    ]
+    if all(new is old for new, old in zip(cleared, messages, strict=True)):
+        return None
+    return {**row, "user_input": cleared}
 
 
 def _trajectory(value: Any, *, index: int, key: str) -> list[ToolCall]:
