@@ -120,6 +120,43 @@ def test_marker_errors_name_the_missing_argument(pytester: pytest.Pytester) -> N
     result.stdout.fnmatch_lines(["*test_no_argument has no argument 'sample'*argname=*"])
 
 
+def test_an_unreadable_dataset_is_one_failed_case_and_the_session_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    write_dataset(pytester.path / "cases.jsonl")
+    (pytester.path / "broken.jsonl").write_text('{"user_input": [}\n')
+    pytester.makepyfile(
+        test_datasets="""
+        import pytest
+
+        @pytest.mark.turneval_dataset("broken.jsonl")
+        def test_broken(sample):
+            pass
+
+        @pytest.mark.turneval_dataset("missing.jsonl")
+        def test_missing(sample):
+            pass
+
+        @pytest.mark.turneval_dataset("cases.jsonl")
+        def test_fine(sample):
+            assert sample is not None
+
+        def test_other():
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v", "--strict-markers")
+    result.assert_outcomes(passed=3, errors=2)  # not a collection error stopping the session
+    result.stdout.fnmatch_lines(
+        [
+            "*test_broken?unreadable? ERROR*",
+            "*turneval_dataset: InvalidSampleError: *broken.jsonl: line 1 is not valid JSON*",
+            "*turneval_dataset: FileNotFoundError: *missing.jsonl*",
+        ]
+    )
+
+
 JUDGED_TESTS = """
 import pytest
 from turneval import HumanMessage, AIMessage, MultiTurnSample

@@ -141,6 +141,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "turneval_dataset(path, argname='sample'): run the test once per sample of a JSONL "
         "dataset (path relative to the test file)",
     )
+    config.addinivalue_line(
+        "markers",
+        "turneval_unreadable_dataset(reason): set by turneval on the one case of a "
+        "turneval_dataset file that could not be read; the case errors with the reason",
+    )
     report = config.getoption("--turneval-report", None)
     cache = config.getoption("--turneval-cache", None)
     _SESSIONS.append(
@@ -177,12 +182,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     path = Path(arguments["path"])
     if not path.is_absolute():
         path = Path(metafunc.definition.path).parent / path
-    samples, ids = _dataset_cases(path)
+    from turneval.errors import InvalidSampleError
+
+    try:
+        samples, ids = _dataset_cases(path)
+    except (InvalidSampleError, OSError) as exc:
+        # One case that errors with the reason: a collection error would stop the session.
+        import pytest
+
+        unread = pytest.mark.turneval_unreadable_dataset(f"{type(exc).__name__}: {exc}")
+        metafunc.parametrize(argname, [pytest.param(None, marks=unread)], ids=["unreadable"])
+        return
     metafunc.parametrize(argname, samples, ids=ids)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Remember which test is running, to name its rows in the report."""
+    """Remember which test is running (to name its rows in the report); fail unread cases."""
+    unread = item.get_closest_marker("turneval_unreadable_dataset")
+    if unread is not None:
+        import pytest
+
+        pytest.fail(f"turneval_dataset: {unread.args[0]}", pytrace=False)
     state = session_state()
     if state is not None:
         state.current_test = item.nodeid
