@@ -97,22 +97,20 @@ def test_a_frame_or_dicts_given_for_samples_name_the_reader_to_use() -> None:
 
 def test_an_ai_message_with_null_content_reads_as_empty_text(tmp_path: Path) -> None:
     # OpenAI gives an assistant message that only calls tools "content": null.
-    row = {
-        "user_input": [
-            {"type": "human", "content": "book it"},
-            {"type": "ai", "content": None, "tool_calls": [{"name": "book", "args": {}}]},
-        ],
-        "reference_tool_calls": [{"name": "book", "args": {}}],
-    }
+    messages: list[dict[str, Any]] = [
+        {"type": "human", "content": "book it"},
+        {"type": "ai", "content": None, "tool_calls": [{"name": "book", "args": {}}]},
+    ]
+    row = {"user_input": messages, "reference_tool_calls": [{"name": "book", "args": {}}]}
     sample = EvaluationDataset.from_list([row])[0]
     assert isinstance(sample, MultiTurnSample)
     assert sample.user_input[1] == AIMessage(content="", tool_calls=[ToolCall(name="book")])
-    assert row["user_input"][1]["content"] is None  # the caller's row is left as it was
+    assert messages[1]["content"] is None  # the caller's row is left as it was
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps(row) + "\n")
     result = evaluate_jsonl(path, ["tool_call_f1"], tmp_path / "out", workers=1)
     assert result.failed_rows == 0 and list(result.values["tool_call_f1"]) == [1.0]
-    row["user_input"][0]["content"] = None  # a human turn must have text: still an error
+    messages[0]["content"] = None  # a human turn must have text: still an error
     with pytest.raises(InvalidSampleError, match=r"user_input\.0\.human\.content"):
         EvaluationDataset.from_list([row])
 
