@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage as LcAI
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
@@ -66,6 +66,41 @@ def test_a_checkpointed_graph_gets_a_thread_per_sample_and_only_new_turns() -> N
         state = graph.get_state({"configurable": {"thread_id": thread}})
         assert len(state.values["messages"]) == 4
     assert [row.steps for row in result.rows] == [2, 2]
+
+
+def trimming_graph() -> Any:
+    """A checkpointed graph that keeps only its last two messages before answering."""
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        held = state["messages"]
+        trimmed = [RemoveMessage(id=m.id) for m in held[:-2] if m.id] if len(held) > 2 else []
+        return {"messages": [*trimmed, LcAI(content=f"held {len(held)}: {held[-1].content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def test_an_agent_that_trims_its_history_gives_the_conversation_as_it_happened() -> None:
+    sample = MultiTurnSample(
+        user_input=[HumanMessage(content=f"u{n}") for n in range(4)], reference_tool_calls=[]
+    )
+    row = EvalTask([sample], ["tool_call_f1"]).evaluate(runnable=trimming_graph()).rows[0]
+    assert row.failure == 0
+    # The thread holds 1, 3, 4, 4 messages when each turn is answered (u0; u0 a0 u1; then
+    # trimmed to the last two before each answer, plus that answer and the new turn): the
+    # conversation is each turn and its answer, nothing repeated.
+    assert [(m.type, m.content) for m in messages_of(row.sample)] == [
+        ("human", "u0"),
+        ("ai", "held 1: u0"),
+        ("human", "u1"),
+        ("ai", "held 3: u1"),
+        ("human", "u2"),
+        ("ai", "held 4: u2"),
+        ("human", "u3"),
+        ("ai", "held 4: u3"),
+    ]
 
 
 def test_config_and_config_fn_reach_the_graph() -> None:

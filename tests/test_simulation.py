@@ -280,6 +280,22 @@ async def test_checkpointed_graph_gets_one_thread_per_trial() -> None:
     assert meta["trial"] == 1 and meta["steps"] == 3 and meta["stop_reason"] == "user_done"
 
 
+async def test_a_graph_that_trims_its_history_hears_every_scripted_turn_once() -> None:
+    from .test_agents_contract import trimming_graph
+
+    script = ["u0", "u1", "u2", "u3"]
+    data = await asimulate(trimming_graph(), [{"goal": "g"}], user=ScriptedUser(script))
+    said = [(m.type, m.content) for m in messages_of(data[0])]
+    assert [text for kind, text in said if kind == "human"] == script  # u2 is not skipped
+    assert [text for kind, text in said if kind == "ai"] == [
+        "held 1: u0",
+        "held 3: u1",
+        "held 4: u2",
+        "held 4: u3",
+    ]
+    assert metadata_of(data[0])["stop_reason"] == "user_done"
+
+
 async def test_per_turn_step_limit_stops_a_looping_agent() -> None:
     data = await asimulate(
         support_graph(), [{"goal": "g"}], user=ScriptedUser(["loop forever"]), max_steps=3

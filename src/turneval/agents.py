@@ -138,6 +138,37 @@ def _new_messages(output: Any, history: list[Message]) -> list[Message]:
     return messages
 
 
+def _marked(messages: list[Message]) -> tuple[list[Any], str | None]:
+    """``messages`` as LangChain messages, the last given an id to find it in the state again.
+
+    LangGraph keeps a message's id; what follows the sent turn in the returned state is the
+    agent's answer, even when the agent trims or rewrites its earlier history.
+    """
+    converted = to_langchain(messages)
+    if not converted or getattr(converted[-1], "id", None) is not None:
+        return converted, None
+    marker = f"turneval-{uuid.uuid4().hex}"
+    converted[-1].id = marker
+    return converted, marker
+
+
+def _after_marker(state: Any, marker: str | None) -> list[Any] | None:
+    """The state's messages after the marked one (None: not found, or no marker)."""
+    messages = state.get("messages") if marker is not None and isinstance(state, dict) else None
+    if not isinstance(messages, list):
+        return None
+    for position in range(len(messages) - 1, -1, -1):
+        if getattr(messages[position], "id", None) == marker:
+            return messages[position + 1 :]
+    return None
+
+
+def _graph_messages(state: Any, history: list[Message], marker: str | None) -> list[Message]:
+    """A graph's new messages: after the sent turn, else as :func:`_new_messages` finds them."""
+    after = _after_marker(state, marker)
+    return _to_turneval(after) if after is not None else _new_messages(state, history)
+
+
 def _has_checkpointer(agent: Any) -> bool:
     return _is_graph(agent) and getattr(agent, "checkpointer", None) not in (None, False)
 
@@ -158,9 +189,9 @@ async def _invoke(
 ) -> list[Message]:
     """Send the conversation (only ``history[sent:]`` into a checkpointed graph's thread)."""
     if _is_graph(agent):
-        fresh = history[sent:] if _has_checkpointer(agent) else history
-        state = await agent.ainvoke({"messages": to_langchain(fresh)}, config=config)
-        return _new_messages(state, history)
+        fresh, marker = _marked(history[sent:] if _has_checkpointer(agent) else history)
+        state = await agent.ainvoke({"messages": fresh}, config=config)
+        return _graph_messages(state, history, marker)
     if hasattr(agent, "ainvoke"):
         return _new_messages(await agent.ainvoke(to_langchain(history), config=config), history)
     if not callable(agent):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from turneval.agents import _invoke, _is_graph, _new_messages, _usage
+from turneval.agents import _after_marker, _graph_messages, _invoke, _is_graph, _marked, _usage
 from turneval.dataset import EvaluationDataset, _jsonl_rows
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
@@ -43,7 +43,6 @@ from turneval.messages import (
     Message,
     SystemMessage,
     ToolCall,
-    to_langchain,
 )
 from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
@@ -449,19 +448,20 @@ async def _graph_turn(
     turn to a checkpointed thread that holds the rest).
     """
     state: Any = None
-    stream = agent.astream(
-        {"messages": to_langchain(history[-sent:])}, config=config, stream_mode="values"
-    )
+    fresh, marker = _marked(history[-sent:])
+    stream = agent.astream({"messages": fresh}, config=config, stream_mode="values")
     try:
         async with aclosing(stream):
             async for state in stream:
-                tail = state["messages"][len(history) :]
+                tail = _after_marker(state, marker)
+                if tail is None:
+                    tail = state["messages"][len(history) :]
                 steps = sum(getattr(m, "type", None) == "ai" for m in tail)
                 if steps > max_steps:
                     raise _step_limit(steps, max_steps)
     finally:
         if state is not None:
-            out[:] = _new_messages(state, history)
+            out[:] = _graph_messages(state, history, marker)
 
 
 async def _agent_turn(
