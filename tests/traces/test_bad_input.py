@@ -185,6 +185,37 @@ def test_cli_evaluates_otlp_with_auto_detection(
     assert "dry run over 2 samples" in capsys.readouterr().out  # one per trace
 
 
+def test_a_token_count_that_is_no_number_is_that_traces_error_row() -> None:
+    r = Recorder()
+    _good(r)
+    with r.span("agent", gen_ai__operation__name="invoke_agent"):
+        chat(r, [user("hi")], [assistant("hello")], gen_ai__usage__input_tokens="abc")
+    good, bad = from_otel_spans(r.spans()).samples
+    assert ERROR not in metadata_of(good) and metadata_of(good)["source"] == "otel"
+    error = _error(bad)
+    assert "attribute 'gen_ai.usage.input_tokens': expected a token count, got 'abc'" in error
+    assert "span " in error and "('chat model')" in error
+
+
+def test_a_torn_first_line_is_one_bad_row_and_the_traces_after_it_are_read(
+    tmp_path: Path,
+) -> None:
+    r = Recorder()
+    _good(r)
+    _good(r)
+    good = tmp_path / "good.jsonl"
+    write_otlp_json(r.spans(), good)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('{"resourceSpans": [{"scopeSp\n\n' + good.read_text())
+    rows = list(iter_otlp_json(torn))
+    assert [line for line, _ in rows] == [1, 3, 4]
+    assert "line 1: not valid JSON" in _error(rows[0][1])
+    assert [sample for _, sample in rows[1:]] == from_otlp_json(good).samples
+    pretty = tmp_path / "pretty.json"  # one pretty-printed request is still one document
+    pretty.write_text(json.dumps(json.loads(good.read_text().splitlines()[0]), indent=2))
+    assert len(from_otlp_json(pretty)) == 1
+
+
 def test_sample_lines_after_an_otlp_line_each_give_an_error_row(tmp_path: Path) -> None:
     # Auto-detection reads the first line; a sample line after it is no trace, and must not
     # vanish: it gives a row naming its line and what was expected.

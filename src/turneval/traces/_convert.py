@@ -474,6 +474,19 @@ def _attach_tools(
     return conversation
 
 
+def _tokens(span: Span, trace_id: str, keys: Sequence[str]) -> int:
+    """A span's token count under the first of ``keys`` it has (0 without one)."""
+    for key in keys:
+        value = span.attributes.get(key)
+        if value is not None and value != "":
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                problem = f"expected a token count, got {value!r}"
+                raise TraceError(span, trace_id, key, problem) from None
+    return 0
+
+
 def _metadata(
     spans: list[Span], calls: Sequence[tuple[Span, Any, Any]], group: str
 ) -> dict[str, Any]:
@@ -489,10 +502,8 @@ def _metadata(
     )
     input_tokens = output_tokens = 0
     for span, _, _ in calls:
-        input_tokens += int(_first(span.attributes, (*g.INPUT_TOKENS, g.OI_PROMPT_TOKENS)) or 0)
-        output_tokens += int(
-            _first(span.attributes, (*g.OUTPUT_TOKENS, g.OI_COMPLETION_TOKENS)) or 0
-        )
+        input_tokens += _tokens(span, trace_ids[0], (*g.INPUT_TOKENS, g.OI_PROMPT_TOKENS))
+        output_tokens += _tokens(span, trace_ids[0], (*g.OUTPUT_TOKENS, g.OI_COMPLETION_TOKENS))
     errors = [span for span in spans if span.status == "ERROR"]
     latency = sum(root.end - root.start for root in roots) / 1e9 if roots else None
     return {
@@ -543,7 +554,11 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
         error = str(exc)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # malformed values
         error = f"trace {trace_id}: malformed attribute value ({type(exc).__name__}: {exc})"
-    metadata = _metadata(spans, calls, group)
+    try:
+        metadata = _metadata(spans, calls, group)
+    except TraceError as exc:  # a malformed figure (a token count): the trace's error
+        error = error or str(exc)
+        metadata = _metadata(spans, [], group)
     metadata["approximations"] = notes or None
     if error is None:
         try:

@@ -143,15 +143,31 @@ def spans_of_request(document: Any, line: int | None = None) -> Iterator[Span]:
 
 
 def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of each request: one per line, or the whole file as one."""
+    """``(line number, text)`` of each request: one per line, or the whole file as one.
+
+    The file is one pretty-printed document when its first line does not end an object and
+    the next non-blank line does not start one (a torn first line of a JSONL file is followed
+    by whole requests: it is one bad line, and the others are read).
+    """
     source = Path(path)
     with source.open(encoding="utf-8") as handle:
         first = handle.readline()
-        if first.strip() and not first.rstrip().endswith("}"):  # one pretty-printed document
-            yield 1, first + handle.read()
-            return
+        ahead: list[str] = []
+        if first.strip() and not first.rstrip().endswith("}"):
+            line = handle.readline()
+            while line and not line.strip():
+                ahead.append(line)
+                line = handle.readline()
+            ahead.append(line)
+            if not line.lstrip().startswith("{"):  # one pretty-printed document
+                yield 1, first + "".join(ahead) + handle.read()
+                return
         number = 1
-        line = first
+        for line in (first, *ahead):
+            if line.strip():
+                yield number, line
+            number += 1
+        line = handle.readline()
         while line:
             if line.strip():
                 yield number, line
