@@ -394,6 +394,7 @@ def test_user_model_failing_over_http_fails_its_row_with_the_error_kept(
         failure = row.failures["turns"]
         assert failure.error_type == "JudgeCallError" and "500" in failure.message
         assert "the simulated user failed" in failure.message
+        assert str(failure).startswith("JudgeCallError: the simulated user failed")  # type once
         assert [m.content for m in messages_of(row.sample)] == ["hi", "agent heard: hi"]
     assert [row.results["turns"].value for row in up] == [2.0, 2.0]
     # 2 failed trials x 2 attempts at the second user turn, 2 good trials x 1 call
@@ -467,6 +468,20 @@ def test_eval_task_trials_summary_reports_pass_k_with_thresholds(tmp_path: Path)
     assert page.count('class="trial') >= 9
     with pytest.raises(ConfigError, match="need scenarios"):
         EvalTask([], metrics).evaluate(runnable=echo, user=ScriptedUser(["hi"]))
+    heard: list[Any] = []
+
+    def counting(messages: list[Any]) -> list[Any]:
+        heard.append(messages)
+        return echo(messages)
+
+    wrong: list[tuple[Any, str]] = [
+        ({"lenent": 0.5}, "names 'lenent', which is not a metric of this run"),
+        ({"lenient": "high"}, r"success_thresholds\['lenient'\] must be a number, got 'high'"),
+    ]
+    for bad, message in wrong:
+        with pytest.raises(ConfigError, match=message):
+            task.evaluate(runnable=counting, user=ScriptedUser(["hi"]), success_thresholds=bad)
+    assert heard == []  # refused before any conversation
     with pytest.raises(ConfigError, match="scenarios need a user"):
         task.evaluate(runnable=echo)
 

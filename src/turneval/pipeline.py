@@ -302,10 +302,10 @@ async def score_row(
     """
     if agent is not None and agent.error is not None:
         row = SampleResult(index, sample, agent=agent)
+        # "<ErrorType>: <message>" once: the run's error may already start with its type.
+        message = agent.error.removeprefix(f"{agent.error_type}: ")
         for metric in metrics:
-            row.failures[metric.name] = MetricFailure(
-                metric.name, index, agent.error_type, agent.error
-            )
+            row.failures[metric.name] = MetricFailure(metric.name, index, agent.error_type, message)
         return row
     row = await score_sample(index, sample, metrics, options.timeout, options.details)
     if agent is not None:

@@ -19,6 +19,7 @@ always kept.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -687,6 +688,25 @@ def simulate(
     )
 
 
+def _thresholds(given: Mapping[str, float] | None, names: list[str]) -> dict[str, float]:
+    """``success_thresholds`` checked before any run: metrics of the run, finite numbers."""
+    thresholds: dict[str, float] = {}
+    for name, value in (given or {}).items():
+        if name not in names:
+            raise ConfigError(
+                f"success_thresholds names {name!r}, which is not a metric of this run "
+                f"(its metrics: {', '.join(names)})"
+            )
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise ConfigError(f"success_thresholds[{name!r}] must be a number, got {value!r}")
+        thresholds[name] = float(value)
+    return thresholds
+
+
 async def _simulated_rows(
     agent: Any,
     scenarios: list[Scenario],
@@ -764,6 +784,7 @@ async def _evaluate_scenarios(
             "scenarios need a user: evaluate(runnable=agent, user=SimulatedUser(llm)) "
             "or user=ScriptedUser([...])"
         )
+    thresholds = _thresholds(success_thresholds, [metric.name for metric in task.metrics])
     judge, aborted = options.judge_run(), list[str]()
     rows, user_usage = await _simulated_rows(
         agent,
@@ -778,7 +799,7 @@ async def _evaluate_scenarios(
     )
     result = EvaluationResult(rows, [metric.name for metric in task.metrics], judge.usage)
     result.metrics = list(task.metrics)
-    result.success_thresholds = dict(success_thresholds or {})
+    result.success_thresholds = thresholds
     result.user_usage = user_usage
     if aborted:
         raise EvaluationAbortedError(aborted[0], result=result)
