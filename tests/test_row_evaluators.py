@@ -169,3 +169,11 @@ def test_an_agent_run_reports_its_latency_aggregate() -> None:
 def test_aggregates_must_be_run_aggregates() -> None:
     with pytest.raises(ConfigError, match="aggregates.*expected RunAggregate objects, got str"):
         evaluate([TRUTH], [OverallAssessment()], aggregates=["databricks"])  # type: ignore[list-item]
+
+
+def test_an_assessment_without_assessment_judges_is_refused_before_the_run() -> None:
+    # It would derive nothing: a run of it alone gave 0.0 on every row, silently.
+    with pytest.raises(
+        ConfigError, match="overall_assessment is derived from the run's assessment"
+    ):
+        evaluate([TRUTH], [OverallAssessment(), "tool_call_f1"])

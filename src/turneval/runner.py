@@ -15,7 +15,7 @@ from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache, resolve_llm
 from turneval.metrics import BUILTIN_METRICS, Evaluator
-from turneval.metrics.base import run_sync
+from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.pipeline import MIN_ROWS_FOR_FRACTION, RunOptions, arun, score_row, score_sample
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import EvaluationResult, SampleResult
@@ -68,6 +68,9 @@ def resolve_metrics(metrics: Iterable[Evaluator | str] | Evaluator | str) -> lis
         )
     if not resolved:
         raise ConfigError("no metric given")
+    for metric in resolved:
+        if isinstance(metric, RowEvaluator):
+            metric.check_run(resolved)
     return resolved
 
 

@@ -347,6 +347,14 @@ class OverallAssessment(RowEvaluator[SingleTurnSample]):
     name: str = "overall_assessment"
     groundedness_threshold: float = Field(default=1.0, ge=0, le=1)
 
+    def check_run(self, metrics: Sequence[Evaluator]) -> None:
+        """A run needs at least one assessment judge to derive the assessment from."""
+        if not any(assessment_part(metric) is not None for metric in metrics):
+            raise ConfigError(
+                f"{self.name} is derived from the run's assessment judges (correctness, "
+                "groundedness, safety, guideline_adherence, ...): add at least one to the metrics"
+            )
+
     def derive(
         self,
         sample: SingleTurnSample,

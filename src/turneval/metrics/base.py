@@ -478,5 +478,11 @@ class RowEvaluator(Evaluator[SampleT], ABC):
             metrics: The run's metric objects, in the order given.
         """
 
+    def check_run(self, metrics: Sequence[Evaluator]) -> None:
+        """Raise ConfigError before a run whose ``metrics`` it cannot derive from.
+
+        ``metrics`` are the run's metric objects, this one included; the default accepts any.
+        """
+
 
 _KINDS = (Metric, RowEvaluator)
