@@ -9,6 +9,7 @@ import anyio
 import pytest
 from langchain_core.messages import AIMessage as LcAI
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
@@ -550,3 +551,45 @@ def test_eval_task_takes_scenarios_or_samples_from_any_iterable() -> None:
         EvalTask([Scenario(goal="g"), sample], ["tool_call_f1"])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="need scenarios"):
         EvalTask([sample], ["tool_call_f1"]).evaluate(runnable=echo, trials=2)
+
+
+def test_eval_task_config_reaches_the_agent_in_every_conversation() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        seen.append(
+            {
+                "user_id": config["configurable"].get("user_id"),
+                "thread_id": config["configurable"].get("thread_id"),
+                "recursion_limit": config.get("recursion_limit"),
+                "metadata": {k: config["metadata"].get(k) for k in ("team", "trial")},
+            }
+        )
+        return {"messages": [LcAI(content="ok")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: dict[str, Any] = {
+        "configurable": {"user_id": "u42"},
+        "recursion_limit": 7,
+        "metadata": {"team": "support"},
+    }
+    metric = CustomMetric(name="one", metric_function=lambda instance: 1.0)
+    task = EvalTask([Scenario(id="a", goal="g")], [metric], config=config)
+    task.evaluate(runnable=graph, user=ScriptedUser(["hi", "bye"]), trials=2)
+    assert len(seen) == 4  # two turns in each of two trials
+    assert {s["user_id"] for s in seen} == {"u42"} and {s["recursion_limit"] for s in seen} == {7}
+    trials = sorted((s["metadata"]["trial"], s["thread_id"]) for s in seen)  # trials interleave
+    assert [trial for trial, _ in trials] == [0, 0, 1, 1]
+    assert {s["metadata"]["team"] for s in seen} == {"support"}
+    assert trials[0][1] == trials[1][1] != trials[2][1] == trials[3][1]  # a thread per trial
+    with pytest.raises(ConfigError, match="config_fn takes a sample"):
+        EvalTask([Scenario(id="a", goal="g")], [metric], config_fn=lambda s: {}).evaluate(
+            runnable=graph, user=ScriptedUser(["hi"])
+        )
+    with pytest.raises(ConfigError, match="multi_turn=False replays only"):
+        EvalTask([Scenario(id="a", goal="g")], [metric], multi_turn=False).evaluate(
+            runnable=graph, user=ScriptedUser(["hi"])
+        )

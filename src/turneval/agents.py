@@ -286,10 +286,11 @@ class EvalTask:
         multi_turn: Replay every human turn (True) or only the first (a single prompt).
         show_progress: A tqdm progress bar; None shows it only on a terminal.
         config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every run
-            (``configurable``, ``callbacks``, ``recursion_limit``, ...).
+            (``configurable``, ``callbacks``, ``recursion_limit``, ...), simulated
+            conversations included.
         config_fn: ``config_fn(sample) -> RunnableConfig``, a config per sample (instead of
-            ``config``). A graph with a checkpointer gets a fresh ``thread_id`` per sample
-            unless the config sets one.
+            ``config``; not with scenarios). A graph with a checkpointer gets a fresh
+            ``thread_id`` per sample unless the config sets one.
         details: Keep each result's ``details``.
         aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`) computed
             once the rows are in: ``result.aggregates``.

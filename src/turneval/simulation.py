@@ -475,7 +475,7 @@ async def _agent_turn(
         if _is_graph(agent):
             await _graph_turn(agent, history, out, config, sent=sent, max_steps=max_steps)
         else:
-            out = await _invoke(agent, history)
+            out = await _invoke(agent, history, config=config)
     finally:
         history.extend(out)
     steps = sum(isinstance(m, AIMessage) for m in out)
@@ -516,16 +516,22 @@ async def _converse(
     timeout: float | None,
     max_steps: int,
     seed: int | None,
+    base: dict[str, Any] | None = None,
 ) -> _Conversation:
     convo = _Conversation()
     stateful = _stateful(agent)
     config: dict[str, Any] = {
         "recursion_limit": max(25, 4 * max_steps + 4),  # the step limit counts, not LangGraph's
-        "metadata": {"scenario_id": scenario.id, "trial": trial},
+        **(base or {}),  # the user's config: callbacks, tags, recursion_limit, configurable
+        "metadata": {**((base or {}).get("metadata") or {}), "scenario_id": scenario.id},
     }
+    config["metadata"]["trial"] = trial
+    configurable = dict((base or {}).get("configurable") or {})
     if stateful:  # one thread per trial, never reused by another run
         convo.thread_id = f"turneval-{scenario.id}-{trial}-{uuid.uuid4().hex}"
-        config["configurable"] = {"thread_id": convo.thread_id}
+        configurable["thread_id"] = convo.thread_id
+    if configurable:
+        config["configurable"] = configurable
     start = time.perf_counter()
     try:
         with anyio.fail_after(timeout) if timeout is not None else nullcontext():
@@ -611,6 +617,7 @@ async def asimulate(
     max_steps: int = DEFAULT_MAX_STEPS,
     show_progress: bool | None = None,
     rate_limit: RateLimit | RateLimiter | None = None,
+    config: dict[str, Any] | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
 
@@ -640,6 +647,9 @@ async def asimulate(
         rate_limit: The user model provider's quota
             (:class:`~turneval.ratelimit.RateLimit`): its requests are paced and its requests
             in flight adapt to 429s.
+        config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every call
+            (``callbacks``, ``recursion_limit``, ``configurable``, ...); each trial's
+            ``thread_id`` and the ``scenario_id`` and ``trial`` metadata are added to it.
     """
     options = RunOptions(
         max_concurrency=max_concurrency,
@@ -650,7 +660,13 @@ async def asimulate(
         rate_limit=rate_limit,
     )
     rows, _ = await _simulated_rows(
-        agent, _check_scenarios(scenarios), options, user=user, trials=trials, max_steps=max_steps
+        agent,
+        _check_scenarios(scenarios),
+        options,
+        user=user,
+        trials=trials,
+        max_steps=max_steps,
+        config=config,
     )
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
@@ -668,6 +684,7 @@ def simulate(
     max_steps: int = DEFAULT_MAX_STEPS,
     show_progress: bool | None = None,
     rate_limit: RateLimit | RateLimiter | None = None,
+    config: dict[str, Any] | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
     return run_sync(
@@ -684,6 +701,7 @@ def simulate(
             max_steps=max_steps,
             show_progress=show_progress,
             rate_limit=rate_limit,
+            config=config,
         )
     )
 
@@ -718,6 +736,7 @@ async def _simulated_rows(
     metrics: Sequence[Evaluator] | None = None,
     judge: JudgeRun | None = None,
     aborted: list[str] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> tuple[list[SampleResult], Usage]:
     """Simulate every (scenario, trial); with ``metrics``, score each conversation as it ends.
 
@@ -726,7 +745,7 @@ async def _simulated_rows(
     """
     _check_run(user, trials, max_steps)
     if agent is None:
-        raise ConfigError("simulating needs an agent: pass runnable=... (or agent)")
+        raise ConfigError("simulating needs an agent: evaluate(runnable=agent, ...)")
     user_run = JudgeRun(  # the simulated user shares the run's limiter with the judge
         max_concurrency=options.max_concurrency,
         cache=options.cache,
@@ -738,7 +757,14 @@ async def _simulated_rows(
         scenario, trial = scenarios[index // trials], index % trials
         with judge_run(user_run):
             convo = await _converse(
-                agent, scenario, trial, user, timeout=timeout, max_steps=max_steps, seed=seed
+                agent,
+                scenario,
+                trial,
+                user,
+                timeout=timeout,
+                max_steps=max_steps,
+                seed=seed,
+                base=config,
             )
         sample = _sample(scenario, trial, convo)
         if metrics is None:
@@ -785,6 +811,15 @@ async def _evaluate_scenarios(
             "or user=ScriptedUser([...])"
         )
     thresholds = _thresholds(success_thresholds, [metric.name for metric in task.metrics])
+    if task.config_fn is not None:
+        raise ConfigError(
+            "config_fn takes a sample: with scenarios, pass one config= for every conversation"
+        )
+    if not task.multi_turn:
+        raise ConfigError(
+            "multi_turn=False replays only a sample's first turn: a simulated user talks until "
+            "it is done (limit it with the scenario's max_turns)"
+        )
     judge, aborted = options.judge_run(), list[str]()
     rows, user_usage = await _simulated_rows(
         agent,
@@ -796,6 +831,7 @@ async def _evaluate_scenarios(
         metrics=task.metrics,
         judge=judge,
         aborted=aborted,
+        config=task.config,
     )
     result = EvaluationResult(rows, [metric.name for metric in task.metrics], judge.usage)
     result.metrics = list(task.metrics)
