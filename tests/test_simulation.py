@@ -20,6 +20,7 @@ from turneval.aggregate import pass_at_k, pass_hat_k
 from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache
 from turneval.metrics import CustomMetric
+from turneval.results import EvaluationResult
 from turneval.simulation import (
     Scenario,
     ScriptedUser,
@@ -403,6 +404,14 @@ def test_user_model_failing_over_http_fails_its_row_with_the_error_kept(
     # a user failure is not the agent's: those trials are unknown, not failed
     assert result.trial_outcomes("turns") == {"down": [None, None], "up": [True, True]}
     assert [r["stop_reason"] for r in result.records()] == [None, None, "user_done", "user_done"]
+    # ... and not the agent's failure either: failure 0 (the error kept), left out of the rate
+    assert [row.failure for row in result.rows] == [0, 0, 0, 0]
+    assert "the simulated user failed" in str(down[0].agent_error)
+    rate = result.summary()["failure"]
+    assert (rate.mean, rate.count, rate.failed) == (0.0, 2, 2)
+    back = tmp_path / "rows.jsonl"  # read back, the same
+    result.to_jsonl(back)
+    assert EvaluationResult.from_jsonl(back).summary()["failure"].count == 2
     result.to_html(tmp_path / "r.html")
     assert (tmp_path / "r.html").read_text().count(">user model failed</a>") == 2
     with pytest.raises(ConfigError, match="retries"):

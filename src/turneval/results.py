@@ -97,6 +97,8 @@ class AgentRun:
         usage: The agent's token usage (from its AI messages' usage metadata).
         steps: The number of AI messages the agent produced.
         error_type: The error type recorded on the row's metrics when the run failed.
+        by_agent: Whether ``error`` is the agent's; False when something else ended the run (a
+            simulated user that failed): the row's metrics fail with it, but the agent did not.
     """
 
     messages: list[Message]
@@ -105,11 +107,12 @@ class AgentRun:
     usage: Usage = field(default_factory=Usage)
     steps: int = 0
     error_type: str = "AgentRunError"
+    by_agent: bool = True
 
     @property
     def failed(self) -> bool:
-        """Whether the run failed (``error`` is set)."""
-        return self.error is not None
+        """Whether the agent failed (``error`` is set and is the agent's)."""
+        return self.error is not None and self.by_agent
 
 
 @dataclass(slots=True)
@@ -214,6 +217,7 @@ def _read_agent(record: dict[str, Any]) -> AgentRun:
             int(record.get("agent_output_tokens") or 0),
         ),
         int(record.get("steps") or 0),
+        by_agent=not error or bool(record.get("failure", 1)),  # an error with failure 0: not its
     )
 
 
@@ -341,19 +345,24 @@ class EvaluationResult:
 
         When an agent was run, also ``failure`` over every row (its mean is the failure rate),
         and ``latency_in_seconds``, ``agent_total_tokens`` and ``steps`` over the rows whose
-        agent run succeeded (their ``failed`` counts the failed runs, left out).
+        agent run succeeded (their ``failed`` counts the failed runs, left out). A run ended by
+        something else (a simulated user that failed) is neither: it is left out of ``failure``
+        too (counted in its ``failed``).
         """
         from turneval.aggregate import SummaryTable, summarise_metrics, summarize
 
         summaries = SummaryTable()
         ran = [row.agent for row in self.rows if row.agent is not None]
         if ran:
-            ok = [run for run in ran if not run.failed]  # failed runs would skew these
+            ok = [run for run in ran if run.error is None]  # failed runs would skew these
             failed_runs = len(ran) - len(ok)
             summaries["latency_in_seconds"] = summarize(
                 "latency_in_seconds", [run.latency_s for run in ok], failed_runs
             )
-            summaries["failure"] = summarize("failure", [float(run.failed) for run in ran], 0)
+            judged = [run for run in ran if run.error is None or run.by_agent]
+            summaries["failure"] = summarize(
+                "failure", [float(run.failed) for run in judged], len(ran) - len(judged)
+            )
             tokens = [float(run.usage.total_tokens) for run in ok]
             summaries["agent_total_tokens"] = summarize("agent_total_tokens", tokens, failed_runs)
             steps = [float(run.steps) for run in ok]

@@ -776,6 +776,7 @@ async def _simulated_rows(
             convo.agent_usage,
             convo.steps,
             convo.error_type or "AgentRunError",
+            by_agent=convo.stop_reason in ("agent_error", "timeout"),  # not the user's failure
         )
         return await score_row(index, sample, metrics, options, agent=run)
 
