@@ -30,7 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from turneval._gc import batch_collection
 from turneval.aggregate import RunAggregate, compute_aggregates
-from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
+from turneval.errors import (
+    ConfigError,
+    EvaluationAbortedError,
+    InvalidSampleError,
+    JudgeOutputError,
+)
 from turneval.judge import JudgeRun, SQLiteCache, judge_run
 from turneval.judge._clients import client_scope
 from turneval.metrics import Evaluator, Metric
@@ -192,10 +197,19 @@ def has_summary_extras(metric: Evaluator) -> bool:
 # -- score: one sample, every metric ----------------------------------------------------------
 
 
+RAW_SHOWN = 300
+"""Characters of a judge's unparseable output kept in the row's error."""
+
+
 def _failure(row: SampleResult, name: str, exc: BaseException) -> None:
     if isinstance(exc, InvalidSampleError) and exc.sample_id is None:
         exc.sample_id = row.index
-    row.failures[name] = MetricFailure(name, row.index, type(exc).__name__, str(exc))
+    message = str(exc)
+    raw = getattr(exc, "raw_output", None) if isinstance(exc, JudgeOutputError) else None
+    if raw:  # what the judge said, for the row's reader (the exception keeps all of it)
+        shown = raw if len(raw) <= RAW_SHOWN else raw[:RAW_SHOWN] + "..."
+        message = f"{message}; its last output: {shown!r}"
+    row.failures[name] = MetricFailure(name, row.index, type(exc).__name__, message)
 
 
 async def _score_cell(row: SampleResult, metric: Metric, details: bool) -> None:

@@ -442,15 +442,14 @@ class Judge:
                 messages = _with_feedback(messages, raw, detail)
                 continue
             raw_message = reply["raw"] if runnable is not None else reply
-            raw = _text_of(raw_message)
+            text = _text_of(raw_message)
+            arguments = _structured_arguments(raw_message) if runnable is not None else None
+            raw = text or arguments or ""  # a tool-calling answer's raw output is its arguments
             tally.message = raw_message
             try:
                 if runnable is not None and reply.get("parsed") is not None:
                     return schema.model_validate(reply["parsed"]), raw
-                source = (
-                    _structured_arguments(raw_message) if runnable is not None else None
-                ) or raw
-                return parse_json_reply(source, schema), raw
+                return parse_json_reply(arguments or text, schema), raw
             except (ValueError, ValidationError) as error:
                 detail = _describe(error)
                 messages = _with_feedback(messages, raw, detail)
