@@ -175,6 +175,18 @@ def test_label_forms_ids_and_skipped_failures(tmp_path: Path) -> None:
     )
     report = agreement(rows, [Label("second", 5.0), Label("first", 4.0)], "fluency")
     assert report.confusion[3][3] == 1 and report.confusion[4][3] == 1
+    # The ids travel in results.jsonl ("id" after "index"): labels by id work on a file too.
+    saved = tmp_path / "results.jsonl"
+    rows.to_jsonl(saved)
+    assert [json.loads(line)["id"] for line in saved.read_text().splitlines()] == [
+        "first",
+        "second",
+    ]
+    back = agreement(EvaluationResult.from_jsonl(saved), [Label("second", 5.0)], "fluency")
+    assert back.n == 1 and back.confusion[4][3] == 1
+    labels = tmp_path / "by_id.jsonl"
+    labels.write_text('{"id": "first", "metric": "fluency", "label": 4}\n')
+    assert main(["calibrate", str(saved), str(labels), "--html", str(tmp_path / "c.html")]) == 0
 
 
 def test_bad_labels_name_the_line_the_row_or_the_metric(tmp_path: Path) -> None:

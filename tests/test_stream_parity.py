@@ -292,3 +292,20 @@ def test_rows_a_plain_function_cannot_write_take_the_general_path() -> None:
         rows = [json.loads(record) for record in chunks[0].records]
         assert [row["counted_reason"] for row in rows] == ["n", "n", "n", None, "n", "n"]
         assert rows[3]["counted_error"] == "ValueError: line 4: no calls to count"
+
+
+def test_a_sample_id_is_written_by_the_plain_path_as_by_evaluate(tmp_path: Path) -> None:
+    named = conversation([call("search", q="x")], reference=REFERENCE)
+    named.metadata = {"id": "case-7"}
+    data = tmp_path / "named.jsonl"
+    data.write_text(named.model_dump_json(exclude_none=True) + "\n" + GOOD[0].decode() + "\n")
+    # One sample at a time, without details and with no row kept for a report: rows are
+    # written from the metrics' plain functions (the workers' path).
+    plain = tmp_path / "plain"
+    evaluate_jsonl(data, METRICS, plain, workers=1, details=False, max_concurrency=1, report_rows=0)
+    evaluate_jsonl(data, METRICS, tmp_path / "general", workers=1, details=True)
+    by_plain, general = rows_of(plain), rows_of(tmp_path / "general")
+    expected = evaluate([named], METRICS, details=False, show_progress=False).records()[0]
+    assert list(by_plain[0])[:2] == ["index", "id"] and by_plain[0]["id"] == "case-7"
+    assert {key: by_plain[0][key] for key in expected} == expected
+    assert general[0]["id"] == "case-7" and "id" not in by_plain[1] and "id" not in general[1]

@@ -582,9 +582,9 @@ def agreement(
     _check_judged(known, name)
     scale = _scale_of(known)
     ids = {
-        str(row.sample.metadata["id"]): position
+        row.sample_id: position
         for position, row in enumerate(result.rows)
-        if row.sample is not None and row.sample.metadata and "id" in row.sample.metadata
+        if row.sample_id is not None  # the sample's metadata["id"], or a results file's "id"
     }
     human: list[float] = []
     judge: list[float] = []

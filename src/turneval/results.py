@@ -123,7 +123,8 @@ class SampleResult:
     simulated conversation, a trace); ``latency_s``, ``failure`` (0/1), ``agent_error``,
     ``agent_usage`` and ``steps`` read it (None without one). ``line`` is the sample's 1-based
     line in the input file when it was read from one (the streaming CLI), so reports name the
-    same line as results.jsonl.
+    same line as results.jsonl. ``stored_id`` is the sample id a results file holds for a row
+    read back without its sample (see :attr:`sample_id`).
     """
 
     index: int
@@ -132,6 +133,15 @@ class SampleResult:
     failures: dict[str, MetricFailure] = field(default_factory=dict)
     line: int | None = None
     agent: AgentRun | None = None
+    stored_id: str | None = None
+
+    @property
+    def sample_id(self) -> str | None:
+        """The sample's ``metadata["id"]`` as text (None without one)."""
+        metadata = getattr(self.sample, "metadata", None) if self.sample is not None else None
+        if metadata and metadata.get("id") is not None:
+            return str(metadata["id"])
+        return self.stored_id
 
     @property
     def latency_s(self) -> float | None:
@@ -171,11 +181,15 @@ class SampleResult:
     def record(self, metric_names: list[str], *, details: bool = False) -> dict[str, Any]:
         """A flat, JSON-ready dict: ``<name>``, ``<name>_reason``, ``<name>_error`` per metric.
 
-        Values are None where the metric failed; ``details=True`` adds ``<name>_details`` and,
+        ``id`` follows ``index`` when the sample has ``metadata["id"]``. Values are None where
+        the metric failed; ``details=True`` adds ``<name>_details`` and,
         for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`); ``line`` comes last when
         the row was read from a file.
         """
         record: dict[str, Any] = {"index": self.index}
+        sample_id = self.sample_id
+        if sample_id is not None:  # what labels and reports name the row by
+            record["id"] = sample_id
         metadata = (getattr(self.sample, "metadata", None) or {}) if self.sample else {}
         if "scenario_id" in metadata:  # a simulated conversation
             for key in ("scenario_id", "trial", "stop_reason"):
@@ -485,6 +499,8 @@ class EvaluationResult:
                 row = SampleResult(int(record.get("index", number - 1)), None)
                 if record.get("line") is not None:  # the streaming CLI's input line
                     row.line = int(record["line"])
+                if record.get("id") is not None:
+                    row.stored_id = str(record["id"])
                 for name in names:
                     if record.get(name) is not None:
                         row.results[name] = MetricResult(

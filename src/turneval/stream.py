@@ -225,9 +225,9 @@ def _bad_line_row(index: int, number: int, names: Sequence[str], exc: Exception)
 def _record_line(record: dict[str, Any], plain_size: int) -> str:
     """One results.jsonl line; orjson (Rust) for plain rows, the stdlib for anything else.
 
-    A plain row holds only the index, the line and each metric's value (finite), reason and
-    error (strings): orjson writes the same JSON values for it as :func:`json_line`, only
-    faster. Details and metadata may hold values the two write differently (NaN, huge
+    A plain row holds only the index (and the sample id, a string), the line and each
+    metric's value (finite), reason and error (strings): orjson writes the same JSON values for
+    it as :func:`json_line`, only faster. Details and metadata may hold values the two write differently (NaN, huge
     integers), so those rows, and any string orjson refuses (a lone surrogate), take
     :func:`json_line`.
     """
@@ -369,7 +369,7 @@ class _ChunkBuilder:
         record["line"] = number
         if bad:  # told apart from a sample every metric rejects when a run is resumed
             record[UNREADABLE] = True
-        self.records.append(_record_line(record, self.plain_size))
+        self.records.append(_record_line(record, self.plain_size + ("id" in record)))
         results, values, extras = scored.results, self.values, self.extras
         for name in self.names:
             cell = results.get(name)
@@ -400,6 +400,10 @@ class _ChunkBuilder:
             return False
         predicted, reference = sample.tool_calls, sample.reference_tool_calls
         record: dict[str, Any] = {"index": index}
+        size = self.plain_size
+        if meta and meta.get("id") is not None:  # as SampleResult.record writes it
+            record["id"] = str(meta["id"])
+            size += 1  # a string: orjson writes it as the stdlib does
         scored = []
         for explain in explainers:
             try:
@@ -415,7 +419,7 @@ class _ChunkBuilder:
             record[name], record[reason_key], record[error_key] = value, reason, None
             values.append(value)
         record["line"] = number
-        self.records.append(_record_line(record, self.plain_size))
+        self.records.append(_record_line(record, size))
         return True
 
     def finish(self, usage: Usage) -> _Chunk:
