@@ -429,6 +429,9 @@ def test_pass_hat_k_and_pass_at_k_by_hand() -> None:
     assert pass_at_k(outcomes, 2) == pytest.approx(8 / 9)
     # k = 1 is the success rate: (2/3 + 1/3 + 1) / 3 = 2/3
     assert pass_hat_k(outcomes, 1) == pass_at_k(outcomes, 1) == pytest.approx(2 / 3)
+    # Exact to the last digit: in floats, pass@1 = 1 - 9/10 was 0.09999999999999998.
+    assert pass_at_k([[True] + [False] * 9], 1) == pass_hat_k([[True] + [False] * 9], 1) == 0.1
+    assert pass_at_k([[True, False, False]], 1) == 1 / 3
     assert pass_hat_k(outcomes, 3) == pytest.approx(1 / 3)  # only the all-success scenario
     assert pass_at_k(outcomes, 3) == pytest.approx(1.0)
     assert pass_hat_k([[True]], 2) is None  # too few trials

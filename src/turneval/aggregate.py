@@ -7,6 +7,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -302,16 +303,19 @@ def summarize(
 
 
 def _over_scenarios(
-    outcomes: Sequence[Sequence[bool]], k: int, per_scenario: Callable[[int, int], float]
+    outcomes: Sequence[Sequence[bool]], k: int, per_scenario: Callable[[int, int], Fraction]
 ) -> float | None:
+    """The mean of ``per_scenario(c, n)`` over scenarios with n >= k, in exact fractions.
+
+    Computed exactly and rounded once, so pass^1 equals pass@1 and the success rate to the
+    last digit (no 0.49999999999999994 beside 0.5).
+    """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     values = [
-        float(per_scenario(sum(map(bool, trials)), len(trials)))
-        for trials in outcomes
-        if len(trials) >= k
+        per_scenario(sum(map(bool, trials)), len(trials)) for trials in outcomes if len(trials) >= k
     ]
-    return sum(values) / len(values) if values else None
+    return float(sum(values, Fraction(0)) / len(values)) if values else None
 
 
 def pass_hat_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
@@ -322,7 +326,7 @@ def pass_hat_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
     the mean over scenarios. Scenarios with fewer than k trials are left out; None when none is
     left. pass^1 is the success rate.
     """
-    return _over_scenarios(outcomes, k, lambda c, n: math.comb(c, k) / math.comb(n, k))
+    return _over_scenarios(outcomes, k, lambda c, n: Fraction(math.comb(c, k), math.comb(n, k)))
 
 
 def pass_at_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
@@ -331,7 +335,9 @@ def pass_at_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
     Per scenario with c successes in n >= k trials: 1 - C(n - c, k) / C(n, k), averaged over
     scenarios (those with fewer than k trials left out; None when none is left).
     """
-    return _over_scenarios(outcomes, k, lambda c, n: 1 - math.comb(n - c, k) / math.comb(n, k))
+    return _over_scenarios(
+        outcomes, k, lambda c, n: 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+    )
 
 
 def summarise_metrics(
