@@ -342,3 +342,18 @@ def test_dry_run_estimates_without_calling(
     output = capsys.readouterr().out
     assert "dry run over 1 samples: no model is called" in output and "fluency  1" in output
     assert "estimated prompt cost" in output
+
+
+def test_a_choice_in_another_case_is_read_without_a_repair() -> None:
+    # Real models write "Yes" or " TIE": the meaning is not in doubt, so no second request.
+    answers = [
+        json.dumps({"rationale": "right", "rating": "Yes"}),
+        json.dumps({"rationale": "wrong", "rating": " NO "}),
+    ]
+    model = ScriptedChatModel(responses=answers)
+    correctness = resolve_metrics(["correctness"])[0].model_copy(update={"llm": model})
+    result = evaluate([WITH_TRUTH, WITH_TRUTH], [correctness], max_concurrency=1)
+    assert result.scores("correctness") == [1.0, 0.0] and model.calls == 2
+    unknown = ScriptedChatModel(responses=[json.dumps({"rationale": "r", "rating": "maybe"})])
+    failed = evaluate([WITH_TRUTH], [correctness.model_copy(update={"llm": unknown})])
+    assert failed.rows[0].failures["correctness"].error_type == "JudgeOutputError"

@@ -18,9 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 __all__ = [
     "StrictVerdict",
@@ -36,10 +44,32 @@ class StrictVerdict(BaseModel):
 
     Declare every field without a default (strict structured output requires all of them).
     The schema says ``additionalProperties: false``; parsing still ignores extra keys from
-    models that do not follow schemas.
+    models that do not follow schemas, and reads a text choice in another case or with spaces
+    around it (``"Yes"`` for ``"yes"``) as the choice: the meaning is not in doubt.
     """
 
     model_config = ConfigDict(extra="ignore", json_schema_extra={"additionalProperties": False})
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _choice_in_any_case(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str) and info.field_name is not None:
+            choices = _text_choices(cls, info.field_name)
+            if choices and value not in choices:
+                return choices.get(value.strip().casefold(), value)
+        return value
+
+
+@lru_cache(maxsize=1024)
+def _text_choices(model: type[BaseModel], name: str) -> dict[str, str]:
+    """A field's text choices by their casefolded form (empty: not a choice of texts)."""
+    field = model.model_fields.get(name)
+    annotation = field.annotation if field is not None else None
+    if get_origin(annotation) is not Literal:
+        return {}
+    choices = [choice for choice in get_args(annotation) if isinstance(choice, str)]
+    folded = {choice.casefold(): choice for choice in choices}
+    return folded if len(folded) == len(choices) else {}  # "A" and "a" both: no guessing
 
 
 def enum_field(values: Iterable[str | int | float | bool], *, description: str) -> Any:
