@@ -605,3 +605,13 @@ def test_eval_task_config_reaches_the_agent_in_every_conversation() -> None:
         EvalTask([Scenario(id="a", goal="g")], [metric], multi_turn=False).evaluate(
             runnable=graph, user=ScriptedUser(["hi"])
         )
+
+
+def test_eval_task_takes_scenario_dicts_as_simulate_does() -> None:
+    metric = CustomMetric(name="turns", metric_function=lambda i: float(len(i["user_input"])))
+    task = EvalTask([{"id": "d", "goal": "say hi"}], [metric])
+    assert task.scenarios == [Scenario(id="d", goal="say hi")]
+    row = task.evaluate(runnable=echo, user=ScriptedUser(["hi"])).rows[0]
+    assert row.results["turns"].value == 2.0 and metadata_of(row.sample)["scenario_id"] == "d"
+    with pytest.raises(InvalidSampleError, match="from_list"):  # sample dicts are not scenarios
+        EvalTask([{"user_input": "q", "response": "a"}], [metric])

@@ -197,12 +197,18 @@ def _check_scenarios(scenarios: Iterable[Scenario | Mapping[str, Any]]) -> list[
 
 
 def _as_scenarios(items: EvaluationDataset | Sequence[Any]) -> list[Scenario] | None:
-    """The scenarios in ``items`` when it holds :class:`Scenario` objects, else None."""
-    if isinstance(items, EvaluationDataset):
+    """The scenarios in ``items`` when it holds :class:`Scenario` objects, else None.
+
+    Dicts with a ``goal`` and no ``user_input`` are scenarios too, as :func:`asimulate` takes.
+    """
+    if isinstance(items, EvaluationDataset) or not items:
         return None
-    if not items or not isinstance(items[0], Scenario):
-        return None
-    return _check_scenarios(items)
+    first = items[0]
+    if isinstance(first, Scenario) or (
+        isinstance(first, Mapping) and "goal" in first and "user_input" not in first
+    ):
+        return _check_scenarios(items)
+    return None
 
 
 class UserTurn(BaseModel):
