@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from functools import partial
 from itertools import groupby
@@ -275,7 +275,8 @@ class EvalTask:
     Args:
         dataset: Multi-turn samples whose human turns are replayed to the agent, with their
             references (an :class:`EvaluationDataset` or an iterable of samples), or
-            :class:`~turneval.simulation.Scenario` objects played by a simulated user.
+            :class:`~turneval.simulation.Scenario` objects (or their dicts) played by a
+            simulated user.
         metrics: Evaluator objects or names.
         llm: Default judge for judged metrics.
         cache: A :class:`~turneval.llms.SQLiteCache` (or its path) for judge answers.
@@ -298,7 +299,7 @@ class EvalTask:
 
     def __init__(
         self,
-        dataset: EvaluationDataset | Iterable[Sample] | Iterable[Scenario],
+        dataset: EvaluationDataset | Iterable[Sample] | Iterable[Scenario | Mapping[str, Any]],
         metrics: Iterable[Evaluator | str],
         *,
         llm: Any = None,
