@@ -152,6 +152,8 @@ def test_otlp_lines_that_are_not_json_and_unordered_files(tmp_path: Path) -> Non
     assert len(from_otlp_json(mixed, group_by="session")) == 4
     with pytest.raises(ConfigError, match="group_by"):
         from_otel_spans(spans, group_by="user")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"expected OpenTelemetry SDK spans .*got str: read"):
+        from_otel_spans([*spans, "not a span"])
 
 
 def test_cli_evaluates_otlp_with_auto_detection(

@@ -12,6 +12,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from turneval.errors import ConfigError
+
 try:  # orjson (a langsmith dependency, so nearly always present) parses about 2x faster
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover
@@ -47,7 +49,16 @@ class Span:
 
 
 def from_readable(span: Any) -> Span:
-    """Read an OpenTelemetry SDK ``ReadableSpan``."""
+    """Read an OpenTelemetry SDK ``ReadableSpan``.
+
+    Raises:
+        ConfigError: ``span`` is not a span (a file path or a dict, say), naming what it is.
+    """
+    if not callable(getattr(span, "get_span_context", None)):
+        raise ConfigError(
+            f"expected OpenTelemetry SDK spans (ReadableSpan), got {type(span).__name__}: "
+            "read OTLP/JSON files with from_otlp_json(path)"
+        )
     context = span.get_span_context()
     parent = span.parent
     status = span.status
