@@ -479,6 +479,21 @@ def test_eval_task_trials_summary_reports_pass_k_with_thresholds(tmp_path: Path)
     page = html_path.read_text()
     assert '<table id="trials">' in page and 'href="#sample-4"' in page
     assert page.count('class="trial') >= 9
+    # A saved run gives the same figures back (thresholds are the reader's to set again).
+    saved = tmp_path / "run.jsonl"
+    result.to_jsonl(saved)
+    back = EvaluationResult.from_jsonl(saved)
+    back.success_thresholds = {"lenient": 0.5}
+    for name in ("strict", "lenient"):
+        assert back.trial_outcomes(name) == result.trial_outcomes(name)
+        assert back.summary()[name].extra == result.summary()[name].extra
+    back.to_html(tmp_path / "back.html")
+    assert '<table id="trials">' in (tmp_path / "back.html").read_text()
+    again = tmp_path / "again.jsonl"
+    back.to_jsonl(again)
+    assert [json.loads(line)["trial"] for line in again.read_text().splitlines()] == [
+        json.loads(line)["trial"] for line in saved.read_text().splitlines()
+    ]
     with pytest.raises(ConfigError, match="need scenarios"):
         EvalTask([], metrics).evaluate(runnable=echo, user=ScriptedUser(["hi"]))
     heard: list[Any] = []

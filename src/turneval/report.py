@@ -284,9 +284,9 @@ def _trials_grid(result: EvaluationResult) -> str:
     """Simulated runs: one row per scenario, one cell per trial (stop reason, pass/fail marks)."""
     grid: dict[str, dict[int, SampleResult]] = {}
     for row in result.rows:
-        meta = (getattr(row.sample, "metadata", None) or {}) if row.sample else {}
-        if "scenario_id" in meta:
-            grid.setdefault(str(meta["scenario_id"]), {})[int(meta.get("trial", 0))] = row
+        meta = row.trial  # the sample's metadata, or a results file's columns
+        if meta:
+            grid.setdefault(str(meta["scenario_id"]), {})[int(meta.get("trial") or 0)] = row
     if not grid:
         return ""
     names = result.metric_names
@@ -310,8 +310,10 @@ def _trials_grid(result: EvaluationResult) -> str:
                         f'<span class="{"good" if ok else "bad"}" title="{_e(name)}={_fmt(value.value)}">'
                         f"{'&#x2713;' if ok else '&#x2717;'}</span>"
                     )
-            meta = getattr(cell.sample, "metadata", None) or {}
-            reason = meta.get("stop_reason") or ("user model failed" if meta.get("error") else "")
+            failed = cell.agent_error is not None or bool(
+                (getattr(cell.sample, "metadata", None) or {}).get("error")
+            )
+            reason = cell.trial.get("stop_reason") or ("user model failed" if failed else "")
             tds.append(
                 f'<td class="trial"><a href="#sample-{cell.index}">{_e(reason)}</a> {"".join(marks)}</td>'
             )

@@ -85,6 +85,10 @@ class MetricFailure:
         return f"{self.error_type}: {self.message}"
 
 
+TRIAL_KEYS = ("scenario_id", "trial", "stop_reason")
+"""What a row of a simulated conversation records about it (results.jsonl columns)."""
+
+
 @dataclass(slots=True)
 class AgentRun:
     """What one run of an agent produced (``EvalTask``, a simulated conversation or a trace).
@@ -123,8 +127,8 @@ class SampleResult:
     simulated conversation, a trace); ``latency_s``, ``failure`` (0/1), ``agent_error``,
     ``agent_usage`` and ``steps`` read it (None without one). ``line`` is the sample's 1-based
     line in the input file when it was read from one (the streaming CLI), so reports name the
-    same line as results.jsonl. ``stored_id`` is the sample id a results file holds for a row
-    read back without its sample (see :attr:`sample_id`).
+    same line as results.jsonl. ``stored_id`` and ``stored_trial`` are what a results file
+    holds for a row read back without its sample (see :attr:`sample_id` and :attr:`trial`).
     """
 
     index: int
@@ -134,6 +138,19 @@ class SampleResult:
     line: int | None = None
     agent: AgentRun | None = None
     stored_id: str | None = None
+    stored_trial: dict[str, Any] | None = None
+
+    @property
+    def trial(self) -> dict[str, Any]:
+        """A simulated conversation's ``scenario_id``, ``trial`` and ``stop_reason`` ({} else).
+
+        From the sample's metadata, or from the results file a row was read back from
+        (``stored_trial``), so pass^k can be computed again from a saved run.
+        """
+        metadata = getattr(self.sample, "metadata", None) if self.sample is not None else None
+        if metadata and "scenario_id" in metadata:
+            return {key: metadata.get(key) for key in TRIAL_KEYS}
+        return dict(self.stored_trial or {})
 
     @property
     def sample_id(self) -> str | None:
@@ -190,10 +207,7 @@ class SampleResult:
         sample_id = self.sample_id
         if sample_id is not None:  # what labels and reports name the row by
             record["id"] = sample_id
-        metadata = (getattr(self.sample, "metadata", None) or {}) if self.sample else {}
-        if "scenario_id" in metadata:  # a simulated conversation
-            for key in ("scenario_id", "trial", "stop_reason"):
-                record[key] = metadata.get(key)
+        record.update(self.trial)  # a simulated conversation's scenario, trial, stop reason
         for name in metric_names:
             result, failure = self.results.get(name), self.failures.get(name)
             record[name] = result.value if result is not None else None
@@ -324,8 +338,8 @@ class EvaluationResult:
         outcomes: dict[str, list[bool | None]] = {}
         threshold = self.success_threshold(name)
         for row in self.rows:
-            metadata = (getattr(row.sample, "metadata", None) or {}) if row.sample else {}
-            if "scenario_id" not in metadata:
+            metadata = row.trial
+            if not metadata:
                 continue
             result = row.results.get(name)
             if result is not None:
@@ -501,6 +515,8 @@ class EvaluationResult:
                     row.line = int(record["line"])
                 if record.get("id") is not None:
                     row.stored_id = str(record["id"])
+                if "scenario_id" in record:  # a simulated conversation: pass^k again
+                    row.stored_trial = {key: record.get(key) for key in TRIAL_KEYS}
                 for name in names:
                     if record.get(name) is not None:
                         row.results[name] = MetricResult(
