@@ -284,7 +284,7 @@ def _trials_grid(result: EvaluationResult) -> str:
     """Simulated runs: one row per scenario, one cell per trial (stop reason, pass/fail marks)."""
     grid: dict[str, dict[int, SampleResult]] = {}
     for row in result.rows:
-        meta = row.trial  # the sample's metadata, or a results file's columns
+        meta = row.trial_info  # the sample's metadata, or a results file's columns
         if meta:
             grid.setdefault(str(meta["scenario_id"]), {})[int(meta.get("trial") or 0)] = row
     if not grid:
@@ -313,7 +313,7 @@ def _trials_grid(result: EvaluationResult) -> str:
             failed = cell.agent_error is not None or bool(
                 (getattr(cell.sample, "metadata", None) or {}).get("error")
             )
-            reason = cell.trial.get("stop_reason") or ("user model failed" if failed else "")
+            reason = cell.trial_info.get("stop_reason") or ("user model failed" if failed else "")
             tds.append(
                 f'<td class="trial"><a href="#sample-{cell.index}">{_e(reason)}</a> {"".join(marks)}</td>'
             )

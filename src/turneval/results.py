@@ -128,7 +128,7 @@ class SampleResult:
     ``agent_usage`` and ``steps`` read it (None without one). ``line`` is the sample's 1-based
     line in the input file when it was read from one (the streaming CLI), so reports name the
     same line as results.jsonl. ``stored_id`` and ``stored_trial`` are what a results file
-    holds for a row read back without its sample (see :attr:`sample_id` and :attr:`trial`).
+    holds for a row read back without its sample (see :attr:`sample_id` and :attr:`trial_info`).
     """
 
     index: int
@@ -141,7 +141,7 @@ class SampleResult:
     stored_trial: dict[str, Any] | None = None
 
     @property
-    def trial(self) -> dict[str, Any]:
+    def trial_info(self) -> dict[str, Any]:
         """A simulated conversation's ``scenario_id``, ``trial`` and ``stop_reason`` ({} else).
 
         From the sample's metadata, or from the results file a row was read back from
@@ -207,7 +207,7 @@ class SampleResult:
         sample_id = self.sample_id
         if sample_id is not None:  # what labels and reports name the row by
             record["id"] = sample_id
-        record.update(self.trial)  # a simulated conversation's scenario, trial, stop reason
+        record.update(self.trial_info)  # a simulated conversation's scenario, trial, stop reason
         for name in metric_names:
             result, failure = self.results.get(name), self.failures.get(name)
             record[name] = result.value if result is not None else None
@@ -338,7 +338,7 @@ class EvaluationResult:
         outcomes: dict[str, list[bool | None]] = {}
         threshold = self.success_threshold(name)
         for row in self.rows:
-            metadata = row.trial
+            metadata = row.trial_info
             if not metadata:
                 continue
             result = row.results.get(name)
