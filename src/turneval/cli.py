@@ -636,26 +636,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _count(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (the error names the option)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _bounded(
+    parse: Callable[[str], float], bound: float, *, above: bool, what: str
+) -> Callable[[str], float]:
+    """An argparse type: ``parse(text)``, at least ``bound`` (or above it); errors name it."""
+
+    def check(text: str) -> float:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not (value > bound or (not above and value == bound)):  # NaN fails too
+            limit = "above" if above else "at least"
+            raise argparse.ArgumentTypeError(f"must be {limit} {bound:g}, got {text}")
+        return value
+
+    return check
 
 
-def _positive(text: str) -> float:
-    """An argparse type: a number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
-    return value
+_count = _bounded(int, 1, above=False, what="a whole number")
+_positive = _bounded(float, 0, above=True, what="a number")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
