@@ -227,9 +227,9 @@ def _record_line(record: dict[str, Any], plain_size: int) -> str:
 
     A plain row holds only the index (and the sample id, a string), the line and each
     metric's value (finite), reason and error (strings): orjson writes the same JSON values for
-    it as :func:`json_line`, only faster. Details and metadata may hold values the two write differently (NaN, huge
-    integers), so those rows, and any string orjson refuses (a lone surrogate), take
-    :func:`json_line`.
+    it as :func:`json_line`, only faster. Details and metadata may hold values the two write
+    differently (NaN, huge integers), so those rows, and any string orjson refuses (a lone
+    surrogate), take :func:`json_line`.
     """
     if _orjson_dumps is not None and len(record) == plain_size:
         try:
