@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage as LcAI
-from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
@@ -101,6 +101,28 @@ def test_an_agent_that_trims_its_history_gives_the_conversation_as_it_happened()
         ("human", "u3"),
         ("ai", "held 4: u3"),
     ]
+
+
+@pytest.mark.parametrize("checkpointer", [None, InMemorySaver()])
+def test_a_system_prompt_a_graph_adds_to_its_state_is_not_a_turn(checkpointer: Any) -> None:
+    def prompt(state: MessagesState) -> dict[str, Any]:
+        if any(m.type == "system" for m in state["messages"]):
+            return {}
+        return {"messages": [SystemMessage(content="You are helpful.")]}
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [LcAI(content=f"answer to {state['messages'][-2].content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("prompt", prompt)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "prompt")
+    builder.add_edge("prompt", "reply")
+    graph = builder.compile(checkpointer=checkpointer)
+    row = EvalTask([two_turns("s")], ["tool_call_f1"]).evaluate(runnable=graph).rows[0]
+    assert row.failure == 0 and row.agent_error is None  # was: SystemMessage only at index 0
+    kinds = [m.type for m in messages_of(row.sample)]
+    assert kinds == ["human", "ai", "human", "ai"] and row.steps == 2
 
 
 def test_config_and_config_fn_reach_the_graph() -> None:

@@ -134,8 +134,19 @@ def _new_messages(output: Any, history: list[Message]) -> list[Message]:
     prefix = len(history)
     if len(messages) >= prefix and [m.type for m in messages[:prefix]] == [m.type for m in history]:
         if [m.content for m in messages[:prefix]] == [m.content for m in history]:
-            return messages[prefix:]  # the whole conversation came back
-    return messages
+            return _turns(messages[prefix:])  # the whole conversation came back
+    return _turns(messages)
+
+
+def _turns(messages: list[Message]) -> list[Message]:
+    """``messages`` without system messages.
+
+    Instructions an agent adds to its own state (a graph node that injects its prompt) are not
+    turns of the conversation it holds.
+    """
+    if not any(isinstance(message, SystemMessage) for message in messages):
+        return messages
+    return [message for message in messages if not isinstance(message, SystemMessage)]
 
 
 def _marked(messages: list[Message]) -> tuple[list[Any], str | None]:
@@ -166,7 +177,7 @@ def _after_marker(state: Any, marker: str | None) -> list[Any] | None:
 def _graph_messages(state: Any, history: list[Message], marker: str | None) -> list[Message]:
     """A graph's new messages: after the sent turn, else as :func:`_new_messages` finds them."""
     after = _after_marker(state, marker)
-    return _to_turneval(after) if after is not None else _new_messages(state, history)
+    return _turns(_to_turneval(after)) if after is not None else _new_messages(state, history)
 
 
 def _has_checkpointer(agent: Any) -> bool:
