@@ -45,6 +45,25 @@ def test_paired_permutation_test() -> None:
     assert paired_permutation_test(noise - noise.mean()) > 0.5
 
 
+def test_small_samples_get_the_exact_permutation_p_value() -> None:
+    from scipy.stats import permutation_test
+
+    # Two differences of +0.5: of the 4 sign patterns, 2 (all plus, all minus) are as extreme.
+    assert paired_permutation_test([0.5, 0.5]) == 0.5  # was 0.4882 from random flips
+    assert paired_permutation_test([1.0] * 5) == 2 / 32
+    # The same as scipy's exact paired permutation test (it enumerates when it can).
+    rng = np.random.default_rng(3)
+    for n in (3, 7, 11):
+        before, after = rng.random(n), rng.random(n)
+        theirs = permutation_test(
+            (after, before),
+            lambda x, y: np.mean(x - y),
+            permutation_type="samples",
+            n_resamples=100_000,
+        ).pvalue
+        assert paired_permutation_test(after - before) == pytest.approx(theirs)
+
+
 def test_summarize() -> None:
     summary = summarize("m", [1.0, 0.0, 1.0, 1.0], failed=2)
     assert (summary.mean, summary.count, summary.failed) == (0.75, 4, 2)

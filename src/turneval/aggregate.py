@@ -268,16 +268,23 @@ def bootstrap_ci(
 def paired_permutation_test(
     differences: Sequence[float] | np.ndarray, *, resamples: int = 10_000, seed: int = 0
 ) -> float:
-    """Two-sided p-value that paired differences have mean 0 (random sign flips, seeded).
+    """Two-sided p-value that paired differences have mean 0 (sign flips).
 
     Under the null each difference is as likely positive as negative; the p-value is the share
-    of sign-flipped means at least as far from 0 as the observed one (with the +1 correction).
+    of sign-flipped means at least as far from 0 as the observed one. When the non-zero
+    differences have no more sign patterns than ``resamples`` (up to 13 for 10,000), every
+    pattern is counted: the exact p-value. Otherwise ``resamples`` random patterns (seeded),
+    with the +1 correction.
     """
     diffs = np.asarray(differences, dtype=float)
     diffs = diffs[diffs != 0]
     if diffs.size == 0:
         return 1.0
     observed = abs(diffs.mean())
+    if 2**diffs.size <= resamples:  # small: every one of the 2^n patterns, exactly
+        patterns = np.arange(2**diffs.size)[:, None] >> np.arange(diffs.size) & 1
+        means = (1.0 - 2.0 * patterns) @ diffs / diffs.size
+        return float(np.mean(np.abs(means) >= observed - 1e-12))
     rng = np.random.default_rng(seed)
     extreme = 0
     block = max(1, 2_000_000 // diffs.size)

@@ -128,7 +128,8 @@ def compare(
     """Compare two runs of the same samples (rows paired by position).
 
     For each metric both runs have: means over the rows both scored, their difference, a paired
-    permutation test (random sign flips of the per-row differences, seeded) and the rows whose
+    permutation test (sign flips of the per-row differences: exact for few rows, else random and
+    seeded; see :func:`~turneval.aggregate.paired_permutation_test`) and the rows whose
     score crossed ``pass_threshold`` (value >= threshold passes) in either direction.
     ``lines`` gives each row's 1-based input line, to name rows by line.
     """
