@@ -630,3 +630,18 @@ def test_eval_task_takes_scenario_dicts_as_simulate_does() -> None:
     assert row.results["turns"].value == 2.0 and metadata_of(row.sample)["scenario_id"] == "d"
     with pytest.raises(InvalidSampleError, match="from_list"):  # sample dicts are not scenarios
         EvalTask([{"user_input": "q", "response": "a"}], [metric])
+
+
+async def test_a_script_missing_a_scenario_is_refused_before_any_conversation() -> None:
+    heard: list[Any] = []
+
+    def agent(messages: list[Any]) -> list[Any]:
+        heard.append(messages)
+        return echo(messages)
+
+    scenarios = [Scenario(id="a", goal="g"), Scenario(id="b", goal="g")]
+    with pytest.raises(ConfigError, match=r"no turns for scenario\(s\) \['b'\] .*\['a'\]"):
+        await asimulate(agent, scenarios, user=ScriptedUser({"a": ["hi"]}))
+    assert heard == []
+    data = await asimulate(agent, scenarios, user=ScriptedUser({"a": ["hi"], "b": ["yo"]}))
+    assert [messages_of(sample)[0].content for sample in data] == ["hi", "yo"]

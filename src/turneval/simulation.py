@@ -251,6 +251,9 @@ class BaseUser(ABC):
             seed: The trial's seed, when the run was given one.
         """
 
+    def check(self, scenarios: Sequence[Scenario]) -> None:  # noqa: B027 - optional hook
+        """Raise ConfigError before any conversation if the user cannot play ``scenarios``."""
+
 
 _USER_SYSTEM = """You play a human user who talks with an AI assistant (the agent), to test \
 it. Write only what this user would type, one message at a time, in their voice. Never say you \
@@ -384,6 +387,17 @@ class ScriptedUser(BaseUser):
         if isinstance(turns, str):
             raise ConfigError("ScriptedUser takes a list of turns, not one string")
         self.turns = turns
+
+    def check(self, scenarios: Sequence[Scenario]) -> None:
+        """A mapping of turns must hold every scenario's id (named when one is missing)."""
+        if not isinstance(self.turns, Mapping):
+            return
+        missing = [s.id for s in scenarios if s.id is None or s.id not in self.turns]
+        if missing:
+            raise ConfigError(
+                f"ScriptedUser has no turns for scenario(s) {missing} (its scripts: "
+                f"{sorted(map(str, self.turns))})"
+            )
 
     async def next_turn(
         self, scenario: Scenario, conversation: Sequence[Message], *, trial: int, seed: int | None
@@ -750,6 +764,7 @@ async def _simulated_rows(
     model's usage over the run.
     """
     _check_run(user, trials, max_steps)
+    user.check(scenarios)
     if agent is None:
         raise ConfigError("simulating needs an agent: evaluate(runnable=agent, ...)")
     user_run = JudgeRun(  # the simulated user shares the run's limiter with the judge
