@@ -217,7 +217,8 @@ def test_tool_output_groundedness_cites_the_tool_call() -> None:
     assert result.reason == "grounded claims=2/4=0.500 over 2 AI answer(s)"
     final = result.details["answers"][1]
     assert [c["citation_indices"] for c in final["claims"]] == [[0], [1], []]
-    assert [(c["tool"], c["tool_call_id"]) for c in final["cited"]] == [
-        ("weather", "c1"),
-        ("weather", "c2"),
+    assert [(c["tool"], c["tool_call_id"], c["message_index"]) for c in final["cited"]] == [
+        ("weather", "c1", 2),  # user_input[2] and [4]: numbers, as the answer's own index
+        ("weather", "c2", 4),
     ]
+    assert final["message_index"] == 5

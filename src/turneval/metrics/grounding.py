@@ -125,6 +125,17 @@ class Groundedness(_GroundingOptions[SingleTurnSample], SingleTurnMetric):
         return Explained(result.support_score, reason, result.to_dict())
 
 
+def _cited(fact_index: int, attributes: dict[str, str]) -> dict[str, Any]:
+    """A cited tool output: its fact and attributes, its message index a number as the answer's.
+
+    Facts' attributes are text (as Vertex AI's); the details give indices as numbers.
+    """
+    cited: dict[str, Any] = {"fact_index": fact_index, **attributes}
+    if "message_index" in cited:
+        cited["message_index"] = int(cited["message_index"])
+    return cited
+
+
 class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric):
     """Support of the AI's answers by the tool outputs that came before each of them.
 
@@ -177,9 +188,7 @@ class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric
                     "message_index": answer.message_index,
                     "support_score": result.support_score,
                     "claims": [asdict(c) for c in result.claims],
-                    "cited": [
-                        {"fact_index": c.fact_index, **c.attributes} for c in result.cited_chunks
-                    ],
+                    "cited": [_cited(c.fact_index, c.attributes) for c in result.cited_chunks],
                 }
             )
         tool_outputs = sum(isinstance(m, ToolMessage) for m in sample.user_input)
