@@ -479,6 +479,7 @@ def test_eval_task_trials_summary_reports_pass_k_with_thresholds(tmp_path: Path)
     page = html_path.read_text()
     assert '<table id="trials">' in page and 'href="#sample-4"' in page
     assert page.count('class="trial') >= 9
+    assert "pass^2 0.444 · pass@2 0.667" in page  # strict's figures, in the summary table
     # A saved run gives the same figures back (thresholds are the reader's to set again).
     saved = tmp_path / "run.jsonl"
     result.to_jsonl(saved)

@@ -358,10 +358,12 @@ def render_report(
             if s.usage is None
             else f"{s.usage.total_tokens:,} ({s.usage.calls} requests, {s.usage.cached_calls} cached)"
         )
+        figures = " · ".join(f"{key} {_fmt(value)}" for key, value in (s.extra or {}).items())
         summary_rows.append(
             f"<tr><td>{_e(name)}</td><td class='num {_shade(s.mean, name in tools)}'>{_fmt(s.mean)}</td>"
             f"<td class='num'>{ci}</td><td class='num'>{_fmt(s.std)}</td>"
-            f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{_e(tokens)}</td></tr>"
+            f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{_e(tokens)}</td>"
+            f"<td>{_e(figures)}</td></tr>"
         )
     heads = "".join(
         f'<th data-sort="k{i}" title="{_e(n)}">{_e(n).replace("_", "_<wbr>")}'
@@ -411,7 +413,7 @@ def render_report(
 <h1>{_e(title)}</h1>
 <div class="muted">{total_rows} samples · {len(names)} metrics{_e(usage_line)} · generated {generated}</div>
 <h2>Summary</h2>
-<table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th></tr></thead>
+<table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th><th title="pass^k and pass@k of simulated trials, pairwise win rates, ...">more figures</th></tr></thead>
 <tbody>{"".join(summary_rows)}</tbody></table>
 {trials_grid}
 <h2>Distributions</h2>
