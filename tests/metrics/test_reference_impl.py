@@ -323,6 +323,49 @@ async def test_nan_takes_the_same_value_on_both_paths(json_writer: str) -> None:
     assert await ToolCallAccuracy().multi_turn_ascore(same) == 1.0
 
 
+async def test_short_lists_paired_without_texts_keep_the_text_rule_for_nan(
+    json_writer: str,
+) -> None:
+    """Short lists are paired by Python equality; where a NaN is met, texts decide as before.
+
+    Equal texts make two NaNs equal, and equal canonical keys make ``1`` and ``1.0`` equal, so
+    with one NaN object shared by several calls the relation is no equivalence: pairing by
+    keys first would pair the first two calls below and leave one pair out.
+    """
+    nan, other_nan = float("nan"), float("nan")
+    cases: list[tuple[list[dict[str, Any]], list[dict[str, Any]], int]] = [
+        # texts pair p0-r1 ("NaN", 1) and p1-r0 ("NaN", 1.0): two pairs
+        ([{"x": nan, "v": 1}, {"x": nan, "v": 1.0}], [{"x": nan, "v": 1.0}, {"x": other_nan, "v": 1}], 2),
+        # a NaN nested in a list, shared by both sides: equal texts
+        ([{"x": [nan]}, {"y": 1}], [{"y": 1}, {"x": [nan]}], 2),
+        # NaNs that are other objects, left on both sides: equal texts
+        ([{"x": nan}, {"y": 1}], [{"x": other_nan}, {"y": 2}], 1),
+        # NaN against None: texts differ ("NaN", null)
+        ([{"x": nan}, {"y": 1}], [{"x": None}, {"y": 1}], 1),
+        # booleans are no numbers, however deep
+        ([{"x": [True]}, {"x": {"a": [1, True]}}], [{"x": [1]}, {"x": {"a": [1, 1]}}], 0),
+        ([{"x": [1.0]}, {"x": {"a": [1, {"b": 2}]}}], [{"x": {"a": [1.0, {"b": 2.0}]}}, {"x": [1]}], 2),
+    ]  # fmt: skip
+    for predicted_args, reference_args, pairs in cases:
+        sample = MultiTurnSample(
+            user_input=[
+                {
+                    "type": "ai",
+                    "content": "",
+                    "tool_calls": [{"name": "f", "args": args} for args in predicted_args],
+                }
+            ],
+            reference_tool_calls=[ToolCall(name="f", args=args) for args in reference_args],
+        )
+        n_pred, n_ref = len(predicted_args), len(reference_args)
+        recall = await TrajectoryRecall().multi_turn_ascore(sample)
+        assert recall == pairs / n_ref, (predicted_args, reference_args)
+        assert await TrajectoryPrecision().multi_turn_ascore(sample) == pairs / n_pred
+        for metric in (ToolCallF1(), TrajectoryAnyOrderMatch(), TrajectoryRecall()):
+            fast = await metric.multi_turn_ascore(sample)
+            assert fast == (await metric.ascore(sample)).value, (metric.name, predicted_args)
+
+
 def _many_calls(count: int, offset: int) -> list[ToolCall]:
     """Calls whose args repeat and differ in the ways JSON equality cares about."""
     values: list[Any] = [1, 1.0, True, "1", {"a": 1, "b": 2}, {"b": 2, "a": 1.0}, [1, None]]

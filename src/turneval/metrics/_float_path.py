@@ -6,11 +6,13 @@ coroutine besides its own, no outcome object, no comparison records. Each gives 
 float :meth:`~turneval.metrics.base.Metric.ascore` gives (``tests/metrics/test_reference_impl.py``
 checks both paths against slow references written from the definitions).
 
-Two shortcuts carry most of the speed, both exact:
+Three shortcuts carry most of the speed, all exact:
 
 * Call equality (JSON values of args) is first decided on ``(name, JSON text of args)``, as
   :class:`~turneval.metrics._matching.CallComparison` does with ``pydantic_core.to_json``;
   :func:`args_text` gives texts with the same equality classes, faster (orjson when installed).
+* The multiset metrics pair short call lists by Python equality checked value by value for
+  what Python conflates (``True == 1``), without texts; a NaN sends the sample back to texts.
 * ToolCallAccuracy scores an argument by ``str(reference) == str(prediction)`` (ragas);
   :func:`same_text` decides that without building the strings for same-typed values, and for
   nested values by comparing their JSON texts.
@@ -467,20 +469,111 @@ def _equal_left(pred: ToolCall, ref: ToolCall) -> bool:
 _PAIRWISE = 64
 """Up to this many calls a side are paired by scanning lists; more by counting in dicts."""
 
+_BY_EQUALITY = 8
+"""Up to this many calls in all (both sides), :func:`_matched` first pairs without texts."""
+
+
+class _Unsure(Exception):
+    """Pairing without texts met a NaN: the text-first pairing must decide the sample."""
+
+
+def _same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """For two dicts equal in Python: whether they are equal JSON values too.
+
+    Python's equality of JSON values differs from JSON's in two places only: ``True == 1``
+    (booleans are no numbers in JSON; ``1 == 1.0`` is the same in both) and NaN, which equals
+    no NaN in Python but whose JSON texts are equal. A value of one side is therefore compared
+    with the other's by type: a boolean against a non-boolean is unequal; a NaN raises
+    :class:`_Unsure`; containers are walked.
+    """
+    for key, value in a.items():
+        other = b[key]
+        kind = type(value)
+        if kind is not type(other):
+            if kind is bool or type(other) is bool:
+                return False
+        elif kind is float:
+            if value != value:
+                raise _Unsure
+        elif kind is dict:
+            if not _same_json(value, other):
+                return False
+        elif kind is list and not _same_json_list(value, other):
+            return False
+    return True
+
+
+def _same_json_list(a: list[Any], b: list[Any]) -> bool:
+    """:func:`_same_json` for two lists equal in Python."""
+    for value, other in zip(a, b, strict=True):
+        kind = type(value)
+        if kind is not type(other):
+            if kind is bool or type(other) is bool:
+                return False
+        elif kind is float:
+            if value != value:
+                raise _Unsure
+        elif kind is dict:
+            if not _same_json(value, other):
+                return False
+        elif kind is list and not _same_json_list(value, other):
+            return False
+    return True
+
+
+def _matched_by_equality(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
+    """:func:`_matched` for short lists of calls, mostly without texts.
+
+    Pairs calls whose names and args are equal in Python and whose args are equal JSON values
+    (:func:`_same_json`); such pairs are equal calls (their canonical keys are equal). Calls
+    equal in Python are then exactly the equal calls, save for JSON texts made equal by NaN;
+    so the pairing is maximum unless a NaN is met: while pairing (raises :class:`_Unsure`), or
+    in two calls left on both sides with equal texts (checked for same-name calls of as many
+    args, and raising :class:`_Unsure` too).
+    """
+    left = [(call.name, call.args) for call in reference]
+    matched = 0
+    rest: list[tuple[str, dict[str, Any]]] = []
+    for call in predicted:
+        name, args = call.name, call.args
+        for position, (ref_name, ref_args) in enumerate(left):
+            if ref_name == name and ref_args == args and _same_json(args, ref_args):
+                del left[position]
+                matched += 1
+                break
+        else:
+            rest.append((name, args))
+    if rest and left:
+        for name, args in rest:
+            for ref_name, ref_args in left:
+                if (
+                    ref_name == name
+                    and len(ref_args) == len(args)
+                    and args_text(args) == args_text(ref_args)
+                ):
+                    raise _Unsure
+    return matched
+
 
 def _matched(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
     """Size of a maximum one-to-one matching under call equality.
 
-    Pairs equal texts first (:func:`_call_texts`); among the calls left (no text in common),
-    call equality is equality of canonical keys (:func:`~turneval.metrics._matching.call_key`),
-    an equivalence, so pairing greedily is maximum; a pair needs equal names and args equal in
-    Python before its keys are built.
+    Short lists are paired by :func:`_matched_by_equality` unless it meets a NaN. Otherwise
+    equal texts are paired first (:func:`_call_texts`); among the calls left (no text in
+    common), call equality is equality of canonical keys
+    (:func:`~turneval.metrics._matching.call_key`), an equivalence, so pairing greedily is
+    maximum; a pair needs equal names and args equal in Python before its keys are built.
     """
     n_pred, n_ref = len(predicted), len(reference)
     if n_pred == 1 and n_ref == 1:
         return int(_equal(predicted[0], reference[0]))
     if not n_pred or not n_ref:
         return 0
+    if n_pred + n_ref <= _BY_EQUALITY:
+        try:
+            return _matched_by_equality(predicted, reference)
+        except _Unsure:
+            pass
     if n_pred > _PAIRWISE or n_ref > _PAIRWISE:
         return _matched_by_counting(predicted, reference)
     texts = _call_texts(predicted + reference)
