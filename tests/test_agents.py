@@ -10,10 +10,18 @@ from langchain_core.messages import AIMessage as LcAI
 from langchain_core.messages import BaseMessage
 from langchain_core.messages import HumanMessage as LcHuman
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from turneval import AIMessage, HumanMessage, InvalidSampleError, MultiTurnSample, ToolCall
+from turneval import (
+    AIMessage,
+    ConfigError,
+    HumanMessage,
+    InvalidSampleError,
+    MultiTurnSample,
+    ToolCall,
+)
 from turneval.agents import EvalTask
 from turneval.messages import from_langchain, from_openai, to_langchain
 from turneval.testing import ScriptedChatModel
@@ -75,8 +83,20 @@ def policy(messages: list[BaseMessage]) -> LcAI:
     return LcAI(content="", tool_calls=calls, usage_metadata=USAGE)
 
 
-def graph(delay: float = 0.0, handle_tool_errors: bool = False) -> Any:
-    model = ScriptedChatModel(responses=[policy], delay=delay)
+def looping(messages: list[BaseMessage]) -> LcAI:
+    """A 'model' that never stops reading the thermostat."""
+    seen = sum(message.type == "tool" for message in messages)
+    calls = [call("get_temperature", f"g{seen}", location="Living Room")]
+    return LcAI(content="", tool_calls=calls, usage_metadata=USAGE)
+
+
+def graph(
+    delay: float = 0.0,
+    handle_tool_errors: bool = False,
+    model_policy: Any = policy,
+    checkpointer: Any = None,
+) -> Any:
+    model = ScriptedChatModel(responses=[model_policy], delay=delay)
     tools = [set_temperature, get_temperature, broken_sensor]
     bound = model.bind_tools(tools)
 
@@ -90,7 +110,7 @@ def graph(delay: float = 0.0, handle_tool_errors: bool = False) -> Any:
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)
     builder.add_edge("tools", "agent")
-    return builder.compile()
+    return builder.compile(checkpointer=checkpointer)
 
 
 def sample(*turns: str, reference: list[ToolCall] | None = None) -> MultiTurnSample:
@@ -294,6 +314,58 @@ def test_a_hanging_or_raising_agent_is_a_failed_row() -> None:
 
     crashed = EvalTask(dataset, ["tool_call_f1"]).evaluate(runnable=crashing)
     assert [row.agent_error for row in crashed.rows] == ["ValueError: model endpoint down"] * 2
+
+
+@pytest.mark.parametrize("checkpointer", [None, InMemorySaver()], ids=["plain", "checkpointed"])
+def test_a_looping_graph_stops_at_the_step_limit_with_its_calls_kept(checkpointer: Any) -> None:
+    """The replay streams each turn: a failing turn keeps what the agent did before failing."""
+    dataset = [sample("What is it now?", "Thanks", reference=[])]
+    task = EvalTask(dataset, ["tool_call_f1"])
+    agent = graph(model_policy=looping, checkpointer=checkpointer)
+    row = task.evaluate(runnable=agent, max_steps=3).rows[0]
+    assert row.failure == 1
+    assert row.agent_error == (
+        "AgentRunError: the agent took 4 steps answering one user turn, over the per-turn "
+        "step limit of 3 (max_steps)"
+    )
+    # the 4th AI message crossed the limit: 4 calls, 3 answered; the second turn was not sent
+    kinds = [message.type for message in messages_of(row.sample)]
+    assert kinds == ["human"] + ["ai", "tool"] * 3 + ["ai"]
+    assert row.steps == 4
+    assert row.agent_usage is not None and row.agent_usage.total_tokens == 4 * 60
+    assert row.failures["tool_call_f1"].error_type == "AgentRunError"
+
+    # The default limit (25 steps a turn) is reached before LangGraph's recursion limit,
+    # which is raised to let it count.
+    row = task.evaluate(runnable=graph(model_policy=looping)).rows[0]
+    assert row.agent_error is not None and "took 26 steps" in row.agent_error
+    assert "limit of 25" in row.agent_error and row.steps == 26
+
+
+def test_a_graph_failing_mid_turn_keeps_the_turn_so_far() -> None:
+    """LangGraph's own recursion limit (set in the config) and a raising node keep it too."""
+    dataset = [sample("What is it now?", reference=[])]
+    limited = EvalTask(dataset, ["tool_call_f1"], config={"recursion_limit": 6})
+    row = limited.evaluate(runnable=graph(model_policy=looping)).rows[0]
+    assert row.agent_error is not None
+    assert row.agent_error.startswith("GraphRecursionError: Recursion limit of 6 reached")
+    # six supersteps: agent, tools, agent, tools, agent, tools
+    assert [message.type for message in messages_of(row.sample)] == ["human"] + ["ai", "tool"] * 3
+
+    # The default ToolNode re-raises the tool's error: the call that failed is kept.
+    sensor = EvalTask([sample("Check the sensor", reference=[])], ["tool_call_f1"])
+    row = sensor.evaluate(runnable=graph()).rows[0]
+    assert row.agent_error == "RuntimeError: sensor offline in Garage"
+    kept = messages_of(row.sample)
+    assert [message.type for message in kept] == ["human", "ai"]
+    assert [c.name for c in as_type(AIMessage, kept[1]).tool_calls or []] == ["broken_sensor"]
+
+
+def test_max_steps_is_checked_before_the_replay() -> None:
+    task = EvalTask([sample("hi", reference=[])], ["tool_call_f1"])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ConfigError, match="max_steps must be an integer >= 1"):
+            task.evaluate(runnable=graph(), max_steps=bad)  # type: ignore[arg-type]
 
 
 def test_plain_callables_and_runnables() -> None:

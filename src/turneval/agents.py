@@ -4,7 +4,8 @@ For each sample, its human turns are replayed to the agent (the whole script, tu
 only the first as a single prompt); the agent's messages become the evaluated conversation,
 with the sample's references kept. Every row also gets ``latency_in_seconds``, ``failure``
 (0/1, with the error kept), the agent's token usage and its number of steps (AI messages). An
-agent that raises or exceeds the timeout gives a failed row, never a crashed run.
+agent that raises, exceeds the timeout or the per-turn step limit gives a failed row, never a
+crashed run; the row keeps the conversation as far as it went (a graph's turns are streamed).
 
 The agent may be:
 
@@ -21,7 +22,7 @@ import inspect
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import aclosing, nullcontext
 from functools import partial
 from itertools import groupby
 from os import PathLike
@@ -195,14 +196,98 @@ def _with_thread(agent: Any, config: dict[str, Any] | None) -> dict[str, Any] | 
     return {**(config or {}), "configurable": configurable}
 
 
+def _recursion_limit(max_steps: int) -> int:
+    """LangGraph's ``recursion_limit`` for a per-turn limit of ``max_steps`` AI messages.
+
+    High enough that the step limit, with its clearer error, is what stops a looping agent
+    (an agent step and its tool step are two supersteps); never under LangGraph's default.
+    """
+    return max(25, 4 * max_steps + 4)
+
+
+def _step_limit(steps: int, max_steps: int) -> AgentRunError:
+    return AgentRunError(
+        f"the agent took {steps} steps answering one user turn, over the per-turn step limit "
+        f"of {max_steps} (max_steps)"
+    )
+
+
+async def _graph_turn(
+    agent: Any,
+    history: list[Message],
+    out: list[Message],
+    config: dict[str, Any] | None,
+    *,
+    held: int,
+    max_steps: int | None,
+) -> None:
+    """Stream one turn of a graph, its new messages kept in ``out`` even when it fails.
+
+    ``held`` is how many of ``history``'s messages the graph's thread already holds; the rest
+    are sent. Past ``max_steps`` AI messages the turn is stopped.
+    """
+    state: Any = None
+    fresh, marker = _marked(history[held:])
+    stream = agent.astream({"messages": fresh}, config=config, stream_mode="values")
+    try:
+        async with aclosing(stream):
+            async for state in stream:
+                if max_steps is None:
+                    continue
+                tail = _after_marker(state, marker)
+                if tail is None:
+                    messages = state.get("messages") if isinstance(state, dict) else None
+                    tail = messages[len(history) :] if isinstance(messages, list) else []
+                steps = sum(getattr(message, "type", None) == "ai" for message in tail)
+                if steps > max_steps:
+                    raise _step_limit(steps, max_steps)
+        if state is None:
+            raise AgentRunError(f"the graph returned no state; {CONTRACT}")
+    finally:
+        if state is not None:
+            out[:] = _graph_messages(state, history, marker)
+
+
+async def _agent_turn(
+    agent: Any,
+    history: list[Message],
+    config: dict[str, Any] | None = None,
+    *,
+    held: int = 0,
+    max_steps: int | None = None,
+) -> None:
+    """Send ``history`` to ``agent``; its new messages are appended, even when it fails.
+
+    A graph's turn is streamed, so a failure (the step limit, LangGraph's recursion limit, an
+    exception in a node, a timeout) keeps the messages it produced before; ``held`` is how
+    many messages a checkpointed graph's thread already holds (only the rest are sent).
+    Raises the agent's failure, or :class:`AgentRunError` past ``max_steps`` AI messages.
+    """
+    out: list[Message] = []
+    try:
+        if _is_graph(agent):
+            await _graph_turn(
+                agent,
+                history,
+                out,
+                config,
+                held=held if _has_checkpointer(agent) else 0,
+                max_steps=max_steps,
+            )
+        else:
+            out = await _invoke(agent, history, config)
+    finally:
+        history.extend(out)
+    if max_steps is not None:
+        steps = sum(isinstance(message, AIMessage) for message in out)
+        if steps > max_steps:
+            raise _step_limit(steps, max_steps)
+
+
 async def _invoke(
-    agent: Any, history: list[Message], sent: int = 0, config: dict[str, Any] | None = None
+    agent: Any, history: list[Message], config: dict[str, Any] | None = None
 ) -> list[Message]:
-    """Send the conversation (only ``history[sent:]`` into a checkpointed graph's thread)."""
-    if _is_graph(agent):
-        fresh, marker = _marked(history[sent:] if _has_checkpointer(agent) else history)
-        state = await agent.ainvoke({"messages": fresh}, config=config)
-        return _graph_messages(state, history, marker)
+    """Send the conversation to a Runnable or a callable; its new messages."""
     if hasattr(agent, "ainvoke"):
         return _new_messages(await agent.ainvoke(to_langchain(history), config=config), history)
     if not callable(agent):
@@ -237,6 +322,7 @@ async def arun_agent(
     timeout: float | None = None,
     multi_turn: bool = True,
     config: dict[str, Any] | None = None,
+    max_steps: int | None = None,
 ) -> AgentRun:
     """Replay ``sample``'s human turns to ``agent`` and capture the conversation.
 
@@ -244,7 +330,10 @@ async def arun_agent(
     sent. ``config`` (a LangChain ``RunnableConfig``) is passed to graphs and Runnables. A
     LangGraph graph with a checkpointer gets a fresh ``thread_id`` (unless ``config`` sets one)
     and, after the first turn, only the new human turn, since its thread keeps the history.
-    Never raises for the agent's own failures: they are returned in ``error``.
+    ``max_steps`` limits the AI messages the agent may produce answering one turn (a graph's
+    ``recursion_limit`` is then ``max(25, 4 * max_steps + 4)`` unless ``config`` sets one).
+    Never raises for the agent's own failures: they are returned in ``error``, with the
+    conversation as far as it went (a graph's failing turn included: its turns are streamed).
     """
     humans = [m for m in sample.user_input if isinstance(m, HumanMessage)]
     if not humans:
@@ -253,25 +342,24 @@ async def arun_agent(
     history: list[Message] = (
         [sample.user_input[0]] if isinstance(sample.user_input[0], SystemMessage) else []
     )
-    produced: list[Message] = []
     config = _with_thread(agent, config)
-    sent = 0  # messages the agent's thread already holds
+    if max_steps is not None and _is_graph(agent) and "recursion_limit" not in (config or {}):
+        config = {**(config or {}), "recursion_limit": _recursion_limit(max_steps)}
     start = time.perf_counter()
     error = None
     try:
         with anyio.fail_after(timeout) if timeout is not None else nullcontext():
+            held = 0  # messages the agent's thread already holds
             for human in turns:
                 history.append(human)
-                new = await _invoke(agent, history, sent, config)
-                history.extend(new)
-                produced.extend(new)
-                sent = len(history)
+                await _agent_turn(agent, history, config, held=held, max_steps=max_steps)
+                held = len(history)
     except TimeoutError:
         error = f"TimeoutError: the agent did not finish within {timeout:g}s"
     except Exception as exc:  # the agent's failure is the row's, not the run's
         error = f"{type(exc).__name__}: {exc}"
     latency = time.perf_counter() - start
-    usage, steps = _usage(produced)
+    usage, steps = _usage(history)  # the agent's messages: the others are no AI messages
     return AgentRun(history, latency, error, usage, steps)
 
 
@@ -366,7 +454,9 @@ class EvalTask:
         """Seconds allowed for one agent run."""
         return self.options.agent_timeout
 
-    async def _run_agent(self, index: int, sample: Sample, agent: Any) -> AgentRun:
+    async def _run_agent(
+        self, index: int, sample: Sample, agent: Any, max_steps: int | None = None
+    ) -> AgentRun:
         """The agent step of one sample: its run, with the error that fails the row if any."""
         if not isinstance(sample, MultiTurnSample):
             raise ConfigError(
@@ -378,15 +468,20 @@ class EvalTask:
             config_error = f"AgentRunError: config_fn failed: {type(exc).__name__}: {exc}"
             return AgentRun(list(sample.user_input), 0.0, config_error)
         return await arun_agent(
-            agent, sample, timeout=self.timeout, multi_turn=self.multi_turn, config=config
+            agent,
+            sample,
+            timeout=self.timeout,
+            multi_turn=self.multi_turn,
+            config=config,
+            max_steps=max_steps,
         )
 
     async def _row(
-        self, index: int, sample: Sample, agent: Any, options: RunOptions
+        self, index: int, sample: Sample, agent: Any, options: RunOptions, max_steps: int
     ) -> SampleResult:
         if agent is None:
             return await score_row(index, sample, self.metrics, options)
-        run = await self._run_agent(index, sample, agent)
+        run = await self._run_agent(index, sample, agent, max_steps)
         produced = sample.model_copy(update={"user_input": run.messages})  # references kept
         if run.error is None:
             try:  # the captured conversation must be a valid one (tool results after calls, ...)
@@ -414,9 +509,12 @@ class EvalTask:
 
         Over scenarios, ``user`` (a :class:`~turneval.simulation.SimulatedUser` or
         :class:`~turneval.simulation.ScriptedUser`) talks with the agent ``trials`` times per
-        scenario (one row per trial; see :func:`turneval.simulation.asimulate` for ``seed`` and
-        ``max_steps``, the per-turn step limit). ``success_thresholds`` sets, per metric, the
-        value counted as a success in ``summary()``'s pass^k and pass@k (default 1.0).
+        scenario (one row per trial; see :func:`turneval.simulation.asimulate` for ``seed``).
+        ``max_steps`` is the per-turn step limit (AI messages answering one user turn), in
+        replayed and simulated conversations alike: past it the row fails with
+        ``AgentRunError``, its conversation kept as far as it went. ``success_thresholds``
+        sets, per metric, the value counted as a success in ``summary()``'s pass^k and pass@k
+        (default 1.0).
         ``timeout`` (seconds to score one sample), ``fail_on_error`` and ``on_row`` are the
         :class:`~turneval.pipeline.RunOptions` of the same names.
         ``rate_limit`` (a :class:`~turneval.ratelimit.RateLimit`) paces the judge's requests
@@ -441,10 +539,12 @@ class EvalTask:
                 max_steps=max_steps,
                 success_thresholds=success_thresholds,
             )
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ConfigError(f"max_steps must be an integer >= 1, got {max_steps!r}")
         samples = self.dataset.samples
         return await arun(
             len(samples),
-            lambda index: self._row(index, samples[index], runnable, options),
+            lambda index: self._row(index, samples[index], runnable, options, max_steps),
             self.metrics,
             options,
         )

@@ -24,7 +24,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import aclosing, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from os import PathLike
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from turneval.agents import _after_marker, _graph_messages, _invoke, _is_graph, _marked, _usage
+from turneval.agents import _agent_turn, _has_checkpointer, _recursion_limit, _usage
 from turneval.dataset import EvaluationDataset, _jsonl_rows
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
@@ -432,77 +432,6 @@ class _Conversation:
     thread_id: str | None = None
 
 
-def _stateful(agent: Any) -> bool:
-    """A LangGraph graph with a checkpointer keeps the thread's history itself."""
-    try:
-        from langgraph.checkpoint.base import BaseCheckpointSaver
-    except ImportError:  # pragma: no cover - langgraph is optional
-        return False
-    return _is_graph(agent) and isinstance(
-        getattr(agent, "checkpointer", None), BaseCheckpointSaver
-    )
-
-
-class _StepLimitError(Exception):
-    pass
-
-
-def _step_limit(steps: int, max_steps: int) -> _StepLimitError:
-    return _StepLimitError(
-        f"the agent took {steps} steps answering one user turn, over the per-turn step limit "
-        f"of {max_steps} (max_steps)"
-    )
-
-
-async def _graph_turn(
-    agent: Any,
-    history: list[Message],
-    out: list[Message],
-    config: dict[str, Any],
-    *,
-    sent: int,
-    max_steps: int,
-) -> None:
-    """Stream one turn of a graph into ``out``, stopping past the step limit.
-
-    ``sent`` is how many of ``history``'s last messages are sent (all, or only the new human
-    turn to a checkpointed thread that holds the rest).
-    """
-    state: Any = None
-    fresh, marker = _marked(history[-sent:])
-    stream = agent.astream({"messages": fresh}, config=config, stream_mode="values")
-    try:
-        async with aclosing(stream):
-            async for state in stream:
-                tail = _after_marker(state, marker)
-                if tail is None:
-                    tail = state["messages"][len(history) :]
-                steps = sum(getattr(m, "type", None) == "ai" for m in tail)
-                if steps > max_steps:
-                    raise _step_limit(steps, max_steps)
-    finally:
-        if state is not None:
-            out[:] = _graph_messages(state, history, marker)
-
-
-async def _agent_turn(
-    agent: Any, history: list[Message], config: dict[str, Any], stateful: bool, max_steps: int
-) -> None:
-    """One agent turn; its new messages are appended to ``history``, even when it fails."""
-    out: list[Message] = []
-    sent = 1 if stateful else len(history)
-    try:
-        if _is_graph(agent):
-            await _graph_turn(agent, history, out, config, sent=sent, max_steps=max_steps)
-        else:
-            out = await _invoke(agent, history, config=config)
-    finally:
-        history.extend(out)
-    steps = sum(isinstance(m, AIMessage) for m in out)
-    if steps > max_steps:
-        raise _step_limit(steps, max_steps)
-
-
 async def _next_text(
     user: BaseUser, scenario: Scenario, convo: _Conversation, trial: int, seed: int | None
 ) -> str | None:
@@ -539,9 +468,9 @@ async def _converse(
     base: dict[str, Any] | None = None,
 ) -> _Conversation:
     convo = _Conversation()
-    stateful = _stateful(agent)
+    stateful = _has_checkpointer(agent)
     config: dict[str, Any] = {
-        "recursion_limit": max(25, 4 * max_steps + 4),  # the step limit counts, not LangGraph's
+        "recursion_limit": _recursion_limit(max_steps),  # the step limit counts, not LangGraph's
         **(base or {}),  # the user's config: callbacks, tags, recursion_limit, configurable
         "metadata": {**((base or {}).get("metadata") or {}), "scenario_id": scenario.id},
     }
@@ -558,13 +487,12 @@ async def _converse(
             while (text := await _next_text(user, scenario, convo, trial, seed)) is not None:
                 convo.turns += 1
                 convo.messages.append(HumanMessage(content=text))
+                held = len(convo.messages) - 1 if stateful else 0  # the thread holds the rest
                 try:
-                    await _agent_turn(agent, convo.messages, config, stateful, max_steps)
+                    await _agent_turn(agent, convo.messages, config, held=held, max_steps=max_steps)
                 except Exception as exc:  # the agent's failure is the trial's
                     convo.stop_reason, convo.error_type = "agent_error", "AgentRunError"
                     convo.error = f"{type(exc).__name__}: {exc}"
-                    if isinstance(exc, _StepLimitError):
-                        convo.error = f"AgentRunError: {exc}"
                     break
     except TimeoutError:
         convo.stop_reason, convo.error_type = "timeout", "TimeoutError"
