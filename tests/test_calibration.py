@@ -406,3 +406,27 @@ def test_the_bootstrap_draws_in_bounded_chunks_with_the_same_result(
     monkeypatch.setattr("turneval.calibration._BOOTSTRAP_CELLS", 30)  # 3 resamples at a time
     chunked = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
     assert chunked == whole
+
+
+def test_numpy_and_nullable_pandas_label_columns_and_numpy_row_keys() -> None:
+    import pandas as pd
+
+    result = result_of("fluency", JUDGE_SCALE)
+    expected = agreement(result, HUMAN_SCALE)
+    # A numpy integer array, an int64 Series and a nullable Int64 Series (pd.NA: unlabeled) are
+    # columns like a list; a DataFrame index gives numpy integer keys, which are row indices.
+    assert agreement(result, np.array(HUMAN_SCALE)) == expected
+    assert agreement(result, pd.Series(HUMAN_SCALE, dtype="int64")) == expected
+    nullable = agreement(result, pd.Series([*HUMAN_SCALE[:-1], None], dtype="Int64"))
+    assert nullable.n == len(HUMAN_SCALE) - 1 and nullable.confusion[0][0] == 0
+    keyed = agreement(result, {np.int64(i): np.int64(v) for i, v in enumerate(HUMAN_SCALE)})
+    assert keyed == expected
+
+
+def test_labels_of_another_metric_only_are_named_in_the_error(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text('{"index": 0, "metric": "flency", "label": 3}\n')
+    with pytest.raises(ConfigError, match=r"other metrics only: 'flency' \(1\)"):
+        agreement(result_of("fluency", [3, 4]), path, "fluency")
+    with pytest.raises(ConfigError, match=r"the judge failed on all 1 labeled rows"):
+        agreement(result_of("fluency", [None, 4]), {0: 3}, "fluency")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import numbers
 import secrets
 import warnings
 from collections.abc import Mapping, Sequence
@@ -96,9 +97,9 @@ class Label:
 
 
 def _coerce(raw: Any, where: str) -> float:
-    if isinstance(raw, bool):
+    if isinstance(raw, bool | np.bool_):
         return 1.0 if raw else 0.0
-    if isinstance(raw, int | float) and math.isfinite(raw):
+    if isinstance(raw, numbers.Real) and math.isfinite(raw):  # numpy's integers too
         return float(raw)
     if isinstance(raw, str):
         word = raw.strip().lower()
@@ -149,12 +150,30 @@ def load_labels(path: str | PathLike[str]) -> list[Label]:
     return labels
 
 
+def _missing(value: Any) -> bool:
+    """An unlabeled cell: None, NaN, or pandas' NA (a nullable column's missing value)."""
+    if value is None or type(value).__name__ == "NAType":
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value)
+
+
+def _row_key(key: Any) -> int | str:
+    """A mapping's key: a row index (numpy's integers too, as a DataFrame's index gives)."""
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool | np.bool_):
+        return int(key)
+    return key  # type: ignore[no-any-return]
+
+
 def _as_labels(labels: Any, rows: int) -> list[Label]:
     if isinstance(labels, str | PathLike):
         return load_labels(labels)
     if isinstance(labels, Mapping):
         return [
-            Label(key, _coerce(value, f"label for row {key!r}"), where=f"label for row {key!r}")
+            Label(
+                _row_key(key),
+                _coerce(value, f"label for row {_row_key(key)!r}"),
+                where=f"label for row {_row_key(key)!r}",
+            )
             for key, value in labels.items()
             if value is not None
         ]
@@ -171,8 +190,8 @@ def _as_labels(labels: Any, rows: int) -> list[Label]:
         return [
             Label(index, _coerce(value, f"label {index}"), where=f"label {index}")
             for index, value in enumerate(labels)
-            if not (value is None or (isinstance(value, float) and math.isnan(value)))
-        ]  # None or NaN: not labeled (a pandas column's missing values)
+            if not _missing(value)
+        ]  # None, NaN or pandas' NA: not labeled (a pandas column's missing values)
     raise ConfigError(
         "labels must be a column (one per row), a mapping from row index or sample id, a list "
         f"of Label, or a JSONL path; got {type(labels).__name__}"
@@ -590,8 +609,10 @@ def agreement(
     judge: list[float] = []
     seen: dict[int, str] = {}
     skipped = 0
+    others: dict[str, int] = {}  # labels of other metrics: ignored, named if nothing is left
     for label in entries:
         if label.metric is not None and label.metric != name:
+            others[label.metric] = others.get(label.metric, 0) + 1
             continue
         where = label.where or f"label for row {label.row!r}"
         if not _on_scale(label.value, scale):
@@ -614,7 +635,11 @@ def agreement(
         human.append(label.value)
         judge.append(scored.value)
     if not human:
-        raise ConfigError(f"no labeled row of {name!r} has a judge score to compare")
+        why = f": the judge failed on all {skipped} labeled rows" if skipped else ""
+        if others and not seen:
+            named = ", ".join(f"{metric!r} ({count})" for metric, count in sorted(others.items()))
+            why = f": the labels name other metrics only: {named}"
+        raise ConfigError(f"no labeled row of {name!r} has a judge score to compare{why}")
     if scale is None:
         scale = tuple(sorted(set(human) | set(judge)))
         if len(scale) > _MAX_CLASSES:
