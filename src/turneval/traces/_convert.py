@@ -506,12 +506,15 @@ def _metadata(
         output_tokens += _tokens(span, trace_ids[0], (*g.OUTPUT_TOKENS, g.OI_COMPLETION_TOKENS))
     errors = [span for span in spans if span.status == "ERROR"]
     latency = sum(root.end - root.start for root in roots) / 1e9 if roots else None
+    session = first(g.SESSION_KEYS)
     return {
         "source": "otel",
+        # The row's name in results.jsonl, labels and resumed runs: the session or the trace.
+        "id": str(session) if group == "session" and session is not None else trace_ids[0],
         "trace_id": trace_ids[0],
         "trace_ids": trace_ids if len(trace_ids) > 1 else None,
         "root_span_id": roots[0].span_id if roots else None,
-        "session_id": first(g.SESSION_KEYS),
+        "session_id": session,
         "agent_name": first(g.AGENT_KEYS),
         "model": model,
         "input_tokens": input_tokens,
