@@ -105,6 +105,27 @@ def test_changed_number_is_a_contradiction() -> None:
     assert lenient.claims[0].anti_citation_indices == []  # "praise" is not in the fact's frame
 
 
+def test_a_number_is_found_whole_and_trailing_decimal_zeros_do_not_count() -> None:
+    # "It costs 5 dollars.": costs, 5 (a number: weight 2), dollars; "5" inside "2.5" or "12"
+    # inside "0.12" is another number: the claim's number is missing, so its support is 0.
+    five = check_grounding(
+        "It costs 5 dollars.", ["It costs 2.5 dollars."], enable_anti_citations=True
+    )
+    assert five.support_score == 0 and five.claims[0].anti_citation_indices == [0]  # changed
+    assert check_grounding("Revenue grew 12%.", ["revenue growth: 0.12"]).support_score == 0
+    assert check_grounding("It costs 21 dollars.", ["It costs 21.5 dollars."]).support_score == 0
+    assert check_grounding("One seat (1) left.", ["Seats left: 1,500."]).support_score == 0
+    # 21.50 is 21.5 and $1234.50 is 1234.5, whichever side writes the zero: every token found.
+    for claim, fact in [
+        ("It costs 21.50 dollars.", "It costs 21.5 dollars."),
+        ("It costs 21.5 dollars.", "It costs 21.50 dollars."),
+        ("AAPL trades at $1234.50.", "AAPL trades at 1234.5 (USD)."),
+        ("It costs 12.0 dollars.", "It costs 12 dollars."),
+    ]:
+        result = check_grounding(claim, [fact], enable_claim_level_score=True)
+        assert result.claims[0].score == 1.0, claim
+
+
 def test_claim_offsets_and_sentence_splitting() -> None:
     text = "Dr. Smith sailed on the R.M.S. Titanic at 3.5 knots. Then J. Doe arrived!  Good."
     claims = split_claims(text)
