@@ -179,8 +179,9 @@ def to_otel_events(result: Any, *, logger: Any = None) -> list[Any]:
     Each event (an OpenTelemetry log record with ``event_name``) is parented to the root span
     of the trace it evaluated and carries ``gen_ai.evaluation.name``, ``...score.value`` (or
     ``error.type`` for a failed metric), ``...score.label`` (``pass``/``fail``) for a metric
-    whose every score in ``result`` is 0 or 1, and ``...explanation`` (the reason). With ``logger`` (``LoggerProvider.get_logger(...)``) the
-    events are also emitted, so scores show up next to the trace in the backend.
+    whose every score in ``result`` is 0 or 1, and ``...explanation`` (the reason). With
+    ``logger`` (``LoggerProvider.get_logger(...)``) the events are also emitted, so scores show
+    up next to the trace in the backend.
 
     Args:
         result: An ``EvaluationResult`` of samples built by this module.
