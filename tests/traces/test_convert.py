@@ -215,6 +215,25 @@ def test_openinference_indexed_messages_and_nested_wrapper_llm_spans() -> None:
     assert metadata_of(sample)["input_tokens"] == 4  # counted once
 
 
+def test_calls_whose_input_messages_were_not_captured_are_noted() -> None:
+    # OPENINFERENCE_HIDE_INPUT_MESSAGES: each LLM span holds its output messages only.
+    r = Recorder()
+    with r.span("agent", openinference__span__kind="AGENT"):
+        for text in ("first", "second"):
+            with r.span(
+                "llm",
+                openinference__span__kind="LLM",
+                llm__output_messages__0__message__role="assistant",
+                llm__output_messages__0__message__content=text,
+            ):
+                pass
+    (sample,) = from_otel_spans(r.spans())
+    assert [m.content for m in messages_of(sample)] == ["first", "second"]
+    notes = metadata_of(sample)["approximations"]
+    assert len(notes) == 2  # both calls, the first included, and not as a restarted history
+    assert all("input messages were not captured, only its output" in note for note in notes)
+
+
 def test_memoryless_calls_are_appended_and_noted(tmp_path: Path) -> None:
     r = Recorder()
     with r.span("agent", gen_ai__operation__name="invoke_agent"):

@@ -355,6 +355,13 @@ def _merge(
     """Histories are cumulative: each call's input extends the conversation so far, by position."""
     conversation: list[Message] = []
     for span, inputs, outputs in calls:
+        if not inputs:  # e.g. OPENINFERENCE_HIDE_INPUT_MESSAGES: the output alone was recorded
+            notes.append(
+                f"span {span.span_id}: its input messages were not captured, only its output; "
+                "the conversation lacks them"
+            )
+            conversation += outputs
+            continue
         # A system prompt recorded on one call only (system instructions) does not shift the rest.
         offset = int(
             bool(conversation)
