@@ -204,6 +204,29 @@ def test_llm_backend_judges_all_claims_in_one_call() -> None:
     )
 
 
+def test_llm_supported_claims_citing_no_given_fact_are_not_grounded() -> None:
+    # The judge says "supported" but cites only fact 5 of one fact (or none): no citation, so
+    # not grounded, and both metrics and their reasons agree on 0/1.
+    for cited in ([5], []):
+        claim = {"index": 0, "reason": "r", "needs_check": True, "verdict": "supported"}
+        verdict = {"claims": [{**claim, "fact_indices": cited, "score": 0.9}], "helpfulness": None}
+        llm = ScriptedChatModel(responses=[json.dumps(verdict)] * 2)
+        single = SingleTurnSample(
+            user_input="q", response="Paris has 18 degrees.", retrieved_contexts=["Paris: 18"]
+        )
+        result = Groundedness(llm=llm).score(single)
+        assert (result.value, result.reason) == (0.0, "grounded claims=0/1=0.000")
+        multi = MultiTurnSample(
+            user_input=[
+                HumanMessage(content="q"),
+                AIMessage(tool_calls=[ToolCall(name="weather", args={}, id="c1")]),
+                ToolMessage(content="Paris: 18", tool_call_id="c1"),
+                AIMessage(content="Paris has 18 degrees."),
+            ]
+        )
+        assert ToolOutputGroundedness(llm=llm).score(multi).value == 0.0
+
+
 def test_groundedness_metric() -> None:
     sample = SingleTurnSample(
         response="Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet",

@@ -1037,7 +1037,9 @@ def grounding_result(
         valid = sorted(i for i in set(found.fact_indices) if 0 <= i < len(facts))
         if enable_claim_level_score:
             claim.score = found.score
-        if found.verdict == "supported" and found.score >= citation_threshold:
+        # A grounded claim cites the facts that support it: "supported" citing no given fact
+        # (none, or only numbers past the facts) is not grounded.
+        if found.verdict == "supported" and found.score >= citation_threshold and valid:
             grounded += 1
             claim.citation_indices = valid
             cited.update(valid)
