@@ -430,3 +430,15 @@ def test_labels_of_another_metric_only_are_named_in_the_error(tmp_path: Path) ->
         agreement(result_of("fluency", [3, 4]), path, "fluency")
     with pytest.raises(ConfigError, match=r"the judge failed on all 1 labeled rows"):
         agreement(result_of("fluency", [None, 4]), {0: 3}, "fluency")
+
+
+def test_a_sample_id_shared_by_several_rows_is_ambiguous() -> None:
+    rows = []
+    for index, (sample_id, value) in enumerate([("a", 3.0), ("b", 4.0), ("a", 5.0)]):
+        row = SampleResult(index, None, stored_id=sample_id)
+        row.results["fluency"] = MetricResult("fluency", value)
+        rows.append(row)
+    result = EvaluationResult(rows, ["fluency"])
+    with pytest.raises(ConfigError, match=r"sample id 'a' names rows 0, 2: label them by index"):
+        agreement(result, {"a": 3}, "fluency")
+    assert agreement(result, {"b": 4, 2: 5}, "fluency").agreement == 1.0

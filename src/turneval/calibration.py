@@ -562,7 +562,14 @@ def _row_of(label: Label, result: EvaluationResult, ids: dict[str, int]) -> int:
     if label.row not in ids:
         hint = "" if ids else " (the rows carry no sample ids: label by index)"
         raise ConfigError(f"{where}: no row has sample id {label.row!r}{hint}")
-    return ids[label.row]
+    row = ids[label.row]
+    if row < 0:  # several rows share the id (trials of one scenario, a repeated sample)
+        rows = [i for i, r in enumerate(result.rows) if r.sample_id == label.row]
+        raise ConfigError(
+            f"{where}: sample id {label.row!r} names rows {', '.join(map(str, rows))}: "
+            "label them by index"
+        )
+    return row
 
 
 def _on_scale(value: float, scale: tuple[float, ...] | None) -> bool:
@@ -592,7 +599,8 @@ def agreement(
 
     Raises:
         ConfigError: naming the label, for a label off the metric's scale, a label of an
-            unknown row, a row labeled twice, or a metric that is not judged.
+            unknown row, a row labeled twice, a sample id several rows share, or a metric that
+            is not judged.
     """
     _need_extra()
     entries = _as_labels(labels, len(result.rows))
@@ -600,11 +608,10 @@ def agreement(
     known = _metric_class(metric if metric is not None and not isinstance(metric, str) else name)
     _check_judged(known, name)
     scale = _scale_of(known)
-    ids = {
-        row.sample_id: position
-        for position, row in enumerate(result.rows)
-        if row.sample_id is not None  # the sample's metadata["id"], or a results file's "id"
-    }
+    ids: dict[str, int] = {}  # the sample's metadata["id"], or a results file's "id"
+    for position, sample_id in enumerate(r.sample_id for r in result.rows):
+        if sample_id is not None:
+            ids[sample_id] = -1 if sample_id in ids else position  # -1: ambiguous
     human: list[float] = []
     judge: list[float] = []
     seen: dict[int, str] = {}
