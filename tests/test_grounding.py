@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from turneval import (
     ToolCall,
     ToolMessage,
 )
+from turneval.cli import main
 from turneval.grounding import Fact, check_grounding, split_claims
 from turneval.metrics import Groundedness, ToolOutputGroundedness
 
@@ -266,3 +268,23 @@ def test_tool_output_groundedness_cites_the_tool_call() -> None:
         ("weather", "c2", 4),
     ]
     assert final["message_index"] == 5
+
+
+def test_cli_grounds_offline_without_a_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The grounding metrics fall back to the offline backend: no judge flag, no key needed.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    sample = SingleTurnSample(
+        user_input="q",
+        response="Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet",
+        retrieved_contexts=[fact.text for fact in TITANIC],
+    )
+    data = tmp_path / "data.jsonl"
+    data.write_text(sample.model_dump_json() + "\n")
+    out = tmp_path / "out"
+    assert (
+        main(["evaluate", str(data), "--metric", "groundedness", "--out", str(out), "--quiet"]) == 0
+    )
+    row = json.loads((out / "results.jsonl").read_text())
+    assert row["groundedness"] == 0.5  # as test_groundedness_metric: 1 of 2 claims grounded

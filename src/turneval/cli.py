@@ -205,10 +205,13 @@ def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
     """Fail before the run, naming the CLI flags, when a judged metric has no judge."""
     from turneval.runner import resolve_metrics
 
-    judged = [
+    judged = [  # grounding metrics (requires_llm False) fall back to their offline backend
         m.name
         for m in resolve_metrics(metrics)
-        if m.uses_llm and getattr(m, "llm", None) is None and llm is None
+        if m.uses_llm
+        and getattr(m, "requires_llm", True)
+        and getattr(m, "llm", None) is None
+        and llm is None
     ]
     if judged:
         raise UsageError(
