@@ -123,6 +123,8 @@ def test_a_number_is_found_whole_and_trailing_decimal_zeros_do_not_count() -> No
         ("It costs 21.5 dollars.", "It costs 21.50 dollars."),
         ("AAPL trades at $1234.50.", "AAPL trades at 1234.5 (USD)."),
         ("It costs 12.0 dollars.", "It costs 12 dollars."),
+        ("Hall is set to 19.", "Hall set to 19.0"),  # a float argument's text
+        ("Hall is set to 19.", "Hall set to 19.00"),
     ]:
         result = check_grounding(claim, [fact], enable_claim_level_score=True)
         assert result.claims[0].score == 1.0, claim

@@ -25,7 +25,7 @@ WORDS = [
     "the", "Ship", "sank", "in", "1912", "1,500", "people", "Titanic", "ΣΟΦΟΣ", "σοφός", "café",
     "naïve", "東京", "𝒳ray", "Dr.", "U.S.", "stars", "starred", "White", "Star", "Line", "İstanbul",
     "3.5", "licence", "licensed", "e.g.", "x", "A.", "ok", "über", "ﬁle", "0.12", "12", "3.50",
-    "1", "5",
+    "1", "5", "12.0", "5.00",
 ]  # fmt: skip
 ENDS = [" ", " ", " ", ". ", "! ", "? ", '." ', ".) ", "\n", "\n\n", ", ", "-", "'", "’s "]
 
@@ -52,7 +52,9 @@ def reference_passages(index: _Index, token: _Token, lowercase: bool) -> list[in
     keys = [token.key]
     if token.key.isdigit() and len(token.key) > 3:
         keys.append(f"{int(token.key):,}")
-    if re.fullmatch(r"\d+\.\d", token.key):
+    if token.key.isdigit():
+        keys += [f"{token.key}.0", f"{token.key}.00"]
+    elif re.fullmatch(r"\d+\.\d", token.key):
         keys.append(f"{token.key}0")
     number = token.key[:1].isdigit()
     starts = reference_starts(text)

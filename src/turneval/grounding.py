@@ -610,7 +610,9 @@ class _Index:
         keys = [token.key]
         if token.key.isdigit() and len(token.key) > 3:
             keys.append(f"{int(token.key):,}")  # 1500 also as 1,500
-        if re.fullmatch(r"\d+\.\d", token.key):
+        if token.key.isdigit():
+            keys += [f"{token.key}.0", f"{token.key}.00"]  # 19 also as 19.0 (a float's text)
+        elif re.fullmatch(r"\d+\.\d", token.key):
             keys.append(f"{token.key}0")  # 1234.5 also as 1234.50 (amounts of money)
         return keys
 
