@@ -130,6 +130,23 @@ def test_a_number_is_found_whole_and_trailing_decimal_zeros_do_not_count() -> No
         assert result.claims[0].score == 1.0, claim
 
 
+def test_an_identifier_of_letters_and_digits_is_one_name() -> None:
+    # ORD1234 is one token (a name: weight 2, found whole), as the tool output writes it:
+    # order (1), ORD1234 (2), shipped (1): 3/4 covered, the name found -> grounded at 0.75.
+    result = check_grounding(
+        "Your order ORD1234 has shipped.", ["ORD1234: shipped"], enable_claim_level_score=True
+    )
+    assert result.claims[0].score == 0.75 and result.support_score == 1.0
+    assert (
+        check_grounding("Your order ORD1235 has shipped.", ["ORD1234: shipped"]).support_score == 0
+    )
+    room = check_grounding(
+        "Room0 is set to 20.", ["Room0 set to 20.0"], enable_claim_level_score=True
+    )
+    assert room.claims[0].score == 1.0  # Room0, set, 20 (as 20.0): every token found
+    assert check_grounding("It was the 1990s.", ["In the 1990s."]).support_score == 1.0
+
+
 def test_claim_offsets_and_sentence_splitting() -> None:
     text = "Dr. Smith sailed on the R.M.S. Titanic at 3.5 knots. Then J. Doe arrived!  Good."
     claims = split_claims(text)

@@ -25,7 +25,7 @@ WORDS = [
     "the", "Ship", "sank", "in", "1912", "1,500", "people", "Titanic", "ΣΟΦΟΣ", "σοφός", "café",
     "naïve", "東京", "𝒳ray", "Dr.", "U.S.", "stars", "starred", "White", "Star", "Line", "İstanbul",
     "3.5", "licence", "licensed", "e.g.", "x", "A.", "ok", "über", "ﬁle", "0.12", "12", "3.50",
-    "1", "5", "12.0", "5.00",
+    "1", "5", "12.0", "5.00", "ORD1234", "Room0",
 ]  # fmt: skip
 ENDS = [" ", " ", " ", ". ", "! ", "? ", '." ', ".) ", "\n", "\n\n", ", ", "-", "'", "’s "]
 

@@ -12,7 +12,7 @@ Two backends: the offline one (default; no network, no model) and any LangChain 
 
 **What the offline backend can and cannot detect.** It matches words, not meaning. A claim's
 tokens are its content words, names, numbers and dates (stop words and filler left out; names,
-numbers and dates weigh double). Its score is the weighted share of those tokens found in the
+numbers and dates weigh double; an identifier of letters then digits, "ORD1234", is a name). Its score is the weighted share of those tokens found in the
 best-matching fact passages (sentences; up to three passages from any facts combined), times
 the share of its names, numbers and dates found. Words match by prefix after simple suffix
 stripping ("starred" finds "stars"), numbers after removing thousands separators ("1,500" is
@@ -227,7 +227,10 @@ _MONTHS = {
     "november",
     "december",
 }
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:['’][^\W\d_]+)?")
+_TOKEN = re.compile(
+    r"[^\W\d_]+\d[^\W_]*"  # an identifier, letters then digits: ORD1234, A320, Room0
+    r"|\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:['’][^\W\d_]+)?"
+)
 _SUFFIXES = ("ing", "ed", "es", "ly", "s")
 
 
@@ -266,6 +269,8 @@ def _claim_tokens(sentence: str) -> list[_Token]:
         lower = raw.lower()
         if raw[0].isdigit():
             key, critical = _number(raw), True
+        elif not raw.isalpha():  # an identifier (ORD1234): a name, found whole as the facts have it
+            key, critical = lower, True
         elif lower in _STOP:
             continue
         elif lower in _MONTHS:
