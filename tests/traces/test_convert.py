@@ -291,6 +291,8 @@ def test_otlp_json_value_types_base64_ids_and_status_names(tmp_path: Path) -> No
             kv("x.map", {"kvlistValue": {"values": [kv("k", {"boolValue": False})]}}),
             kv("x.bytes", {"bytesValue": "AAE="}),
             kv("x.empty", {}),
+            kv("x.empty_map", {"kvlistValue": {}}),  # proto3 JSON leaves empty lists out
+            kv("x.empty_list", {"arrayValue": {}}),
         ],
     }
     request = {"resourceSpans": [{"scopeSpans": [{"spans": [chat_span]}]}]}
@@ -310,3 +312,4 @@ def test_otlp_json_value_types_base64_ids_and_status_names(tmp_path: Path) -> No
     assert attributes["x.ratio"] == 0.5 and attributes["x.flag"] is True
     assert attributes["x.list"] == (1, "a") and attributes["x.map"] == {"k": False}
     assert attributes["x.bytes"] == "AAE=" and attributes["x.empty"] is None
+    assert attributes["x.empty_map"] == {} and attributes["x.empty_list"] == ()

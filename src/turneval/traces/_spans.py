@@ -101,7 +101,8 @@ def any_value(value: dict[str, Any]) -> Any:
     if "arrayValue" in value:
         return tuple(any_value(item) for item in value["arrayValue"].get("values", ()))
     if "kvlistValue" in value:
-        return {kv["key"]: any_value(kv.get("value", {})) for kv in value["kvlistValue"]["values"]}
+        items = value["kvlistValue"].get("values", ())  # proto3 JSON omits an empty list
+        return {kv["key"]: any_value(kv.get("value", {})) for kv in items}
     if "bytesValue" in value:
         return value["bytesValue"]
     return None
