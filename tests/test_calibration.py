@@ -319,6 +319,10 @@ def test_cli_calibrate_prints_the_report_and_writes_html(
     assert f"weighted kappa     {expected:.3f}  95% CI [" in out
     page = (tmp_path / "calibration.html").read_text()
     assert 'id="confusion"' in page and f"weighted kappa = {expected:.3f}" in page
+    (tmp_path / "calibration.html").unlink()
+    assert main(["calibrate", str(tmp_path), str(labels)]) == 0  # the run's folder works too
+    assert f"weighted kappa     {expected:.3f}" in capsys.readouterr().out
+    assert (tmp_path / "calibration.html").is_file()  # beside its results.jsonl
     labels.write_text('{"index": 0, "metric": "fluency", "label": 9}\n')
     assert main(["calibrate", str(results), str(labels), "--html", str(tmp_path / "x.html")]) == 2
     assert "labels.jsonl line 1: label 9 is outside the scale" in capsys.readouterr().err
