@@ -307,3 +307,21 @@ def test_cli_grounds_offline_without_a_judge(
     )
     row = json.loads((out / "results.jsonl").read_text())
     assert row["groundedness"] == 0.5  # as test_groundedness_metric: 1 of 2 claims grounded
+
+
+def test_a_tool_output_past_the_fact_limit_is_cut_into_facts_naming_the_call() -> None:
+    long_output = "Filler words about nothing. " * 400 + "Paris: 18 degrees, sunny."  # 11,225
+    sample = MultiTurnSample(
+        user_input=[
+            HumanMessage(content="Weather in Paris?"),
+            AIMessage(tool_calls=[ToolCall(name="search", args={"q": "Paris"}, id="c1")]),
+            ToolMessage(content=long_output, tool_call_id="c1"),
+            AIMessage(content="Paris has 18 degrees."),
+        ]
+    )
+    result = ToolOutputGroundedness().score(sample)  # was: ConfigError, fact 0 has 11225 chars
+    assert result.value == 1.0  # Paris, 18, degrees: all in the output's second piece
+    [answer] = result.details["answers"]
+    assert [(c["fact_index"], c["tool_call_id"], c["message_index"]) for c in answer["cited"]] == [
+        (1, "c1", 2)
+    ]

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from turneval.grounding import (
+    MAX_FACT_CHARS,
     Fact,
     GroundingResult,
     grounding_request,
@@ -100,6 +101,16 @@ class _GroundingOptions(JudgedMetric[SampleT]):
         ]
 
 
+def _pieces(text: str, size: int = MAX_FACT_CHARS) -> list[str]:
+    """``text`` in pieces of at most ``size`` characters, cut after a line or a space if any."""
+    pieces = []
+    while len(text) > size:
+        cut = max(text.rfind("\n", 0, size), text.rfind(" ", 0, size)) + 1 or size
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return [*pieces, text]
+
+
 def _counts(result: GroundingResult) -> tuple[int, int]:
     required = [c for c in result.claims if c.grounding_check_required]
     return sum(1 for c in required if c.citation_indices), len(required)
@@ -141,7 +152,7 @@ class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric
 
     Every AI message with text is checked against the ToolMessages earlier in the conversation;
     each tool output is a fact whose attributes name its tool call (``tool``, ``tool_call_id``,
-    ``message_index``). The score is grounded claims over claims needing a check, across all
+    ``message_index``); an output past the fact length limit is cut into several such facts. The score is grounded claims over claims needing a check, across all
     answers (1.0 when no answer asserts anything).
     """
 
@@ -164,16 +175,14 @@ class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric
                 name = calls.get(message.tool_call_id or "") or (pending[0] if pending else "")
                 if pending and name in pending:
                     pending.remove(name)
-                facts.append(
-                    Fact(
-                        text=message.content,
-                        attributes={
-                            "tool": name,
-                            "tool_call_id": message.tool_call_id or "",
-                            "message_index": str(index),
-                        },
-                    )
-                )
+                attributes = {
+                    "tool": name,
+                    "tool_call_id": message.tool_call_id or "",
+                    "message_index": str(index),
+                }  # a long output is several facts (of the fact limit), each naming the call
+                facts += [
+                    Fact(text=piece, attributes=attributes) for piece in _pieces(message.content)
+                ]
         return answers
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
