@@ -283,3 +283,19 @@ def test_a_resumed_run_keeps_every_trace_of_a_batched_line(tmp_path: Path) -> No
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted(row["id"] for row in rows) == sorted(trace_ids)
     assert json.loads((out / "summary.json").read_text())["samples"] == 3
+
+
+def test_a_compressed_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    r = Recorder()
+    _good(r)
+    plain = tmp_path / "t.jsonl"
+    write_otlp_json(r.spans(), plain)
+    packed = tmp_path / "t.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    with pytest.raises(ConfigError, match=r"t.jsonl.gz: a gzip-compressed file; decompress it"):
+        from_otlp_json(packed)
+    args = ["evaluate", str(packed), "--format", "otlp", "--metric", "tool_call_f1"]
+    assert main([*args, "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert "gzip-compressed file; decompress it first (gunzip)" in capsys.readouterr().err
