@@ -446,3 +446,17 @@ def test_a_sample_id_shared_by_several_rows_is_ambiguous() -> None:
     with pytest.raises(ConfigError, match=r"sample id 'a' names rows 0, 2: label them by index"):
         agreement(result, {"a": 3}, "fluency")
     assert agreement(result, {"b": 4, 2: 5}, "fluency").agreement == 1.0
+
+
+def test_a_labels_file_written_by_pandas_null_labels_and_float_indices(tmp_path: Path) -> None:
+    import pandas as pd
+
+    result = result_of("fluency", JUDGE_SCALE)
+    frame = pd.DataFrame({"index": range(len(HUMAN_SCALE)), "label": HUMAN_SCALE})
+    frame.loc[len(frame)] = [math.nan, math.nan]  # a row nobody filled in: index 10.0 -> null
+    frame.loc[0, "label"] = math.nan  # row 0 not labeled
+    path = tmp_path / "labels.jsonl"
+    frame.to_json(path, orient="records", lines=True)  # index 0.0, 1.0, ...; NaN -> null
+    assert '"index":1.0' in path.read_text() and '"label":null' in path.read_text()
+    report = agreement(result, path, "fluency")
+    assert report == agreement(result, [None, *HUMAN_SCALE[1:]])

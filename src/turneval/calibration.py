@@ -121,6 +121,8 @@ def _coerce(raw: Any, where: str) -> float:
 def load_labels(path: str | PathLike[str]) -> list[Label]:
     """Read a JSONL of ``{"index": 3, "metric": "fluency", "label": 4}`` (or ``"id"``).
 
+    A ``null`` label is no label (the line is skipped), as None in a label column.
+
     Raises:
         ConfigError: naming the line, when a line is not JSON or lacks ``index``/``id`` or
             ``label``.
@@ -137,7 +139,11 @@ def load_labels(path: str | PathLike[str]) -> list[Label]:
                 raise ConfigError(f"{where}: not JSON ({exc.msg})") from None
             if not isinstance(record, dict):
                 raise ConfigError(f"{where}: expected an object with index|id, metric and label")
+            if "label" in record and record["label"] is None:
+                continue  # null: not labeled (as None in a label column)
             row = record.get("index", record.get("id"))
+            if isinstance(row, float) and row.is_integer():
+                row = int(row)  # 3.0: pandas writes an index column with gaps as floats
             if isinstance(row, bool) or not isinstance(row, int | str):
                 raise ConfigError(f"{where}: needs an integer 'index' or a string 'id' of the row")
             if "label" not in record:
