@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from turneval import ConfigError, MetricResult, SampleResult
+from turneval import ConfigError, MetricFailure, MetricResult, SampleResult
 from turneval.compare import compare, compare_files
 from turneval.results import EvaluationResult
 
@@ -48,3 +48,47 @@ def test_compare_files_round_trip(tmp_path: Path) -> None:
     comparison = compare_files(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
     assert comparison.metrics["m"].improvements == [1]
     assert comparison.to_dict()["metrics"]["m"]["pairs"] == 2
+
+
+def run_with_ids(values: dict[str, float | None]) -> EvaluationResult:
+    """Rows read back from a results file: an id per row, a failure where the value is None."""
+    rows = []
+    for index, (sample_id, value) in enumerate(values.items()):
+        row = SampleResult(index, None, stored_id=sample_id)
+        if value is None:
+            row.failures["m"] = MetricFailure("m", index, "JudgeCallError", "boom")
+        else:
+            row.results["m"] = MetricResult("m", value, "r")
+        rows.append(row)
+    return EvaluationResult(rows, ["m"])
+
+
+def test_rows_pair_by_id_when_the_candidate_is_in_another_order() -> None:
+    baseline = run_with_ids({"a": 1.0, "b": 0.0, "c": 1.0})
+    shuffled = run_with_ids({"c": 1.0, "a": 1.0, "b": 0.0})  # the same scores, row for row
+    m = compare(baseline, shuffled).metrics["m"]
+    # by position, rows 0 and 1 would be a regression (1 -> 0) and an improvement (0 -> 1)
+    assert (m.pairs, m.difference, m.p_value) == (3, 0.0, 1.0)
+    assert m.regressions == m.improvements == m.worse == []
+
+
+def test_runs_of_different_samples_are_refused_naming_the_ids() -> None:
+    with pytest.raises(ConfigError, match=r"only in the baseline: 'b'; only in the candidate: 'z'"):
+        compare(run_with_ids({"a": 1.0, "b": 0.0}), run_with_ids({"a": 1.0, "z": 0.0}))
+    twice = run_with_ids({"a": 1.0, "b": 0.0})
+    twice.rows[1].stored_id = "a"  # ids repeat: rows pair by position, and must agree there
+    with pytest.raises(ConfigError, match=r"row 1: id 'b' in the baseline, 'a' in the candidate"):
+        compare(run_with_ids({"a": 1.0, "b": 0.0}), twice)
+
+
+def test_rows_the_candidate_failed_are_listed_and_kept_out_of_the_means() -> None:
+    baseline = run_with_ids({"a": 1.0, "b": 1.0, "c": 0.0, "d": None})
+    candidate = run_with_ids({"a": 1.0, "b": None, "c": None, "d": 1.0})
+    comparison = compare(baseline, candidate)
+    m = comparison.metrics["m"]
+    assert m.pairs == 1 and m.baseline_mean == m.candidate_mean == 1.0
+    assert m.newly_failed == [1, 2]  # d failed in the baseline, not newly
+    assert "note: m failed in the candidate on 2 rows the baseline scored: row 1, row 2" in str(
+        comparison
+    )
+    assert comparison.to_dict()["metrics"]["m"]["newly_failed"] == [1, 2]

@@ -423,6 +423,13 @@ def _compare(args: argparse.Namespace) -> int:
     failed = 0
     for name, max_drop in gates.items():
         m = comparison.metrics[name]
+        # a gate that cannot be checked, or rows left out of the means, fail it too
+        if m.difference is None:
+            failed = 1
+            print(f"FAIL: {name}: no row scored by both runs", file=sys.stderr)
+        if m.newly_failed:
+            failed = 1
+            print(f"FAIL: {m.failed_note()}", file=sys.stderr)
         if m.difference is None or m.difference >= -max_drop:
             continue
         failed = 1

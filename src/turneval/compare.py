@@ -22,6 +22,8 @@ from turneval.results import EvaluationResult
 
 __all__ = ["Comparison", "MetricComparison", "compare", "compare_files"]
 
+_LISTED = 10  # rows (or ids) named in a note or an error before "(+N more)"
+
 
 @dataclass(frozen=True, slots=True)
 class MetricComparison:
@@ -38,6 +40,8 @@ class MetricComparison:
         improvements: Row indices that failed in the baseline and pass in the candidate.
         worse: Row indices whose score is lower in the candidate.
         lines: The 1-based input line of each row, when the runs recorded it (CLI runs do).
+        newly_failed: Row indices the baseline scored and the candidate failed on (an error
+            instead of a score): left out of the means, so listed here.
     """
 
     name: str
@@ -50,12 +54,25 @@ class MetricComparison:
     improvements: list[int] = field(default_factory=list)
     worse: list[int] = field(default_factory=list)
     lines: list[int] | None = None
+    newly_failed: list[int] = field(default_factory=list)
 
     def row_label(self, index: int) -> str:
         """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
         if self.lines is not None and index < len(self.lines):
             return f"line {self.lines[index]}"
         return f"row {index}"
+
+    def failed_note(self) -> str:
+        """What :attr:`newly_failed` says, naming the first rows (empty when there are none)."""
+        if not self.newly_failed:
+            return ""
+        count = len(self.newly_failed)
+        rows = ", ".join(self.row_label(i) for i in self.newly_failed[:_LISTED])
+        more = f" (+{count - _LISTED} more)" if count > _LISTED else ""
+        return (
+            f"{self.name} failed in the candidate on {count} row{'s' if count != 1 else ''} "
+            f"the baseline scored: {rows}{more}"
+        )
 
     def significant(self, alpha: float = 0.05) -> bool:
         """Whether the difference is significant at ``alpha``."""
@@ -90,6 +107,7 @@ class Comparison:
             lines.append(
                 f"| {m.name} | {' | '.join(cells)} | {len(m.regressions)} | {len(m.improvements)} |"
             )
+        lines += [f"note: {m.failed_note()}" for m in self.metrics.values() if m.newly_failed]
         lines += [f"note: {name} is only in the baseline" for name in self.only_baseline]
         lines += [f"note: {name} is only in the candidate" for name in self.only_candidate]
         return "\n".join(lines)
@@ -108,6 +126,7 @@ class Comparison:
                     "regressions": m.regressions,
                     "improvements": m.improvements,
                     "worse": m.worse,
+                    "newly_failed": m.newly_failed,
                 }
                 for name, m in self.metrics.items()
             },
@@ -125,19 +144,24 @@ def compare(
     seed: int = 0,
     lines: Sequence[int] | None = None,
 ) -> Comparison:
-    """Compare two runs of the same samples (rows paired by position).
+    """Compare two runs of the same samples (rows paired by id, else by position).
 
     For each metric both runs have: means over the rows both scored, their difference, a paired
     permutation test (sign flips of the per-row differences: exact for few rows, else random and
     seeded; see :func:`~turneval.aggregate.paired_permutation_test`) and the rows whose
     score crossed ``pass_threshold`` (value >= threshold passes) in either direction.
     ``lines`` gives each row's 1-based input line, to name rows by line.
+
+    Rows pair by ``metadata["id"]`` (a results file's ``id``) when every row of both runs has a
+    distinct one, so a candidate run over the same samples in another order pairs right; else
+    by position, and two rows paired there whose ids differ are refused. Row indices in the
+    comparison are the baseline's.
+
+    Raises:
+        ConfigError: the runs hold different samples (other ids, or another number of rows),
+            or share no metric.
     """
-    if len(baseline.rows) != len(candidate.rows):
-        raise ConfigError(
-            f"runs differ in length ({len(baseline.rows)} vs {len(candidate.rows)} rows); "
-            "compare runs of the same dataset"
-        )
+    order = _pairing(baseline, candidate)
     shared = [name for name in baseline.metric_names if name in candidate.metric_names]
     if not shared:
         raise ConfigError(
@@ -148,11 +172,18 @@ def compare(
     metrics = {}
     for name in shared:
         base = np.asarray(baseline.scores(name), dtype=float)
-        cand = np.asarray(candidate.scores(name), dtype=float)
+        cand = np.asarray(candidate.scores(name), dtype=float)[order]
         both = ~(np.isnan(base) | np.isnan(cand))
         pairs = int(both.sum())
+        newly_failed = [
+            i
+            for i, j in enumerate(order)
+            if not np.isnan(base[i]) and name in candidate.rows[int(j)].failures
+        ]
         if not pairs:
-            metrics[name] = MetricComparison(name, None, None, None, None, 0, lines=lines)
+            metrics[name] = MetricComparison(
+                name, None, None, None, None, 0, lines=lines, newly_failed=newly_failed
+            )
             continue
         b, c = base[both], cand[both]
         indices = np.flatnonzero(both)
@@ -169,6 +200,7 @@ def compare(
             [int(i) for i in indices[~passed_before & passed_after]],
             [int(i) for i in indices[c < b]],
             lines,
+            newly_failed,
         )
     return Comparison(
         metrics,
@@ -176,6 +208,41 @@ def compare(
         [name for name in baseline.metric_names if name not in shared],
         [name for name in candidate.metric_names if name not in shared],
     )
+
+
+def _pairing(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:
+    """For each baseline row, the position of its candidate row."""
+    ids = [[row.sample_id for row in run.rows] for run in (baseline, candidate)]
+    if all(None not in run and len(set(run)) == len(run) for run in ids):
+        first, second = ids
+        if set(first) != set(second):
+            missing = [
+                ", ".join(repr(i) for i in only[:_LISTED])
+                + ("" if len(only) <= _LISTED else ", ...")
+                for only in (
+                    [i for i in first if i not in set(second)],
+                    [i for i in second if i not in set(first)],
+                )
+            ]
+            raise ConfigError(
+                f"the runs hold different samples: ids only in the baseline: {missing[0] or '-'}; "
+                f"only in the candidate: {missing[1] or '-'}; compare runs of the same dataset"
+            )
+        position = {sample_id: index for index, sample_id in enumerate(second)}
+        return np.asarray([position[sample_id] for sample_id in first], dtype=int)
+    if len(baseline.rows) != len(candidate.rows):
+        raise ConfigError(
+            f"runs differ in length ({len(baseline.rows)} vs {len(candidate.rows)} rows); "
+            "compare runs of the same dataset"
+        )
+    for index, (first_id, second_id) in enumerate(zip(*ids, strict=True)):
+        if first_id is not None and second_id is not None and first_id != second_id:
+            raise ConfigError(
+                f"row {index}: id {first_id!r} in the baseline, {second_id!r} in the candidate; "
+                "rows pair by position when ids are missing or repeated: compare runs of the "
+                "same dataset, in the same order"
+            )
+    return np.arange(len(baseline.rows))
 
 
 def compare_files(
