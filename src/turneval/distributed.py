@@ -37,12 +37,20 @@ from typing import Any
 import anyio
 
 from turneval.aggregate import RunAggregate
-from turneval.errors import ConfigError
+from turneval.errors import ConfigError, InvalidSampleError
 from turneval.metrics import Evaluator
 from turneval.pipeline import RunOptions
 from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
 from turneval.runner import resolve_metrics
-from turneval.stream import StreamResult, _Chunk, _Line, _run_chunk, evaluate_jsonl
+from turneval.stream import (
+    StreamResult,
+    _check_input_file,
+    _Chunk,
+    _Line,
+    _preflight,
+    _run_chunk,
+    evaluate_jsonl,
+)
 
 __all__ = ["ActorBudget", "DistributedResult", "evaluate_on_ray"]
 
@@ -94,10 +102,25 @@ class DistributedResult:
         return _ray().data.read_json(str(self.results_path))
 
     def to_pandas(self) -> Any:
-        """The result rows as a pandas DataFrame, in input order (needs the ``pandas`` extra)."""
+        """The result rows as a pandas DataFrame, in input order (needs the ``pandas`` extra).
+
+        Columns as in ``results.jsonl``, with their JSON types (an id ``"001"`` stays text):
+        per metric a float column (NaN where it failed), ``<name>_reason`` and
+        ``<name>_error`` (None where there is none), as ``EvaluationResult.to_pandas`` gives.
+        """
         import pandas as pd
 
-        return pd.read_json(self.results_path, lines=True)
+        with self.results_path.open(encoding="utf-8") as handle:
+            frame = pd.DataFrame([json.loads(line) for line in handle if line.strip()])
+        for name in self.summary()["metrics"]:
+            if name in frame.columns:
+                frame[name] = frame[name].astype(float)
+            for column in (f"{name}_reason", f"{name}_error"):
+                if column in frame.columns:  # object: None stays None
+                    frame[column] = pd.Series(
+                        [None if pd.isna(v) else v for v in frame[column]], dtype=object
+                    )
+        return frame
 
 
 _CLUSTER_HEADROOM = 0.03
@@ -367,8 +390,13 @@ def evaluate_on_ray(
         raise ConfigError(
             f"metrics {needing} need an LLM judge: pass llm_factory=... (called in each worker)"
         )
+    # The input and the output are checked before Ray starts (which takes seconds).
+    if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
+        _check_input_file(Path(data))
+    elif isinstance(data, (str, os.PathLike)) and not Path(data).exists():
+        raise InvalidSampleError(f"{data}: no such file or folder", field="path")
     target = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="turneval-"))
-    target.mkdir(parents=True, exist_ok=True)
+    _preflight(target, batch_size, 1, resume, overwrite)
     if not ray.is_initialized():
         ray.init(address=address)
     if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
