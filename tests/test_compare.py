@@ -92,3 +92,10 @@ def test_rows_the_candidate_failed_are_listed_and_kept_out_of_the_means() -> Non
         comparison
     )
     assert comparison.to_dict()["metrics"]["m"]["newly_failed"] == [1, 2]
+
+
+def test_an_empty_run_is_named_as_such(tmp_path: Path) -> None:
+    run([1.0]).to_jsonl(tmp_path / "a.jsonl")
+    (tmp_path / "empty.jsonl").write_text("")  # a run of an empty input file
+    with pytest.raises(ConfigError, match=r"empty\.jsonl holds no rows: nothing to compare"):
+        compare_files(tmp_path / "empty.jsonl", tmp_path / "a.jsonl")

@@ -298,6 +298,8 @@ def _load(path: Path) -> tuple[EvaluationResult, list[int]] | dict[str, float | 
     except (ValueError, TypeError) as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"{path}: not a results file ({detail})") from exc
+    if not run.rows:  # an empty input file's run: it has no metric names either
+        raise ConfigError(f"{path} holds no rows: nothing to compare")
     lines: list[int] = []
     with path.open(encoding="utf-8") as handle:
         for text in handle:
