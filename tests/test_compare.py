@@ -99,3 +99,37 @@ def test_an_empty_run_is_named_as_such(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("")  # a run of an empty input file
     with pytest.raises(ConfigError, match=r"empty\.jsonl holds no rows: nothing to compare"):
         compare_files(tmp_path / "empty.jsonl", tmp_path / "a.jsonl")
+
+
+def test_a_metric_on_a_1_to_5_scale_takes_its_own_pass_threshold() -> None:
+    # a rubric judge fell from 5 and 4 to 1 on every row
+    baseline, candidate = run([5.0, 4.0, 5.0]), run([1.0, 1.0, 1.0])
+    default = compare(baseline, candidate)
+    m = default.metrics["m"]
+    assert m.pass_threshold == 0.5 and m.regressions == []  # 1.0 still "passes" 0.5
+    assert (
+        "note: m is scored outside [0, 1]: no row can cross the pass threshold 0.5; "
+        "give it one on its scale (pass_thresholds={'m': VALUE}, --pass-threshold m=VALUE)"
+    ) in str(default)
+    own = compare(baseline, candidate, pass_thresholds={"m": 3})
+    assert own.metrics["m"].pass_threshold == 3 and own.metrics["m"].regressions == [0, 1, 2]
+    assert "outside [0, 1]" not in str(own) and own.to_dict()["metrics"]["m"]["pass_threshold"] == 3
+    with pytest.raises(
+        ConfigError, match=r"pass_thresholds names metrics that are not in both runs: \['x'\]"
+    ):
+        compare(baseline, candidate, pass_thresholds={"x": 3})
+
+
+def test_the_cli_takes_a_pass_threshold_per_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from turneval.cli import main
+
+    run([5.0, 4.0]).to_jsonl(tmp_path / "a.jsonl")
+    run([1.0, 4.0]).to_jsonl(tmp_path / "b.jsonl")
+    capsys.readouterr()
+    args = ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
+    assert main([*args, "--pass-threshold", "0.7", "--pass-threshold", "m=3"]) == 0
+    assert "| m | 4.5000 | 2.5000 | -2.0000 | 1.0000 | 1 | 0 |" in capsys.readouterr().out
+    assert main([*args, "--pass-threshold", "m=high"]) == 2
+    assert "--pass-threshold 'm=high': expected [NAME=]VALUE" in capsys.readouterr().err

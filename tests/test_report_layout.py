@@ -48,5 +48,5 @@ def test_cli_report_names_the_same_lines_as_results_jsonl(tmp_path: Path) -> Non
     opened = 'aria-expanded="false">open</button> '
     assert [part.split("<")[0] for part in page.split(opened)[1:]] == ["1", "3"]
     # the column's tooltip says what the number is: the input line, not results.jsonl's
-    assert 'title="the sample\'s 1-based line in the input file' in page
+    assert "title=\"the sample's 1-based line in the input file" in page
     assert "the line of results.jsonl" not in page

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -42,6 +42,10 @@ class MetricComparison:
         lines: The 1-based input line of each row, when the runs recorded it (CLI runs do).
         newly_failed: Row indices the baseline scored and the candidate failed on (an error
             instead of a score): left out of the means, so listed here.
+        pass_threshold: The value at or above which a row passes, for ``regressions`` and
+            ``improvements``.
+        off_scale: Scores lie outside [0, 1] while ``pass_threshold`` is the default, made for
+            [0, 1] metrics (a 1-5 rubric score always "passes" 0.5): the table notes it.
     """
 
     name: str
@@ -55,6 +59,8 @@ class MetricComparison:
     worse: list[int] = field(default_factory=list)
     lines: list[int] | None = None
     newly_failed: list[int] = field(default_factory=list)
+    pass_threshold: float = 0.5
+    off_scale: bool = False
 
     def row_label(self, index: int) -> str:
         """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
@@ -81,7 +87,11 @@ class MetricComparison:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """Every shared metric of two runs, and the metrics only one run has."""
+    """Every shared metric of two runs, and the metrics only one run has.
+
+    ``pass_threshold`` is the default threshold; each metric's own is on its
+    :class:`MetricComparison`.
+    """
 
     metrics: dict[str, MetricComparison]
     pass_threshold: float
@@ -108,6 +118,13 @@ class Comparison:
                 f"| {m.name} | {' | '.join(cells)} | {len(m.regressions)} | {len(m.improvements)} |"
             )
         lines += [f"note: {m.failed_note()}" for m in self.metrics.values() if m.newly_failed]
+        lines += [
+            f"note: {m.name} is scored outside [0, 1]: no row can cross the pass threshold "
+            f"{m.pass_threshold:g}; give it one on its scale (pass_thresholds={{{m.name!r}: "
+            f"VALUE}}, --pass-threshold {m.name}=VALUE)"
+            for m in self.metrics.values()
+            if m.off_scale
+        ]
         lines += [f"note: {name} is only in the baseline" for name in self.only_baseline]
         lines += [f"note: {name} is only in the candidate" for name in self.only_candidate]
         return "\n".join(lines)
@@ -127,6 +144,7 @@ class Comparison:
                     "improvements": m.improvements,
                     "worse": m.worse,
                     "newly_failed": m.newly_failed,
+                    "pass_threshold": m.pass_threshold,
                 }
                 for name, m in self.metrics.items()
             },
@@ -140,6 +158,7 @@ def compare(
     candidate: EvaluationResult,
     *,
     pass_threshold: float = 0.5,
+    pass_thresholds: Mapping[str, float] | None = None,
     resamples: int = 10_000,
     seed: int = 0,
     lines: Sequence[int] | None = None,
@@ -149,8 +168,10 @@ def compare(
     For each metric both runs have: means over the rows both scored, their difference, a paired
     permutation test (sign flips of the per-row differences: exact for few rows, else random and
     seeded; see :func:`~turneval.aggregate.paired_permutation_test`) and the rows whose
-    score crossed ``pass_threshold`` (value >= threshold passes) in either direction.
-    ``lines`` gives each row's 1-based input line, to name rows by line.
+    score crossed ``pass_threshold`` (value >= threshold passes) in either direction;
+    ``pass_thresholds`` (``{metric name: number}``) sets a metric's own, for metrics on another
+    scale than [0, 1] such as the 1-5 rubric judges. ``lines`` gives each row's 1-based input
+    line, to name rows by line.
 
     Rows pair by ``metadata["id"]`` (a results file's ``id``) when every row of both runs has a
     distinct one, so a candidate run over the same samples in another order pairs right; else
@@ -159,7 +180,7 @@ def compare(
 
     Raises:
         ConfigError: the runs hold different samples (other ids, or another number of rows),
-            or share no metric.
+            share no metric, or ``pass_thresholds`` names a metric they do not share.
     """
     order = _pairing(baseline, candidate)
     shared = [name for name in baseline.metric_names if name in candidate.metric_names]
@@ -168,6 +189,7 @@ def compare(
             f"the two runs share no metric (baseline: {baseline.metric_names}, candidate: "
             f"{candidate.metric_names})"
         )
+    thresholds = _thresholds(pass_thresholds, shared)
     lines = None if lines is None else list(lines)
     metrics = {}
     for name in shared:
@@ -180,14 +202,25 @@ def compare(
             for i, j in enumerate(order)
             if not np.isnan(base[i]) and name in candidate.rows[int(j)].failures
         ]
+        threshold = thresholds.get(name, pass_threshold)
         if not pairs:
             metrics[name] = MetricComparison(
-                name, None, None, None, None, 0, lines=lines, newly_failed=newly_failed
+                name,
+                None,
+                None,
+                None,
+                None,
+                0,
+                lines=lines,
+                newly_failed=newly_failed,
+                pass_threshold=threshold,
             )
             continue
         b, c = base[both], cand[both]
         indices = np.flatnonzero(both)
-        passed_before, passed_after = b >= pass_threshold, c >= pass_threshold
+        passed_before, passed_after = b >= threshold, c >= threshold
+        scored = np.concatenate([b, c])
+        off_scale = name not in thresholds and bool(((scored < 0) | (scored > 1)).any())
         p_value = paired_permutation_test(c - b, resamples=resamples, seed=seed)
         metrics[name] = MetricComparison(
             name,
@@ -201,6 +234,8 @@ def compare(
             [int(i) for i in indices[c < b]],
             lines,
             newly_failed,
+            threshold,
+            off_scale,
         )
     return Comparison(
         metrics,
@@ -208,6 +243,16 @@ def compare(
         [name for name in baseline.metric_names if name not in shared],
         [name for name in candidate.metric_names if name not in shared],
     )
+
+
+def _thresholds(pass_thresholds: Mapping[str, float] | None, shared: list[str]) -> dict[str, float]:
+    """The metrics' own pass thresholds, checked against the shared metrics."""
+    unknown = sorted(set(pass_thresholds or {}) - set(shared))
+    if unknown:
+        raise ConfigError(
+            f"pass_thresholds names metrics that are not in both runs: {unknown}; shared: {shared}"
+        )
+    return {name: float(value) for name, value in (pass_thresholds or {}).items()}
 
 
 def _pairing(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:
@@ -246,7 +291,11 @@ def _pairing(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndar
 
 
 def compare_files(
-    baseline: str | PathLike[str], candidate: str | PathLike[str], *, pass_threshold: float = 0.5
+    baseline: str | PathLike[str],
+    candidate: str | PathLike[str],
+    *,
+    pass_threshold: float = 0.5,
+    pass_thresholds: Mapping[str, float] | None = None,
 ) -> Comparison:
     """:func:`compare` two runs of one dataset (as ``turneval compare``).
 
@@ -258,16 +307,25 @@ def compare_files(
     """
     first, second = (_load(Path(path)) for path in (baseline, candidate))
     if isinstance(first, tuple) and isinstance(second, tuple):
-        return compare(first[0], second[0], pass_threshold=pass_threshold, lines=first[1])
+        return compare(
+            first[0],
+            second[0],
+            pass_threshold=pass_threshold,
+            pass_thresholds=pass_thresholds,
+            lines=first[1],
+        )
     means = [run if isinstance(run, dict) else _means(run[0]) for run in (first, second)]
     shared = [name for name in means[0] if name in means[1]]
     if not shared:
         raise ConfigError("the two runs share no metric")
+    thresholds = _thresholds(pass_thresholds, shared)
     metrics = {}
     for name in shared:
         base, cand = means[0][name], means[1][name]
         diff = None if base is None or cand is None else cand - base
-        metrics[name] = MetricComparison(name, base, cand, diff, None, 0)
+        metrics[name] = MetricComparison(
+            name, base, cand, diff, None, 0, pass_threshold=thresholds.get(name, pass_threshold)
+        )
     return Comparison(
         metrics,
         pass_threshold,
