@@ -68,9 +68,13 @@ def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
     here = evaluate_jsonl(
         data, METRICS, local, chunk_size=100, workers=1, details=False, aggregates=aggregates
     )
+    context = ray.data.DataContext.get_current()  # the user's own Ray Data settings
+    context.enable_progress_bars, context.execution_options.preserve_order = True, False
     result = evaluate_on_ray(
         data, METRICS, output=tmp_path / "ray", batch_size=350, aggregates=aggregates
     )
+    # are theirs again once the run is over
+    assert (context.enable_progress_bars, context.execution_options.preserve_order) == (True, False)
     assert isinstance(result, DistributedResult)
     assert rows(result.results_path) == rows(local / "results.jsonl")  # row by row
     assert result.summary() == json.loads((local / "summary.json").read_text())

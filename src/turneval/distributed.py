@@ -30,6 +30,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -249,11 +250,6 @@ def _engine(
         quota = None
         if rate_limit is not None:
             quota = ray.remote(num_cpus=0)(_Quota).remote(rate_limit)
-        context = ray.data.DataContext.get_current()
-        context.execution_options.preserve_order = True  # chunks come back in input order
-        context.execution_options.verbose_progress = False
-        context.enable_progress_bars = options.progress_shown()
-        context.print_on_execution_start = False
         portable = options.replace(cache=None, llm=None, on_row=None, show_progress=False)
         kwargs = {
             "metrics": metrics,
@@ -264,17 +260,49 @@ def _engine(
             "rate_limit": rate_limit,
             "chunk_refs": refs,
         }
-        source = ray.data.from_items(items, override_num_blocks=len(items))
-        with warnings.catch_warnings():
-            # Ray 2.5x deprecates remote args passed as keywords but names no parameter for
-            # actor restarts yet; its default (restart forever) would hang on a chunk that
-            # kills every actor, so the bound is passed the only way there is.
-            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-            scored = _scored(source, concurrency, len(items), num_cpus, max_retries, kwargs)
-        for row in scored.iter_rows():
-            yield pickle.loads(row["chunk"])
+        # a Dataset takes the context's settings when it is made: make it in the block
+        with _in_order(ray, progress=options.progress_shown()):
+            source = ray.data.from_items(items, override_num_blocks=len(items))
+            with warnings.catch_warnings():
+                # Ray 2.5x deprecates remote args passed as keywords but names no parameter for
+                # actor restarts yet; its default (restart forever) would hang on a chunk that
+                # kills every actor, so the bound is passed the only way there is.
+                warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+                scored = _scored(source, concurrency, len(items), num_cpus, max_retries, kwargs)
+            for row in scored.iter_rows():
+                yield pickle.loads(row["chunk"])
 
     return run
+
+
+@contextmanager
+def _in_order(ray: Any, *, progress: bool) -> Iterator[None]:
+    """Ray Data keeps the input order (and shows progress bars only if asked) in the block.
+
+    The settings are the process's :class:`ray.data.DataContext`: the caller's own are
+    restored when the block ends.
+    """
+    context = ray.data.DataContext.get_current()
+    execution = context.execution_options
+    saved = (
+        execution.preserve_order,
+        execution.verbose_progress,
+        context.enable_progress_bars,
+        context.print_on_execution_start,
+    )
+    execution.preserve_order = True  # chunks (and rows) come back in input order
+    execution.verbose_progress = False
+    context.enable_progress_bars = progress
+    context.print_on_execution_start = False
+    try:
+        yield
+    finally:
+        (
+            execution.preserve_order,
+            execution.verbose_progress,
+            context.enable_progress_bars,
+            context.print_on_execution_start,
+        ) = saved
 
 
 def _scored(
@@ -401,10 +429,12 @@ def evaluate_on_ray(
         ray.init(address=address)
     if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
         path: str | os.PathLike[str] = data
-    elif isinstance(data, (str, os.PathLike)):
-        path = _write_rows(ray.data.read_parquet(str(data)), target)
-    else:
-        path = _write_rows(data, target)
+    else:  # rows in their order: the dataset's (or the files') own
+        with _in_order(ray, progress=progress):
+            rows = (
+                ray.data.read_parquet(str(data)) if isinstance(data, (str, os.PathLike)) else data
+            )
+            path = _write_rows(rows, target)
     engine = _engine(
         ray,
         llm_factory=llm_factory,
@@ -437,7 +467,8 @@ def evaluate_on_ray(
     result = DistributedResult(stream, target)
     if output_format == "parquet":
         shutil.rmtree(result.parquet_path, ignore_errors=True)
-        result.dataset().write_parquet(str(result.parquet_path))
+        with _in_order(ray, progress=progress):
+            result.dataset().write_parquet(str(result.parquet_path))
     return result
 
 
