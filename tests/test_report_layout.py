@@ -47,3 +47,6 @@ def test_cli_report_names_the_same_lines_as_results_jsonl(tmp_path: Path) -> Non
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     opened = 'aria-expanded="false">open</button> '
     assert [part.split("<")[0] for part in page.split(opened)[1:]] == ["1", "3"]
+    # the column's tooltip says what the number is: the input line, not results.jsonl's
+    assert "title=\"the sample's 1-based line in the input file" in page
+    assert "the line of results.jsonl" not in page

@@ -421,7 +421,7 @@ def render_report(
 <h2>Samples <span class="muted">({shown}; click a column to sort, "open" to see the conversation)</span></h2>
 {_LEGEND}
 <table id="samples"><colgroup><col class="line"><col class="id">{"<col>" * len(names)}<col class="errors"></colgroup>
-<thead><tr><th data-sort="index" title="row number, 1-based: the line of results.jsonl">line</th><th>id / first user message</th>{heads}<th data-sort="failures">errors</th></tr></thead>
+<thead><tr><th data-sort="index" title="the sample's 1-based line in the input file (the line field of its results.jsonl row; the row number, 1-based, for a run not read from a file)">line</th><th>id / first user message</th>{heads}<th data-sort="failures">errors</th></tr></thead>
 {"".join(groups)}</table>
 <script nonce="{nonce}">{_JS}</script>
 </body></html>
