@@ -95,6 +95,11 @@ _CLIP = 1_000  # characters of a text shown in a report cell before "show all"
 _FULL = 200_000  # characters of the full value kept in the page (bounds the report's size)
 
 
+def _count(number: int, noun: str) -> str:
+    """``1 metric``, ``2 metrics``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def _e(value: object) -> str:
     """``value`` as escaped HTML text; lone surrogates are shown escaped (never an error)."""
     text = str(value)
@@ -411,7 +416,7 @@ def render_report(
 <title>{_e(title)}</title><style>{_CSS}</style></head>
 <body>
 <h1>{_e(title)}</h1>
-<div class="muted">{total_rows} samples · {len(names)} metrics{_e(usage_line)} · generated {generated}</div>
+<div class="muted">{_count(total_rows, "sample")} · {_count(len(names), "metric")}{_e(usage_line)} · generated {generated}</div>
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th><th title="pass^k and pass@k of simulated trials, pairwise win rates, ...">more figures</th></tr></thead>
 <tbody>{"".join(summary_rows)}</tbody></table>
