@@ -162,3 +162,58 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         "turneval: error: the following arguments are required: candidate "
         "(see 'turneval compare --help')\n"
     )
+
+
+def test_a_regression_gate_fails_on_rows_the_candidate_could_not_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the same three samples; the candidate's judge (say) failed on some or every row
+    good = tmp_path / "good.jsonl"
+    good.write_text(f"{GOOD}\n{HALF}\n{GOOD}\n")
+    assert run(tmp_path, good, out="base") == 0
+    rows = [
+        json.loads(line) for line in (tmp_path / "base" / "results.jsonl").read_text().splitlines()
+    ]
+    for name, broken in (("some", [1]), ("every", [0, 1, 2])):
+        (tmp_path / name).mkdir()
+        for index in broken:
+            rows[index] |= {"tool_call_f1": None, "tool_call_f1_error": "JudgeCallError: 503"}
+        (tmp_path / name / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    capsys.readouterr()
+    # rows 1 and 3 (both 1.0) still pair: the mean did not move, but line 2 was lost
+    assert (
+        main(
+            [
+                "compare",
+                str(tmp_path / "base"),
+                str(tmp_path / "some"),
+                "--fail-on-regression",
+                "0.1",
+            ]
+        )
+        == 1
+    )
+    out, err = capsys.readouterr()
+    assert "| tool_call_f1 | 1.0000 | 1.0000 | +0.0000 |" in out
+    assert "note: tool_call_f1 failed in the candidate on 1 row the baseline scored: line 2" in out
+    assert (
+        err == "FAIL: tool_call_f1 failed in the candidate on 1 row the baseline scored: line 2\n"
+    )
+    # nothing left to compare: a gate that cannot be checked fails
+    assert (
+        main(
+            [
+                "compare",
+                str(tmp_path / "base"),
+                str(tmp_path / "every"),
+                "--fail-on-regression",
+                "0.1",
+            ]
+        )
+        == 1
+    )
+    assert capsys.readouterr().err.splitlines() == [
+        "FAIL: tool_call_f1: no row scored by both runs",
+        "FAIL: tool_call_f1 failed in the candidate on 3 rows the baseline scored: "
+        "line 1, line 2, line 3",
+    ]

@@ -68,9 +68,13 @@ def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
     here = evaluate_jsonl(
         data, METRICS, local, chunk_size=100, workers=1, details=False, aggregates=aggregates
     )
+    context = ray.data.DataContext.get_current()  # the user's own Ray Data settings
+    context.enable_progress_bars, context.execution_options.preserve_order = True, False
     result = evaluate_on_ray(
         data, METRICS, output=tmp_path / "ray", batch_size=350, aggregates=aggregates
     )
+    # are theirs again once the run is over
+    assert (context.enable_progress_bars, context.execution_options.preserve_order) == (True, False)
     assert isinstance(result, DistributedResult)
     assert rows(result.results_path) == rows(local / "results.jsonl")  # row by row
     assert result.summary() == json.loads((local / "summary.json").read_text())
@@ -268,3 +272,44 @@ def test_a_429_burst_shrinks_the_workers_window(tmp_path: Path) -> None:
         assert stub.peak_in_flight <= 4
     finally:
         stub.close()
+
+
+def test_to_pandas_keeps_the_rows_types(tmp_path: Path) -> None:
+    # ids that look like numbers stay text; scores are floats (NaN where failed), errors None
+    lines = [
+        conversation([call("a")], reference=[call("a")]).model_copy(update={"metadata": {"id": i}})
+        for i in ("001", "010")
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(s.model_dump_json(exclude_none=True) + "\n" for s in lines) + "{\n")
+    stream = evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "out", workers=1, details=False)
+    frame = DistributedResult(stream, tmp_path / "out").to_pandas()
+    assert frame["id"].tolist()[:2] == ["001", "010"]
+    assert frame["tool_call_f1"].dtype == float and frame["tool_call_f1"].tolist()[:2] == [1.0, 1.0]
+    assert frame["tool_call_f1_error"].tolist()[:2] == [None, None]
+    assert frame["tool_call_f1_error"][2].startswith("InvalidSampleError: line 3")
+
+
+def test_a_missing_input_or_a_kept_results_file_is_refused_before_ray_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def started(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh driver
+    monkeypatch.setattr(ray, "init", started)
+    from turneval import InvalidSampleError
+
+    for missing, message in (("none.jsonl", "no such file"), ("none.parquet", "no such file")):
+        with pytest.raises(InvalidSampleError, match=f"{missing}: {message}"):
+            evaluate_on_ray(tmp_path / missing, METRICS, output=tmp_path / "o")
+    with pytest.raises(InvalidSampleError, match="a folder, not a JSONL file"):
+        evaluate_on_ray(tmp_path, METRICS, output=tmp_path / "o")
+    assert not (tmp_path / "o").exists()  # nothing made for a run that cannot start
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "results.jsonl").write_text('{"index": 0}\n')
+    data = tmp_path / "d.jsonl"
+    data.write_text(sample_lines(20)[0] + "\n")
+    with pytest.raises(ConfigError, match="already exists; resume it"):
+        evaluate_on_ray(data, METRICS, output=kept, overwrite=False)

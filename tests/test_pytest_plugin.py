@@ -65,6 +65,16 @@ def test_parametrize_dataset_gives_one_case_per_sample(tmp_path: Path) -> None:
     assert mark.kwargs["ids"] == ["good", "please help"]
 
 
+def test_repeated_ids_are_numbered_in_file_order(tmp_path: Path) -> None:
+    # four samples opening with the same message, then one whose own id looks like a number
+    same = [HALF] * 4 + [GOOD.model_copy(update={"metadata": {"id": "please help#2"}})]
+    EvaluationDataset(same).to_jsonl(tmp_path / "cases.jsonl")
+    ids = parametrize_dataset(tmp_path / "cases.jsonl").kwargs["ids"]
+    # the 4th case is not the bare name (which reads as the first), and no id is taken twice
+    assert ids[:4] == ["please help#1", "please help#3", "please help#4", "please help#5"]
+    assert ids[4] == "please help#2" and len(set(ids)) == 5
+
+
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
 PLUGIN_TESTS = """

@@ -35,6 +35,14 @@ def test_header_request_count_adds_up_to_the_per_metric_counts() -> None:
     assert "judge: 3 requests, 0 cached" in same
 
 
+def test_header_counts_are_singular_for_one() -> None:
+    one = [SampleResult(0, conversation([call("a")]), {"m": MetricResult("m", 1.0)})]
+    assert "1 sample · 1 metric · generated" in render_html(EvaluationResult(one, ["m"]))
+    two = [*one, SampleResult(1, conversation([call("a")]), {"m": MetricResult("m", 0.0)})]
+    page = render_html(EvaluationResult(two, ["m", "n"]))
+    assert "2 samples · 2 metrics · generated" in page
+
+
 def test_cli_report_names_the_same_lines_as_results_jsonl(tmp_path: Path) -> None:
     # A blank line 2 holds no sample: the second row is line 3 in results.jsonl and the report.
     line = conversation([call("lookup")]).model_dump_json()
@@ -47,3 +55,6 @@ def test_cli_report_names_the_same_lines_as_results_jsonl(tmp_path: Path) -> Non
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     opened = 'aria-expanded="false">open</button> '
     assert [part.split("<")[0] for part in page.split(opened)[1:]] == ["1", "3"]
+    # the column's tooltip says what the number is: the input line, not results.jsonl's
+    assert "title=\"the sample's 1-based line in the input file" in page
+    assert "the line of results.jsonl" not in page

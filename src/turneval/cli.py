@@ -420,12 +420,22 @@ def _demo(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from turneval.compare import compare_files
 
-    comparison = compare_files(args.baseline, args.candidate, pass_threshold=args.pass_threshold)
+    default, named = _pass_thresholds(args.pass_threshold)
+    comparison = compare_files(
+        args.baseline, args.candidate, pass_threshold=default, pass_thresholds=named
+    )
     gates = _regression_gates(args.fail_on_regression, comparison)
     print(comparison)
     failed = 0
     for name, max_drop in gates.items():
         m = comparison.metrics[name]
+        # a gate that cannot be checked, or rows left out of the means, fail it too
+        if m.difference is None:
+            failed = 1
+            print(f"FAIL: {name}: no row scored by both runs", file=sys.stderr)
+        if m.newly_failed:
+            failed = 1
+            print(f"FAIL: {m.failed_note()}", file=sys.stderr)
         if m.difference is None or m.difference >= -max_drop:
             continue
         failed = 1
@@ -442,6 +452,25 @@ def _compare(args: argparse.Namespace) -> int:
 
 SHOWN_ROWS = 10
 """Regressed rows listed per metric when a ``--fail-on-regression`` gate is crossed."""
+
+
+def _pass_thresholds(items: Sequence[str]) -> tuple[float, dict[str, float]]:
+    """``[NAME=]VALUE`` items: the threshold of every metric, and those of named metrics."""
+    default = 0.5
+    named: dict[str, float] = {}
+    for item in items:
+        name, equals, value = item.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageError(
+                f"--pass-threshold {item!r}: expected [NAME=]VALUE, e.g. 0.5 or clarity=3"
+            ) from None
+        if equals:
+            named[name] = number
+        else:
+            default = number
+    return default, named
 
 
 def _regression_gates(items: Sequence[str], comparison: Any) -> dict[str, float]:
@@ -616,7 +645,14 @@ def build_parser() -> argparse.ArgumentParser:
     diff = commands.add_parser("compare", help="compare two runs of one dataset")
     diff.add_argument("baseline", help="run folder (--out), results.jsonl or summary.json")
     diff.add_argument("candidate", help="run folder (--out), results.jsonl or summary.json")
-    diff.add_argument("--pass-threshold", type=float, default=0.5)
+    diff.add_argument(
+        "--pass-threshold",
+        action="append",
+        default=[],
+        metavar="[NAME=]VALUE",
+        help="a row passes at or above VALUE (default 0.5), for the regressions and "
+        "improvements columns; NAME=VALUE for one metric, e.g. a 1-5 judge (repeatable)",
+    )
     diff.add_argument(
         "--fail-on-regression",
         action="append",

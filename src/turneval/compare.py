@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -21,6 +21,8 @@ from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
 __all__ = ["Comparison", "MetricComparison", "compare", "compare_files"]
+
+_LISTED = 10  # rows (or ids) named in a note or an error before "(+N more)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,12 @@ class MetricComparison:
         improvements: Row indices that failed in the baseline and pass in the candidate.
         worse: Row indices whose score is lower in the candidate.
         lines: The 1-based input line of each row, when the runs recorded it (CLI runs do).
+        newly_failed: Row indices the baseline scored and the candidate failed on (an error
+            instead of a score): left out of the means, so listed here.
+        pass_threshold: The value at or above which a row passes, for ``regressions`` and
+            ``improvements``.
+        off_scale: Scores lie outside [0, 1] while ``pass_threshold`` is the default, made for
+            [0, 1] metrics (a 1-5 rubric score always "passes" 0.5): the table notes it.
     """
 
     name: str
@@ -50,12 +58,27 @@ class MetricComparison:
     improvements: list[int] = field(default_factory=list)
     worse: list[int] = field(default_factory=list)
     lines: list[int] | None = None
+    newly_failed: list[int] = field(default_factory=list)
+    pass_threshold: float = 0.5
+    off_scale: bool = False
 
     def row_label(self, index: int) -> str:
         """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
         if self.lines is not None and index < len(self.lines):
             return f"line {self.lines[index]}"
         return f"row {index}"
+
+    def failed_note(self) -> str:
+        """What :attr:`newly_failed` says, naming the first rows (empty when there are none)."""
+        if not self.newly_failed:
+            return ""
+        count = len(self.newly_failed)
+        rows = ", ".join(self.row_label(i) for i in self.newly_failed[:_LISTED])
+        more = f" (+{count - _LISTED} more)" if count > _LISTED else ""
+        return (
+            f"{self.name} failed in the candidate on {count} row{'s' if count != 1 else ''} "
+            f"the baseline scored: {rows}{more}"
+        )
 
     def significant(self, alpha: float = 0.05) -> bool:
         """Whether the difference is significant at ``alpha``."""
@@ -64,7 +87,11 @@ class MetricComparison:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """Every shared metric of two runs, and the metrics only one run has."""
+    """Every shared metric of two runs, and the metrics only one run has.
+
+    ``pass_threshold`` is the default threshold; each metric's own is on its
+    :class:`MetricComparison`.
+    """
 
     metrics: dict[str, MetricComparison]
     pass_threshold: float
@@ -90,6 +117,14 @@ class Comparison:
             lines.append(
                 f"| {m.name} | {' | '.join(cells)} | {len(m.regressions)} | {len(m.improvements)} |"
             )
+        lines += [f"note: {m.failed_note()}" for m in self.metrics.values() if m.newly_failed]
+        lines += [
+            f"note: {m.name} is scored outside [0, 1]: no row can cross the pass threshold "
+            f"{m.pass_threshold:g}; give it one on its scale (pass_thresholds={{{m.name!r}: "
+            f"VALUE}}, --pass-threshold {m.name}=VALUE)"
+            for m in self.metrics.values()
+            if m.off_scale
+        ]
         lines += [f"note: {name} is only in the baseline" for name in self.only_baseline]
         lines += [f"note: {name} is only in the candidate" for name in self.only_candidate]
         return "\n".join(lines)
@@ -108,6 +143,8 @@ class Comparison:
                     "regressions": m.regressions,
                     "improvements": m.improvements,
                     "worse": m.worse,
+                    "newly_failed": m.newly_failed,
+                    "pass_threshold": m.pass_threshold,
                 }
                 for name, m in self.metrics.items()
             },
@@ -121,42 +158,69 @@ def compare(
     candidate: EvaluationResult,
     *,
     pass_threshold: float = 0.5,
+    pass_thresholds: Mapping[str, float] | None = None,
     resamples: int = 10_000,
     seed: int = 0,
     lines: Sequence[int] | None = None,
 ) -> Comparison:
-    """Compare two runs of the same samples (rows paired by position).
+    """Compare two runs of the same samples (rows paired by id, else by position).
 
     For each metric both runs have: means over the rows both scored, their difference, a paired
     permutation test (sign flips of the per-row differences: exact for few rows, else random and
     seeded; see :func:`~turneval.aggregate.paired_permutation_test`) and the rows whose
-    score crossed ``pass_threshold`` (value >= threshold passes) in either direction.
-    ``lines`` gives each row's 1-based input line, to name rows by line.
+    score crossed ``pass_threshold`` (value >= threshold passes) in either direction;
+    ``pass_thresholds`` (``{metric name: number}``) sets a metric's own, for metrics on another
+    scale than [0, 1] such as the 1-5 rubric judges. ``lines`` gives each row's 1-based input
+    line, to name rows by line.
+
+    Rows pair by ``metadata["id"]`` (a results file's ``id``) when every row of both runs has a
+    distinct one, so a candidate run over the same samples in another order pairs right; else
+    by position, and two rows paired there whose ids differ are refused. Row indices in the
+    comparison are the baseline's.
+
+    Raises:
+        ConfigError: the runs hold different samples (other ids, or another number of rows),
+            share no metric, or ``pass_thresholds`` names a metric they do not share.
     """
-    if len(baseline.rows) != len(candidate.rows):
-        raise ConfigError(
-            f"runs differ in length ({len(baseline.rows)} vs {len(candidate.rows)} rows); "
-            "compare runs of the same dataset"
-        )
+    order = _pairing(baseline, candidate)
     shared = [name for name in baseline.metric_names if name in candidate.metric_names]
     if not shared:
         raise ConfigError(
             f"the two runs share no metric (baseline: {baseline.metric_names}, candidate: "
             f"{candidate.metric_names})"
         )
+    thresholds = _thresholds(pass_thresholds, shared)
     lines = None if lines is None else list(lines)
     metrics = {}
     for name in shared:
         base = np.asarray(baseline.scores(name), dtype=float)
-        cand = np.asarray(candidate.scores(name), dtype=float)
+        cand = np.asarray(candidate.scores(name), dtype=float)[order]
         both = ~(np.isnan(base) | np.isnan(cand))
         pairs = int(both.sum())
+        newly_failed = [
+            i
+            for i, j in enumerate(order)
+            if not np.isnan(base[i]) and name in candidate.rows[int(j)].failures
+        ]
+        threshold = thresholds.get(name, pass_threshold)
         if not pairs:
-            metrics[name] = MetricComparison(name, None, None, None, None, 0, lines=lines)
+            metrics[name] = MetricComparison(
+                name,
+                None,
+                None,
+                None,
+                None,
+                0,
+                lines=lines,
+                newly_failed=newly_failed,
+                pass_threshold=threshold,
+            )
             continue
         b, c = base[both], cand[both]
         indices = np.flatnonzero(both)
-        passed_before, passed_after = b >= pass_threshold, c >= pass_threshold
+        passed_before, passed_after = b >= threshold, c >= threshold
+        scored = np.concatenate([b, c])
+        off_scale = name not in thresholds and bool(((scored < 0) | (scored > 1)).any())
         p_value = paired_permutation_test(c - b, resamples=resamples, seed=seed)
         metrics[name] = MetricComparison(
             name,
@@ -169,6 +233,9 @@ def compare(
             [int(i) for i in indices[~passed_before & passed_after]],
             [int(i) for i in indices[c < b]],
             lines,
+            newly_failed,
+            threshold,
+            off_scale,
         )
     return Comparison(
         metrics,
@@ -178,8 +245,57 @@ def compare(
     )
 
 
+def _thresholds(pass_thresholds: Mapping[str, float] | None, shared: list[str]) -> dict[str, float]:
+    """The metrics' own pass thresholds, checked against the shared metrics."""
+    unknown = sorted(set(pass_thresholds or {}) - set(shared))
+    if unknown:
+        raise ConfigError(
+            f"pass_thresholds names metrics that are not in both runs: {unknown}; shared: {shared}"
+        )
+    return {name: float(value) for name, value in (pass_thresholds or {}).items()}
+
+
+def _pairing(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:
+    """For each baseline row, the position of its candidate row."""
+    ids = [[row.sample_id for row in run.rows] for run in (baseline, candidate)]
+    if all(None not in run and len(set(run)) == len(run) for run in ids):
+        first, second = ids
+        if set(first) != set(second):
+            missing = [
+                ", ".join(repr(i) for i in only[:_LISTED])
+                + ("" if len(only) <= _LISTED else ", ...")
+                for only in (
+                    [i for i in first if i not in set(second)],
+                    [i for i in second if i not in set(first)],
+                )
+            ]
+            raise ConfigError(
+                f"the runs hold different samples: ids only in the baseline: {missing[0] or '-'}; "
+                f"only in the candidate: {missing[1] or '-'}; compare runs of the same dataset"
+            )
+        position = {sample_id: index for index, sample_id in enumerate(second)}
+        return np.asarray([position[sample_id] for sample_id in first], dtype=int)
+    if len(baseline.rows) != len(candidate.rows):
+        raise ConfigError(
+            f"runs differ in length ({len(baseline.rows)} vs {len(candidate.rows)} rows); "
+            "compare runs of the same dataset"
+        )
+    for index, (first_id, second_id) in enumerate(zip(*ids, strict=True)):
+        if first_id is not None and second_id is not None and first_id != second_id:
+            raise ConfigError(
+                f"row {index}: id {first_id!r} in the baseline, {second_id!r} in the candidate; "
+                "rows pair by position when ids are missing or repeated: compare runs of the "
+                "same dataset, in the same order"
+            )
+    return np.arange(len(baseline.rows))
+
+
 def compare_files(
-    baseline: str | PathLike[str], candidate: str | PathLike[str], *, pass_threshold: float = 0.5
+    baseline: str | PathLike[str],
+    candidate: str | PathLike[str],
+    *,
+    pass_threshold: float = 0.5,
+    pass_thresholds: Mapping[str, float] | None = None,
 ) -> Comparison:
     """:func:`compare` two runs of one dataset (as ``turneval compare``).
 
@@ -191,16 +307,25 @@ def compare_files(
     """
     first, second = (_load(Path(path)) for path in (baseline, candidate))
     if isinstance(first, tuple) and isinstance(second, tuple):
-        return compare(first[0], second[0], pass_threshold=pass_threshold, lines=first[1])
+        return compare(
+            first[0],
+            second[0],
+            pass_threshold=pass_threshold,
+            pass_thresholds=pass_thresholds,
+            lines=first[1],
+        )
     means = [run if isinstance(run, dict) else _means(run[0]) for run in (first, second)]
     shared = [name for name in means[0] if name in means[1]]
     if not shared:
         raise ConfigError("the two runs share no metric")
+    thresholds = _thresholds(pass_thresholds, shared)
     metrics = {}
     for name in shared:
         base, cand = means[0][name], means[1][name]
         diff = None if base is None or cand is None else cand - base
-        metrics[name] = MetricComparison(name, base, cand, diff, None, 0)
+        metrics[name] = MetricComparison(
+            name, base, cand, diff, None, 0, pass_threshold=thresholds.get(name, pass_threshold)
+        )
     return Comparison(
         metrics,
         pass_threshold,
@@ -231,6 +356,8 @@ def _load(path: Path) -> tuple[EvaluationResult, list[int]] | dict[str, float | 
     except (ValueError, TypeError) as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"{path}: not a results file ({detail})") from exc
+    if not run.rows:  # an empty input file's run: it has no metric names either
+        raise ConfigError(f"{path} holds no rows: nothing to compare")
     lines: list[int] = []
     with path.open(encoding="utf-8") as handle:
         for text in handle:

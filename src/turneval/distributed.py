@@ -30,6 +30,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,12 +38,20 @@ from typing import Any
 import anyio
 
 from turneval.aggregate import RunAggregate
-from turneval.errors import ConfigError
+from turneval.errors import ConfigError, InvalidSampleError
 from turneval.metrics import Evaluator
 from turneval.pipeline import RunOptions
 from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
 from turneval.runner import resolve_metrics
-from turneval.stream import StreamResult, _Chunk, _Line, _run_chunk, evaluate_jsonl
+from turneval.stream import (
+    StreamResult,
+    _check_input_file,
+    _Chunk,
+    _Line,
+    _preflight,
+    _run_chunk,
+    evaluate_jsonl,
+)
 
 __all__ = ["ActorBudget", "DistributedResult", "evaluate_on_ray"]
 
@@ -94,10 +103,25 @@ class DistributedResult:
         return _ray().data.read_json(str(self.results_path))
 
     def to_pandas(self) -> Any:
-        """The result rows as a pandas DataFrame, in input order (needs the ``pandas`` extra)."""
+        """The result rows as a pandas DataFrame, in input order (needs the ``pandas`` extra).
+
+        Columns as in ``results.jsonl``, with their JSON types (an id ``"001"`` stays text):
+        per metric a float column (NaN where it failed), ``<name>_reason`` and
+        ``<name>_error`` (None where there is none), as ``EvaluationResult.to_pandas`` gives.
+        """
         import pandas as pd
 
-        return pd.read_json(self.results_path, lines=True)
+        with self.results_path.open(encoding="utf-8") as handle:
+            frame = pd.DataFrame([json.loads(line) for line in handle if line.strip()])
+        for name in self.summary()["metrics"]:
+            if name in frame.columns:
+                frame[name] = frame[name].astype(float)
+            for column in (f"{name}_reason", f"{name}_error"):
+                if column in frame.columns:  # object: None stays None
+                    frame[column] = pd.Series(
+                        [None if pd.isna(v) else v for v in frame[column]], dtype=object
+                    )
+        return frame
 
 
 _CLUSTER_HEADROOM = 0.03
@@ -226,11 +250,6 @@ def _engine(
         quota = None
         if rate_limit is not None:
             quota = ray.remote(num_cpus=0)(_Quota).remote(rate_limit)
-        context = ray.data.DataContext.get_current()
-        context.execution_options.preserve_order = True  # chunks come back in input order
-        context.execution_options.verbose_progress = False
-        context.enable_progress_bars = options.progress_shown()
-        context.print_on_execution_start = False
         portable = options.replace(cache=None, llm=None, on_row=None, show_progress=False)
         kwargs = {
             "metrics": metrics,
@@ -241,17 +260,49 @@ def _engine(
             "rate_limit": rate_limit,
             "chunk_refs": refs,
         }
-        source = ray.data.from_items(items, override_num_blocks=len(items))
-        with warnings.catch_warnings():
-            # Ray 2.5x deprecates remote args passed as keywords but names no parameter for
-            # actor restarts yet; its default (restart forever) would hang on a chunk that
-            # kills every actor, so the bound is passed the only way there is.
-            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-            scored = _scored(source, concurrency, len(items), num_cpus, max_retries, kwargs)
-        for row in scored.iter_rows():
-            yield pickle.loads(row["chunk"])
+        # a Dataset takes the context's settings when it is made: make it in the block
+        with _in_order(ray, progress=options.progress_shown()):
+            source = ray.data.from_items(items, override_num_blocks=len(items))
+            with warnings.catch_warnings():
+                # Ray 2.5x deprecates remote args passed as keywords but names no parameter for
+                # actor restarts yet; its default (restart forever) would hang on a chunk that
+                # kills every actor, so the bound is passed the only way there is.
+                warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+                scored = _scored(source, concurrency, len(items), num_cpus, max_retries, kwargs)
+            for row in scored.iter_rows():
+                yield pickle.loads(row["chunk"])
 
     return run
+
+
+@contextmanager
+def _in_order(ray: Any, *, progress: bool) -> Iterator[None]:
+    """Ray Data keeps the input order (and shows progress bars only if asked) in the block.
+
+    The settings are the process's :class:`ray.data.DataContext`: the caller's own are
+    restored when the block ends.
+    """
+    context = ray.data.DataContext.get_current()
+    execution = context.execution_options
+    saved = (
+        execution.preserve_order,
+        execution.verbose_progress,
+        context.enable_progress_bars,
+        context.print_on_execution_start,
+    )
+    execution.preserve_order = True  # chunks (and rows) come back in input order
+    execution.verbose_progress = False
+    context.enable_progress_bars = progress
+    context.print_on_execution_start = False
+    try:
+        yield
+    finally:
+        (
+            execution.preserve_order,
+            execution.verbose_progress,
+            context.enable_progress_bars,
+            context.print_on_execution_start,
+        ) = saved
 
 
 def _scored(
@@ -367,16 +418,23 @@ def evaluate_on_ray(
         raise ConfigError(
             f"metrics {needing} need an LLM judge: pass llm_factory=... (called in each worker)"
         )
+    # The input and the output are checked before Ray starts (which takes seconds).
+    if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
+        _check_input_file(Path(data))
+    elif isinstance(data, (str, os.PathLike)) and not Path(data).exists():
+        raise InvalidSampleError(f"{data}: no such file or folder", field="path")
     target = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="turneval-"))
-    target.mkdir(parents=True, exist_ok=True)
+    _preflight(target, batch_size, 1, resume, overwrite)
     if not ray.is_initialized():
         ray.init(address=address)
     if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
         path: str | os.PathLike[str] = data
-    elif isinstance(data, (str, os.PathLike)):
-        path = _write_rows(ray.data.read_parquet(str(data)), target)
-    else:
-        path = _write_rows(data, target)
+    else:  # rows in their order: the dataset's (or the files') own
+        with _in_order(ray, progress=progress):
+            rows = (
+                ray.data.read_parquet(str(data)) if isinstance(data, (str, os.PathLike)) else data
+            )
+            path = _write_rows(rows, target)
     engine = _engine(
         ray,
         llm_factory=llm_factory,
@@ -409,7 +467,8 @@ def evaluate_on_ray(
     result = DistributedResult(stream, target)
     if output_format == "parquet":
         shutil.rmtree(result.parquet_path, ignore_errors=True)
-        result.dataset().write_parquet(str(result.parquet_path))
+        with _in_order(ray, progress=progress):
+            result.dataset().write_parquet(str(result.parquet_path))
     return result
 
 

@@ -95,6 +95,11 @@ _CLIP = 1_000  # characters of a text shown in a report cell before "show all"
 _FULL = 200_000  # characters of the full value kept in the page (bounds the report's size)
 
 
+def _count(number: int, noun: str) -> str:
+    """``1 metric``, ``2 metrics``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def _e(value: object) -> str:
     """``value`` as escaped HTML text; lone surrogates are shown escaped (never an error)."""
     text = str(value)
@@ -411,7 +416,7 @@ def render_report(
 <title>{_e(title)}</title><style>{_CSS}</style></head>
 <body>
 <h1>{_e(title)}</h1>
-<div class="muted">{total_rows} samples · {len(names)} metrics{_e(usage_line)} · generated {generated}</div>
+<div class="muted">{_count(total_rows, "sample")} · {_count(len(names), "metric")}{_e(usage_line)} · generated {generated}</div>
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th><th title="pass^k and pass@k of simulated trials, pairwise win rates, ...">more figures</th></tr></thead>
 <tbody>{"".join(summary_rows)}</tbody></table>
@@ -421,7 +426,7 @@ def render_report(
 <h2>Samples <span class="muted">({shown}; click a column to sort, "open" to see the conversation)</span></h2>
 {_LEGEND}
 <table id="samples"><colgroup><col class="line"><col class="id">{"<col>" * len(names)}<col class="errors"></colgroup>
-<thead><tr><th data-sort="index" title="row number, 1-based: the line of results.jsonl">line</th><th>id / first user message</th>{heads}<th data-sort="failures">errors</th></tr></thead>
+<thead><tr><th data-sort="index" title="the sample's 1-based line in the input file (the line field of its results.jsonl row; the row number, 1-based, for a run not read from a file)">line</th><th>id / first user message</th>{heads}<th data-sort="failures">errors</th></tr></thead>
 {"".join(groups)}</table>
 <script nonce="{nonce}">{_JS}</script>
 </body></html>

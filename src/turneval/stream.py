@@ -635,6 +635,18 @@ def _preflight(
     return results_path
 
 
+def _check_input_file(source: Path) -> None:
+    """Refuse an input that is not an existing regular file (``InvalidSampleError``, saying why)."""
+    if not source.is_file():
+        if source.is_dir():
+            problem = "a folder, not a JSONL file"
+        elif source.exists():  # read in chunks, perhaps by several processes: a file it must be
+            problem = "not a regular file (save a pipe's or a device's output to a file first)"
+        else:
+            problem = "no such file"
+        raise InvalidSampleError(f"{source}: {problem}", field="path")
+
+
 def evaluate_jsonl(
     path: str | os.PathLike[str],
     metrics: Sequence[Evaluator | str],
@@ -709,14 +721,7 @@ def evaluate_jsonl(
         InvalidSampleError: ``path`` is not an existing regular file.
     """
     source = Path(path)
-    if not source.is_file():
-        if source.is_dir():
-            problem = "a folder, not a JSONL file"
-        elif source.exists():  # read in chunks, perhaps by several processes: a file it must be
-            problem = "not a regular file (save a pipe's or a device's output to a file first)"
-        else:
-            problem = "no such file"
-        raise InvalidSampleError(f"{source}: {problem}", field="path")
+    _check_input_file(source)
     if input_format not in ("auto", "jsonl", "otlp"):
         raise InvalidSampleError(f"unknown input format {input_format!r}", field="format")
     otlp = input_format == "otlp" or (input_format == "auto" and _is_otlp(source))

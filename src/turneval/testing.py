@@ -10,6 +10,7 @@ the session and, with ``--turneval-report=PATH``, writes one HTML report of ever
 from __future__ import annotations
 
 import concurrent.futures
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from os import PathLike
 from typing import TYPE_CHECKING, Any
@@ -87,11 +88,19 @@ def sample_id(sample: Sample, position: int) -> str:
 def _dataset_cases(path: str | PathLike[str]) -> tuple[list[Sample], list[str]]:
     samples = EvaluationDataset.from_jsonl(path).samples
     ids = [sample_id(sample, position) for position, sample in enumerate(samples)]
-    seen: dict[str, int] = {}
-    for position, name in enumerate(ids):  # pytest needs distinct ids
-        if ids.count(name) > 1:
-            seen[name] = seen.get(name, 0) + 1
-            ids[position] = f"{name}#{seen[name]}"
+    # pytest needs distinct ids: a repeated one is numbered in file order (#1, #2, ...),
+    # skipping numbers another sample's id already has
+    counts = Counter(ids)
+    taken = set(ids)
+    last: dict[str, int] = {}
+    for position, name in enumerate(ids):
+        if counts[name] > 1:
+            number = last.get(name, 0) + 1
+            while f"{name}#{number}" in taken:
+                number += 1
+            last[name] = number
+            ids[position] = f"{name}#{number}"
+            taken.add(ids[position])
     return samples, ids
 
 
