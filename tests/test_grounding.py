@@ -325,3 +325,19 @@ def test_a_tool_output_past_the_fact_limit_is_cut_into_facts_naming_the_call() -
     assert [(c["fact_index"], c["tool_call_id"], c["message_index"]) for c in answer["cited"]] == [
         (1, "c1", 2)
     ]
+
+
+def test_groundedness_checks_a_long_context_in_pieces_and_cites_the_context() -> None:
+    long_context = "Filler words about nothing. " * 400 + "Paris: 18 degrees, sunny."  # 11,225
+    sample = SingleTurnSample(
+        user_input="Weather in Paris?",
+        response="Paris has 18 degrees. Rome has snow.",
+        retrieved_contexts=["Rome: 24 degrees, cloudy.", long_context],
+    )
+    result = Groundedness(enable_anti_citations=True).score(sample)  # was: ConfigError
+    assert result.value == 0.5  # Paris 18 degrees: context 1 (its second piece); snow: nothing
+    claims = result.details["claims"]
+    assert [c["citation_indices"] for c in claims] == [[1], []]
+    assert [(c["fact_index"], c["text"]) for c in result.details["cited_chunks"]] == [
+        (1, long_context)
+    ]

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from turneval.grounding import (
     MAX_FACT_CHARS,
+    CitedChunk,
     Fact,
     GroundingResult,
     grounding_request,
@@ -117,18 +118,32 @@ def _counts(result: GroundingResult) -> tuple[int, int]:
 
 
 class Groundedness(_GroundingOptions[SingleTurnSample], SingleTurnMetric):
-    """Support score of ``response`` against ``retrieved_contexts`` (one fact per context)."""
+    """Support score of ``response`` against ``retrieved_contexts`` (one fact per context).
+
+    A context past the fact length limit is checked in pieces; citations still name contexts.
+    """
 
     name: str = "groundedness"
 
     def _answers(self, sample: SingleTurnSample) -> list[_Answer]:
         response = require(self, sample, "response")
         contexts = require(self, sample, "retrieved_contexts")
-        return [_Answer(0, response, tuple(Fact(text=text) for text in contexts))]
+        pieces = (piece for text in contexts for piece in _pieces(text))  # long ones: several
+        return [_Answer(0, response, tuple(Fact(text=piece) for piece in pieces))]
 
     def verdict(self, sample: SingleTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
-        """The support score, with the claims and citations."""
+        """The support score, with the claims and citations (indices of the contexts)."""
         [(_, result)] = self._results(sample, replies)
+        contexts = sample.retrieved_contexts or []
+        owner = [number for number, text in enumerate(contexts) for _ in _pieces(text)]
+        if len(owner) != len(contexts):  # a context past the fact limit was cut: cite contexts
+            for claim in result.claims:
+                claim.citation_indices = sorted({owner[i] for i in claim.citation_indices})
+                claim.anti_citation_indices = sorted(
+                    {owner[i] for i in claim.anti_citation_indices}
+                )
+            cited = sorted({owner[chunk.fact_index] for chunk in result.cited_chunks})
+            result.cited_chunks = [CitedChunk(i, contexts[i], {}) for i in cited]
         grounded, required = _counts(result)
         reason = f"grounded claims={grounded}/{required}={result.support_score:.3f}"
         if result.contradiction_score is not None:
