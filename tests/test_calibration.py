@@ -319,6 +319,10 @@ def test_cli_calibrate_prints_the_report_and_writes_html(
     assert f"weighted kappa     {expected:.3f}  95% CI [" in out
     page = (tmp_path / "calibration.html").read_text()
     assert 'id="confusion"' in page and f"weighted kappa = {expected:.3f}" in page
+    (tmp_path / "calibration.html").unlink()
+    assert main(["calibrate", str(tmp_path), str(labels)]) == 0  # the run's folder works too
+    assert f"weighted kappa     {expected:.3f}" in capsys.readouterr().out
+    assert (tmp_path / "calibration.html").is_file()  # beside its results.jsonl
     labels.write_text('{"index": 0, "metric": "fluency", "label": 9}\n')
     assert main(["calibrate", str(results), str(labels), "--html", str(tmp_path / "x.html")]) == 2
     assert "labels.jsonl line 1: label 9 is outside the scale" in capsys.readouterr().err
@@ -406,3 +410,53 @@ def test_the_bootstrap_draws_in_bounded_chunks_with_the_same_result(
     monkeypatch.setattr("turneval.calibration._BOOTSTRAP_CELLS", 30)  # 3 resamples at a time
     chunked = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
     assert chunked == whole
+
+
+def test_numpy_and_nullable_pandas_label_columns_and_numpy_row_keys() -> None:
+    import pandas as pd
+
+    result = result_of("fluency", JUDGE_SCALE)
+    expected = agreement(result, HUMAN_SCALE)
+    # A numpy integer array, an int64 Series and a nullable Int64 Series (pd.NA: unlabeled) are
+    # columns like a list; a DataFrame index gives numpy integer keys, which are row indices.
+    assert agreement(result, np.array(HUMAN_SCALE)) == expected
+    assert agreement(result, pd.Series(HUMAN_SCALE, dtype="int64")) == expected
+    nullable = agreement(result, pd.Series([*HUMAN_SCALE[:-1], None], dtype="Int64"))
+    assert nullable.n == len(HUMAN_SCALE) - 1 and nullable.confusion[0][0] == 0
+    keyed = agreement(result, {np.int64(i): np.int64(v) for i, v in enumerate(HUMAN_SCALE)})
+    assert keyed == expected
+
+
+def test_labels_of_another_metric_only_are_named_in_the_error(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text('{"index": 0, "metric": "flency", "label": 3}\n')
+    with pytest.raises(ConfigError, match=r"other metrics only: 'flency' \(1\)"):
+        agreement(result_of("fluency", [3, 4]), path, "fluency")
+    with pytest.raises(ConfigError, match=r"the judge failed on all 1 labeled rows"):
+        agreement(result_of("fluency", [None, 4]), {0: 3}, "fluency")
+
+
+def test_a_sample_id_shared_by_several_rows_is_ambiguous() -> None:
+    rows = []
+    for index, (sample_id, value) in enumerate([("a", 3.0), ("b", 4.0), ("a", 5.0)]):
+        row = SampleResult(index, None, stored_id=sample_id)
+        row.results["fluency"] = MetricResult("fluency", value)
+        rows.append(row)
+    result = EvaluationResult(rows, ["fluency"])
+    with pytest.raises(ConfigError, match=r"sample id 'a' names rows 0, 2: label them by index"):
+        agreement(result, {"a": 3}, "fluency")
+    assert agreement(result, {"b": 4, 2: 5}, "fluency").agreement == 1.0
+
+
+def test_a_labels_file_written_by_pandas_null_labels_and_float_indices(tmp_path: Path) -> None:
+    import pandas as pd
+
+    result = result_of("fluency", JUDGE_SCALE)
+    frame = pd.DataFrame({"index": range(len(HUMAN_SCALE)), "label": HUMAN_SCALE})
+    frame.loc[len(frame)] = [math.nan, math.nan]  # a row nobody filled in: index 10.0 -> null
+    frame.loc[0, "label"] = math.nan  # row 0 not labeled
+    path = tmp_path / "labels.jsonl"
+    frame.to_json(path, orient="records", lines=True)  # index 0.0, 1.0, ...; NaN -> null
+    assert '"index":1.0' in path.read_text() and '"label":null' in path.read_text()
+    report = agreement(result, path, "fluency")
+    assert report == agreement(result, [None, *HUMAN_SCALE[1:]])

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from turneval import (
     ToolCall,
     ToolMessage,
 )
+from turneval.cli import main
 from turneval.grounding import Fact, check_grounding, split_claims
 from turneval.metrics import Groundedness, ToolOutputGroundedness
 
@@ -105,6 +107,46 @@ def test_changed_number_is_a_contradiction() -> None:
     assert lenient.claims[0].anti_citation_indices == []  # "praise" is not in the fact's frame
 
 
+def test_a_number_is_found_whole_and_trailing_decimal_zeros_do_not_count() -> None:
+    # "It costs 5 dollars.": costs, 5 (a number: weight 2), dollars; "5" inside "2.5" or "12"
+    # inside "0.12" is another number: the claim's number is missing, so its support is 0.
+    five = check_grounding(
+        "It costs 5 dollars.", ["It costs 2.5 dollars."], enable_anti_citations=True
+    )
+    assert five.support_score == 0 and five.claims[0].anti_citation_indices == [0]  # changed
+    assert check_grounding("Revenue grew 12%.", ["revenue growth: 0.12"]).support_score == 0
+    assert check_grounding("It costs 21 dollars.", ["It costs 21.5 dollars."]).support_score == 0
+    assert check_grounding("One seat (1) left.", ["Seats left: 1,500."]).support_score == 0
+    # 21.50 is 21.5 and $1234.50 is 1234.5, whichever side writes the zero: every token found.
+    for claim, fact in [
+        ("It costs 21.50 dollars.", "It costs 21.5 dollars."),
+        ("It costs 21.5 dollars.", "It costs 21.50 dollars."),
+        ("AAPL trades at $1234.50.", "AAPL trades at 1234.5 (USD)."),
+        ("It costs 12.0 dollars.", "It costs 12 dollars."),
+        ("Hall is set to 19.", "Hall set to 19.0"),  # a float argument's text
+        ("Hall is set to 19.", "Hall set to 19.00"),
+    ]:
+        result = check_grounding(claim, [fact], enable_claim_level_score=True)
+        assert result.claims[0].score == 1.0, claim
+
+
+def test_an_identifier_of_letters_and_digits_is_one_name() -> None:
+    # ORD1234 is one token (a name: weight 2, found whole), as the tool output writes it:
+    # order (1), ORD1234 (2), shipped (1): 3/4 covered, the name found -> grounded at 0.75.
+    result = check_grounding(
+        "Your order ORD1234 has shipped.", ["ORD1234: shipped"], enable_claim_level_score=True
+    )
+    assert result.claims[0].score == 0.75 and result.support_score == 1.0
+    assert (
+        check_grounding("Your order ORD1235 has shipped.", ["ORD1234: shipped"]).support_score == 0
+    )
+    room = check_grounding(
+        "Room0 is set to 20.", ["Room0 set to 20.0"], enable_claim_level_score=True
+    )
+    assert room.claims[0].score == 1.0  # Room0, set, 20 (as 20.0): every token found
+    assert check_grounding("It was the 1990s.", ["In the 1990s."]).support_score == 1.0
+
+
 def test_claim_offsets_and_sentence_splitting() -> None:
     text = "Dr. Smith sailed on the R.M.S. Titanic at 3.5 knots. Then J. Doe arrived!  Good."
     claims = split_claims(text)
@@ -183,6 +225,29 @@ def test_llm_backend_judges_all_claims_in_one_call() -> None:
     )
 
 
+def test_llm_supported_claims_citing_no_given_fact_are_not_grounded() -> None:
+    # The judge says "supported" but cites only fact 5 of one fact (or none): no citation, so
+    # not grounded, and both metrics and their reasons agree on 0/1.
+    for cited in ([5], []):
+        claim = {"index": 0, "reason": "r", "needs_check": True, "verdict": "supported"}
+        verdict = {"claims": [{**claim, "fact_indices": cited, "score": 0.9}], "helpfulness": None}
+        llm = ScriptedChatModel(responses=[json.dumps(verdict)] * 2)
+        single = SingleTurnSample(
+            user_input="q", response="Paris has 18 degrees.", retrieved_contexts=["Paris: 18"]
+        )
+        result = Groundedness(llm=llm).score(single)
+        assert (result.value, result.reason) == (0.0, "grounded claims=0/1=0.000")
+        multi = MultiTurnSample(
+            user_input=[
+                HumanMessage(content="q"),
+                AIMessage(tool_calls=[ToolCall(name="weather", args={}, id="c1")]),
+                ToolMessage(content="Paris: 18", tool_call_id="c1"),
+                AIMessage(content="Paris has 18 degrees."),
+            ]
+        )
+        assert ToolOutputGroundedness(llm=llm).score(multi).value == 0.0
+
+
 def test_groundedness_metric() -> None:
     sample = SingleTurnSample(
         response="Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet",
@@ -222,3 +287,57 @@ def test_tool_output_groundedness_cites_the_tool_call() -> None:
         ("weather", "c2", 4),
     ]
     assert final["message_index"] == 5
+
+
+def test_cli_grounds_offline_without_a_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The grounding metrics fall back to the offline backend: no judge flag, no key needed.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    sample = SingleTurnSample(
+        user_input="q",
+        response="Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet",
+        retrieved_contexts=[fact.text for fact in TITANIC],
+    )
+    data = tmp_path / "data.jsonl"
+    data.write_text(sample.model_dump_json() + "\n")
+    out = tmp_path / "out"
+    assert (
+        main(["evaluate", str(data), "--metric", "groundedness", "--out", str(out), "--quiet"]) == 0
+    )
+    row = json.loads((out / "results.jsonl").read_text())
+    assert row["groundedness"] == 0.5  # as test_groundedness_metric: 1 of 2 claims grounded
+
+
+def test_a_tool_output_past_the_fact_limit_is_cut_into_facts_naming_the_call() -> None:
+    long_output = "Filler words about nothing. " * 400 + "Paris: 18 degrees, sunny."  # 11,225
+    sample = MultiTurnSample(
+        user_input=[
+            HumanMessage(content="Weather in Paris?"),
+            AIMessage(tool_calls=[ToolCall(name="search", args={"q": "Paris"}, id="c1")]),
+            ToolMessage(content=long_output, tool_call_id="c1"),
+            AIMessage(content="Paris has 18 degrees."),
+        ]
+    )
+    result = ToolOutputGroundedness().score(sample)  # was: ConfigError, fact 0 has 11225 chars
+    assert result.value == 1.0  # Paris, 18, degrees: all in the output's second piece
+    [answer] = result.details["answers"]
+    assert [(c["fact_index"], c["tool_call_id"], c["message_index"]) for c in answer["cited"]] == [
+        (1, "c1", 2)
+    ]
+
+
+def test_groundedness_checks_a_long_context_in_pieces_and_cites_the_context() -> None:
+    long_context = "Filler words about nothing. " * 400 + "Paris: 18 degrees, sunny."  # 11,225
+    sample = SingleTurnSample(
+        user_input="Weather in Paris?",
+        response="Paris has 18 degrees. Rome has snow.",
+        retrieved_contexts=["Rome: 24 degrees, cloudy.", long_context],
+    )
+    result = Groundedness(enable_anti_citations=True).score(sample)  # was: ConfigError
+    assert result.value == 0.5  # Paris 18 degrees: context 1 (its second piece); snow: nothing
+    claims = result.details["claims"]
+    assert [c["citation_indices"] for c in claims] == [[1], []]
+    assert [(c["fact_index"], c["text"]) for c in result.details["cited_chunks"]] == [
+        (1, long_context)
+    ]

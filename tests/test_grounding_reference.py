@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import random
+import re
 
 from turneval.grounding import (
     Fact,
@@ -23,7 +24,8 @@ from turneval.grounding import (
 WORDS = [
     "the", "Ship", "sank", "in", "1912", "1,500", "people", "Titanic", "ΣΟΦΟΣ", "σοφός", "café",
     "naïve", "東京", "𝒳ray", "Dr.", "U.S.", "stars", "starred", "White", "Star", "Line", "İstanbul",
-    "3.5", "licence", "licensed", "e.g.", "x", "A.", "ok", "über", "ﬁle",
+    "3.5", "licence", "licensed", "e.g.", "x", "A.", "ok", "über", "ﬁle", "0.12", "12", "3.50",
+    "1", "5", "12.0", "5.00", "ORD1234", "Room0",
 ]  # fmt: skip
 ENDS = [" ", " ", " ", ". ", "! ", "? ", '." ', ".) ", "\n", "\n\n", ", ", "-", "'", "’s "]
 
@@ -50,6 +52,11 @@ def reference_passages(index: _Index, token: _Token, lowercase: bool) -> list[in
     keys = [token.key]
     if token.key.isdigit() and len(token.key) > 3:
         keys.append(f"{int(token.key):,}")
+    if token.key.isdigit():
+        keys += [f"{token.key}.0", f"{token.key}.00"]
+    elif re.fullmatch(r"\d+\.\d", token.key):
+        keys.append(f"{token.key}0")
+    number = token.key[:1].isdigit()
     starts = reference_starts(text)
     found = set()
     for key in keys:
@@ -64,7 +71,12 @@ def reference_passages(index: _Index, token: _Token, lowercase: bool) -> list[in
                 or (text[after] == "s" and (after + 1 >= size or not text[after + 1].isalnum()))
             )
             lower_ok = not (lowercase and index.case_aligned) or original[position].islower()
-            if starts_word and ends_word and lower_ok:
+            # A number is not part of a longer one: no "digit, '.' or ',', digit" around it.
+            inside = number and (
+                re.match(r"\d[.,]\d", text[max(position - 2, 0) : position + 1]) is not None
+                or re.match(r"\d[.,]\d", text[after - 1 : after + 2]) is not None
+            )
+            if starts_word and ends_word and lower_ok and not inside:
                 found.add(bisect.bisect_right(starts, position) - 1)
             position = text.find(key, position + 1)
     return sorted(found)
@@ -87,6 +99,7 @@ def test_token_passages_equal_the_reference() -> None:
         assert index.starts.tolist() == reference_starts(index.text)
         claim = random_text(rng, 12)
         tokens = _claim_tokens(claim) + [_Token("1500", True, 2.0), _Token("sta", False, 1.0)]
+        tokens += [_Token("3.5", True, 2.0), _Token("12", True, 2.0), _Token("5", True, 2.0)]
         if round_ % 2:  # the word starts of all prefixes found in one scan, as checks do
             index.prepare(tokens)
         for token in tokens:

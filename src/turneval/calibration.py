@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import numbers
 import secrets
 import warnings
 from collections.abc import Mapping, Sequence
@@ -96,9 +97,9 @@ class Label:
 
 
 def _coerce(raw: Any, where: str) -> float:
-    if isinstance(raw, bool):
+    if isinstance(raw, bool | np.bool_):
         return 1.0 if raw else 0.0
-    if isinstance(raw, int | float) and math.isfinite(raw):
+    if isinstance(raw, numbers.Real) and math.isfinite(raw):  # numpy's integers too
         return float(raw)
     if isinstance(raw, str):
         word = raw.strip().lower()
@@ -120,6 +121,8 @@ def _coerce(raw: Any, where: str) -> float:
 def load_labels(path: str | PathLike[str]) -> list[Label]:
     """Read a JSONL of ``{"index": 3, "metric": "fluency", "label": 4}`` (or ``"id"``).
 
+    A ``null`` label is no label (the line is skipped), as None in a label column.
+
     Raises:
         ConfigError: naming the line, when a line is not JSON or lacks ``index``/``id`` or
             ``label``.
@@ -136,7 +139,11 @@ def load_labels(path: str | PathLike[str]) -> list[Label]:
                 raise ConfigError(f"{where}: not JSON ({exc.msg})") from None
             if not isinstance(record, dict):
                 raise ConfigError(f"{where}: expected an object with index|id, metric and label")
+            if "label" in record and record["label"] is None:
+                continue  # null: not labeled (as None in a label column)
             row = record.get("index", record.get("id"))
+            if isinstance(row, float) and row.is_integer():
+                row = int(row)  # 3.0: pandas writes an index column with gaps as floats
             if isinstance(row, bool) or not isinstance(row, int | str):
                 raise ConfigError(f"{where}: needs an integer 'index' or a string 'id' of the row")
             if "label" not in record:
@@ -149,12 +156,30 @@ def load_labels(path: str | PathLike[str]) -> list[Label]:
     return labels
 
 
+def _missing(value: Any) -> bool:
+    """An unlabeled cell: None, NaN, or pandas' NA (a nullable column's missing value)."""
+    if value is None or type(value).__name__ == "NAType":
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value)
+
+
+def _row_key(key: Any) -> int | str:
+    """A mapping's key: a row index (numpy's integers too, as a DataFrame's index gives)."""
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool | np.bool_):
+        return int(key)
+    return key  # type: ignore[no-any-return]
+
+
 def _as_labels(labels: Any, rows: int) -> list[Label]:
     if isinstance(labels, str | PathLike):
         return load_labels(labels)
     if isinstance(labels, Mapping):
         return [
-            Label(key, _coerce(value, f"label for row {key!r}"), where=f"label for row {key!r}")
+            Label(
+                _row_key(key),
+                _coerce(value, f"label for row {_row_key(key)!r}"),
+                where=f"label for row {_row_key(key)!r}",
+            )
             for key, value in labels.items()
             if value is not None
         ]
@@ -171,8 +196,8 @@ def _as_labels(labels: Any, rows: int) -> list[Label]:
         return [
             Label(index, _coerce(value, f"label {index}"), where=f"label {index}")
             for index, value in enumerate(labels)
-            if not (value is None or (isinstance(value, float) and math.isnan(value)))
-        ]  # None or NaN: not labeled (a pandas column's missing values)
+            if not _missing(value)
+        ]  # None, NaN or pandas' NA: not labeled (a pandas column's missing values)
     raise ConfigError(
         "labels must be a column (one per row), a mapping from row index or sample id, a list "
         f"of Label, or a JSONL path; got {type(labels).__name__}"
@@ -543,7 +568,14 @@ def _row_of(label: Label, result: EvaluationResult, ids: dict[str, int]) -> int:
     if label.row not in ids:
         hint = "" if ids else " (the rows carry no sample ids: label by index)"
         raise ConfigError(f"{where}: no row has sample id {label.row!r}{hint}")
-    return ids[label.row]
+    row = ids[label.row]
+    if row < 0:  # several rows share the id (trials of one scenario, a repeated sample)
+        rows = [i for i, r in enumerate(result.rows) if r.sample_id == label.row]
+        raise ConfigError(
+            f"{where}: sample id {label.row!r} names rows {', '.join(map(str, rows))}: "
+            "label them by index"
+        )
+    return row
 
 
 def _on_scale(value: float, scale: tuple[float, ...] | None) -> bool:
@@ -573,7 +605,8 @@ def agreement(
 
     Raises:
         ConfigError: naming the label, for a label off the metric's scale, a label of an
-            unknown row, a row labeled twice, or a metric that is not judged.
+            unknown row, a row labeled twice, a sample id several rows share, or a metric that
+            is not judged.
     """
     _need_extra()
     entries = _as_labels(labels, len(result.rows))
@@ -581,17 +614,18 @@ def agreement(
     known = _metric_class(metric if metric is not None and not isinstance(metric, str) else name)
     _check_judged(known, name)
     scale = _scale_of(known)
-    ids = {
-        row.sample_id: position
-        for position, row in enumerate(result.rows)
-        if row.sample_id is not None  # the sample's metadata["id"], or a results file's "id"
-    }
+    ids: dict[str, int] = {}  # the sample's metadata["id"], or a results file's "id"
+    for position, sample_id in enumerate(r.sample_id for r in result.rows):
+        if sample_id is not None:
+            ids[sample_id] = -1 if sample_id in ids else position  # -1: ambiguous
     human: list[float] = []
     judge: list[float] = []
     seen: dict[int, str] = {}
     skipped = 0
+    others: dict[str, int] = {}  # labels of other metrics: ignored, named if nothing is left
     for label in entries:
         if label.metric is not None and label.metric != name:
+            others[label.metric] = others.get(label.metric, 0) + 1
             continue
         where = label.where or f"label for row {label.row!r}"
         if not _on_scale(label.value, scale):
@@ -614,7 +648,11 @@ def agreement(
         human.append(label.value)
         judge.append(scored.value)
     if not human:
-        raise ConfigError(f"no labeled row of {name!r} has a judge score to compare")
+        why = f": the judge failed on all {skipped} labeled rows" if skipped else ""
+        if others and not seen:
+            named = ", ".join(f"{metric!r} ({count})" for metric, count in sorted(others.items()))
+            why = f": the labels name other metrics only: {named}"
+        raise ConfigError(f"no labeled row of {name!r} has a judge score to compare{why}")
     if scale is None:
         scale = tuple(sorted(set(human) | set(judge)))
         if len(scale) > _MAX_CLASSES:

@@ -205,10 +205,13 @@ def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
     """Fail before the run, naming the CLI flags, when a judged metric has no judge."""
     from turneval.runner import resolve_metrics
 
-    judged = [
+    judged = [  # grounding metrics (requires_llm False) fall back to their offline backend
         m.name
         for m in resolve_metrics(metrics)
-        if m.uses_llm and getattr(m, "llm", None) is None and llm is None
+        if m.uses_llm
+        and getattr(m, "requires_llm", True)
+        and getattr(m, "llm", None) is None
+        and llm is None
     ]
     if judged:
         raise UsageError(
@@ -496,10 +499,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     from turneval.calibration import agreement, render_agreement_html
     from turneval.results import EvaluationResult
 
-    result = EvaluationResult.from_jsonl(args.results)
+    results = Path(args.results)
+    if results.is_dir():  # a run's --out folder, as compare takes
+        results = results / "results.jsonl"
+    result = EvaluationResult.from_jsonl(results)
     report = agreement(result, args.labels, args.metric)
     print(report)
-    out = Path(args.html) if args.html else Path(args.results).with_name("calibration.html")
+    out = Path(args.html) if args.html else results.with_name("calibration.html")
     out.write_text(
         render_agreement_html(report, title=f"Can I trust {report.metric}?"), encoding="utf-8"
     )
@@ -660,7 +666,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate = commands.add_parser(
         "calibrate", help="agreement of a judged metric with human labels (kappa, confusion)"
     )
-    calibrate.add_argument("results", help="results.jsonl of a run")
+    calibrate.add_argument("results", help="results.jsonl of a run (or the run's --out folder)")
     calibrate.add_argument(
         "labels", help='JSONL of {"index"|"id": ..., "metric": ..., "label": ...}'
     )

@@ -12,11 +12,12 @@ Two backends: the offline one (default; no network, no model) and any LangChain 
 
 **What the offline backend can and cannot detect.** It matches words, not meaning. A claim's
 tokens are its content words, names, numbers and dates (stop words and filler left out; names,
-numbers and dates weigh double). Its score is the weighted share of those tokens found in the
+numbers and dates weigh double; an identifier of letters then digits, "ORD1234", is a name). Its score is the weighted share of those tokens found in the
 best-matching fact passages (sentences; up to three passages from any facts combined), times
 the share of its names, numbers and dates found. Words match by prefix after simple suffix
 stripping ("starred" finds "stars"), numbers after removing thousands separators ("1,500" is
-"1500"). A claim that shares a passage's frame (its other words) but names a different person,
+"1500") and trailing decimal zeros ("21.50" is "21.5"), and only whole ("12" is not in "0.12",
+"5" not in "2.5"). A claim that shares a passage's frame (its other words) but names a different person,
 number or date contradicts it. It cannot see paraphrases with other words ("passed away" for
 "died"), negation ("was not directed by"), relations between the right words in a wrong order
 ("Cameron starred in a film directed by DiCaprio" reads as supported), or coreference beyond
@@ -226,7 +227,10 @@ _MONTHS = {
     "november",
     "december",
 }
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:['’][^\W\d_]+)?")
+_TOKEN = re.compile(
+    r"[^\W\d_]+\d[^\W_]*"  # an identifier, letters then digits: ORD1234, A320, Room0
+    r"|\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:['’][^\W\d_]+)?"
+)
 _SUFFIXES = ("ing", "ed", "es", "ly", "s")
 
 
@@ -248,9 +252,12 @@ def _stem(word: str) -> str:
 
 
 def _number(token: str) -> str:
+    """A number's key: no percent sign, thousands separators or trailing decimal zeros."""
     token = token.rstrip("%")
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", token):
         token = token.replace(",", "")
+    if re.fullmatch(r"\d+\.\d+", token):
+        token = token.rstrip("0").rstrip(".")  # 21.50 is 21.5, 12.0 is 12
     return token
 
 
@@ -262,6 +269,8 @@ def _claim_tokens(sentence: str) -> list[_Token]:
         lower = raw.lower()
         if raw[0].isdigit():
             key, critical = _number(raw), True
+        elif not raw.isalpha():  # an identifier (ORD1234): a name, found whole as the facts have it
+            key, critical = lower, True
         elif lower in _STOP:
             continue
         elif lower in _MONTHS:
@@ -606,6 +615,10 @@ class _Index:
         keys = [token.key]
         if token.key.isdigit() and len(token.key) > 3:
             keys.append(f"{int(token.key):,}")  # 1500 also as 1,500
+        if token.key.isdigit():
+            keys += [f"{token.key}.0", f"{token.key}.00"]  # 19 also as 19.0 (a float's text)
+        elif re.fullmatch(r"\d+\.\d", token.key):
+            keys.append(f"{token.key}0")  # 1234.5 also as 1234.50 (amounts of money)
         return keys
 
     def _prefix(self, points: list[int]) -> tuple[int, int]:
@@ -663,6 +676,18 @@ class _Index:
                 found = found[codes[found + step] == point]
         return found
 
+    def _joins_digits(self, positions: np.ndarray) -> np.ndarray:
+        """Whether the text has a digit, then "." or ",", then a digit at each position."""
+        lowered = self._lowered[1:]  # padded: before the start and past the end read 0
+        found = np.zeros(positions.size, dtype=bool)
+        for step, allowed in enumerate(("0123456789", ".,", "0123456789")):
+            codes = lowered[positions + step]
+            hit = np.zeros(positions.size, dtype=bool)
+            for char in allowed:
+                hit |= codes == ord(char)
+            found = hit if step == 0 else found & hit
+        return found
+
     def _written_lower(self, positions: np.ndarray) -> np.ndarray:
         """Whether the original character at each position is lower case (offsets aligned)."""
         return _char_class(self.source[positions], "islower")
@@ -678,12 +703,16 @@ class _Index:
             return cached
         boundary, lowered = self._boundary[1:], self._lowered[1:]
         parts = []
+        number = token.key[:1].isdigit()
         for key in self._keys(token):
             found = self._occurrences(key)
             if token.critical and found.size:
                 after = found + len(key)  # padded: past the end reads as a boundary, code 0
                 ends = boundary[after] | ((lowered[after] == ord("s")) & boundary[after + 1])
                 found = found[ends]
+            if number and found.size:  # not a part of a longer number: 12 is not in 0.12
+                last = found + len(key) - 1
+                found = found[~(self._joins_digits(found - 2) | self._joins_digits(last))]
             parts.append(found)
         positions = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]
         passages = np.searchsorted(self.starts, positions, side="right") - 1
@@ -825,7 +854,8 @@ def _contradiction(tokens: Sequence[_Token], index: _Index, threshold: float) ->
     for fact, candidates in index.best_overlaps(frame, threshold, per_fact=5).items():
         for negative, passage in candidates:  # the fact's best-overlapping passages
             text = " " + index.passage_text(passage)
-            others = {m.group().lower().rstrip(".,") for m in _CRITICAL_IN_PASSAGE.finditer(text)}
+            found = (m.group().lower().rstrip(".,") for m in _CRITICAL_IN_PASSAGE.finditer(text))
+            others = {_number(word) if word[:1].isdigit() else word for word in found}
             if others - claim_keys:
                 result[fact] = -negative
                 break
@@ -1014,7 +1044,9 @@ def grounding_result(
         valid = sorted(i for i in set(found.fact_indices) if 0 <= i < len(facts))
         if enable_claim_level_score:
             claim.score = found.score
-        if found.verdict == "supported" and found.score >= citation_threshold:
+        # A grounded claim cites the facts that support it: "supported" citing no given fact
+        # (none, or only numbers past the facts) is not grounded.
+        if found.verdict == "supported" and found.score >= citation_threshold and valid:
             grounded += 1
             claim.citation_indices = valid
             cited.update(valid)

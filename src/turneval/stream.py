@@ -504,17 +504,20 @@ def _is_otlp(path: Path) -> bool:
 
 
 def _otlp_chunks(
-    path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
+    path: Path, size: int, budget: int, skip: frozenset[Any] = frozenset()
 ) -> Iterator[list[_Line]]:
     """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line).
 
     ``budget`` is unused: a trace is read whole (memory is bounded by the largest trace).
+    ``skip`` holds the finished ``(line, id)`` pairs: a line may hold several traces (a
+    collector batches them), each its own row; ``(line, None)`` (a row without an id) skips
+    the whole line.
     """
     from turneval.traces import iter_otlp_json
 
     chunk: list[_Line] = []
     for number, sample in iter_otlp_json(path):
-        if number in skip:
+        if (number, (sample.metadata or {}).get("id")) in skip or (number, None) in skip:
             continue
         chunk.append((number, sample.model_dump_json(exclude_none=True)))
         if len(chunk) == size:
@@ -534,8 +537,17 @@ def finished_lines(results: str | os.PathLike[str]) -> dict[int, dict[str, Any]]
     Raises:
         ConfigError: the file holds a line that is not such a row (not a results.jsonl).
     """
+    return _finished(results, otlp=False)
+
+
+_Done = dict[Any, dict[str, Any]]
+"""Finished rows by input line, or by ``(line, id)`` for traces (a line may hold several)."""
+
+
+def _finished(results: str | os.PathLike[str], *, otlp: bool) -> _Done:
+    """:func:`finished_lines`; for OTLP/JSON input keyed by ``(line, id)``: one row per trace."""
     target = Path(results)
-    rows: dict[int, dict[str, Any]] = {}
+    rows: _Done = {}
     if not target.exists():
         return rows
     with target.open("r+b") as handle:
@@ -550,7 +562,7 @@ def finished_lines(results: str | os.PathLike[str]) -> dict[int, dict[str, Any]]
                 raise ConfigError(
                     f"{target}: row after byte {good_end} is not a turneval row; cannot resume"
                 ) from exc
-            rows.setdefault(number, record)
+            rows.setdefault((number, record.get("id")) if otlp else number, record)
             good_end += len(raw)
         handle.truncate(good_end)
     return rows
@@ -584,7 +596,7 @@ def _first_errors(errors: Iterable[RowError]) -> list[RowError]:
 
 
 def _absorb_finished(
-    done: dict[int, dict[str, Any]],
+    done: _Done,
     names: Sequence[str],
     values: dict[str, array[float]],
     failed: dict[str, int],
@@ -732,7 +744,7 @@ def evaluate_jsonl(
     try:
         target = Path(out_dir)
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
-        done = finished_lines(results_path) if resume else {}
+        done = _finished(results_path, otlp=otlp) if resume else {}
         with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
             sink = _JsonlSink(resolved, handle, report_rows, options)
             sink.resume(done)
@@ -850,7 +862,7 @@ class _JsonlSink:
         """How many rows of the next chunk the report still takes."""
         return max(self.report_rows - len(self.kept), 0)
 
-    def resume(self, done: dict[int, dict[str, Any]]) -> None:
+    def resume(self, done: _Done) -> None:
         """Count the finished rows of an interrupted run in (failed rows and their errors too)."""
         names = self.names
         self.total = _absorb_finished(

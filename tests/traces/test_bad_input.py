@@ -251,3 +251,51 @@ def test_turneval_import_does_not_load_the_traces_module() -> None:
     failed = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
     assert "needs the 'otel' extra" in failed.stderr
     assert ToolCall(name="f")  # the sample types need no extra
+
+
+def test_a_resumed_run_keeps_every_trace_of_a_batched_line(tmp_path: Path) -> None:
+    # A collector's file exporter writes one request per batch: several traces on one line.
+    # Each is its own row, named by its trace id; resuming skips only the finished ones.
+    r = Recorder()
+    for _ in range(3):
+        _good(r)
+    spans = r.spans()
+    single = tmp_path / "single.jsonl"
+    write_otlp_json(spans, single)
+    requests = [json.loads(line) for line in single.read_text().splitlines()]
+    batched = requests[0]
+    for request in requests[1:]:
+        batched["resourceSpans"] += request["resourceSpans"]
+    path = tmp_path / "batched.jsonl"
+    path.write_text(json.dumps(batched) + "\n")
+    samples = from_otlp_json(path).samples
+    trace_ids = [metadata_of(sample)["trace_id"] for sample in samples]
+    assert [metadata_of(sample)["id"] for sample in samples] == trace_ids
+    assert len(set(trace_ids)) == 3
+    out = tmp_path / "out"
+    args = ["evaluate", str(path), "--metric", "trajectory_single_tool_use:tool_name=f"]
+    assert main([*args, "--out", str(out), "--quiet"]) == 0
+    results = out / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(row["line"], row["id"]) for row in rows] == [(1, trace) for trace in trace_ids]
+    results.write_text(results.read_text().splitlines(keepends=True)[0])  # interrupted
+    assert main([*args, "--out", str(out), "--quiet", "--resume"]) == 0
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted(row["id"] for row in rows) == sorted(trace_ids)
+    assert json.loads((out / "summary.json").read_text())["samples"] == 3
+
+
+def test_a_compressed_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    r = Recorder()
+    _good(r)
+    plain = tmp_path / "t.jsonl"
+    write_otlp_json(r.spans(), plain)
+    packed = tmp_path / "t.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    with pytest.raises(ConfigError, match=r"t.jsonl.gz: a gzip-compressed file; decompress it"):
+        from_otlp_json(packed)
+    args = ["evaluate", str(packed), "--format", "otlp", "--metric", "tool_call_f1"]
+    assert main([*args, "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert "gzip-compressed file; decompress it first (gunzip)" in capsys.readouterr().err

@@ -215,6 +215,25 @@ def test_openinference_indexed_messages_and_nested_wrapper_llm_spans() -> None:
     assert metadata_of(sample)["input_tokens"] == 4  # counted once
 
 
+def test_calls_whose_input_messages_were_not_captured_are_noted() -> None:
+    # OPENINFERENCE_HIDE_INPUT_MESSAGES: each LLM span holds its output messages only.
+    r = Recorder()
+    with r.span("agent", openinference__span__kind="AGENT"):
+        for text in ("first", "second"):
+            with r.span(
+                "llm",
+                openinference__span__kind="LLM",
+                llm__output_messages__0__message__role="assistant",
+                llm__output_messages__0__message__content=text,
+            ):
+                pass
+    (sample,) = from_otel_spans(r.spans())
+    assert [m.content for m in messages_of(sample)] == ["first", "second"]
+    notes = metadata_of(sample)["approximations"]
+    assert len(notes) == 2  # both calls, the first included, and not as a restarted history
+    assert all("input messages were not captured, only its output" in note for note in notes)
+
+
 def test_memoryless_calls_are_appended_and_noted(tmp_path: Path) -> None:
     r = Recorder()
     with r.span("agent", gen_ai__operation__name="invoke_agent"):
@@ -272,6 +291,8 @@ def test_otlp_json_value_types_base64_ids_and_status_names(tmp_path: Path) -> No
             kv("x.map", {"kvlistValue": {"values": [kv("k", {"boolValue": False})]}}),
             kv("x.bytes", {"bytesValue": "AAE="}),
             kv("x.empty", {}),
+            kv("x.empty_map", {"kvlistValue": {}}),  # proto3 JSON leaves empty lists out
+            kv("x.empty_list", {"arrayValue": {}}),
         ],
     }
     request = {"resourceSpans": [{"scopeSpans": [{"spans": [chat_span]}]}]}
@@ -291,3 +312,4 @@ def test_otlp_json_value_types_base64_ids_and_status_names(tmp_path: Path) -> No
     assert attributes["x.ratio"] == 0.5 and attributes["x.flag"] is True
     assert attributes["x.list"] == (1, "a") and attributes["x.map"] == {"k": False}
     assert attributes["x.bytes"] == "AAE=" and attributes["x.empty"] is None
+    assert attributes["x.empty_map"] == {} and attributes["x.empty_list"] == ()

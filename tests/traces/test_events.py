@@ -44,6 +44,10 @@ def test_one_event_per_metric_and_conversation() -> None:
     f1 = by_name["tool_call_f1"]
     assert f1.event_name == "gen_ai.evaluation.result"
     assert attributes_of(f1)["gen_ai.evaluation.score.value"] == 0.0  # args differ
+    # Every tool_call_f1 and trajectory score here is 0 or 1 (pass/fail): labeled.
+    assert attributes_of(f1)["gen_ai.evaluation.score.label"] == "fail"
+    single = by_name["trajectory_single_tool_use"]
+    assert attributes_of(single)["gen_ai.evaluation.score.label"] == "fail"  # g is not called
     assert "precision=0/1" in attributes_of(f1)["gen_ai.evaluation.explanation"]
     assert format(f1.trace_id, "032x") == trace_hex(root)
     assert format(f1.span_id, "016x") == span_hex(root)
@@ -53,3 +57,20 @@ def test_one_event_per_metric_and_conversation() -> None:
     assert (
         to_otel_events(result) and len(exporter.get_finished_logs()) == 4
     )  # no logger: returned only
+
+
+def test_a_metric_with_scores_between_0_and_1_gets_no_pass_fail_label() -> None:
+    r = Recorder()
+    with r.span("agent", gen_ai__operation__name="invoke_agent"):
+        calls = [
+            {"id": "c1", "name": "f", "arguments": {}},
+            {"id": "c2", "name": "h", "arguments": {}},
+        ]
+        chat(r, [user("hi")], [assistant("", *calls)])
+    [sample] = from_otel_spans(r.spans())
+    sample = sample.model_copy(update={"reference_tool_calls": [ToolCall(name="f", args={})]})
+    result = evaluate([sample], [ToolCallF1()], show_progress=False)
+    [event] = to_otel_events(result)
+    # precision 1/2, recall 1/1: F1 = 2/3, a score, not a pass or a fail
+    assert attributes_of(event)["gen_ai.evaluation.score.value"] == 2 / 3
+    assert "gen_ai.evaluation.score.label" not in attributes_of(event)

@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from turneval.grounding import (
+    MAX_FACT_CHARS,
+    CitedChunk,
     Fact,
     GroundingResult,
     grounding_request,
@@ -100,24 +102,48 @@ class _GroundingOptions(JudgedMetric[SampleT]):
         ]
 
 
+def _pieces(text: str, size: int = MAX_FACT_CHARS) -> list[str]:
+    """``text`` in pieces of at most ``size`` characters, cut after a line or a space if any."""
+    pieces = []
+    while len(text) > size:
+        cut = max(text.rfind("\n", 0, size), text.rfind(" ", 0, size)) + 1 or size
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return [*pieces, text]
+
+
 def _counts(result: GroundingResult) -> tuple[int, int]:
     required = [c for c in result.claims if c.grounding_check_required]
     return sum(1 for c in required if c.citation_indices), len(required)
 
 
 class Groundedness(_GroundingOptions[SingleTurnSample], SingleTurnMetric):
-    """Support score of ``response`` against ``retrieved_contexts`` (one fact per context)."""
+    """Support score of ``response`` against ``retrieved_contexts`` (one fact per context).
+
+    A context past the fact length limit is checked in pieces; citations still name contexts.
+    """
 
     name: str = "groundedness"
 
     def _answers(self, sample: SingleTurnSample) -> list[_Answer]:
         response = require(self, sample, "response")
         contexts = require(self, sample, "retrieved_contexts")
-        return [_Answer(0, response, tuple(Fact(text=text) for text in contexts))]
+        pieces = (piece for text in contexts for piece in _pieces(text))  # long ones: several
+        return [_Answer(0, response, tuple(Fact(text=piece) for piece in pieces))]
 
     def verdict(self, sample: SingleTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
-        """The support score, with the claims and citations."""
+        """The support score, with the claims and citations (indices of the contexts)."""
         [(_, result)] = self._results(sample, replies)
+        contexts = sample.retrieved_contexts or []
+        owner = [number for number, text in enumerate(contexts) for _ in _pieces(text)]
+        if len(owner) != len(contexts):  # a context past the fact limit was cut: cite contexts
+            for claim in result.claims:
+                claim.citation_indices = sorted({owner[i] for i in claim.citation_indices})
+                claim.anti_citation_indices = sorted(
+                    {owner[i] for i in claim.anti_citation_indices}
+                )
+            cited = sorted({owner[chunk.fact_index] for chunk in result.cited_chunks})
+            result.cited_chunks = [CitedChunk(i, contexts[i], {}) for i in cited]
         grounded, required = _counts(result)
         reason = f"grounded claims={grounded}/{required}={result.support_score:.3f}"
         if result.contradiction_score is not None:
@@ -141,7 +167,7 @@ class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric
 
     Every AI message with text is checked against the ToolMessages earlier in the conversation;
     each tool output is a fact whose attributes name its tool call (``tool``, ``tool_call_id``,
-    ``message_index``). The score is grounded claims over claims needing a check, across all
+    ``message_index``); an output past the fact length limit is cut into several such facts. The score is grounded claims over claims needing a check, across all
     answers (1.0 when no answer asserts anything).
     """
 
@@ -164,16 +190,14 @@ class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric
                 name = calls.get(message.tool_call_id or "") or (pending[0] if pending else "")
                 if pending and name in pending:
                     pending.remove(name)
-                facts.append(
-                    Fact(
-                        text=message.content,
-                        attributes={
-                            "tool": name,
-                            "tool_call_id": message.tool_call_id or "",
-                            "message_index": str(index),
-                        },
-                    )
-                )
+                attributes = {
+                    "tool": name,
+                    "tool_call_id": message.tool_call_id or "",
+                    "message_index": str(index),
+                }  # a long output is several facts (of the fact limit), each naming the call
+                facts += [
+                    Fact(text=piece, attributes=attributes) for piece in _pieces(message.content)
+                ]
         return answers
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:

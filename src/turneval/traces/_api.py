@@ -178,9 +178,10 @@ def to_otel_events(result: Any, *, logger: Any = None) -> list[Any]:
 
     Each event (an OpenTelemetry log record with ``event_name``) is parented to the root span
     of the trace it evaluated and carries ``gen_ai.evaluation.name``, ``...score.value`` (or
-    ``error.type`` for a failed metric), ``...score.label`` for pass/fail values and
-    ``...explanation`` (the reason). With ``logger`` (``LoggerProvider.get_logger(...)``) the
-    events are also emitted, so scores show up next to the trace in the backend.
+    ``error.type`` for a failed metric), ``...score.label`` (``pass``/``fail``) for a metric
+    whose every score in ``result`` is 0 or 1, and ``...explanation`` (the reason). With
+    ``logger`` (``LoggerProvider.get_logger(...)``) the events are also emitted, so scores show
+    up next to the trace in the backend.
 
     Args:
         result: An ``EvaluationResult`` of samples built by this module.
@@ -190,6 +191,11 @@ def to_otel_events(result: Any, *, logger: Any = None) -> list[Any]:
     from opentelemetry._logs import LogRecord
 
     events = []
+    binary = {  # pass/fail metrics: every score in the result is 0 or 1 (scores are floats)
+        name
+        for name in result.metric_names
+        if all(row.results[name].value in (0.0, 1.0) for row in result.rows if name in row.results)
+    }
     for row in result.rows:
         metadata = (getattr(row.sample, "metadata", None) or {}) if row.sample else {}
         trace_id, span_id = metadata.get("trace_id"), metadata.get("root_span_id")
@@ -210,7 +216,7 @@ def to_otel_events(result: Any, *, logger: Any = None) -> list[Any]:
             cell, failure = row.results.get(name), row.failures.get(name)
             if cell is not None:
                 attributes[g.EVALUATION_SCORE_VALUE] = float(cell.value)
-                if isinstance(cell.value, bool):
+                if name in binary:
                     attributes[g.EVALUATION_SCORE_LABEL] = "pass" if cell.value else "fail"
                 if cell.reason:
                     attributes[g.EVALUATION_EXPLANATION] = cell.reason

@@ -355,6 +355,13 @@ def _merge(
     """Histories are cumulative: each call's input extends the conversation so far, by position."""
     conversation: list[Message] = []
     for span, inputs, outputs in calls:
+        if not inputs:  # e.g. OPENINFERENCE_HIDE_INPUT_MESSAGES: the output alone was recorded
+            notes.append(
+                f"span {span.span_id}: its input messages were not captured, only its output; "
+                "the conversation lacks them"
+            )
+            conversation += outputs
+            continue
         # A system prompt recorded on one call only (system instructions) does not shift the rest.
         offset = int(
             bool(conversation)
@@ -506,12 +513,15 @@ def _metadata(
         output_tokens += _tokens(span, trace_ids[0], (*g.OUTPUT_TOKENS, g.OI_COMPLETION_TOKENS))
     errors = [span for span in spans if span.status == "ERROR"]
     latency = sum(root.end - root.start for root in roots) / 1e9 if roots else None
+    session = first(g.SESSION_KEYS)
     return {
         "source": "otel",
+        # The row's name in results.jsonl, labels and resumed runs: the session or the trace.
+        "id": str(session) if group == "session" and session is not None else trace_ids[0],
         "trace_id": trace_ids[0],
         "trace_ids": trace_ids if len(trace_ids) > 1 else None,
         "root_span_id": roots[0].span_id if roots else None,
-        "session_id": first(g.SESSION_KEYS),
+        "session_id": session,
         "agent_name": first(g.AGENT_KEYS),
         "model": model,
         "input_tokens": input_tokens,

@@ -101,7 +101,8 @@ def any_value(value: dict[str, Any]) -> Any:
     if "arrayValue" in value:
         return tuple(any_value(item) for item in value["arrayValue"].get("values", ()))
     if "kvlistValue" in value:
-        return {kv["key"]: any_value(kv.get("value", {})) for kv in value["kvlistValue"]["values"]}
+        items = value["kvlistValue"].get("values", ())  # proto3 JSON omits an empty list
+        return {kv["key"]: any_value(kv.get("value", {})) for kv in items}
     if "bytesValue" in value:
         return value["bytesValue"]
     return None
@@ -153,6 +154,10 @@ def spans_of_request(document: Any, line: int | None = None) -> Iterator[Span]:
                 yield from_otlp_span(raw, line)
 
 
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"))
+"""Magic bytes of the compressions a collector's file exporter writes."""
+
+
 def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of each request: one per line, or the whole file as one.
 
@@ -161,6 +166,11 @@ def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str]]:
     by whole requests: it is one bad line, and the others are read).
     """
     source = Path(path)
+    with source.open("rb") as raw:
+        magic = raw.read(4)
+    for start, kind, tool in _COMPRESSED:
+        if magic.startswith(start):
+            raise ConfigError(f"{source}: a {kind}-compressed file; decompress it first ({tool})")
     with source.open(encoding="utf-8") as handle:
         first = handle.readline()
         ahead: list[str] = []
