@@ -248,6 +248,19 @@ def test_llm_supported_claims_citing_no_given_fact_are_not_grounded() -> None:
         assert ToolOutputGroundedness(llm=llm).score(multi).value == 0.0
 
 
+def test_llm_claims_the_judge_leaves_out_are_not_grounded() -> None:
+    # A model that ignores the schema judges only the first of two claims: the second one is
+    # neither exempt nor grounded, so the score is 1/2, not 1/1.
+    claim = {"index": 0, "reason": "r", "needs_check": True, "verdict": "supported"}
+    verdict = {"claims": [{**claim, "fact_indices": [0], "score": 0.9}], "helpfulness": None}
+    llm = ScriptedChatModel(responses=[json.dumps(verdict)])
+    answer = "Titanic was directed by James Cameron. It won eleven Oscars."
+    result = check_grounding(answer, TITANIC, llm=llm)
+    assert result.support_score == 0.5
+    assert result.claims[0].citation_indices == [0]
+    assert result.claims[1].grounding_check_required and result.claims[1].citation_indices == []
+
+
 def test_groundedness_metric() -> None:
     sample = SingleTurnSample(
         response="Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet",

@@ -1037,8 +1037,11 @@ def grounding_result(
         claim = Claim(text, start, end)
         claims.append(claim)
         found = verdicts.get(number)
-        if found is None or not found.needs_check:
-            claim.grounding_check_required = found is not None and found.needs_check
+        if found is None:  # the judge left it out: not shown grounded (nor exempt)
+            required += 1
+            continue
+        if not found.needs_check:
+            claim.grounding_check_required = False
             continue
         required += 1
         valid = sorted(i for i in set(found.fact_indices) if 0 <= i < len(facts))
