@@ -310,6 +310,7 @@ def _evaluate_here(
         report_rows=args.report_rows,
         show_progress=False if args.quiet else None,
         input_format=args.format,
+        group_by=args.group_by,
         chunk_bytes=int(args.chunk_mb * 2**20),
         resume=args.resume,
         overwrite=args.overwrite,
@@ -349,6 +350,7 @@ def _evaluate_on_ray(
         report_rows=args.report_rows,
         progress=not args.quiet,
         input_format=args.format,
+        group_by=args.group_by,
         resume=args.resume,
         overwrite=args.overwrite,
         aggregates=_aggregates(args.aggregate),
@@ -598,6 +600,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "jsonl", "otlp"),
         default="auto",
         help="input: samples (jsonl) or OTLP/JSON traces (otlp); auto-detected by default",
+    )
+    run.add_argument(
+        "--group-by",
+        choices=("trace", "session"),
+        default="trace",
+        help="OTLP/JSON traces: one sample per trace, or per session (traces sharing "
+        "gen_ai.conversation.id or session.id; the file is grouped in memory)",
     )
     run.add_argument(
         "--resume",

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -352,6 +352,7 @@ def evaluate_on_ray(
     progress: bool = False,
     output_format: str = "jsonl",
     aggregates: Sequence[RunAggregate] = (),
+    group_by: Literal["trace", "session"] = "trace",
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
 
@@ -396,6 +397,8 @@ def evaluate_on_ray(
         aggregates: Run-level figure sets computed in the driver once every row is written
             (as :func:`~turneval.stream.evaluate_jsonl` does), into ``summary.json`` and the
             result's ``aggregates``.
+        group_by: For OTLP/JSON input, one sample per trace or per session, as for
+            :func:`~turneval.stream.evaluate_jsonl`.
 
     Raises:
         ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
@@ -463,6 +466,7 @@ def evaluate_on_ray(
         input_format=input_format,
         aggregates=aggregates,
         engine=engine,
+        group_by=group_by,
     )
     result = DistributedResult(stream, target)
     if output_format == "parquet":

@@ -24,9 +24,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 import numpy as np
@@ -504,7 +505,11 @@ def _is_otlp(path: Path) -> bool:
 
 
 def _otlp_chunks(
-    path: Path, size: int, budget: int, skip: frozenset[Any] = frozenset()
+    path: Path,
+    size: int,
+    budget: int,
+    skip: frozenset[Any] = frozenset(),
+    group_by: Literal["trace", "session"] = "trace",
 ) -> Iterator[list[_Line]]:
     """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line).
 
@@ -516,7 +521,7 @@ def _otlp_chunks(
     from turneval.traces import iter_otlp_json
 
     chunk: list[_Line] = []
-    for number, sample in iter_otlp_json(path):
+    for number, sample in iter_otlp_json(path, group_by=group_by):
         if (number, (sample.metadata or {}).get("id")) in skip or (number, None) in skip:
             continue
         chunk.append((number, sample.model_dump_json(exclude_none=True)))
@@ -670,6 +675,7 @@ def evaluate_jsonl(
     rate_limit: RateLimit | None = None,
     aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
+    group_by: Literal["trace", "session"] = "trace",
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -714,6 +720,10 @@ def evaluate_jsonl(
             cluster, :func:`turneval.distributed.evaluate_on_ray`): called with the chunks as
             ``(lines, first_index, report_rows_to_keep)``, the metrics and the run options, it
             yields each chunk's scores in input order. It builds the judges where it scores.
+        group_by: For OTLP/JSON input: one sample per trace (``"trace"``), or per
+            conversation across traces (``"session"``: traces sharing
+            ``gen_ai.conversation.id`` or OpenInference ``session.id``; the file is grouped in
+            memory first, each session numbered by the line of its first trace).
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -725,7 +735,14 @@ def evaluate_jsonl(
     if input_format not in ("auto", "jsonl", "otlp"):
         raise InvalidSampleError(f"unknown input format {input_format!r}", field="format")
     otlp = input_format == "otlp" or (input_format == "auto" and _is_otlp(source))
-    read_chunks = _otlp_chunks if otlp else _chunks
+    if group_by not in ("trace", "session"):
+        raise ConfigError(f"group_by must be 'trace' or 'session', got {group_by!r}")
+    if group_by == "session" and not otlp:
+        raise ConfigError(
+            f"group_by='session' groups the traces of an OTLP/JSON file; {source} holds samples "
+            "(one conversation a line already)"
+        )
+    read_chunks = partial(_otlp_chunks, group_by=group_by) if otlp else _chunks
     resolved = resolve_metrics(metrics)
     if engine is None:  # an engine builds the judges where it scores
         check_judges(resolved, llm)

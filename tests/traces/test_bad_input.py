@@ -3,10 +3,11 @@
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests._builders import metadata_of
+from tests._builders import messages_of, metadata_of
 from tests.traces._spans import Recorder, assistant, chat, span_hex, trace_hex, user
 from turneval import ToolCall, evaluate
 from turneval.cli import main
@@ -140,10 +141,10 @@ def test_otlp_lines_that_are_not_json_and_unordered_files(tmp_path: Path) -> Non
         "\n".join([halves[0], halves[2], halves[1], halves[3], "{not json", "[1]"]) + "\n"
     )
     rows = list(iter_otlp_json(mixed))  # auto: not contiguous -> grouped in memory
-    assert [line for line, _ in rows] == [5, 6, 1, 2]
-    assert "line 5: not valid JSON" in _error(rows[0][1])
-    assert "line 6: not an OTLP/JSON" in _error(rows[1][1])
-    assert [s for _, s in rows[2:]] == from_otel_spans(spans).samples
+    assert [line for line, _ in rows] == [1, 2, 5, 6]  # in line order, each trace at its first
+    assert "line 5: not valid JSON" in _error(rows[2][1])
+    assert "line 6: not an OTLP/JSON" in _error(rows[3][1])
+    assert [s for _, s in rows[:2]] == from_otel_spans(spans).samples
     contiguous = tmp_path / "split.jsonl"
     contiguous.write_text("\n".join(halves) + "\n")
     streamed = list(iter_otlp_json(contiguous))
@@ -185,6 +186,55 @@ def test_cli_evaluates_otlp_with_auto_detection(
         assert "not captured" in rows[1]["trajectory_single_tool_use_error"]
     assert main(["evaluate", str(path), "--metric", "tool_call_f1", "--dry-run"]) == 0
     assert "dry run over 2 samples" in capsys.readouterr().out  # one per trace
+
+
+def _turn(r: Recorder, conversation: str, history: list[dict[str, Any]], answer: str) -> None:
+    """One trace: a user turn of ``conversation`` answered by one chat call."""
+    attributes = {
+        "gen_ai__operation__name": "invoke_agent",
+        "gen_ai__conversation__id": conversation,
+    }
+    with r.span("agent", **attributes):
+        chat(r, history, [assistant(answer)])
+
+
+def test_cli_groups_the_traces_of_a_session_into_one_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A chat app traces each user turn on its own; two conversations, turns interleaved.
+    r = Recorder()
+    _turn(r, "conv-a", [user("a1")], "A1")
+    _turn(r, "conv-b", [user("b1")], "B1")
+    _turn(r, "conv-a", [user("a1"), assistant("A1"), user("a2")], "A2")
+    _turn(r, "conv-b", [user("b1"), assistant("B1"), user("b2")], "B2")
+    path = tmp_path / "turns.jsonl"
+    write_otlp_json(r.spans(), path)  # one trace a line: a1, b1, a2, b2
+    sessions = list(iter_otlp_json(path, group_by="session"))
+    assert [line for line, _ in sessions] == [1, 2]
+    texts = [[m.content for m in messages_of(sample)] for _, sample in sessions]
+    assert texts == [["a1", "A1", "a2", "A2"], ["b1", "B1", "b2", "B2"]]
+    assert [metadata_of(sample)["id"] for _, sample in sessions] == ["conv-a", "conv-b"]
+    assert [s for _, s in sessions] == from_otlp_json(path, group_by="session").samples
+
+    out = tmp_path / "out"
+    args = ["evaluate", str(path), "--metric", "trajectory_single_tool_use:tool_name=f"]
+    assert main([*args, "--group-by", "session", "--out", str(out), "--quiet"]) == 0
+    results = out / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(row["line"], row["id"]) for row in rows] == [(1, "conv-a"), (2, "conv-b")]
+    results.write_text(results.read_text().splitlines(keepends=True)[0])  # interrupted
+    assert main([*args, "--group-by", "session", "--out", str(out), "--quiet", "--resume"]) == 0
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(row["line"], row["id"]) for row in rows] == [(1, "conv-a"), (2, "conv-b")]
+    # by trace (the default): four samples, one turn each
+    assert main([*args, "--out", str(tmp_path / "traces"), "--quiet"]) == 0
+    assert len((tmp_path / "traces" / "results.jsonl").read_text().splitlines()) == 4
+
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(from_otlp_json(path).samples[0].model_dump_json() + "\n")
+    code = main(["evaluate", str(samples), "--metric", "tool_call_f1", "--group-by", "session"])
+    assert code == 2
+    assert "group_by='session' groups the traces of an OTLP/JSON file" in capsys.readouterr().err
 
 
 def test_a_token_count_that_is_no_number_is_that_traces_error_row() -> None:

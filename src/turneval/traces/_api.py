@@ -86,9 +86,9 @@ def _requests(path: str | PathLike[str]) -> Iterator[tuple[int, list[Span] | str
 
 
 def iter_otlp_json(
-    path: str | PathLike[str], *, ordered: bool | None = None
+    path: str | PathLike[str], *, ordered: bool | None = None, group_by: GroupBy = "trace"
 ) -> Iterator[tuple[int, MultiTurnSample]]:
-    """Stream ``(line, sample)`` pairs, one per trace, from an OTLP/JSON file.
+    """Stream ``(line, sample)`` pairs, one per trace (or session), from an OTLP/JSON file.
 
     The file holds one ``ExportTraceServiceRequest`` per line (the collector's file exporter)
     or one JSON document. When every trace's spans sit in one run of lines (``ordered=True``,
@@ -96,24 +96,16 @@ def iter_otlp_json(
     one as the file is read, so memory is bounded by the largest trace; otherwise (the
     fallback) the whole file is grouped in memory first. Traces come in file order; a line
     that is not OTLP/JSON gives one error row.
+
+    With ``group_by="session"`` the traces of one conversation (``gen_ai.conversation.id`` or
+    OpenInference ``session.id``; a trace without one stays alone) become one sample, numbered
+    by the line of its first trace: the whole file is grouped in memory, and the samples and
+    error rows come in line order.
     """
-    if ordered is None:
-        ordered = is_contiguous(path)
-    if not ordered:
-        spans: list[Span] = []
-        firsts: dict[str, int] = {}
-        for number, read in _requests(path):
-            if isinstance(read, str):
-                yield number, _bad_line(number, read)
-                continue
-            for span in read:
-                firsts.setdefault(span.trace_id, number)
-            spans.extend(read)
-        traces: dict[str, list[Span]] = {}
-        for span in spans:
-            traces.setdefault(span.trace_id, []).append(span)
-        for trace_id, members in traces.items():
-            yield firsts[trace_id], convert(members, "trace")
+    if group_by not in ("trace", "session"):
+        raise ConfigError(f"group_by must be 'trace' or 'session', got {group_by!r}")
+    if group_by == "session" or not (is_contiguous(path) if ordered is None else ordered):
+        yield from _in_memory(path, group_by)
         return
     current: list[Span] = []
     line = 0
@@ -130,6 +122,38 @@ def iter_otlp_json(
             current.append(span)
     if current:
         yield line, convert(current, "trace")
+
+
+def _in_memory(
+    path: str | PathLike[str], group_by: GroupBy
+) -> Iterator[tuple[int, MultiTurnSample]]:
+    """:func:`iter_otlp_json`'s pairs from the whole file grouped in memory, in line order.
+
+    A trace (or a session) is numbered by the line of its first span.
+    """
+    spans: list[Span] = []
+    firsts: dict[str, int] = {}
+    rows: list[tuple[int, MultiTurnSample]] = []
+    for number, read in _requests(path):
+        if isinstance(read, str):
+            rows.append((number, _bad_line(number, read)))
+            continue
+        for span in read:
+            firsts.setdefault(span.trace_id, number)
+        spans.extend(read)
+    if group_by == "trace":  # in order of first appearance
+        traces: dict[str, list[Span]] = {}
+        for span in spans:
+            traces.setdefault(span.trace_id, []).append(span)
+        samples = [convert(members, "trace") for members in traces.values()]
+    else:
+        samples = _group(spans, group_by)
+    for sample in samples:
+        meta = sample.metadata or {}
+        trace_ids = meta.get("trace_ids") or [meta.get("trace_id")]
+        rows.append((min(firsts.get(str(trace), 0) for trace in trace_ids), sample))
+    rows.sort(key=lambda row: row[0])  # stable: samples starting on one line keep their order
+    yield from rows
 
 
 def from_otlp_json(path: str | PathLike[str], *, group_by: GroupBy = "trace") -> EvaluationDataset:
