@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from turneval._gc import batch_collection
-from turneval.errors import InvalidSampleError
+from turneval.errors import ConfigError, InvalidSampleError
 from turneval.messages import AIMessage, HumanMessage, Message, ToolCall
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
@@ -139,6 +139,24 @@ def _trajectory(value: Any, *, index: int, key: str) -> list[ToolCall]:
     return calls
 
 
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"))
+"""Magic bytes of the compressions a collector's file exporter (or a log rotation) writes."""
+
+
+def _refuse_compressed(path: str | PathLike[str], start: bytes | None = None) -> None:
+    """Raise :class:`ConfigError` if ``path`` (whose first bytes are ``start``) is compressed.
+
+    A gzip or zstd file read as text would give one unreadable row per "line"; the error
+    names the compression and the command that undoes it.
+    """
+    if start is None:
+        with Path(path).open("rb") as raw:
+            start = raw.read(4)
+    for magic, kind, tool in _COMPRESSED:
+        if start.startswith(magic):
+            raise ConfigError(f"{path}: a {kind}-compressed file; decompress it first ({tool})")
+
+
 def _jsonl_rows(path: str | PathLike[str]) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` per non-blank line; a bad line raises naming its number.
 
@@ -147,6 +165,7 @@ def _jsonl_rows(path: str | PathLike[str]) -> Iterator[tuple[int, Any]]:
     with Path(path).open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1:
+                _refuse_compressed(path, raw[:4])
                 raw = raw.removeprefix(b"\xef\xbb\xbf")
             if not raw.strip():
                 continue

@@ -41,7 +41,7 @@ from turneval.aggregate import (
     summarise_metrics,
     summary_document,
 )
-from turneval.dataset import sample_from_dict
+from turneval.dataset import _refuse_compressed, sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
@@ -641,7 +641,10 @@ def _preflight(
 
 
 def _check_input_file(source: Path) -> None:
-    """Refuse an input that is not an existing regular file (``InvalidSampleError``, saying why)."""
+    """Refuse an input that is not an existing regular file (``InvalidSampleError``, saying why).
+
+    A compressed file is refused too (:class:`ConfigError`, naming the compression).
+    """
     if not source.is_file():
         if source.is_dir():
             problem = "a folder, not a JSONL file"
@@ -650,6 +653,7 @@ def _check_input_file(source: Path) -> None:
         else:
             problem = "no such file"
         raise InvalidSampleError(f"{source}: {problem}", field="path")
+    _refuse_compressed(source)
 
 
 def evaluate_jsonl(

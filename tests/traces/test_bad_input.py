@@ -9,7 +9,7 @@ import pytest
 
 from tests._builders import messages_of, metadata_of
 from tests.traces._spans import Recorder, assistant, chat, span_hex, trace_hex, user
-from turneval import ToolCall, evaluate
+from turneval import EvaluationDataset, ToolCall, evaluate
 from turneval.cli import main
 from turneval.errors import ConfigError
 from turneval.metrics import TrajectorySingleToolUse
@@ -346,6 +346,12 @@ def test_a_compressed_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     with pytest.raises(ConfigError, match=r"t.jsonl.gz: a gzip-compressed file; decompress it"):
         from_otlp_json(packed)
-    args = ["evaluate", str(packed), "--format", "otlp", "--metric", "tool_call_f1"]
-    assert main([*args, "--out", str(tmp_path / "out"), "--quiet"]) == 2
-    assert "gzip-compressed file; decompress it first (gunzip)" in capsys.readouterr().err
+    for fmt in ("otlp", "auto", "jsonl"):  # auto and jsonl read it as samples otherwise
+        args = ["evaluate", str(packed), "--format", fmt, "--metric", "tool_call_f1"]
+        assert main([*args, "--out", str(tmp_path / fmt), "--quiet"]) == 2
+        assert "gzip-compressed file; decompress it first (gunzip)" in capsys.readouterr().err
+        assert not (tmp_path / fmt / "results.jsonl").exists()
+    samples = tmp_path / "samples.jsonl.zst"
+    samples.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 16)  # a zstd frame's magic
+    with pytest.raises(ConfigError, match=r"a zstd-compressed file; decompress it first"):
+        EvaluationDataset.from_jsonl(samples)

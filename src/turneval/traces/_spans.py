@@ -12,6 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from turneval.dataset import _refuse_compressed
 from turneval.errors import ConfigError
 
 try:  # orjson (a langsmith dependency, so nearly always present) parses about 2x faster
@@ -154,10 +155,6 @@ def spans_of_request(document: Any, line: int | None = None) -> Iterator[Span]:
                 yield from_otlp_span(raw, line)
 
 
-_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"))
-"""Magic bytes of the compressions a collector's file exporter writes."""
-
-
 def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of each request: one per line, or the whole file as one.
 
@@ -166,11 +163,7 @@ def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str]]:
     by whole requests: it is one bad line, and the others are read).
     """
     source = Path(path)
-    with source.open("rb") as raw:
-        magic = raw.read(4)
-    for start, kind, tool in _COMPRESSED:
-        if magic.startswith(start):
-            raise ConfigError(f"{source}: a {kind}-compressed file; decompress it first ({tool})")
+    _refuse_compressed(source)
     with source.open(encoding="utf-8") as handle:
         first = handle.readline()
         ahead: list[str] = []
