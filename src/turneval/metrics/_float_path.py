@@ -482,42 +482,30 @@ def _same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
     Python's equality of JSON values differs from JSON's in two places only: ``True == 1``
     (booleans are no numbers in JSON; ``1 == 1.0`` is the same in both) and NaN, which equals
-    no NaN in Python but whose JSON texts are equal. A value of one side is therefore compared
-    with the other's by type: a boolean against a non-boolean is unequal; a NaN raises
-    :class:`_Unsure`; containers are walked.
+    no NaN in Python but whose JSON texts are equal. Each value is therefore compared with the
+    other's by type (:func:`_same_value`); a string equal to another value is a string too.
     """
     for key, value in a.items():
-        other = b[key]
-        kind = type(value)
-        if kind is not type(other):
-            if kind is bool or type(other) is bool:
-                return False
-        elif kind is float:
-            if value != value:
-                raise _Unsure
-        elif kind is dict:
-            if not _same_json(value, other):
-                return False
-        elif kind is list and not _same_json_list(value, other):
+        if type(value) is not str and not _same_value(value, b[key]):
             return False
     return True
 
 
-def _same_json_list(a: list[Any], b: list[Any]) -> bool:
-    """:func:`_same_json` for two lists equal in Python."""
-    for value, other in zip(a, b, strict=True):
-        kind = type(value)
-        if kind is not type(other):
-            if kind is bool or type(other) is bool:
-                return False
-        elif kind is float:
-            if value != value:
-                raise _Unsure
-        elif kind is dict:
-            if not _same_json(value, other):
-                return False
-        elif kind is list and not _same_json_list(value, other):
-            return False
+def _same_value(value: Any, other: Any) -> bool:
+    """:func:`_same_json`'s test of two values equal in Python.
+
+    A boolean against a non-boolean is unequal, a NaN raises :class:`_Unsure`, containers are
+    walked.
+    """
+    kind = type(value)
+    if kind is not type(other):
+        return kind is not bool and type(other) is not bool
+    if kind is float and value != value:
+        raise _Unsure
+    if kind is dict:
+        return _same_json(value, other)
+    if kind is list:
+        return all(map(_same_value, value, other))
     return True
 
 
