@@ -456,22 +456,26 @@ SHOWN_ROWS = 10
 """Regressed rows listed per metric when a ``--fail-on-regression`` gate is crossed."""
 
 
+def _named_number(option: str, item: str, form: str) -> tuple[str | None, float]:
+    """An ``option``'s ``[NAME=]NUMBER`` item: the name (None without one) and the number."""
+    name, equals, value = item.rpartition("=")
+    try:
+        return (name if equals else None), float(value)
+    except ValueError:
+        raise UsageError(f"{option} {item!r}: expected {form}") from None
+
+
 def _pass_thresholds(items: Sequence[str]) -> tuple[float, dict[str, float]]:
     """``[NAME=]VALUE`` items: the threshold of every metric, and those of named metrics."""
     default = 0.5
     named: dict[str, float] = {}
     for item in items:
-        name, equals, value = item.rpartition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            raise UsageError(
-                f"--pass-threshold {item!r}: expected [NAME=]VALUE, e.g. 0.5 or clarity=3"
-            ) from None
-        if equals:
-            named[name] = number
-        else:
+        form = "[NAME=]VALUE, e.g. 0.5 or clarity=3"
+        name, number = _named_number("--pass-threshold", item, form)
+        if name is None:
             default = number
+        else:
+            named[name] = number
     return default, named
 
 
@@ -479,16 +483,11 @@ def _regression_gates(items: Sequence[str], comparison: Any) -> dict[str, float]
     """``[NAME=]MAX_DROP`` items: a gate per named metric, or for every shared metric."""
     gates: dict[str, float] = {}
     for item in items:
-        name, equals, value = item.rpartition("=")
-        try:
-            drop = float(value)
-        except ValueError:
-            raise UsageError(
-                f"--fail-on-regression {item!r}: expected [NAME=]MAX_DROP, e.g. 0.02"
-            ) from None
+        form = "[NAME=]MAX_DROP, e.g. 0.02"
+        name, drop = _named_number("--fail-on-regression", item, form)
         if drop < 0:
             raise UsageError(f"--fail-on-regression {item!r}: MAX_DROP must be >= 0")
-        if not equals:
+        if name is None:
             gates.update(dict.fromkeys(comparison.metrics, drop))
         elif name not in comparison.metrics:
             raise UsageError(f"--fail-on-regression names {name!r}, which is not in both runs")
