@@ -335,6 +335,35 @@ def test_a_resumed_run_keeps_every_trace_of_a_batched_line(tmp_path: Path) -> No
     assert json.loads((out / "summary.json").read_text())["samples"] == 3
 
 
+def test_an_unreadable_span_fails_its_trace_alone(tmp_path: Path) -> None:
+    # A batched line holds three traces; one span of the second has a broken start time.
+    r = Recorder()
+    for _ in range(3):
+        _good(r)
+    single = tmp_path / "single.jsonl"
+    write_otlp_json(r.spans(), single)
+    requests = [json.loads(line) for line in single.read_text().splitlines()]
+    batched = requests[0]
+    for request in requests[1:]:
+        batched["resourceSpans"] += request["resourceSpans"]
+    broken = batched["resourceSpans"][1]["scopeSpans"][0]["spans"][0]
+    broken["startTimeUnixNano"] = "soon"
+    path = tmp_path / "batched.jsonl"
+    path.write_text(json.dumps(batched) + "\n")
+    rows = list(iter_otlp_json(path))
+    assert [line for line, _ in rows] == [1, 1, 1]
+    errors = [_error(sample) for _, sample in rows]
+    assert errors[0] == errors[2] == "None"  # the other traces of the line are read
+    trace, span = broken["traceId"], broken["spanId"]
+    assert errors[1].startswith(f"trace {trace}: span {span} could not be read (ValueError: ")
+    assert metadata_of(rows[1][1])["id"] == trace
+    # A span whose trace cannot be told still makes the whole line one error row.
+    del broken["traceId"]
+    path.write_text(json.dumps(batched) + "\n")
+    (only,) = list(iter_otlp_json(path))
+    assert "line 1: not an OTLP/JSON ExportTraceServiceRequest" in _error(only[1])
+
+
 def test_a_compressed_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import gzip
 

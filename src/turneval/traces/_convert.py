@@ -28,6 +28,10 @@ class TraceError(ValueError):
         self.attribute = attribute
 
 
+class _UnreadableSpan(Exception):
+    """A span of the trace could not be read (:attr:`Span.error`): the trace's error row."""
+
+
 def kind(span: Span) -> str | None:
     """``"llm"``, ``"tool"``, ``"agent"`` or None, from attributes only (never the span name)."""
     attributes = span.attributes
@@ -551,7 +555,10 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
     calls: list[tuple[Span, list[Message], list[Message]]] = []
     error: str | None = None
     conversation: list[Message] = []
+    unreadable = next((span.error for span in spans if span.error is not None), None)
     try:
+        if unreadable is not None:
+            raise _UnreadableSpan(f"trace {trace_id}: {unreadable}")
         calls = _calls(spans, trace_id)
         conversation = _merge(calls, notes)
         tools = [span for span in spans if kind(span) == "tool"]
@@ -560,7 +567,7 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
             raise TraceError(
                 calls[0][0], trace_id, g.INPUT_MESSAGES, "the LLM calls hold no message"
             )
-    except TraceError as exc:
+    except (TraceError, _UnreadableSpan) as exc:
         error = str(exc)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # malformed values
         error = f"trace {trace_id}: malformed attribute value ({type(exc).__name__}: {exc})"

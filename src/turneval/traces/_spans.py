@@ -47,6 +47,7 @@ class Span:
     status: str = "UNSET"
     status_message: str | None = None
     line: int | None = None  # the OTLP/JSON line it came from
+    error: str | None = None  # why the span could not be read (its trace then fails alone)
 
 
 def from_readable(span: Any) -> Span:
@@ -152,7 +153,26 @@ def spans_of_request(document: Any, line: int | None = None) -> Iterator[Span]:
             resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or ()
         ):
             for raw in scope.get("spans") or ():
-                yield from_otlp_span(raw, line)
+                try:
+                    yield from_otlp_span(raw, line)
+                except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                    yield _unreadable(raw, line, exc)
+
+
+def _unreadable(raw: Any, line: int | None, exc: Exception) -> Span:
+    """A span that could not be read, kept as its trace's error (the line's other traces stay).
+
+    Raises the error again when not even the span's trace can be told (then the whole line is
+    one error row, as a line that is not OTLP/JSON is).
+    """
+    trace_id = _hex_id(raw.get("traceId")) if isinstance(raw, dict) else ""
+    if not trace_id:
+        raise exc
+    span_id = _hex_id(raw.get("spanId"))
+    problem = f"span {span_id or '?'} could not be read ({type(exc).__name__}: {exc})"
+    return Span(
+        trace_id, span_id, None, str(raw.get("name", "")), 0, 0, {}, line=line, error=problem
+    )
 
 
 def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str]]:
