@@ -107,6 +107,20 @@ async def test_a_categorical_verdict_takes_the_majority_and_a_tie_the_lowest() -
     assert split.details["repeats"]["unstable"] is True
 
 
+def test_a_rerun_reads_each_vote_back_from_its_own_cache_entry(tmp_path: Path) -> None:
+    model = ScriptedChatModel(responses=[rating(5), rating(2), rating(4)])  # no seed to vary
+    cache = SQLiteCache(tmp_path / "cache.db")
+    runs = [
+        evaluate([pair("Hello!")], [Fluency(llm=model, repeats=3)], cache=cache) for _ in range(2)
+    ]
+    first, second = (
+        sorted(run.rows[0].results["fluency"].details["repeats"]["values"]) for run in runs
+    )
+    assert first == second == [2.0, 4.0, 5.0] and model.calls == 3 and len(cache) == 3
+    assert runs[1].usage.cached_calls == 3
+    cache.close()
+
+
 def test_bad_repeats_are_refused_with_the_reason() -> None:
     with pytest.raises(ConfigError, match="repeats must be at least 1"):
         Fluency(repeats=0)
