@@ -15,6 +15,7 @@ from langchain_openai import ChatOpenAI
 from turneval import (
     AIMessage,
     ConfigError,
+    EvalTask,
     EvaluationResult,
     HumanMessage,
     MultiTurnSample,
@@ -25,8 +26,14 @@ from turneval.cli import main
 from turneval.compare import compare
 from turneval.estimate import estimate
 from turneval.judge import SQLiteCache
-from turneval.metrics import AgentGoalAccuracyWithReference, Fluency, PairwiseMetric
+from turneval.metrics import (
+    AgentGoalAccuracyWithoutReference,
+    AgentGoalAccuracyWithReference,
+    Fluency,
+    PairwiseMetric,
+)
 from turneval.results import MetricResult, SampleResult
+from turneval.simulation import Scenario, ScriptedUser
 from turneval.stream import evaluate_jsonl
 from turneval.testing import ScoreAssertionError, ScriptedChatModel, assert_scores
 from turneval.usage import Usage
@@ -175,6 +182,24 @@ def test_unstable_rows_in_the_summary_report_and_assertions(tmp_path: Path) -> N
             {"fluency": 3},
             llm=ScriptedChatModel(responses=[votes_by_response(votes)]),
         )
+
+
+def test_eval_task_success_thresholds_flag_trials_whose_votes_straddle_them() -> None:
+    def goal(achieved: bool) -> str:
+        return json.dumps({"user_goal": "g", "end_state": "e", "reason": "r", "achieved": achieved})
+
+    judge = ScriptedChatModel(responses=[goal(True), goal(False)])
+    metric = AgentGoalAccuracyWithoutReference(llm=judge, repeats=2)
+    task = EvalTask([Scenario(id="a", goal="say hi")], [metric], show_progress=False)
+    result = task.evaluate(
+        runnable=lambda messages: [AIMessage(content="hi")], user=ScriptedUser(["hi"]), trials=1
+    )
+    row = result.rows[0].results["agent_goal_accuracy_without_reference"]
+    assert row.value == 0.0 and judge.calls == 2  # yes, no: a tie is the lower value
+    # the default success threshold (1.0) lies between the votes 0 and 1
+    assert row.details["repeats"]["pass_threshold"] == 1.0
+    extra = result.summary()["agent_goal_accuracy_without_reference"].extra or {}
+    assert (extra["unstable"], extra["unstable_share"]) == (1.0, 1.0)
 
 
 def _row(index: int, value: float, votes: list[float] | None) -> SampleResult:
