@@ -243,6 +243,14 @@ def _print_summary(result: Any, out: Path | None) -> None:
     from turneval.aggregate import SummaryTable
 
     print(SummaryTable((name, result.summaries[name]) for name in result.metric_names))
+    for name in result.metric_names:  # --repeats with a --fail-under bar
+        extra = result.summaries[name].extra or {}
+        if "unstable" in extra:
+            count = int(extra["unstable"])
+            print(
+                f"{name}: {count} unstable row{'s' if count != 1 else ''} "
+                f"({extra['unstable_share']:.1%}): votes on both sides of the pass threshold"
+            )
     usage = result.usage
     if usage.calls or usage.cached_calls:
         print(

@@ -277,6 +277,7 @@ def test_cli_repeats_estimates_runs_and_counts_unstable_rows(
     out = tmp_path / "out"
     assert main([*base, "--repeats", "3", *judge, "--out", str(out)]) == 1  # mean 8/3 < 3
     assert len(openai_stub.requests) == 3
+    assert "fluency: 1 unstable row (100.0%): votes on both sides" in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())["metrics"]["fluency"]
     assert summary["mean"] == pytest.approx(8 / 3)
     assert summary["extra"] == {"unstable": 1.0, "unstable_share": 1.0}
