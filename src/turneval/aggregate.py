@@ -31,6 +31,8 @@ __all__ = [
     "summarise_metrics",
     "summarize",
     "summary_document",
+    "unstable",
+    "vote_stability",
 ]
 
 _DISTINCT_LIMIT = 20_000  # above this many distinct values, resample indices instead of counts
@@ -361,7 +363,9 @@ def summarise_metrics(
     Every sink calls it: ``EvaluationResult.summary()`` over the rows in memory and
     ``evaluate_jsonl`` over its streamed totals. ``metrics`` are the metric objects by name
     (a run read back from a file has none) and ``results`` their scored results, for
-    :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win rates, ...).
+    :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win rates, ...). Results
+    with repeated votes add :func:`vote_stability` (``unstable``, ``unstable_share``), read
+    from the results alone, so a run read back from its file has them too.
     """
     table = SummaryTable()
     for name in names:
@@ -371,5 +375,50 @@ def summarise_metrics(
             extra = metric.summary_extras(results.get(name, ()))
             if extra:
                 summary = replace(summary, extra={**(summary.extra or {}), **extra})
+        stability = vote_stability(results.get(name, ())) if results is not None else {}
+        if stability:  # from the rows alone: the same in memory, streamed and read back
+            summary = replace(summary, extra={**(summary.extra or {}), **stability})
         table[name] = summary
     return table
+
+
+# -- repeated judge votes (``JudgedMetric(repeats=N)``) ----------------------------------------
+
+
+def _votes(result: MetricResult) -> dict[str, Any] | None:
+    """The vote record a judged metric with ``repeats > 1`` keeps in ``details["repeats"]``."""
+    record = result.details.get("repeats")
+    if isinstance(record, dict) and all(
+        isinstance(record.get(key), (int, float)) for key in ("min", "max")
+    ):
+        return record
+    return None
+
+
+def unstable(result: MetricResult, threshold: float | None = None) -> bool:
+    """Whether the votes of ``result`` fall on both sides of a pass threshold.
+
+    A row passes at ``value >= threshold``; it is unstable when its lowest vote fails and its
+    highest passes (``min < threshold <= max``): another run of the same votes could flip it.
+    ``threshold`` None uses the one the metric was run with (its ``pass_threshold``). False
+    for a result without votes (one vote, a rule-based metric, or ``details=False``).
+    """
+    record = _votes(result)
+    if record is None:
+        return False
+    if threshold is None:
+        return bool(record.get("unstable", False))
+    return float(record["min"]) < threshold <= float(record["max"])
+
+
+def vote_stability(results: Sequence[MetricResult]) -> dict[str, float]:
+    """``unstable`` (count) and ``unstable_share`` of rows whose votes straddle the threshold.
+
+    Only for results judged with ``repeats > 1`` and a ``pass_threshold`` (their vote record
+    says whether they straddle it); empty otherwise. The share is over the scored rows.
+    """
+    judged = [r for r in results if (record := _votes(r)) is not None and "unstable" in record]
+    if not judged:
+        return {}
+    count = sum(unstable(r) for r in judged)
+    return {"unstable": float(count), "unstable_share": count / len(results)}

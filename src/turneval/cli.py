@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
-from turneval.errors import TurnevalError
+from turneval.errors import ConfigError, TurnevalError
 
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
@@ -112,6 +112,22 @@ def _fail_under(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str,
             )
         bars[name] = bar
     return bars
+
+
+def _with_votes(
+    metrics: list[Evaluator | str], repeats: int | None, bars: dict[str, float]
+) -> list[Evaluator | str]:
+    """``--repeats`` on every judged metric, ``--fail-under`` bars as their pass thresholds."""
+    from turneval.metrics._votes import with_vote_options
+    from turneval.runner import resolve_metrics
+
+    resolved = resolve_metrics(metrics)
+    if repeats is None and not any(getattr(m, "repeats", 1) > 1 for m in resolved):
+        return metrics  # nothing votes more than once: the metrics as given
+    try:
+        return list(with_vote_options(resolved, repeats=repeats, thresholds=bars))
+    except ConfigError as exc:
+        raise UsageError(f"--repeats {repeats}: {exc}") from exc
 
 
 def max_failed(text: str) -> Callable[[int], float]:
@@ -227,6 +243,14 @@ def _print_summary(result: Any, out: Path | None) -> None:
     from turneval.aggregate import SummaryTable
 
     print(SummaryTable((name, result.summaries[name]) for name in result.metric_names))
+    for name in result.metric_names:  # --repeats with a --fail-under bar
+        extra = result.summaries[name].extra or {}
+        if "unstable" in extra:
+            count = int(extra["unstable"])
+            print(
+                f"{name}: {count} unstable row{'s' if count != 1 else ''} "
+                f"({extra['unstable_share']:.1%}): votes on both sides of the pass threshold"
+            )
     usage = result.usage
     if usage.calls or usage.cached_calls:
         print(
@@ -362,6 +386,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     metrics = _metric_list(args.metric)
     bars = _fail_under(args.fail_under, resolve_metrics(metrics))
+    metrics = _with_votes(metrics, args.repeats, bars)
     allowed = max_failed(args.max_failed)
     rate_limit = _rate_limit(args)  # a bad quota fails before any work
     _aggregates(args.aggregate)  # so does an unknown aggregate name
@@ -551,6 +576,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="exit 1 when the metric's mean is below VALUE (repeatable)",
+    )
+    run.add_argument(
+        "--repeats",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="ask every judged metric N times per row: the value is the mean of the votes "
+        "(majority for yes/no and pairwise judges); with --fail-under, rows whose votes "
+        "straddle the bar are counted as unstable (N times the judge requests)",
     )
     run.add_argument(
         "--max-failed",

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from turneval.aggregate import paired_permutation_test
+from turneval.aggregate import paired_permutation_test, unstable
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
@@ -36,7 +36,8 @@ class MetricComparison:
         difference: ``candidate_mean - baseline_mean``.
         p_value: Two-sided paired permutation test of a zero mean difference.
         pairs: Rows both runs scored.
-        regressions: Row indices that passed in the baseline and fail in the candidate.
+        regressions: Row indices that passed in the baseline and fail in the candidate (but
+            those in ``unstable_regressions``).
         improvements: Row indices that failed in the baseline and pass in the candidate.
         worse: Row indices whose score is lower in the candidate.
         lines: The 1-based input line of each row, when the runs recorded it (CLI runs do).
@@ -46,6 +47,9 @@ class MetricComparison:
             ``improvements``.
         off_scale: Scores lie outside [0, 1] while ``pass_threshold`` is the default, made for
             [0, 1] metrics (a 1-5 rubric score always "passes" 0.5): the table notes it.
+        unstable_regressions: Regressions on unstable rows, listed apart (and left out of
+            ``regressions``): rows whose repeated judge votes (``repeats`` > 1) fall on both
+            sides of ``pass_threshold`` in either run, so that the flip may be the judge's noise.
     """
 
     name: str
@@ -61,6 +65,7 @@ class MetricComparison:
     newly_failed: list[int] = field(default_factory=list)
     pass_threshold: float = 0.5
     off_scale: bool = False
+    unstable_regressions: list[int] = field(default_factory=list)
 
     def row_label(self, index: int) -> str:
         """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
@@ -119,6 +124,19 @@ class Comparison:
             )
         lines += [f"note: {m.failed_note()}" for m in self.metrics.values() if m.newly_failed]
         lines += [
+            f"note: {m.name} also regressed on {len(m.unstable_regressions)} unstable "
+            f"row{'s' if len(m.unstable_regressions) != 1 else ''} (votes on both sides of "
+            f"{m.pass_threshold:g}), not counted above: "
+            + ", ".join(m.row_label(i) for i in m.unstable_regressions[:_LISTED])
+            + (
+                f" (+{len(m.unstable_regressions) - _LISTED} more)"
+                if len(m.unstable_regressions) > _LISTED
+                else ""
+            )
+            for m in self.metrics.values()
+            if m.unstable_regressions
+        ]
+        lines += [
             f"note: {m.name} is scored outside [0, 1]: no row can cross the pass threshold "
             f"{m.pass_threshold:g}; give it one on its scale (pass_thresholds={{{m.name!r}: "
             f"VALUE}}, --pass-threshold {m.name}=VALUE)"
@@ -145,6 +163,7 @@ class Comparison:
                     "worse": m.worse,
                     "newly_failed": m.newly_failed,
                     "pass_threshold": m.pass_threshold,
+                    "unstable_regressions": m.unstable_regressions,
                 }
                 for name, m in self.metrics.items()
             },
@@ -222,6 +241,15 @@ def compare(
         scored = np.concatenate([b, c])
         off_scale = name not in thresholds and bool(((scored < 0) | (scored > 1)).any())
         p_value = paired_permutation_test(c - b, resamples=resamples, seed=seed)
+        regressed = [int(i) for i in indices[passed_before & ~passed_after]]
+        shaky = [
+            i
+            for i in regressed
+            if any(
+                name in row.results and unstable(row.results[name], threshold)
+                for row in (baseline.rows[i], candidate.rows[int(order[i])])
+            )
+        ]
         metrics[name] = MetricComparison(
             name,
             float(b.mean()),
@@ -229,13 +257,14 @@ def compare(
             float(c.mean() - b.mean()),
             None if math.isnan(p_value) else p_value,
             pairs,
-            [int(i) for i in indices[passed_before & ~passed_after]],
+            [i for i in regressed if i not in shaky],
             [int(i) for i in indices[~passed_before & passed_after]],
             [int(i) for i in indices[c < b]],
             lines,
             newly_failed,
             threshold,
             off_scale,
+            shaky,
         )
     return Comparison(
         metrics,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from turneval.aggregate import unstable
 from turneval.messages import AIMessage, ToolCall, ToolMessage
 from turneval.samples import MultiTurnSample, SingleTurnSample
 from turneval.usage import Usage
@@ -33,7 +34,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
 th,td{border:1px solid #dfe3ea;padding:4px 8px;text-align:left;vertical-align:top}
 th[data-sort]{cursor:pointer;user-select:none;background:#f0f3f8}th[data-sort]:after{content:" \\2195";color:#9aa3b5}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-.good{background:#e3f6e8}.mid{background:#fff4d6}.bad{background:#fde4e1}.err{background:#f3e8ff}
+.unstable{box-shadow:inset 0 0 0 2px #b7791f}.good{background:#e3f6e8}.mid{background:#fff4d6}.bad{background:#fde4e1}.err{background:#f3e8ff}
 .hists{display:flex;flex-wrap:wrap;gap:16px}.hist{background:#fff;border:1px solid #dfe3ea;padding:8px}
 .drill td{background:#f7f9fc}.conv{max-width:720px}.msg{margin:4px 0;padding:6px 8px;border-radius:6px;white-space:pre-wrap;word-break:break-word}
 .human{background:#e8f0fe}.ai{background:#eef7ee}.tool{background:#f4f4f4;font-family:monospace;font-size:12px}
@@ -144,6 +145,8 @@ _LEGEND = (
     '<span class="mid">0.5 &ndash; 0.8</span><span class="bad">&lt; 0.5</span>'
     '<span class="err">error (the metric failed on this row)</span>'
     '<span class="neutral">neither good nor bad (e.g. whether a tool was used)</span>'
+    '<span class="unstable">~ unstable: the judge\'s votes fall on both sides of the pass '
+    "threshold</span>"
     "<span>uncoloured: outside 0&ndash;1 (e.g. 1&ndash;5 rubric scores)</span></div>"
 )
 
@@ -389,6 +392,13 @@ def render_report(
             else:
                 attrs.append(f'data-k{i}="{result.value!r}"')
                 shade = _shade(result.value, name in tools)
+                if unstable(result):  # repeated votes straddle the pass threshold
+                    votes = ", ".join(f"{v:g}" for v in result.details["repeats"]["values"])
+                    cells.append(
+                        f"<td class='num {shade} unstable' title='unstable: votes {_e(votes)}'>"
+                        f"{_fmt(result.value)} ~</td>"
+                    )
+                    continue
                 cells.append(f"<td class='num {shade}'>{_fmt(result.value)}</td>")
         label = _label(row)
         groups.append(

@@ -761,6 +761,11 @@ async def _evaluate_scenarios(
             "or user=ScriptedUser([...])"
         )
     thresholds = _thresholds(success_thresholds, [metric.name for metric in task.metrics])
+    from turneval.metrics._votes import with_vote_options
+
+    # judged metrics voting several times flag trials whose votes straddle the threshold
+    bars = {metric.name: thresholds.get(metric.name, 1.0) for metric in task.metrics}
+    metrics = with_vote_options(task.metrics, thresholds=bars)
     if task.config_fn is not None:
         raise ConfigError(
             "config_fn takes a sample: with scenarios, pass one config= for every conversation"
@@ -778,13 +783,13 @@ async def _evaluate_scenarios(
         user=user,
         trials=trials,
         max_steps=max_steps,
-        metrics=task.metrics,
+        metrics=metrics,
         judge=judge,
         aborted=aborted,
         config=task.config,
     )
-    result = EvaluationResult(rows, [metric.name for metric in task.metrics], judge.usage)
-    result.metrics = list(task.metrics)
+    result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
+    result.metrics = metrics
     result.success_thresholds = thresholds
     result.user_usage = user_usage
     if aborted:

@@ -83,6 +83,8 @@ class JudgeRequest(Generic[T]):
         label: What this request is about (e.g. ``"turn 3"``), shown in the details.
         vote: Index of this request among identical ones sampled several times (self-consistency
             votes), so that they can be told apart (e.g. in a cache key).
+        repeat: Which of a judged metric's ``repeats`` this request belongs to (0 for the
+            first); each repeat is its own cache entry.
     """
 
     prompt: str
@@ -92,3 +94,4 @@ class JudgeRequest(Generic[T]):
     logprobs: bool = False
     label: str = ""
     vote: int = 0
+    repeat: int = 0

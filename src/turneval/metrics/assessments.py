@@ -104,6 +104,7 @@ class AssessmentJudge(JudgedMetric[SingleTurnSample], SingleTurnMetric):
     """
 
     assessment: ClassVar[bool] = True
+    categorical: ClassVar[bool] = True  # yes/no: repeated votes take the majority
     name: str
     instructions: str = ""
     inputs: tuple[tuple[str, str], ...] = (("request", "user_input"), ("response", "response"))

@@ -287,6 +287,7 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
     """
 
     pairwise: ClassVar[bool] = True
+    categorical: ClassVar[bool] = True  # repeated votes: the majority choice
 
     name: str
     criteria: str | dict[str, str]
