@@ -3,11 +3,11 @@
 import json
 from pathlib import Path
 
-from turneval import EvaluationResult, SampleResult
+from turneval import EvaluationResult, HumanMessage, SampleResult, SingleTurnSample
 from turneval.cli import main
 from turneval.judge import Usage
 from turneval.report import render_html
-from turneval.results import MetricResult
+from turneval.results import MetricFailure, MetricResult
 
 from ._builders import call, conversation
 
@@ -58,3 +58,43 @@ def test_cli_report_names_the_same_lines_as_results_jsonl(tmp_path: Path) -> Non
     # the column's tooltip says what the number is: the input line, not results.jsonl's
     assert "title=\"the sample's 1-based line in the input file" in page
     assert "the line of results.jsonl" not in page
+
+
+HIDDEN = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\x00\x01\x1b\x7f"
+
+
+def test_hidden_characters_are_shown_marked_never_written() -> None:
+    # Bidirectional controls reorder the text around them ("evil\u202etxt.exe" reads as
+    # "evilexe.txt"); NUL and other controls vanish or break tools reading the page.
+    rlo = "evil\u202etxt.exe"
+    sample = conversation([call("look\u202eup", q=rlo)], with_outputs=True)
+    sample = sample.model_copy(
+        update={
+            "user_input": [
+                HumanMessage(content=f"please {HIDDEN} help"),
+                *sample.user_input[1:],
+            ],
+            "metadata": {"id": f"case\u2066{rlo}"},
+        }
+    )
+    single = SingleTurnSample(user_input="q\x00", response=rlo, metadata={"note": rlo})
+    failed = MetricFailure("m", 1, "ValueError", f"bad\x00{rlo}")
+    rows = [
+        SampleResult(0, sample, {"m": MetricResult("m", 1.0, reason=f"because {rlo}")}),
+        SampleResult(1, single, failures={"m": failed}),
+    ]
+    page = render_html(EvaluationResult(rows, ["m"]), title=f"run {rlo}")
+    assert [char for char in HIDDEN if char in page] == []
+    mark = '<span class="hidden-char" title="hidden character">&lt;U+202E&gt;</span>'
+    for shown in ("evil" + mark + "txt.exe", "look" + mark + "up"):
+        assert shown in page
+    # call arguments, reason, failure, response, the id cell and the heading
+    assert page.count("evil" + mark) == 6
+    assert "evil\\u202etxt.exe" in page  # metadata is shown as a dict, whose repr escapes it
+    assert '<span class="hidden-char" title="hidden character">&lt;U+0000&gt;</span>' in page
+    for code in ("202A", "2069", "200E", "061C", "0001", "001B", "007F"):
+        assert f"&lt;U+{code}&gt;</span>" in page
+    # attributes and the page title get the same code as text, without markup
+    assert 'title="case&lt;U+2066&gt;evil&lt;U+202E&gt;txt.exe"' in page
+    assert "<title>run evil&lt;U+202E&gt;txt.exe</title>" in page
+    assert "please " in page and " help" in page
