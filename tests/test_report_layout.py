@@ -1,13 +1,14 @@
 """Report content that needs no browser: tool names, neutral colours, request counts, ids."""
 
 import json
+import re
 from pathlib import Path
 
 from turneval import EvaluationResult, HumanMessage, SampleResult, SingleTurnSample
 from turneval.cli import main
 from turneval.judge import Usage
 from turneval.report import render_html
-from turneval.results import MetricFailure, MetricResult
+from turneval.results import AgentRun, MetricFailure, MetricResult
 
 from ._builders import call, conversation
 
@@ -98,3 +99,29 @@ def test_hidden_characters_are_shown_marked_never_written() -> None:
     assert 'title="case&lt;U+2066&gt;evil&lt;U+202E&gt;txt.exe"' in page
     assert "<title>run evil&lt;U+202E&gt;txt.exe</title>" in page
     assert "please " in page and " help" in page
+
+
+def test_report_shows_the_agent_figures_of_the_summary() -> None:
+    # Two runs that succeeded (1 s, 100 tokens, 2 steps; 3 s, 300 tokens, 4 steps) and one
+    # that failed (left out of latency, tokens and steps): failure rate 1/3, latency 2 s.
+    sample = conversation([call("a")])
+    one = MetricResult("m", 1.0)
+    rows = [
+        SampleResult(0, sample, {"m": one}, agent=AgentRun([], 1.0, None, Usage(60, 40), 2)),
+        SampleResult(1, sample, {"m": one}, agent=AgentRun([], 3.0, None, Usage(200, 100), 4)),
+        SampleResult(2, sample, agent=AgentRun([], 9.0, "RuntimeError: down", Usage(5, 5), 1)),
+    ]
+    page = render_html(EvaluationResult(rows, ["m"]))
+    agent = page.split('<table id="agent">')[1].split("</table>")[0]
+    cells = [
+        [re.sub("<[^>]*>", "", cell) for cell in row.split("</td>")[:-1]]
+        for row in agent.split("<tbody>")[1].split("</tr>")[:-1]
+    ]
+    assert cells == [
+        ["latency_in_seconds", "2.000", "[1.000, 3.000]", "1.414", "2", "1"],
+        ["failure", "0.333", "[0.000, 1.000]", "0.577", "3", "0"],
+        ["agent_total_tokens", "200.000", "[100.000, 300.000]", "141.421", "2", "1"],
+        ["steps", "3.000", "[2.000, 4.000]", "1.414", "2", "1"],
+    ]
+    plain = render_html(EvaluationResult([SampleResult(0, sample, {"m": one})], ["m"]))
+    assert 'id="agent"' not in plain  # no agent run, no agent table

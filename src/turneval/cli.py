@@ -226,7 +226,8 @@ def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
 def _print_summary(result: Any, out: Path | None) -> None:
     from turneval.aggregate import SummaryTable
 
-    print(SummaryTable((name, result.summaries[name]) for name in result.metric_names))
+    agent = result.agent_summaries  # latency, failure rate, tokens, steps (traces)
+    print(SummaryTable([*agent.items(), *((n, result.summaries[n]) for n in result.metric_names)]))
     usage = result.usage
     if usage.calls or usage.cached_calls:
         print(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from turneval.messages import AIMessage, ToolCall, ToolMessage
+from turneval.results import AGENT_FIGURES
 from turneval.samples import MultiTurnSample, SingleTurnSample
 from turneval.usage import Usage
 
@@ -373,6 +374,39 @@ def _trials_grid(result: EvaluationResult) -> str:
     )
 
 
+_AGENT_HELP = {
+    "latency_in_seconds": "seconds an agent run took (runs that succeeded)",
+    "failure": "the failure rate: 1 for a run the agent failed, 0 else",
+    "agent_total_tokens": "the agent's tokens, input and output (runs that succeeded)",
+    "steps": "AI messages the agent produced (runs that succeeded)",
+}
+
+
+def _agent_table(summaries: Mapping[str, MetricSummary], names: Sequence[str]) -> str:
+    """The agent figures of the summary (latency, failure rate, tokens, steps), if any."""
+    rows = []
+    for name in AGENT_FIGURES:
+        s = summaries.get(name)
+        if s is None or name in names:
+            continue
+        ci = "n/a" if s.ci_low is None else f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]"
+        rows.append(
+            f'<tr><td title="{_a(_AGENT_HELP[name])}">{_e(name)}</td>'
+            f"<td class='num'>{_fmt(s.mean)}</td><td class='num'>{ci}</td>"
+            f"<td class='num'>{_fmt(s.std)}</td><td class='num'>{s.count}</td>"
+            f"<td class='num'>{s.failed}</td></tr>"
+        )
+    if not rows:
+        return ""
+    return (
+        '<h2>Agent <span class="muted">(runs of the agent: latency, failure rate, tokens and '
+        "steps; a failed run is left out of the other figures)</span></h2>"
+        '<table id="agent"><thead><tr><th>figure</th><th>mean</th><th>95% CI</th><th>std</th>'
+        "<th>runs</th><th>left out</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def render_report(
     *,
     title: str,
@@ -390,6 +424,8 @@ def render_report(
     ``tools`` names the tool of metrics about one tool (``trajectory_single_tool_use``), for
     their headers and neutral colours; by default it is read from the rows' details.
     ``trials_grid`` is the per-scenario trials table of simulated runs (HTML), if any.
+    ``summaries`` may hold the agent figures (:data:`~turneval.results.AGENT_FIGURES`) too:
+    they are shown in a table of their own.
     """
     nonce = secrets.token_urlsafe(16)
     names = list(metric_names)
@@ -460,6 +496,7 @@ def render_report(
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th><th title="pass^k and pass@k of simulated trials, pairwise win rates, ...">more figures</th></tr></thead>
 <tbody>{"".join(summary_rows)}</tbody></table>
+{_agent_table(summaries, names)}
 {trials_grid}
 <h2>Distributions</h2>
 <div class="hists">{"".join(_histogram(n, values.get(n, np.empty(0))) for n in names)}</div>
