@@ -224,6 +224,19 @@ async def test_user_model_garbage_fails_only_its_trial() -> None:
     assert metadata_of(ended[0])["error"].startswith("SimulationError: the user ended")
 
 
+async def test_a_user_ending_before_its_first_message_is_no_user_done() -> None:
+    # The user said "done" before saying anything: the row fails, so the trial cannot report
+    # that the user's goal was reached (it did: user_done); like any user failure, no reason.
+    metric = CustomMetric(name="always_one", metric_function=lambda instance: 1.0)
+    task = EvalTask([Scenario(id="s", goal="g"), Scenario(id="t", goal="g")], [metric])
+    result = await task.aevaluate(runnable=echo, user=ScriptedUser([]))
+    for row in result.rows:
+        assert metadata_of(row.sample)["stop_reason"] is None
+        assert row.failures["always_one"].error_type == "SimulationError"
+    assert [r["stop_reason"] for r in result.records()] == [None, None]
+    assert result.trial_outcomes("always_one") == {"s": [None], "t": [None]}  # unknown
+
+
 # -- a real LangGraph agent -------------------------------------------------------------------
 
 

@@ -242,7 +242,8 @@ def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
 def _print_summary(result: Any, out: Path | None) -> None:
     from turneval.aggregate import SummaryTable
 
-    print(SummaryTable((name, result.summaries[name]) for name in result.metric_names))
+    agent = result.agent_summaries  # latency, failure rate, tokens, steps (traces)
+    print(SummaryTable([*agent.items(), *((n, result.summaries[n]) for n in result.metric_names)]))
     for name in result.metric_names:  # --repeats with a --fail-under bar
         extra = result.summaries[name].extra or {}
         if "unstable" in extra:

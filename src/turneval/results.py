@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from os import PathLike
@@ -15,11 +16,12 @@ from turneval.usage import Usage
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.aggregate import SummaryTable
+    from turneval.aggregate import MetricSummary, SummaryTable
     from turneval.messages import Message
     from turneval.samples import Sample
 
 __all__ = [
+    "AGENT_FIGURES",
     "AgentRun",
     "EvaluationResult",
     "MetricFailure",
@@ -117,6 +119,64 @@ class AgentRun:
     def failed(self) -> bool:
         """Whether the agent failed (``error`` is set and is the agent's)."""
         return self.error is not None and self.by_agent
+
+
+AGENT_FIGURES = ("latency_in_seconds", "failure", "agent_total_tokens", "steps")
+"""The figures a run's summary adds when an agent was run, before its metrics."""
+
+
+class _AgentFigures:
+    """The numbers of a run's agent runs (no messages), as its summary reads them.
+
+    Latency, tokens and steps of the runs that succeeded (a failed run's partial figures
+    would skew them); ``failure`` (0/1) of the runs the agent is judged on (a run ended by
+    something else, a simulated user that failed, is neither a success nor a failure).
+    A streamed run adds its rows chunk by chunk.
+    """
+
+    __slots__ = ("failure", "latency", "runs", "steps", "tokens")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.latency, self.tokens, self.steps = array("d"), array("d"), array("d")
+        self.failure = array("d")
+
+    def add(self, run: AgentRun) -> None:
+        """Count one agent run in."""
+        self.runs += 1
+        if run.error is None:
+            self.latency.append(run.latency_s)
+            self.tokens.append(float(run.usage.total_tokens))
+            self.steps.append(float(run.steps))
+        if run.error is None or run.by_agent:
+            self.failure.append(float(run.failed))
+
+    def extend(self, other: _AgentFigures) -> None:
+        """Count another part's runs in (a chunk of a streamed run)."""
+        self.runs += other.runs
+        for mine, theirs in zip(
+            (self.latency, self.tokens, self.steps, self.failure),
+            (other.latency, other.tokens, other.steps, other.failure),
+            strict=True,
+        ):
+            mine.extend(theirs)
+
+    def summaries(self) -> dict[str, MetricSummary]:
+        """The :data:`AGENT_FIGURES` summaries ({} when no agent was run).
+
+        Each figure's ``failed`` counts the runs left out of it.
+        """
+        from turneval.aggregate import summarize
+
+        if not self.runs:
+            return {}
+        left_out = self.runs - len(self.latency)
+        return {
+            "latency_in_seconds": summarize("latency_in_seconds", self.latency, left_out),
+            "failure": summarize("failure", self.failure, self.runs - len(self.failure)),
+            "agent_total_tokens": summarize("agent_total_tokens", self.tokens, left_out),
+            "steps": summarize("steps", self.steps, left_out),
+        }
 
 
 @dataclass(slots=True)
@@ -377,24 +437,13 @@ class EvaluationResult:
         something else (a simulated user that failed) is neither: it is left out of ``failure``
         too (counted in its ``failed``).
         """
-        from turneval.aggregate import SummaryTable, summarise_metrics, summarize
+        from turneval.aggregate import SummaryTable, summarise_metrics
 
-        summaries = SummaryTable()
-        ran = [row.agent for row in self.rows if row.agent is not None]
-        if ran:
-            ok = [run for run in ran if run.error is None]  # failed runs would skew these
-            failed_runs = len(ran) - len(ok)
-            summaries["latency_in_seconds"] = summarize(
-                "latency_in_seconds", [run.latency_s for run in ok], failed_runs
-            )
-            judged = [run for run in ran if run.error is None or run.by_agent]
-            summaries["failure"] = summarize(
-                "failure", [float(run.failed) for run in judged], len(ran) - len(judged)
-            )
-            tokens = [float(run.usage.total_tokens) for run in ok]
-            summaries["agent_total_tokens"] = summarize("agent_total_tokens", tokens, failed_runs)
-            steps = [float(run.steps) for run in ok]
-            summaries["steps"] = summarize("steps", steps, failed_runs)
+        figures = _AgentFigures()
+        for row in self.rows:
+            if row.agent is not None:
+                figures.add(row.agent)
+        summaries = SummaryTable(figures.summaries())
         results = {
             name: [row.results[name] for row in self.rows if name in row.results]
             for name in self.metric_names

@@ -12,8 +12,9 @@ Stop reasons (``metadata["stop_reason"]``): ``user_done`` (the user's goal was r
 gave up), ``max_turns`` (the scenario's user turns ran out), ``agent_error`` (the agent raised,
 returned an invalid conversation or exceeded the per-turn step limit), ``timeout`` (the whole
 conversation took longer than ``timeout``). When the user model itself fails (after bounded
-repair), the conversation has no stop reason (None): the row fails with the user model's error,
-and the trial counts as neither a success nor a failure of the agent. The conversation so far is
+repair), or ends the conversation before its first message, the conversation has no stop reason
+(None): the row fails with the user's error, and the trial counts as neither a success nor a
+failure of the agent. A row that failed never reports ``user_done``. The conversation so far is
 always kept.
 """
 
@@ -499,8 +500,8 @@ async def _converse(
         convo.error = f"TimeoutError: the conversation did not finish within {timeout:g}s"
     convo.latency_s = time.perf_counter() - start
     convo.agent_usage, convo.steps = _usage(convo.messages)
-    if convo.error is None and not convo.messages:
-        convo.error_type = "SimulationError"
+    if convo.error is None and not convo.messages:  # the user failed: no stop reason
+        convo.stop_reason, convo.error_type = None, "SimulationError"
         convo.error = "SimulationError: the user ended the conversation before its first message"
     return convo
 
