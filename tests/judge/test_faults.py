@@ -2,6 +2,7 @@
 cache entries, timeouts counting queue time, unbounded Retry-After, slots freed too early."""
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,21 @@ async def test_timed_out_requests_never_push_the_server_past_the_limit(
     assert len(openai_stub.requests) == 6 and run.usage.calls == 6
     assert openai_stub.peak_in_flight == 2
     assert run.usage.input_tokens == 6 * 7  # every late answer was waited for, and counted
+
+
+async def test_a_hanging_server_holds_a_slot_only_briefly_past_the_judge_timeout(
+    openai_stub: OpenAIStub,
+) -> None:
+    # The judge lowers the OpenAI client's own timeout to its timeout + 2 s: the connection of
+    # a request it gave up on is closed then, so the slot is freed within seconds, not after
+    # the SDK's default 600 s, and the limit still holds.
+    openai_stub.reset(default=Reply(GOOD, delay=2.8))
+    judge = Judge(model(openai_stub.url), timeout=0.2, max_retries=0, backoff=0)
+    assert judge.llm.root_async_client.timeout == 2.2
+    started = time.monotonic()
+    with judge_run(JudgeRun(max_concurrency=1)), pytest.raises(JudgeCallError, match="timed out"):
+        await judge.ask("s", "q", Verdict)
+    assert 2.0 <= time.monotonic() - started < 2.75  # closed by the client, before the server
+    assert openai_stub.peak_in_flight == 1
+    while openai_stub.in_flight:  # the server's own sleep ends within 0.6 s: leave it idle
+        await anyio.sleep(0.05)

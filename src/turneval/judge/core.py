@@ -157,6 +157,9 @@ class _Tally:
     message: Any = None
 
 
+_HTTP_GRACE = 2.0
+"""Seconds the HTTP client waits past the judge's timeout before it closes the connection."""
+
 _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 _JSON_INSTRUCTIONS = (
@@ -165,12 +168,18 @@ _JSON_INSTRUCTIONS = (
 
 
 def _without_provider_retries(
-    llm: BaseChatModel, temperature: float | None = None, logprobs: bool = False
+    llm: BaseChatModel,
+    temperature: float | None = None,
+    logprobs: bool = False,
+    http_timeout: float | None = None,
 ) -> BaseChatModel:
     """A copy of ``llm`` with the client's own retries off and temperature 0 when unset.
 
     ``temperature`` overrides the temperature where the model has one (sampling several
     verdicts); ``logprobs`` asks for token log-probabilities where the model supports them.
+    ``http_timeout`` lowers the OpenAI client's own timeout to at most that many seconds, so
+    a request the judge gave up on has its connection closed soon after (and its concurrency
+    slot freed), not after the SDK's default of 10 minutes.
     """
     update: dict[str, Any] = {}
     fields = type(llm).model_fields
@@ -189,10 +198,20 @@ def _without_provider_retries(
     for root, resource in (("root_client", "client"), ("root_async_client", "async_client")):
         client = getattr(copy, root, None)
         if client is not None and hasattr(client, "with_options"):
-            rebuilt = client.with_options(max_retries=0)
+            options: dict[str, Any] = {"max_retries": 0}
+            if http_timeout is not None and not _timeout_within(client, http_timeout):
+                options["timeout"] = http_timeout
+            rebuilt = client.with_options(**options)
             object.__setattr__(copy, root, rebuilt)
             object.__setattr__(copy, resource, rebuilt.chat.completions)
     return copy
+
+
+def _timeout_within(client: Any, seconds: float) -> bool:
+    """Whether an OpenAI client's own timeout is already a number at most ``seconds``."""
+    current = getattr(client, "timeout", None)
+    read = getattr(current, "read", current)  # an httpx.Timeout, or a number
+    return isinstance(read, (int, float)) and 0 < read <= seconds
 
 
 # Fields that change a model's answer but that LangChain leaves out of ``_identifying_params``:
@@ -285,8 +304,10 @@ class Judge:
         drain_timeout: After a request timed out (or its caller was cancelled), seconds its
             limiter slot stays held at most while the server may still be working on it.
             Default None: until its connection is really released (the server answered, or
-            the HTTP client's own timeout, e.g. ``ChatOpenAI(timeout=...)``, closed it), so
-            timed-out requests never push the server past the concurrency limit. A number
+            the HTTP client's own timeout closed it), so timed-out requests never push the
+            server past the concurrency limit. An OpenAI client's timeout is lowered to
+            ``timeout`` + 2 s for this, so a hanging server holds a slot about 2 s past the
+            judge's timeout, not the SDK's default 10 minutes. A number
             bounds the wait; past it the request is abandoned and its slot freed, and a
             server that keeps working on abandoned requests may then see more than the limit.
     """
@@ -313,7 +334,11 @@ class Judge:
         self.max_retry_after = max_retry_after
         self.drain_timeout = drain_timeout
         # Copied with its own retries off and an HTTP client private to each run's event loop.
-        self.llm = loop_bound(_without_provider_retries(resolve_llm(llm), temperature, logprobs))
+        self.llm = loop_bound(
+            _without_provider_retries(
+                resolve_llm(llm), temperature, logprobs, http_timeout=timeout + _HTTP_GRACE
+            )
+        )
         self.identity = _identity(self.llm)
         self.max_retries = max_retries
         self.timeout = timeout
