@@ -45,6 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "turneval.report",
         "turneval.compare",
+        "turneval.stats",
         "turneval.calibration",
         "turneval.stream",
         "turneval.distributed",

@@ -34,6 +34,7 @@ MODULES = [
     "turneval.llms",
     "turneval.runner",
     "turneval.compare",
+    "turneval.stats",
     "turneval.report",
     "turneval.stream",
     "turneval.aggregate",

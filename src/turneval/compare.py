@@ -46,6 +46,8 @@ class MetricComparison:
             ``improvements``.
         off_scale: Scores lie outside [0, 1] while ``pass_threshold`` is the default, made for
             [0, 1] metrics (a 1-5 rubric score always "passes" 0.5): the table notes it.
+        paired_values: The baseline's and the candidate's values of the rows both scored, in
+            the baseline's order (for :func:`turneval.stats.gate_report`).
     """
 
     name: str
@@ -61,6 +63,9 @@ class MetricComparison:
     newly_failed: list[int] = field(default_factory=list)
     pass_threshold: float = 0.5
     off_scale: bool = False
+    paired_values: tuple[np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.empty(0), np.empty(0)), repr=False, compare=False
+    )
 
     def row_label(self, index: int) -> str:
         """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
@@ -236,6 +241,7 @@ def compare(
             newly_failed,
             threshold,
             off_scale,
+            paired_values=(b, c),
         )
     return Comparison(
         metrics,
