@@ -253,3 +253,49 @@ def test_the_how_to_prints_what_its_commands_print(
     assert len(shown) >= 10
     for line in shown:
         assert line in printed
+
+
+# -- flaky scenarios ---------------------------------------------------------------------------
+
+
+def test_flaky_scenarios_have_a_pass_rate_and_an_exact_interval() -> None:
+    grid = {"steady": [True, True, True, True], "flaky": [True, False, True, True], "down": [False]}
+    result = trials_run(grid)
+    [flaky] = result.flaky_scenarios("m")
+    assert (flaky.scenario_id, flaky.passed, flaky.trials, flaky.pass_rate) == ("flaky", 3, 4, 0.75)
+    # Clopper-Pearson from the beta quantiles
+    assert flaky.ci_low == pytest.approx(sps.beta.ppf(0.025, 3, 2))
+    assert flaky.ci_high == pytest.approx(sps.beta.ppf(0.975, 4, 1))
+    assert str(flaky).startswith("flaky: 3/4 passed (0.750, 95% CI [0.194, 0.994]")
+    extra = result.summary()["m"].extra or {}
+    assert extra["flaky_scenarios"] == 1.0
+    page = result_html(result)
+    assert "1 flaky (mixed outcomes)" in page and "m: 3/4 passed (0.750, 95% CI" in page
+
+
+def result_html(result: EvaluationResult) -> str:
+    from turneval.report import render_html
+
+    return render_html(result, title="t")
+
+
+def test_compare_lists_regressions_on_flaky_scenarios_apart() -> None:
+    base = trials_run({"steady": [True, True], "wobbly": [True, True]})
+    cand = trials_run({"steady": [False, True], "wobbly": [True, False]})
+    for run_ in (base, cand):  # every trial its own id: rows pair by id
+        for row in run_.rows:
+            row.stored_id = f"{row.trial_info['scenario_id']}-{row.trial_info['trial']}"
+    m = compare(base, cand).metrics["m"]
+    # both scenarios lost a trial; both are flaky in the candidate, so both flips are apart
+    assert m.regressions == [] and m.flaky_regressions == [0, 3]
+    assert set(m.flaky) == {"steady", "wobbly"}
+    steady = compare(base, base).metrics["m"]
+    assert steady.flaky_regressions == [] and steady.flaky == {}
+    cand_one = trials_run({"steady": [False, False], "wobbly": [True, False]})
+    for row in cand_one.rows:
+        row.stored_id = f"{row.trial_info['scenario_id']}-{row.trial_info['trial']}"
+    mixed = compare(base, cand_one)
+    assert mixed.metrics["m"].regressions == [0, 1]  # steady failed twice: a real regression
+    assert mixed.metrics["m"].flaky_regressions == [3]
+    assert "1 regression on flaky scenarios" in str(mixed) and ": row 3;" in str(mixed)
+    assert "wobbly: 1/2 passed" in str(mixed)

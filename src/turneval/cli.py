@@ -464,8 +464,15 @@ UNDERPOWERED = 5
 
 def _power_lines(args: argparse.Namespace, comparison: Any, gated: list[str]) -> str:
     """Print the gated metrics' test, CI, p-value and power; what ``--min-power`` refuses."""
+    from importlib.util import find_spec
+
     from turneval.stats import gate_report
 
+    if find_spec("statsmodels") is None:
+        if args.min_power is not None:
+            raise UsageError("--min-power needs statsmodels: pip install 'turneval[stats]'")
+        print("power: not computed (pip install 'turneval[stats]' to see each gate's power)")
+        return ""
     names = [name for name in gated or comparison.metrics if comparison.metrics[name].pairs]
     if not names:
         if args.min_power is None:

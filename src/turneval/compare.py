@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from turneval.aggregate import paired_permutation_test
+from turneval.aggregate import FlakyScenario, flaky_scenarios, paired_permutation_test
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
@@ -48,6 +48,10 @@ class MetricComparison:
             [0, 1] metrics (a 1-5 rubric score always "passes" 0.5): the table notes it.
         paired_values: The baseline's and the candidate's values of the rows both scored, in
             the baseline's order (for :func:`turneval.stats.gate_report`).
+        flaky: Simulated runs: the scenarios whose trials disagree (some pass
+            ``pass_threshold``, some not) in the candidate, else in the baseline, by id.
+        flaky_regressions: Regressions on those scenarios, listed apart from
+            ``regressions``: one trial's flip there is as likely noise as a change.
     """
 
     name: str
@@ -66,6 +70,8 @@ class MetricComparison:
     paired_values: tuple[np.ndarray, np.ndarray] = field(
         default_factory=lambda: (np.empty(0), np.empty(0)), repr=False, compare=False
     )
+    flaky: dict[str, FlakyScenario] = field(default_factory=dict)
+    flaky_regressions: list[int] = field(default_factory=list)
 
     def row_label(self, index: int) -> str:
         """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
@@ -83,6 +89,19 @@ class MetricComparison:
         return (
             f"{self.name} failed in the candidate on {count} row{'s' if count != 1 else ''} "
             f"the baseline scored: {rows}{more}"
+        )
+
+    def flaky_note(self) -> str:
+        """The regressions on flaky scenarios, listed apart (empty when there are none)."""
+        if not self.flaky_regressions:
+            return ""
+        count = len(self.flaky_regressions)
+        rows = ", ".join(self.row_label(i) for i in self.flaky_regressions[:_LISTED])
+        more = f" (+{count - _LISTED} more)" if count > _LISTED else ""
+        scenarios = "; ".join(str(scenario) for scenario in self.flaky.values())
+        return (
+            f"{self.name}: {count} regression{'s' if count != 1 else ''} on flaky scenarios "
+            f"(mixed outcomes across trials), not counted above: {rows}{more}; flaky: {scenarios}"
         )
 
     def significant(self, alpha: float = 0.05) -> bool:
@@ -123,6 +142,7 @@ class Comparison:
                 f"| {m.name} | {' | '.join(cells)} | {len(m.regressions)} | {len(m.improvements)} |"
             )
         lines += [f"note: {m.failed_note()}" for m in self.metrics.values() if m.newly_failed]
+        lines += [f"note: {m.flaky_note()}" for m in self.metrics.values() if m.flaky_regressions]
         lines += [
             f"note: {m.name} is scored outside [0, 1]: no row can cross the pass threshold "
             f"{m.pass_threshold:g}; give it one on its scale (pass_thresholds={{{m.name!r}: "
@@ -150,6 +170,8 @@ class Comparison:
                     "worse": m.worse,
                     "newly_failed": m.newly_failed,
                     "pass_threshold": m.pass_threshold,
+                    "flaky_regressions": m.flaky_regressions,
+                    "flaky": {key: asdict(value) for key, value in m.flaky.items()},
                 }
                 for name, m in self.metrics.items()
             },
@@ -227,6 +249,10 @@ def compare(
         scored = np.concatenate([b, c])
         off_scale = name not in thresholds and bool(((scored < 0) | (scored > 1)).any())
         p_value = paired_permutation_test(c - b, resamples=resamples, seed=seed)
+        regressed = [int(i) for i in indices[passed_before & ~passed_after]]
+        flaky = _flaky(baseline, candidate, name, threshold)
+        scenario = [str(row.trial_info.get("scenario_id")) for row in baseline.rows]
+        flaky_regressions = [i for i in regressed if scenario[i] in flaky]
         metrics[name] = MetricComparison(
             name,
             float(b.mean()),
@@ -234,7 +260,7 @@ def compare(
             float(c.mean() - b.mean()),
             None if math.isnan(p_value) else p_value,
             pairs,
-            [int(i) for i in indices[passed_before & ~passed_after]],
+            [i for i in regressed if i not in flaky_regressions],
             [int(i) for i in indices[~passed_before & passed_after]],
             [int(i) for i in indices[c < b]],
             lines,
@@ -242,6 +268,8 @@ def compare(
             threshold,
             off_scale,
             paired_values=(b, c),
+            flaky=flaky,
+            flaky_regressions=flaky_regressions,
         )
     return Comparison(
         metrics,
@@ -249,6 +277,25 @@ def compare(
         [name for name in baseline.metric_names if name not in shared],
         [name for name in candidate.metric_names if name not in shared],
     )
+
+
+def _flaky(
+    baseline: EvaluationResult,
+    candidate: EvaluationResult,
+    name: str,
+    threshold: float,
+) -> dict[str, FlakyScenario]:
+    """Scenarios whose trials of ``name`` disagree about ``threshold``, in either run."""
+    found: dict[str, FlakyScenario] = {}
+    for run in (baseline, candidate):  # the candidate's figures win
+        outcomes: dict[str, list[bool | None]] = {}
+        for row in run.rows:
+            if row.trial_info:
+                result = row.results.get(name)
+                outcome = None if result is None else result.value >= threshold
+                outcomes.setdefault(str(row.trial_info["scenario_id"]), []).append(outcome)
+        found.update({s.scenario_id: s for s in flaky_scenarios(outcomes)})
+    return found
 
 
 def _thresholds(pass_thresholds: Mapping[str, float] | None, shared: list[str]) -> dict[str, float]:

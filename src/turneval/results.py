@@ -15,7 +15,7 @@ from turneval.usage import Usage
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.aggregate import SummaryTable
+    from turneval.aggregate import FlakyScenario, SummaryTable
     from turneval.messages import Message
     from turneval.samples import Sample
 
@@ -350,6 +350,16 @@ class EvaluationResult:
             outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
         return outcomes
 
+    def flaky_scenarios(self, name: str) -> list[FlakyScenario]:
+        """Scenarios whose trials of metric ``name`` disagree, with pass rate and interval.
+
+        See :func:`~turneval.aggregate.flaky_scenarios`; their count is the summary's
+        ``flaky_scenarios`` figure (simulated runs with more than one trial).
+        """
+        from turneval.aggregate import flaky_scenarios
+
+        return flaky_scenarios(self.trial_outcomes(name))
+
     def _trial_figures(self, name: str) -> dict[str, float]:
         from turneval.aggregate import pass_at_k, pass_hat_k
 
@@ -363,6 +373,8 @@ class EvaluationResult:
                 figures[f"pass^{k}"], figures[f"pass@{k}"] = hat, at
         if figures:
             figures["success_rate"] = figures["pass^1"]
+        if "pass^2" in figures:  # mixed outcomes need two trials
+            figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
         return figures
 
     def summary(self) -> SummaryTable:

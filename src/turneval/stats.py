@@ -55,8 +55,12 @@ TEST = "paired permutation test (sign flips), two-sided"
 
 
 def _power_model() -> Any:
-    from statsmodels.stats.power import TTestPower
-
+    try:
+        from statsmodels.stats.power import TTestPower
+    except ImportError as exc:
+        raise ConfigError(
+            "power and sample sizes need statsmodels: pip install 'turneval[stats]'"
+        ) from exc
     return TTestPower()
 
 
