@@ -50,6 +50,7 @@ MODULES = [
     "turneval.metrics._topic_adherence",
     "turneval.metrics._goal_accuracy",
     "turneval.simulation",
+    "turneval.sequential",
 ]
 
 

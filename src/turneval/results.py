@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from turneval.aggregate import FlakyScenario, SummaryTable
     from turneval.messages import Message
     from turneval.samples import Sample
+    from turneval.sequential import EarlyStops
 
 __all__ = [
     "AgentRun",
@@ -28,6 +29,7 @@ __all__ = [
     "SampleResult",
     "json_line",
     "ratio",
+    "trial_outcome",
 ]
 
 
@@ -283,6 +285,19 @@ class Prices:
         return usage.cost(self.input_per_million, self.output_per_million)
 
 
+def trial_outcome(row: SampleResult, name: str, threshold: float) -> bool | None:
+    """One trial's success on metric ``name``: its value reaches ``threshold``.
+
+    A trial whose agent failed or timed out is a failure; any other failure of the metric (a
+    judge or user-model error) is unknown (None).
+    """
+    result = row.results.get(name)
+    if result is not None:
+        return bool(result.value >= threshold)
+    failed = row.trial_info.get("stop_reason") in ("agent_error", "timeout")
+    return False if failed else None
+
+
 class EvaluationResult:
     """The rows of a run, in input order, and their summaries.
 
@@ -305,6 +320,7 @@ class EvaluationResult:
         self.metrics: list[Any] = []  # the metric objects of the run, when it ran here
         self.aggregates: dict[str, float] = {}  # the run's RunAggregate figures, by name
         self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
+        self.early_stops: EarlyStops | None = None  # what stop_early saved, when trials stopped
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
@@ -339,15 +355,9 @@ class EvaluationResult:
         threshold = self.success_threshold(name)
         for row in self.rows:
             metadata = row.trial_info
-            if not metadata:
-                continue
-            result = row.results.get(name)
-            if result is not None:
-                outcome: bool | None = result.value >= threshold
-            else:  # the agent failed or timed out: a failed trial; any other failure: unknown
-                failed = metadata.get("stop_reason") in ("agent_error", "timeout")
-                outcome = False if failed else None
-            outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
+            if metadata:
+                outcome = trial_outcome(row, name, threshold)
+                outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
         return outcomes
 
     def flaky_scenarios(self, name: str) -> list[FlakyScenario]:
@@ -363,6 +373,8 @@ class EvaluationResult:
     def _trial_figures(self, name: str) -> dict[str, float]:
         from turneval.aggregate import pass_at_k, pass_hat_k
 
+        if self.early_stops is not None and self.early_stops.saved:
+            return self._settled_figures(name, self.early_stops)
         known = [
             [o for o in trials if o is not None] for trials in self.trial_outcomes(name).values()
         ]
@@ -375,6 +387,32 @@ class EvaluationResult:
             figures["success_rate"] = figures["pass^1"]
         if "pass^2" in figures:  # mixed outcomes need two trials
             figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
+        return figures
+
+    def _settled_figures(self, name: str, stops: EarlyStops) -> dict[str, float]:
+        """The figures a run with stopped scenarios gives exactly (see turneval.sequential).
+
+        Per scenario, the verdict "at least ``stops.needed`` of ``stops.trials`` trials
+        succeed", known once settled; scenarios with an unknown outcome are left out, as
+        pass^k leaves out those with too few known trials.
+        """
+        verdicts = []
+        for outcomes in self.trial_outcomes(name).values():
+            if None in outcomes:
+                continue
+            passed = sum(map(bool, outcomes))
+            left = stops.trials - len(outcomes)
+            if passed >= stops.needed or passed + left < stops.needed:
+                verdicts.append(passed >= stops.needed)
+        if not verdicts:
+            return {"trials_saved": float(stops.saved)}
+        share = sum(verdicts) / len(verdicts)
+        figures = {"scenario_pass_rate": share}
+        if stops.needed == stops.trials:
+            figures[f"pass^{stops.trials}"] = share
+        if stops.needed == 1:
+            figures[f"pass@{stops.trials}"] = share
+        figures["trials_saved"] = float(stops.saved)
         return figures
 
     def summary(self) -> SummaryTable:
