@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -299,3 +300,18 @@ def test_compare_lists_regressions_on_flaky_scenarios_apart() -> None:
     assert mixed.metrics["m"].flaky_regressions == [3]
     assert "1 regression on flaky scenarios" in str(mixed) and ": row 3;" in str(mixed)
     assert "wobbly: 1/2 passed" in str(mixed)
+
+
+def test_min_power_without_rows_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lone summary.json has means only: its power is unknown, so --min-power refuses it."""
+    for name in ("a", "b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        summary = {"metrics": {"m": {"mean": 0.5}}}
+        (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    paths = [str(tmp_path / name / "summary.json") for name in ("a", "b")]
+    assert main(["compare", *paths, "--fail-on-regression", "0.05"]) == 0
+    assert main(["compare", *paths, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 5
+    assert "no paired rows" in capsys.readouterr().err

@@ -413,6 +413,7 @@ class EvaluationResult:
         if stops.needed == 1:
             figures[f"pass@{stops.trials}"] = share
         figures["trials_saved"] = float(stops.saved)
+        figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
         return figures
 
     def summary(self) -> SummaryTable:

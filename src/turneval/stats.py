@@ -539,7 +539,7 @@ def gate_report(
     level = alpha / len(names) if correction == "holm" else alpha
     tested = [name for name in names if comparison.metrics[name].p_value is not None]
     holm: dict[str, float] = {}
-    if len(tested) > 1:
+    if correction == "holm" and tested:
         from statsmodels.stats.multitest import multipletests
 
         adjusted = multipletests(
