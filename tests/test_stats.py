@@ -138,6 +138,11 @@ def test_plan_of_a_trials_grid_counts_scenarios_times_trials() -> None:
     needed = math.ceil(TTestPower().solve_power(effect_size=0.2 / sd, alpha=0.05, power=0.8))
     assert (trials.k, trials.scenarios, trials.pass_hat_k) == (3, 4, 0.5)
     assert trials.scenarios_needed == needed and trials.conversations_needed == 3 * needed
+    # with a baseline, scenarios pair by id: the spread of the per-scenario differences
+    before = {"a": [True] * 3, "b": [True] * 3, "c": [True, True, False], "d": [True] * 3}
+    paired = plan(trials_run(grid), mde=0.2, baseline=trials_run(before)).metrics["m"].trials
+    assert paired is not None
+    assert paired.sd == pytest.approx(float(np.std([0.0, -1.0, 0.0, 0.0], ddof=1)))
 
 
 def test_plan_refuses_bad_levels_and_unknown_metrics() -> None:
