@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.runner",
         "turneval.agents",
         "turneval.simulation",
+        "turneval.sequential",
         "turneval.estimate",
         "turneval.testing",
         "turneval._scripted",
@@ -45,6 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "turneval.report",
         "turneval.compare",
+        "turneval.stats",
         "turneval.calibration",
         "turneval.stream",
         "turneval.distributed",

@@ -19,12 +19,14 @@ if TYPE_CHECKING:
     from turneval.results import EvaluationResult, MetricResult
 
 __all__ = [
+    "FlakyScenario",
     "MetricSummary",
     "RunAggregate",
     "SummaryTable",
     "bootstrap_ci",
     "builtin_aggregates",
     "compute_aggregates",
+    "flaky_scenarios",
     "paired_permutation_test",
     "pass_at_k",
     "pass_hat_k",
@@ -347,6 +349,74 @@ def pass_at_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
     return _over_scenarios(
         outcomes, k, lambda c, n: 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
     )
+
+
+@dataclass(frozen=True, slots=True)
+class FlakyScenario:
+    """A scenario whose trials disagree: some succeeded, some failed.
+
+    Attributes:
+        scenario_id: The scenario.
+        passed: Trials that succeeded.
+        trials: Trials with a known outcome.
+        pass_rate: ``passed / trials``.
+        ci_low: Lower end of the exact (Clopper-Pearson) interval of the pass rate (None
+            without SciPy, the ``stats`` extra).
+        ci_high: Upper end.
+    """
+
+    scenario_id: str
+    passed: int
+    trials: int
+    pass_rate: float
+    ci_low: float | None
+    ci_high: float | None
+
+    def __str__(self) -> str:
+        """``refund: 2/3 passed (0.667, 95% CI [0.094, 0.992])``."""
+        interval = (
+            "" if self.ci_low is None else f", 95% CI [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+        )
+        return (
+            f"{self.scenario_id}: {self.passed}/{self.trials} passed ({self.pass_rate:.3f}"
+            f"{interval})"
+        )
+
+
+def flaky_scenarios(
+    outcomes: Mapping[str, Sequence[bool | None]], *, confidence: float = 0.95
+) -> list[FlakyScenario]:
+    """The scenarios of a trials grid with mixed outcomes, with their pass rate and interval.
+
+    ``outcomes`` holds, per scenario id, each trial's success (None: unknown, left out). A
+    scenario is flaky when its known trials hold at least one success and one failure: the
+    same agent on the same scenario gives different answers, so one trial's verdict is
+    noise. The interval is SciPy's exact binomial (Clopper-Pearson) interval at
+    ``confidence`` (None without SciPy). In the order of ``outcomes``.
+    """
+    flaky = []
+    for scenario, trials in outcomes.items():
+        known = [bool(o) for o in trials if o is not None]
+        passed = sum(known)
+        if 0 < passed < len(known):
+            low, high = _binomial_interval(passed, len(known), confidence)
+            flaky.append(
+                FlakyScenario(str(scenario), passed, len(known), passed / len(known), low, high)
+            )
+    return flaky
+
+
+def _binomial_interval(
+    successes: int, trials: int, confidence: float
+) -> tuple[float | None, float | None]:
+    try:
+        from scipy.stats import binomtest
+    except ImportError:  # the interval needs the stats extra; the flaky mark does not
+        return None, None
+    interval = binomtest(successes, trials).proportion_ci(
+        confidence_level=confidence, method="exact"
+    )
+    return float(interval.low), float(interval.high)
 
 
 def summarise_metrics(

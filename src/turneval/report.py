@@ -340,6 +340,11 @@ def _trials_grid(result: EvaluationResult) -> str:
         return ""
     names = result.metric_names
     trials = max(max(cells) for cells in grid.values()) + 1
+    flaky: dict[str, list[str]] = {}  # per scenario: its metrics whose trials disagree
+    for name in names if trials > 1 else ():
+        for mixed in result.flaky_scenarios(name):
+            entry = f"{name}: {str(mixed).partition(': ')[2]}"
+            flaky.setdefault(mixed.scenario_id, []).append(entry)
     body = []
     for scenario, cells in grid.items():
         tds = []
@@ -366,12 +371,17 @@ def _trials_grid(result: EvaluationResult) -> str:
             tds.append(
                 f'<td class="trial"><a href="#sample-{cell.index}">{_e(reason)}</a> {"".join(marks)}</td>'
             )
+        marked = "<br>".join(_e(entry) for entry in flaky.get(scenario, []))
+        tds.append(f'<td class="flaky">{marked}</td>' if flaky else "")
         body.append(f"<tr><td>{_e(scenario)}</td>{''.join(tds)}</tr>")
     heads = "".join(f"<th>trial {t}</th>" for t in range(trials))
+    if flaky:
+        heads += '<th title="mixed outcomes: pass rate and 95% exact interval">flaky</th>'
+    count = f"; {len(flaky)} flaky (mixed outcomes)" if flaky else ""
     legend = ", ".join(_e(n) for n in names)
     return (
         f'<h2>Trials <span class="muted">(marks per metric: {legend}; success = value at or '
-        f"above its threshold)</span></h2>"
+        f"above its threshold{count})</span></h2>"
         f'<table id="trials"><thead><tr><th>scenario</th>{heads}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )

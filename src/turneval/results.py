@@ -16,9 +16,10 @@ from turneval.usage import Usage
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.aggregate import MetricSummary, SummaryTable
+    from turneval.aggregate import FlakyScenario, MetricSummary, SummaryTable
     from turneval.messages import Message
     from turneval.samples import Sample
+    from turneval.sequential import EarlyStops
 
 __all__ = [
     "AGENT_FIGURES",
@@ -30,6 +31,7 @@ __all__ = [
     "SampleResult",
     "json_line",
     "ratio",
+    "trial_outcome",
 ]
 
 
@@ -343,6 +345,19 @@ class Prices:
         return usage.cost(self.input_per_million, self.output_per_million)
 
 
+def trial_outcome(row: SampleResult, name: str, threshold: float) -> bool | None:
+    """One trial's success on metric ``name``: its value reaches ``threshold``.
+
+    A trial whose agent failed or timed out is a failure; any other failure of the metric (a
+    judge or user-model error) is unknown (None).
+    """
+    result = row.results.get(name)
+    if result is not None:
+        return bool(result.value >= threshold)
+    failed = row.trial_info.get("stop_reason") in ("agent_error", "timeout")
+    return False if failed else None
+
+
 class EvaluationResult:
     """The rows of a run, in input order, and their summaries.
 
@@ -365,6 +380,7 @@ class EvaluationResult:
         self.metrics: list[Any] = []  # the metric objects of the run, when it ran here
         self.aggregates: dict[str, float] = {}  # the run's RunAggregate figures, by name
         self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
+        self.early_stops: EarlyStops | None = None  # what stop_early saved, when trials stopped
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
@@ -399,20 +415,26 @@ class EvaluationResult:
         threshold = self.success_threshold(name)
         for row in self.rows:
             metadata = row.trial_info
-            if not metadata:
-                continue
-            result = row.results.get(name)
-            if result is not None:
-                outcome: bool | None = result.value >= threshold
-            else:  # the agent failed or timed out: a failed trial; any other failure: unknown
-                failed = metadata.get("stop_reason") in ("agent_error", "timeout")
-                outcome = False if failed else None
-            outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
+            if metadata:
+                outcome = trial_outcome(row, name, threshold)
+                outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
         return outcomes
+
+    def flaky_scenarios(self, name: str) -> list[FlakyScenario]:
+        """Scenarios whose trials of metric ``name`` disagree, with pass rate and interval.
+
+        See :func:`~turneval.aggregate.flaky_scenarios`; their count is the summary's
+        ``flaky_scenarios`` figure (simulated runs with more than one trial).
+        """
+        from turneval.aggregate import flaky_scenarios
+
+        return flaky_scenarios(self.trial_outcomes(name))
 
     def _trial_figures(self, name: str) -> dict[str, float]:
         from turneval.aggregate import pass_at_k, pass_hat_k
 
+        if self.early_stops is not None and self.early_stops.saved:
+            return self._settled_figures(name, self.early_stops)
         known = [
             [o for o in trials if o is not None] for trials in self.trial_outcomes(name).values()
         ]
@@ -423,6 +445,35 @@ class EvaluationResult:
                 figures[f"pass^{k}"], figures[f"pass@{k}"] = hat, at
         if figures:
             figures["success_rate"] = figures["pass^1"]
+        if "pass^2" in figures:  # mixed outcomes need two trials
+            figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
+        return figures
+
+    def _settled_figures(self, name: str, stops: EarlyStops) -> dict[str, float]:
+        """The figures a run with stopped scenarios gives exactly (see turneval.sequential).
+
+        Per scenario, the verdict "at least ``stops.needed`` of ``stops.trials`` trials
+        succeed", known once settled; scenarios with an unknown outcome are left out, as
+        pass^k leaves out those with too few known trials.
+        """
+        verdicts = []
+        for outcomes in self.trial_outcomes(name).values():
+            if None in outcomes:
+                continue
+            passed = sum(map(bool, outcomes))
+            left = stops.trials - len(outcomes)
+            if passed >= stops.needed or passed + left < stops.needed:
+                verdicts.append(passed >= stops.needed)
+        if not verdicts:
+            return {"trials_saved": float(stops.saved)}
+        share = sum(verdicts) / len(verdicts)
+        figures = {"scenario_pass_rate": share}
+        if stops.needed == stops.trials:
+            figures[f"pass^{stops.trials}"] = share
+        if stops.needed == 1:
+            figures[f"pass@{stops.trials}"] = share
+        figures["trials_saved"] = float(stops.saved)
+        figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
         return figures
 
     def summary(self) -> SummaryTable:

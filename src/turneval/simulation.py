@@ -50,8 +50,9 @@ from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
 from turneval.pipeline import RunOptions, run_rows, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
-from turneval.results import AgentRun, EvaluationResult, SampleResult
+from turneval.results import AgentRun, EvaluationResult, SampleResult, trial_outcome
 from turneval.samples import MultiTurnSample
+from turneval.sequential import StopEarly, _Sequencer, _stop_rule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -567,6 +568,7 @@ async def asimulate(
     show_progress: bool | None = None,
     rate_limit: RateLimit | RateLimiter | None = None,
     config: dict[str, Any] | None = None,
+    stop_early: StopEarly | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
 
@@ -599,7 +601,17 @@ async def asimulate(
         config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every call
             (``callbacks``, ``recursion_limit``, ``configurable``, ...); each trial's
             ``thread_id`` and the ``scenario_id`` and ``trial`` metadata are added to it.
+        stop_early: A :class:`~turneval.sequential.StopEarly` with a ``success`` test: a
+            scenario's trials run one after another and stop once its verdict is settled;
+            the last trial run of such a scenario has ``skipped_trials`` (the trials not run)
+            in its ``metadata``.
     """
+    rule = _stop_rule(stop_early)
+    if rule is not None and rule.success is None:
+        raise ConfigError(
+            "simulate(stop_early=...) needs StopEarly(success=...): without metrics, whether a "
+            "conversation succeeded is yours to say (EvalTask.evaluate uses its metrics)"
+        )
     options = RunOptions(
         max_concurrency=max_concurrency,
         agent_timeout=timeout,
@@ -616,6 +628,7 @@ async def asimulate(
         trials=trials,
         max_steps=max_steps,
         config=config,
+        stop_early=rule,
     )
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
@@ -634,6 +647,7 @@ def simulate(
     show_progress: bool | None = None,
     rate_limit: RateLimit | RateLimiter | None = None,
     config: dict[str, Any] | None = None,
+    stop_early: StopEarly | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
     return run_sync(
@@ -651,6 +665,7 @@ def simulate(
             show_progress=show_progress,
             rate_limit=rate_limit,
             config=config,
+            stop_early=stop_early,
         )
     )
 
@@ -686,11 +701,16 @@ async def _simulated_rows(
     judge: JudgeRun | None = None,
     aborted: list[str] | None = None,
     config: dict[str, Any] | None = None,
+    stop_early: StopEarly | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    sequencer: list[_Sequencer] | None = None,
 ) -> tuple[list[SampleResult], Usage]:
     """Simulate every (scenario, trial); with ``metrics``, score each conversation as it ends.
 
     The simulation step of the run pipeline. Returns the rows in input order and the user
-    model's usage over the run.
+    model's usage over the run. With ``stop_early``, a scenario's trials run in turn and stop
+    once settled (a trial's success: its metrics against ``thresholds``, else the rule's
+    ``success``); the trials tracker is appended to ``sequencer``.
     """
     _check_run(user, trials, max_steps)
     user.check(scenarios)
@@ -702,9 +722,35 @@ async def _simulated_rows(
         rate_limiter=options.rate_limit,
     )
     timeout, seed = options.agent_timeout, options.seed
+    ids = [str(scenario.id) for scenario in scenarios]
+    order = None if stop_early is None else _Sequencer(stop_early, ids, trials)
+    skipped: set[int] = set()
 
     async def produce(index: int) -> SampleResult:
-        scenario, trial = scenarios[index // trials], index % trials
+        if order is None:
+            row = await conversation(index // trials, index % trials, index)
+            return row
+        number, trial = order.trial_of(index)
+        position = number * trials + trial  # the row's place in the full grid
+        if await order.before(number, trial):
+            skipped.add(position)
+            return SampleResult(position, None)
+        row = await conversation(number, trial, position)
+        order.done(number, trial, _outcomes(row))
+        return row
+
+    def _outcomes(row: SampleResult) -> dict[str, bool | None]:
+        if metrics is not None:
+            limits = thresholds or {}
+            return {m.name: trial_outcome(row, m.name, limits.get(m.name, 1.0)) for m in metrics}
+        sample, check = row.sample, stop_early.success if stop_early else None
+        if not isinstance(sample, MultiTurnSample) or check is None:
+            return {"success": None}
+        known = (sample.metadata or {}).get("stop_reason") is not None
+        return {"success": bool(check(sample)) if known else None}
+
+    async def conversation(number: int, trial: int, index: int) -> SampleResult:
+        scenario = scenarios[number]
         with judge_run(user_run):
             convo = await _converse(
                 agent,
@@ -732,10 +778,30 @@ async def _simulated_rows(
 
     if metrics is None:  # simulation alone: no row to report or abort on
         options = options.replace(on_row=None, fail_on_error=False)
+    elif order is not None and options.on_row is not None:  # a trial not run is no row
+        report = options.on_row
+        options = options.replace(on_row=lambda row: None if row.index in skipped else report(row))
     rows = await run_rows(
         len(scenarios) * trials, produce, options, judge=judge or user_run, aborted=aborted
     )
+    if order is not None:
+        rows = _without_skipped(rows, skipped, order)
+        if sequencer is not None:
+            sequencer.append(order)
     return rows, user_run.usage
+
+
+def _without_skipped(
+    rows: list[SampleResult], skipped: set[int], order: _Sequencer
+) -> list[SampleResult]:
+    """The rows run, in grid order; a stopped scenario's last one notes its trials not run."""
+    kept = sorted((row for row in rows if row.index not in skipped), key=lambda r: r.index)
+    last = {str(row.trial_info.get("scenario_id")): row for row in kept}
+    for scenario_id, count in order.report().skipped.items():
+        sample = last[scenario_id].sample
+        if sample is not None and sample.metadata is not None:
+            sample.metadata["skipped_trials"] = count
+    return kept
 
 
 async def _evaluate_scenarios(
@@ -747,6 +813,7 @@ async def _evaluate_scenarios(
     trials: int,
     max_steps: int,
     success_thresholds: Mapping[str, float] | None,
+    stop_early: StopEarly | bool | None = None,
 ) -> EvaluationResult:
     """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation.
 
@@ -776,7 +843,7 @@ async def _evaluate_scenarios(
             "multi_turn=False replays only a sample's first turn: a simulated user talks until "
             "it is done (limit it with the scenario's max_turns)"
         )
-    judge, aborted = options.judge_run(), list[str]()
+    judge, aborted, sequenced = options.judge_run(), list[str](), list[_Sequencer]()
     rows, user_usage = await _simulated_rows(
         agent,
         task.scenarios,
@@ -788,8 +855,13 @@ async def _evaluate_scenarios(
         judge=judge,
         aborted=aborted,
         config=task.config,
+        stop_early=_stop_rule(stop_early),
+        thresholds=thresholds,
+        sequencer=sequenced,
     )
     result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
+    if sequenced:
+        result.early_stops = sequenced[0].report()
     result.metrics = metrics
     result.success_thresholds = thresholds
     result.user_usage = user_usage
