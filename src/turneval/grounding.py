@@ -17,10 +17,25 @@ best-matching fact passages (sentences; up to three passages from any facts comb
 the share of its names, numbers and dates found. Words match by prefix after simple suffix
 stripping ("starred" finds "stars"), numbers after removing thousands separators ("1,500" is
 "1500") and trailing decimal zeros ("21.50" is "21.5"), and only whole ("12" is not in "0.12",
-"5" not in "2.5"). A claim that shares a passage's frame (its other words) but names a different person,
-number or date contradicts it. It cannot see paraphrases with other words ("passed away" for
+"5" not in "2.5").
+
+It also reads the claim's and the facts' values (numbers, dates, percentages, amounts of money,
+quantities with units, names; see ``turneval._grounding_values``) and compares them whatever
+their surface form: "2021-03-03" states "March 3, 2021", "3,700,000" states "3.7 million",
+"$21.50" states "21.50 USD", "5 kilometers" states "5 km". A claim whose value differs from
+the fact passage it otherwise matches ("founded by Larry Page and Sergey Brin in 1975" against
+"... in 1998") is not grounded, whatever its score (which counts that value as not found), and
+with anti-citations on it anti-cites that fact once that share (below) reaches
+``anti_citation_threshold``. Differs means the passage states another value of the same kind in the value's
+slot (the word it is said of: "founded by", "opened on") and no passage states the claim's
+value there, or, for a number or date no passage states at all, the passage states one of its
+kind the claim does not; otherwise matches means that, with the differing values set aside,
+the passage holds at least ``citation_threshold`` of the claim's weight (and 2 at least).
+A claim that shares a passage's frame (its other words) but names a different person,
+number or date also contradicts it. It cannot see paraphrases with other words ("passed away" for
 "died"), negation ("was not directed by"), relations between the right words in a wrong order
-("Cameron starred in a film directed by DiCaprio" reads as supported), or coreference beyond
+("Cameron starred in a film directed by DiCaprio" reads as supported), spelled-out numbers
+("eleven" for 11), aliases ("Oscars" for "Academy Awards"), or coreference beyond
 ignoring pronouns. Use the LLM backend where those matter.
 """
 
