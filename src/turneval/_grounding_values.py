@@ -47,6 +47,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from functools import lru_cache
 from typing import Literal
 
 __all__ = ["UNITS", "Value", "conflicts", "equal", "stem", "values"]
@@ -160,7 +161,7 @@ _MONTH_NUMBERS = {
     )
 }
 _ORD = r"(?:st|nd|rd|th)?"
-_DATE = re.compile(
+_DATE_PATTERN = (
     r"(?<![\w.,/-])(?:"
     r"(?P<iy>\d{4})[-/](?P<im>\d{1,2})[-/](?P<id>\d{1,2})(?!\d)"
     r"|(?P<sa>\d{1,2})/(?P<sb>\d{1,2})/(?P<sy>\d{4})(?![\d/])"
@@ -177,13 +178,25 @@ _UNIT_PATTERN = "|".join(
     re.escape(spelling).replace(r"\ ", r"\s+")
     for spelling in sorted([*UNITS, *_SHORT_SCALES], key=len, reverse=True)
 )
-_NUMBER = re.compile(
+_NUMBER_PATTERN = (
     r"(?<![\w.,$€£¥])"
     r"(?:(?P<sign>US\$|\$|€|£|¥)\s?|(?P<code>USD|EUR|GBP|JPY)\s?)?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|[.,]\d)"
     r"(?:\s?(?P<scale>thousand|million|billion|trillion)(?![^\W\d_]))?"
     rf"(?:[\s-]?(?P<unit>(?i:{_UNIT_PATTERN}))(?![^\W\d_]))?"
 )
+
+
+@lru_cache(maxsize=1)
+def _date_regex() -> re.Pattern[str]:
+    return re.compile(_DATE_PATTERN)  # compiled on first use: importing stays cheap
+
+
+@lru_cache(maxsize=1)
+def _number_regex() -> re.Pattern[str]:
+    return re.compile(_NUMBER_PATTERN)
+
+
 _WORD = re.compile(r"[^\W\d_]+\d[^\W_]*|[^\W\d_]+(?:['’][^\W\d_]+)*")
 _LIST_GAP = re.compile(r"\s*(?:,\s*(?:and|or)?|and|or|&)\s*")
 _NAME_GAP = re.compile(r" |-")  # "Larry Page", "Jean-Luc"
@@ -339,12 +352,12 @@ def values(text: str) -> list[Value]:
     """The values in ``text``, in order, each with its slot (see the module docs)."""
     found: list[Value] = []
     taken: list[tuple[int, int]] = []
-    for match in _DATE.finditer(text):
+    for match in _date_regex().finditer(text):
         readings = _date(match)
         if readings is not None:
             found.append(Value("date", match.start(), match.end(), dates=readings))
             taken.append(match.span())
-    for match in _NUMBER.finditer(text):
+    for match in _number_regex().finditer(text):
         if _spans_overlap(match.start(), match.end(), taken):
             continue
         number, written, unit, year = _number(match)
