@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.integrations",
     ),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
-    ("turneval.grounding",),
+    ("turneval.grounding", "turneval._grounding_values"),
     ("turneval.metrics",),
     (
         "turneval.pipeline",
