@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
@@ -601,37 +601,47 @@ class EvaluationResult:
         usage are restored; the run's ``usage`` is the sum of the results' (requests of failed
         metrics are not in the file).
         """
+        with Path(path).open(encoding="utf-8") as handle:
+            return cls._from_numbered(
+                (number, json.loads(line))
+                for number, line in enumerate(handle, start=1)
+                if line.strip()
+            )
+
+    @classmethod
+    def from_records(cls, records: Iterable[dict[str, Any]]) -> EvaluationResult:
+        """The rows of results.jsonl records already read (a run store's), as ``from_jsonl``."""
+        return cls._from_numbered(enumerate(records, start=1))
+
+    @classmethod
+    def _from_numbered(cls, records: Iterable[tuple[int, dict[str, Any]]]) -> EvaluationResult:
         rows: list[SampleResult] = []
         names: list[str] = []
-        with Path(path).open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                record = json.loads(line)
-                if not names:
-                    names = [key for key in record if f"{key}_reason" in record]
-                row = SampleResult(int(record.get("index", number - 1)), None)
-                if record.get("line") is not None:  # the streaming CLI's input line
-                    row.line = int(record["line"])
-                if record.get("id") is not None:
-                    row.stored_id = str(record["id"])
-                if "scenario_id" in record:  # a simulated conversation: pass^k again
-                    row.stored_trial = {key: record.get(key) for key in TRIAL_KEYS}
-                for name in names:
-                    if record.get(name) is not None:
-                        row.results[name] = MetricResult(
-                            name,
-                            float(record[name]),
-                            record.get(f"{name}_reason") or "",
-                            dict(record.get(f"{name}_details") or {}),
-                            _read_usage(record.get(f"{name}_usage"), name, number),
-                        )
-                    elif record.get(f"{name}_error"):
-                        error_type, _, message = str(record[f"{name}_error"]).partition(": ")
-                        row.failures[name] = MetricFailure(name, row.index, error_type, message)
-                if record.get("latency_in_seconds") is not None:
-                    row.agent = _read_agent(record)
-                rows.append(row)
+        for number, record in records:
+            if not names:
+                names = [key for key in record if f"{key}_reason" in record]
+            row = SampleResult(int(record.get("index", number - 1)), None)
+            if record.get("line") is not None:  # the streaming CLI's input line
+                row.line = int(record["line"])
+            if record.get("id") is not None:
+                row.stored_id = str(record["id"])
+            if "scenario_id" in record:  # a simulated conversation: pass^k again
+                row.stored_trial = {key: record.get(key) for key in TRIAL_KEYS}
+            for name in names:
+                if record.get(name) is not None:
+                    row.results[name] = MetricResult(
+                        name,
+                        float(record[name]),
+                        record.get(f"{name}_reason") or "",
+                        dict(record.get(f"{name}_details") or {}),
+                        _read_usage(record.get(f"{name}_usage"), name, number),
+                    )
+                elif record.get(f"{name}_error"):
+                    error_type, _, message = str(record[f"{name}_error"]).partition(": ")
+                    row.failures[name] = MetricFailure(name, row.index, error_type, message)
+            if record.get("latency_in_seconds") is not None:
+                row.agent = _read_agent(record)
+            rows.append(row)
         return cls(rows, names, sum((row.usage for row in rows), Usage()))
 
     def to_html(self, path: str | PathLike[str], *, title: str = "turneval report") -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 import numpy as np
@@ -61,6 +61,9 @@ from turneval.results import (
 )
 from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
+
+if TYPE_CHECKING:
+    from turneval.store import RunRecorder, RunStore
 
 _orjson_dumps: Callable[[Any], bytes] | None
 try:  # the "fast" extra (also a langsmith dependency, so nearly always present)
@@ -694,6 +697,7 @@ def evaluate_jsonl(
     aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
     group_by: Literal["trace", "session"] = "trace",
+    store: RunStore | str | os.PathLike[str] | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -742,6 +746,10 @@ def evaluate_jsonl(
             conversation across traces (``"session"``: traces sharing
             ``gen_ai.conversation.id`` or OpenInference ``session.id``; the file is grouped in
             memory first, each session numbered by the line of its first trace).
+        store: A run store (:class:`~turneval.store.RunStore`, or its URL or path): the run
+            is kept there too, each chunk's rows (with their input lines) written as they
+            are written to results.jsonl, in one transaction; with ``resume``, the stored run
+            of ``out_dir`` is continued (its rows made those of results.jsonl first).
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -776,23 +784,58 @@ def evaluate_jsonl(
         rate_limit=rate_limit,  # one limiter for the whole file, across chunks
         aggregates=aggregates,
     )
+    recorder: RunRecorder | None = None
     try:
         target = Path(out_dir)
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
+        recorder = _recorder(store, source, resolved, llm, target, resume=resume, details=details)
         done = _finished(results_path, otlp=otlp) if resume else {}
         with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
-            sink = _JsonlSink(resolved, handle, report_rows, options)
+            sink = _JsonlSink(resolved, handle, report_rows, options, recorder)
             sink.resume(done)
-            chunks = read_chunks(source, chunk_size, chunk_bytes, frozenset(done))
+            chunks = sink.remember(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
             if engine is None:
                 _score_chunks(chunks, resolved, options, workers, sink)
             else:
                 for chunk in engine(_numbered(chunks, sink), resolved, options):
                     sink.absorb(chunk)
         return sink.finish(target, title or f"turneval: {source.name}")
+    except BaseException as exc:
+        if recorder is not None:
+            recorder.fail(exc)
+        raise
     finally:
         if owns_cache and options.cache is not None:
             options.cache.close()
+
+
+def _recorder(
+    store: RunStore | str | os.PathLike[str] | None,
+    source: Path,
+    metrics: list[Evaluator],
+    llm: Any,
+    target: Path,
+    *,
+    resume: bool,
+    details: bool,
+) -> RunRecorder | None:
+    """The store's writer of this run (None without a store): a new run, or the resumed one."""
+    if store is None:
+        return None
+    from turneval.store import RunStore, file_digest
+
+    run_store = RunStore.coerce(store)
+    assert run_store is not None
+    return run_store.start_run(
+        name=source.name,
+        metrics=metrics,
+        llm=llm,
+        dataset_path=source.resolve(),
+        dataset_digest=file_digest(source),
+        out_dir=target,
+        resume=resume,
+        details=details,
+    )
 
 
 class ChunkEngine(Protocol):
@@ -875,9 +918,14 @@ class _JsonlSink:
     """The JSONL sink: rows written in order and flushed, totals kept for the summary."""
 
     def __init__(
-        self, metrics: list[Evaluator], handle: Any, report_rows: int, options: RunOptions
+        self,
+        metrics: list[Evaluator],
+        handle: Any,
+        report_rows: int,
+        options: RunOptions,
+        recorder: RunRecorder | None = None,
     ) -> None:
-        self.metrics, self.handle = metrics, handle
+        self.metrics, self.handle, self.recorder = metrics, handle, recorder
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
         self.names = [metric.name for metric in metrics]
         self.report_rows = report_rows
@@ -911,16 +959,31 @@ class _JsonlSink:
             self.results,
             self.agent,
         )
+        if self.recorder is not None:  # the stored run's rows: those of the file
+            self.recorder.sync(done.values())
         self.bad = sum(1 for record in done.values() if record.get(UNREADABLE))
         errors = [error for record in done.values() if (error := _row_error(record, names))]
         self.failed_rows = len(errors)
         self.first_errors = _first_errors(errors)
+
+    def remember(self, chunks: Iterator[list[_Line]]) -> Iterator[list[_Line]]:
+        """``chunks`` as they are; with a store, their lines are kept as the rows' samples."""
+        for lines in chunks:
+            if self.recorder is not None:
+                self.recorder.expect(
+                    text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+                    for _, text in lines
+                )
+            yield lines
 
     def absorb(self, chunk: _Chunk) -> None:
         """Write a scored chunk's rows and add its totals."""
         for record in chunk.records:
             self.handle.write(record + "\n")
             self.handle.flush()
+        if self.recorder is not None:  # after the file: a resumed run's file has every row
+            self.recorder.add_lines(chunk.records)
+            self.recorder.flush()
         for name in self.names:
             self.values[name].extend(chunk.values[name])
             self.failed[name] += chunk.failed[name]
@@ -983,6 +1046,8 @@ class _JsonlSink:
         )
         text = json.dumps(summary, indent=2) + "\n"
         (target / "summary.json").write_text(text, encoding="utf-8")
+        if self.recorder is not None:
+            self.recorder.finish(summary)
         html = render_report(
             title=title,
             metric_names=names,

@@ -1,0 +1,265 @@
+"""The run store: the same tests on SQLite and on a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from turneval import MultiTurnSample, evaluate
+from turneval.cli import main
+from turneval.errors import ConfigError
+from turneval.metrics import ToolCallF1
+from turneval.results import SampleResult
+from turneval.simulation import ScriptedUser, simulate
+from turneval.store import RunStore
+from turneval.stream import _JsonlSink, evaluate_jsonl
+
+pytest.importorskip("sqlalchemy")
+
+CALL = {"name": "search", "args": {"q": "x"}}
+WRONG = {"name": "delete", "args": {"q": "x"}}
+
+
+def _row(number: int, good: bool) -> dict[str, Any]:
+    return {
+        "user_input": [
+            {"type": "human", "content": f"find x <b>{number}</b>"},
+            {"type": "ai", "content": "", "tool_calls": [CALL if good else WRONG]},
+        ],
+        "reference_tool_calls": [CALL],
+        "metadata": {"id": f"s{number}"},
+    }
+
+
+# rows 0..5: tool_call_f1 is 1 where good, 0 where the call is wrong (rows 1 and 4)
+GOOD = [True, False, True, True, False, True]
+JUDGED = "agent_goal_accuracy_with_reference"
+
+
+def _write_data(path: Path) -> Path:
+    path.write_text("".join(json.dumps(_row(i, g)) + "\n" for i, g in enumerate(GOOD)))
+    return path
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "store" / "runs.db")
+    server = request.getfixturevalue("postgres_server")
+    return str(server.database())
+
+
+def test_rows_reach_the_store_as_they_finish(store_url: str) -> None:
+    samples = [MultiTurnSample.model_validate(_row(i, g)) for i, g in enumerate(GOOD)]
+    writer, reader = RunStore(store_url, batch_rows=2), RunStore(store_url)
+    seen: list[tuple[str, int]] = []
+
+    def look(row: SampleResult) -> None:  # another connection, while the run goes on
+        (run,) = reader.runs()
+        seen.append((run.status, run.rows))
+
+    result = evaluate(samples, ["tool_call_f1"], store=writer, on_row=look, max_concurrency=1)
+    # the row just finished is written before on_row sees it, in whole batches of 2 (or sooner)
+    for done, (status, stored) in enumerate(seen, start=1):
+        assert status == "running"
+        assert done - done % 2 <= stored <= done
+    (run,) = reader.runs()
+    assert (run.status, run.rows, run.metric_names) == ("finished", 6, ["tool_call_f1"])
+    assert run.summary is not None
+    assert run.summary["metrics"]["tool_call_f1"]["mean"] == pytest.approx(4 / 6)
+    assert run.summary["failed_rows"] == 0
+    # the rows are the results.jsonl rows, with the sample beside them
+    assert list(reader.records(run.id)) == json.loads(json.dumps(result.records(details=True)))
+    stored = reader.samples(run.id, [4])[4]
+    assert stored["user_input"][0]["content"] == "find x <b>4</b>"
+    assert stored["metadata"] == {"id": "s4"}
+    writer.close()
+    reader.close()
+
+
+def test_a_stopped_run_is_interrupted_and_resume_continues_it(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, out = _write_data(tmp_path / "data.jsonl"), tmp_path / "out"
+    absorb, calls = _JsonlSink.absorb, []
+
+    def stop_at_second_chunk(sink: _JsonlSink, chunk: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        absorb(sink, chunk)
+
+    monkeypatch.setattr(_JsonlSink, "absorb", stop_at_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=store_url)
+    store = RunStore(store_url)
+    (run,) = store.runs()
+    assert (run.status, run.rows, run.error) == ("interrupted", 2, "KeyboardInterrupt: ")
+    # stopped after the file got row 1 but before the store did: resume puts it back
+    from sqlalchemy import delete
+
+    from turneval.store._schema import rows
+
+    with store.engine.begin() as connection:
+        connection.execute(delete(rows).where(rows.c.run_id == run.id, rows.c.idx == 1))
+    monkeypatch.setattr(_JsonlSink, "absorb", absorb)
+    evaluate_jsonl(
+        data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=store_url, resume=True
+    )
+    (again,) = store.runs()
+    assert (again.id, again.status, again.rows) == (run.id, "finished", 6)
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert list(store.record_lines(run.id)) == lines
+    assert again.summary == json.loads((out / "summary.json").read_text())
+    assert again.dataset_path == str(data.resolve()) and again.dataset_digest is not None
+    # the stored samples are the input lines
+    assert store.samples(run.id, [5])[5] == _row(5, True)
+    store.close()
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from turneval.store import RunStore
+
+    store = RunStore(sys.argv[1], batch_rows=1)  # one transaction a row: the most contention
+    recorder = store.start_run(name=sys.argv[2])
+    for index in range(150):
+        recorder.add_record(f'{{"index": {index}}}', {"index": index})
+    recorder.finish({"samples": 150})
+    """
+)
+
+
+def test_two_processes_writing_one_sqlite_store_lose_no_row(tmp_path: Path) -> None:
+    url = str(tmp_path / "shared.db")  # created by whichever process comes first
+    env = {"PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, url, name], env=env, stderr=subprocess.PIPE, text=True
+        )
+        for name in ("a", "b")
+    ]
+    for writer in writers:
+        _, errors = writer.communicate(timeout=120)
+        assert writer.returncode == 0, errors
+    with RunStore(url) as store:
+        runs = {run.name: run for run in store.runs()}
+        assert sorted(runs) == ["a", "b"]
+        for run in runs.values():
+            assert (run.status, run.rows) == ("finished", 150)
+            assert [r["index"] for r in store.records(run.id, batch=40)] == list(range(150))
+
+
+def test_cli_run_import_and_export_give_back_the_files(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    data, out = _write_data(tmp_path / "data.jsonl"), tmp_path / "run"
+    monkeypatch.setenv("TURNEVAL_STORE", store_url)  # evaluate keeps its run there
+    assert main(["evaluate", str(data), "--metric", "tool_call_f1", "--out", str(out)]) == 0
+    assert main(["store", "import", str(out), "--name", "imported"]) == 0
+    assert "(6 rows)" in capsys.readouterr().out
+    with RunStore(store_url) as store:
+        runs = {run.name: run for run in store.runs()}
+    assert sorted(runs) == ["data.jsonl", "imported"]
+    for name, run in runs.items():
+        target = tmp_path / f"export-{name}"
+        assert main(["store", "export", run.id[:8], "--out", str(target)]) == 0
+        for file in ("results.jsonl", "summary.json"):
+            assert (target / file).read_bytes() == (out / file).read_bytes(), (name, file)
+        assert json.loads((target / "run.json").read_text())["store"]["run"] == run.id
+    capsys.readouterr()
+    assert main(["store", "list", "--store", store_url]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 2 and all("6 rows" in line for line in listed)
+    assert listed[-1].startswith(runs["data.jsonl"].id[:12])  # newest first
+    # compare reads an exported folder as it reads the run's own
+    assert main(["compare", str(out), str(tmp_path / "export-imported")]) == 0
+
+
+def test_labels_export_and_calibrate_from_the_store(
+    store_url: str, tmp_path: Path, capsys: Any
+) -> None:
+    data, out = _write_data(tmp_path / "data.jsonl"), tmp_path / "run"
+    # calibrate checks judged metrics: rows scored 0/1 under a binary judge's name
+    judged = ToolCallF1(name=JUDGED)
+    evaluate_jsonl(data, [judged], out, store=store_url)
+    store = RunStore(store_url)
+    (run,) = store.runs()
+    # a person disagrees with the metric on row 2 (and changes their mind on row 0)
+    store.add_label(metric=JUDGED, label="no", run_id=run.id, row_index=0)
+    for index, good in enumerate(GOOD):
+        label = "no" if index == 2 else ("yes" if good else "no")
+        store.add_label(
+            metric=JUDGED, label=label, run_id=run.id, row_index=index, note=f"n{index}"
+        )
+    store.add_label(metric=JUDGED, label=1, sample_id="s9")  # no row of this run
+    store.add_label(metric="other", label=1, run_id=run.id, row_index=3)  # not in its results
+    store.close()
+    labels = tmp_path / "labels.jsonl"
+    args = ["--store", store_url, "--run", run.id[:10]]
+    assert main(["labels", "export", *args, "--metric", JUDGED, "--out", str(labels)]) == 0
+    written = [json.loads(line) for line in labels.read_text().splitlines()]
+    assert written[1] == {"index": 1, "metric": JUDGED, "label": "no", "reason": "n1"}
+    assert [item["index"] for item in written] == [0, 1, 2, 3, 4, 5]
+    assert [item["label"] for item in written] == ["yes", "no", "no", "yes", "no", "yes"]
+    capsys.readouterr()
+    assert main(["calibrate", str(out), str(labels), "--html", str(tmp_path / "a.html")]) == 0
+    from_file = capsys.readouterr().out.splitlines()[:-1]  # without the "wrote ..." line
+    html = str(tmp_path / "b.html")
+    assert main(["calibrate", *args, "--html", html]) == 0
+    from_store = capsys.readouterr().out.splitlines()[:-1]
+    assert from_store == from_file
+    assert any("5/6" in line or "0.833" in line for line in from_store)  # 5 of 6 agree
+
+
+def test_simulate_and_eval_task_keep_their_runs(store_url: str) -> None:
+    def echo(messages: list[Any]) -> list[Any]:
+        return [*messages, {"type": "ai", "content": "ok"}]
+
+    scenarios = [{"id": "a", "goal": "g"}, {"id": "b", "goal": "h"}]
+    dataset = simulate(echo, scenarios, user=ScriptedUser(["hi"]), trials=2, store=store_url)
+    with RunStore(store_url) as store:
+        (run,) = store.runs()
+        assert (run.name, run.status, run.rows, run.metrics) == ("simulate", "finished", 4, [])
+        stored = store.samples(run.id, range(4))
+    assert [stored[i] for i in range(4)] == [
+        json.loads(sample.model_dump_json(exclude_none=True)) for sample in dataset.samples
+    ]
+
+
+def test_bad_stores_and_runs_are_one_line_errors(
+    tmp_path: Path, capsys: Any, postgres_server: Any
+) -> None:
+    url = str(tmp_path / "runs.db")
+    RunStore(url).close()
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(f"sqlite:///{url}")
+    with engine.begin() as connection:  # as a newer turneval would leave it
+        connection.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
+    engine.dispose()
+    with pytest.raises(ConfigError, match="schema revision f00d, made by a newer turneval"):
+        RunStore(url)
+    assert main(["store", "list", "--store", url]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "newer turneval" in error
+    (tmp_path / "junk.db").write_text("not a database " * 100)
+    with pytest.raises(ConfigError, match="cannot open the run store .*junk.db: file is not a"):
+        RunStore(tmp_path / "junk.db")
+    with pytest.raises(ConfigError, match="expected a file path, sqlite:///PATH or postgresql"):
+        RunStore("mysql://host/db")
+    closed = postgres_server.url("nowhere").replace(str(postgres_server.port), "1")
+    with pytest.raises(ConfigError, match=r"cannot open the run store postgresql://.*:1/nowhere"):
+        RunStore(closed.replace("turneval@", "turneval:secret@"))
+    good = str(tmp_path / "good.db")
+    assert main(["store", "export", "abc123", "--out", str(tmp_path / "x"), "--store", good]) == 2
+    assert "run 'abc123' is not in the run store" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="not in the run store"):
+        RunStore(good).run("not-hex")
