@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from turneval import MultiTurnSample, evaluate
+from turneval import EvalTask, MultiTurnSample, evaluate
 from turneval.cli import main
 from turneval.errors import ConfigError
 from turneval.metrics import ToolCallF1
@@ -232,6 +232,13 @@ def test_simulate_and_eval_task_keep_their_runs(store_url: str) -> None:
     assert [stored[i] for i in range(4)] == [
         json.loads(sample.model_dump_json(exclude_none=True)) for sample in dataset.samples
     ]
+    # EvalTask: the conversations scored (no reference calls: every row fails, and is kept)
+    result = EvalTask(dataset, ["tool_call_f1"]).evaluate(store=store_url)
+    with RunStore(store_url) as store:
+        task = store.runs()[0]
+        assert (task.name, task.status, task.rows) == ("EvalTask", "finished", 4)
+        assert task.summary is not None and task.summary["failed_rows"] == 4
+        assert list(store.records(task.id)) == json.loads(json.dumps(result.records(details=True)))
 
 
 def test_bad_stores_and_runs_are_one_line_errors(
@@ -263,3 +270,42 @@ def test_bad_stores_and_runs_are_one_line_errors(
     assert "run 'abc123' is not in the run store" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="not in the run store"):
         RunStore(good).run("not-hex")
+
+
+def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> None:
+    from alembic import command
+    from alembic.autogenerate import compare_metadata
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import create_engine, inspect, text
+
+    import turneval.store._store as module
+    from turneval.store._schema import metadata
+
+    raw = store_url if "://" in store_url else f"sqlite:///{store_url}"
+    engine = create_engine(raw.replace("postgresql://", "postgresql+psycopg://"))
+    if "://" not in store_url:
+        Path(store_url).parent.mkdir()
+    config = Config()
+    config.set_main_option("script_location", str(Path(module.__file__).parent / "migrations"))
+    with engine.begin() as connection:  # the store as the first release left it
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+        connection.execute(
+            text(
+                "INSERT INTO runs (id, name, created, turneval_version, metrics, status) "
+                "VALUES ('ab12', 'old', CURRENT_TIMESTAMP, '0.0.9', '[]', 'finished')"
+            )
+        )
+    assert "ix_rows_run_failed" not in {i["name"] for i in inspect(engine).get_indexes("rows")}
+    with RunStore(store_url) as store:
+        assert store.schema_revision() == "0002"
+        assert [(run.id, run.name, run.turneval_version) for run in store.runs()] == [
+            ("ab12", "old", "0.0.9")
+        ]
+        store.delete_run("ab")
+        assert store.runs() == []
+    assert "ix_rows_run_failed" in {i["name"] for i in inspect(engine).get_indexes("rows")}
+    with engine.connect() as connection:  # the migrations build exactly the tables declared
+        assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+    engine.dispose()

@@ -53,6 +53,7 @@ rows = Table(
     Column("sample", Text),  # JSON: the sample, when the run had it
     Column("record", Text, nullable=False),  # JSON: the results.jsonl row, as written there
     Index("ix_rows_run_sample", "run_id", "sample_id"),
+    Index("ix_rows_run_failed", "run_id", "failed", "idx"),  # revision 0002
 )
 
 labels = Table(
@@ -61,7 +62,7 @@ labels = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("run_id", String(32), index=True),
     Column("row_index", Integer),
-    Column("sample_id", Text),
+    Column("sample_id", Text, index=True),  # revision 0002
     Column("metric", Text, nullable=False),
     Column("label", Text, nullable=False),  # JSON: a number, a bool or a word
     Column("note", Text),
