@@ -314,8 +314,10 @@ class RunStore:
 
             @event.listens_for(engine, "begin")
             def _begin(connection: Any) -> None:
-                # Take the write lock at once: two writers never deadlock upgrading a read.
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
+                # A writer takes the write lock at once (two writers never deadlock upgrading
+                # a read lock); a reader reads a snapshot and never blocks (WAL).
+                write = connection.get_execution_options().get("turneval_write", False)
+                connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
         else:
             engine = create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 10})
         self.engine: Engine = engine
@@ -327,6 +329,10 @@ class RunStore:
         except SQLAlchemyError as exc:
             engine.dispose()
             raise ConfigError(f"cannot open the run store {self.url}: {_first_line(exc)}") from None
+
+    def writing(self) -> contextlib.AbstractContextManager[Connection]:
+        """A write transaction (on SQLite, it holds the write lock from its start)."""
+        return self.engine.execution_options(turneval_write=True).begin()
 
     @classmethod
     def coerce(cls, value: RunStore | str | os.PathLike[str] | None) -> RunStore | None:
@@ -370,7 +376,7 @@ class RunStore:
         script = ScriptDirectory.from_config(config)
         head = script.get_current_head()
         known = {revision.revision for revision in script.walk_revisions()}
-        with self.engine.begin() as connection:  # one writer migrates; the others wait
+        with self.writing() as connection:  # one writer migrates; the others wait
             if self.kind == "postgresql":
                 connection.execute(text("SELECT pg_advisory_xact_lock(7253491034)"))
             current = MigrationContext.configure(connection).get_current_revision()
@@ -417,7 +423,7 @@ class RunStore:
 
         folder = str(Path(out_dir).resolve()) if out_dir is not None else None
         names = [metric.name for metric in metrics]
-        with self.engine.begin() as connection:
+        with self.writing() as connection:
             if resume and folder is not None:
                 found = connection.execute(
                     select(runs.c.id)
@@ -532,7 +538,7 @@ class RunStore:
 
         from turneval.store._schema import labels, rows, runs
 
-        with self.engine.begin() as connection:
+        with self.writing() as connection:
             full = self._resolve(connection, run_id)
             connection.execute(delete(rows).where(rows.c.run_id == full))
             connection.execute(delete(labels).where(labels.c.run_id == full))
@@ -621,7 +627,7 @@ class RunStore:
 
         if sample_id is None and (row_index is None or run_id is None):
             raise ConfigError("a label needs a sample_id, or a run_id and a row_index")
-        with self.engine.begin() as connection:
+        with self.writing() as connection:
             full = None if run_id is None else self._resolve(connection, run_id)
             added = connection.execute(
                 insert(labels).values(
@@ -777,7 +783,7 @@ class RunStore:
         from turneval.store._schema import runs
 
         run_id = uuid.uuid4().hex
-        with self.engine.begin() as connection:
+        with self.writing() as connection:
             connection.execute(
                 insert(runs).values(
                     id=run_id,
@@ -800,7 +806,7 @@ class RunStore:
         from turneval.store._schema import runs
 
         listed = [{"name": name, "class": None, "config": None} for name in names]
-        with self.engine.begin() as connection:
+        with self.writing() as connection:
             connection.execute(
                 update(runs).where(runs.c.id == run_id).values(metrics=json.dumps(listed))
             )
@@ -858,7 +864,8 @@ class RunRecorder:
     run_id: str
     names: list[str]
     details: bool = True
-    _pending: list[dict[str, Any]] = field(default_factory=list)
+    _pending: list[tuple[Any, ...]] = field(default_factory=list)
+    _keys: list[str] = field(default_factory=list)
     _last: float = field(default_factory=monotonic)
     _samples: deque[str | None] = field(default_factory=deque)
 
@@ -899,34 +906,41 @@ class RunRecorder:
         self._samples.extend(samples)
 
     def _queue(self, text: str, record: Mapping[str, Any], sample: str | None) -> None:
-        names = self.names
+        sample_id = record.get("id")
+        failed = any(record.get(key) for key in self._error_keys) or bool(record.get("agent_error"))
         self._pending.append(
-            {
-                "run_id": self.run_id,
-                "idx": int(record["index"]),
-                "line": record.get("line"),
-                "sample_id": None if record.get("id") is None else str(record["id"]),
-                "failed": any(record.get(f"{name}_error") for name in names)
-                or bool(record.get("agent_error")),
-                "sample": sample,
-                "record": text,
-            }
+            (
+                self.run_id,
+                int(record["index"]),
+                record.get("line"),
+                None if sample_id is None else str(sample_id),
+                failed,
+                sample,
+                text,
+            )
         )
         if len(self._pending) >= self.store.batch_rows or monotonic() - self._last > _FLUSH_SECONDS:
             self.flush()
 
+    @property
+    def _error_keys(self) -> list[str]:
+        if len(self._keys) != len(self.names):
+            self._keys = [f"{name}_error" for name in self.names]
+        return self._keys
+
     def flush(self) -> None:
         """Write the buffered rows in one transaction."""
-        from sqlalchemy import insert
-
-        from turneval.store._schema import rows
-
         self._last = monotonic()
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        with self.store.engine.begin() as connection:
-            connection.execute(insert(rows), pending)
+        mark = "?" if self.store.kind == "sqlite" else "%s"  # the driver's own parameters:
+        statement = (  # thousands of rows a second, without building a statement per row
+            "INSERT INTO rows (run_id, idx, line, sample_id, failed, sample, record) "
+            f"VALUES ({', '.join([mark] * 7)})"
+        )
+        with self.store.writing() as connection:
+            connection.exec_driver_sql(statement, pending)
 
     def sync(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Make the stored rows those of a resumed run's file (its finished rows).
@@ -953,7 +967,7 @@ class RunRecorder:
                 self._queue(json_line(dict(record)), record, None)
         self.flush()
         extra = sorted(stored - wanted)
-        with self.store.engine.begin() as connection:
+        with self.store.writing() as connection:
             for start in range(0, len(extra), 500):
                 connection.execute(
                     delete(rows).where(
@@ -979,7 +993,7 @@ class RunRecorder:
         values: dict[str, Any] = {"status": status, "finished": _now(), "error": error}
         if summary is not None:
             values["summary"] = json.dumps(summary)
-        with self.store.engine.begin() as connection:
+        with self.store.writing() as connection:
             connection.execute(update(runs).where(runs.c.id == self.run_id).values(**values))
         if self.store.close_after_run:
             self.store.close()  # its pool only: a later run opens connections again
