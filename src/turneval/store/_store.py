@@ -261,6 +261,14 @@ class RunStore:
     Raises:
         ConfigError: the extra is missing, the URL has another scheme, the database cannot be
             opened, or it was made by a newer turneval (one line, saying which).
+
+    Attributes:
+        url: The store's URL, its password hidden (a SQLite store: the file's path).
+        kind: ``"sqlite"`` or ``"postgresql"``.
+        engine: The SQLAlchemy engine.
+        batch_rows: Rows written per transaction at most.
+        close_after_run: Close the connections when a run ends (a store a front end opened
+            from a URL).
     """
 
     def __init__(
