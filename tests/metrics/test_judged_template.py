@@ -13,6 +13,7 @@ from turneval import (
     AIMessage,
     ConfigError,
     HumanMessage,
+    InvalidSampleError,
     JudgeOutputError,
     MultiTurnSample,
     SingleTurnSample,
@@ -30,6 +31,7 @@ from turneval.judge import (
     escape,
     judge_run,
     list_field,
+    per_item_problems,
     rubric_score_model,
     strict_schema_problems,
     tagged,
@@ -371,8 +373,9 @@ def test_edge_cases_of_the_template_and_helpers() -> None:
     assert AgentGoalAccuracyWithReference.model_validate(saved).examples == (shown,)
     no_ai = MultiTurnSample(user_input=[HumanMessage(content="hi")])
     per_turn = PointwiseMetric(name="t", criteria="c", rating_rubric=CLARITY, per_turn=True)
-    with pytest.raises(ConfigError, match="no AI turn to rate"):
-        per_turn.requests(no_ai)
+    with pytest.raises(InvalidSampleError, match="no AI turn to rate") as info:
+        per_turn.requests(no_ai)  # the sample's defect, not the metric's
+    assert info.value.field == "user_input"
     with pytest.raises(ConfigError, match="needs guidelines"):
         GuidelineAdherence().requests(SingleTurnSample(user_input="q", response="r"))
     with pytest.raises(ValueError, match="at least one score"):
@@ -397,15 +400,20 @@ def test_grounding_schema_admits_one_verdict_per_claim_and_known_facts() -> None
     )
     schema = request.schema.model_json_schema()
     claim = schema["$defs"]["ClaimVerdict"]["properties"]
-    assert (
-        schema["properties"]["claims"]["minItems"],
-        schema["properties"]["claims"]["maxItems"],
-    ) == (2, 2)
-    assert claim["index"]["enum"] == [0, 1] and claim["fact_indices"]["items"]["enum"] == [0]
-    assert strict_schema_problems(schema) == []
-    # Parsing stays lenient: an unknown fact number is ignored later, not rejected here.
-    verdict = {"index": 0, "reason": "r", "needs_check": True, "verdict": "supported"}
+    claims = schema["properties"]["claims"]
+    assert list(claims["properties"]) == claims["required"] == ["claim_0", "claim_1"]
+    assert "index" not in claim and claim["fact_indices"]["items"]["enum"] == [0]
+    assert strict_schema_problems(schema) == [] and per_item_problems(schema) == []
+    # Parsing stays lenient: an unknown fact number is ignored later, not rejected here, and
+    # the claim's number comes from its key, whatever order the keys come in.
+    verdict = {"reason": "r", "needs_check": True, "verdict": "supported", "score": 1}
     parsed = request.schema.model_validate(
-        {"claims": [{**verdict, "fact_indices": [7], "score": 1}], "helpfulness": None}
+        {
+            "claims": {
+                "claim_1": {**verdict, "fact_indices": [7]},
+                "claim_0": {**verdict, "fact_indices": [0]},
+            },
+            "helpfulness": None,
+        }
     )
-    assert parsed.claims[0].fact_indices == [7]
+    assert [(c.index, c.fact_indices) for c in parsed.claims] == [(1, [7]), (0, [0])]
