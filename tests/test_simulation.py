@@ -221,7 +221,10 @@ async def test_user_model_garbage_fails_only_its_trial() -> None:
     assert model.calls == 3  # two attempts for "bad", one for "fine"
     assert fine["stop_reason"] == "user_done" and fine["error"] is None
     ended = await asimulate(echo, [{"goal": "g"}], user=ScriptedUser([]))
-    assert metadata_of(ended[0])["error"].startswith("SimulationError: the user ended")
+    assert metadata_of(ended[0])["stop_reason"] is None  # the user failed, not the agent
+    assert metadata_of(ended[0])["error"].startswith(
+        "SimulationError: the simulated user failed: it ended the conversation before its first"
+    )
 
 
 # -- a real LangGraph agent -------------------------------------------------------------------
