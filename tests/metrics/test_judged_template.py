@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import pytest
 from langchain_openai import ChatOpenAI
-from pydantic import Field
+from pydantic import BaseModel, Field, create_model
 
 from turneval import (
     AIMessage,
@@ -417,3 +417,63 @@ def test_grounding_schema_admits_one_verdict_per_claim_and_known_facts() -> None
         }
     )
     assert [(c.index, c.fact_indices) for c in parsed.claims] == [(1, [7]), (0, [0])]
+
+
+class Mark(StrictVerdict):
+    rating: Literal["yes", "no"] = Field(description="yes or no.")
+
+
+def test_list_field_is_per_item_and_reads_back_in_the_items_order() -> None:
+    verdict = create_model(
+        "Marks", __base__=StrictVerdict, marks=list_field(Mark, description="d", length=2)
+    )
+    shown = verdict.model_json_schema()["properties"]["marks"]
+    assert shown["type"] == "object" and shown["additionalProperties"] is False
+    assert list(shown["properties"]) == shown["required"] == ["item_0", "item_1"]
+    assert strict_schema_problems(verdict) == [] and per_item_problems(verdict) == []
+    parsed = verdict.model_validate(
+        {"marks": {"item_1": {"rating": "no"}, "item_0": {"rating": "yes"}}}
+    )
+    assert [mark.rating for mark in parsed.marks] == ["yes", "no"]  # the items' order
+    assert verdict.model_validate(parsed.model_dump()) == parsed  # a cached verdict reads back
+    with pytest.raises(ValueError, match=r"no entry for item_1 \(expected one per item"):
+        verdict.model_validate({"marks": {"item_0": {"rating": "yes"}}})
+    with pytest.raises(ValueError, match=r"expected one entry per item \(2: .*\), got 1"):
+        verdict.model_validate({"marks": [{"rating": "yes"}]})
+    named = create_model(
+        "Named", __base__=StrictVerdict, marks=list_field(Mark, description="d", keys=["b", "a"])
+    )
+    assert named.model_json_schema()["properties"]["marks"]["required"] == ["b", "a"]
+    open_list = create_model(
+        "Open", __base__=StrictVerdict, marks=list_field(Mark, description="d")
+    )
+    assert open_list.model_json_schema()["properties"]["marks"]["type"] == "array"
+
+
+def test_a_list_that_cannot_be_per_item_is_a_config_error_naming_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"verdict Fixed, field 'marks': a list of exactly 2"):
+
+        class Fixed(StrictVerdict):
+            marks: list[Mark] = Field(description="d", min_length=2, max_length=2)
+
+    with pytest.raises(ConfigError, match=r"verdict Extra, field 'marks'.*length=3"):
+        create_model(
+            "Extra",
+            __base__=StrictVerdict,
+            marks=(
+                list[Mark],
+                Field(description="d", json_schema_extra={"minItems": 3, "maxItems": 3}),
+            ),
+        )
+
+    class Loose(BaseModel):  # not a StrictVerdict: refused when a request is built with it
+        marks: list[Mark] = Field(description="d", min_length=2, max_length=2)
+
+    with pytest.raises(ConfigError, match=r"verdict schema Loose: \$\.marks: a list of exactly 2"):
+        JudgeRequest("q", Loose, "s")
+    with pytest.raises(ConfigError, match=r"keys must be unique, repeated: \['a'\]"):
+        list_field(Mark, description="d", keys=["a", "a"])
+    with pytest.raises(ConfigError, match="length=3 but 1 keys given"):
+        list_field(Mark, description="d", length=3, keys=["a"])
+    with pytest.raises(ConfigError, match="length must be >= 0"):
+        list_field(Mark, description="d", length=-1)
