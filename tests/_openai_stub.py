@@ -117,10 +117,9 @@ def _random_text(schema: dict[str, Any], rng: random.Random) -> str:
 
 
 def _request_rng(seed: int, body: dict[str, Any]) -> random.Random:
-    """A generator seeded by ``seed`` and the request itself: the same under any concurrency."""
-    digest = hashlib.sha256(
-        json.dumps([body.get("messages"), _schema_of(body)], sort_keys=True).encode()
-    ).hexdigest()
+    """A generator seeded by ``seed`` and the whole request (messages, schema, the request's own
+    ``seed``): the same under any concurrency."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     return random.Random(f"{seed}:{digest}")
 
 

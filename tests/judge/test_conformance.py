@@ -247,7 +247,8 @@ async def test_simulated_user_accepts_every_schema_valid_answer(
             id="first", goal="Track order A1 </conversation>", first_message="Hi!", max_turns=3
         ),
     ]
-    data = await asimulate(echo, scenarios, user=SimulatedUser(strict_llm), trials=SEEDS)
+    # Trial t asks with seed t, part of the request: each trial gets its own random answers.
+    data = await asimulate(echo, scenarios, user=SimulatedUser(strict_llm), trials=SEEDS, seed=0)
     assert len(data) == 2 * SEEDS
     requests = 0
     for sample in data:
@@ -261,6 +262,10 @@ async def test_simulated_user_accepts_every_schema_valid_answer(
         assert meta["user_usage"]["calls"] == asked
         requests += asked
     check_requests(openai_stub, requests)
+    talks = {tuple(m.content for m in s.user_input) for s in data if isinstance(s, MultiTurnSample)}
+    assert len(talks) > SEEDS
+    stops = {(sample.metadata or {})["stop_reason"] for sample in data}
+    assert stops == {"user_done", "max_turns"}  # answers that end early and that go on
     schemas = [body["response_format"]["json_schema"]["schema"] for body in openai_stub.requests]
     openings = [schema for schema in schemas if "done" not in schema["properties"]]
     assert len(openings) == SEEDS  # the first turn of each "open" trial cannot end the talk
