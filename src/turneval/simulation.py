@@ -8,6 +8,9 @@ every scenario and trial and returns one :class:`~turneval.MultiTurnSample` per 
 trial), in input order; ``EvalTask(scenarios, metrics).evaluate(runnable=agent, user=...,
 trials=k)`` simulates and scores, and its ``summary()`` adds pass^k and pass@k.
 
+A conversation always opens with a human turn: a user that says it is done before its first
+message is asked again (up to 3 times), then the trial fails as the user's (no stop reason).
+
 Stop reasons (``metadata["stop_reason"]``): ``user_done`` (the user's goal was reached, or it
 gave up), ``max_turns`` (the scenario's user turns ran out), ``agent_error`` (the agent raised,
 returned an invalid conversation or exceeded the per-turn step limit), ``timeout`` (the whole
@@ -333,7 +336,9 @@ class SimulatedUser(BaseUser):
     (its own turns as ``[you]``, the agent's final texts as ``[agent]``, tool traffic hidden),
     delimited and escaped as data. Calls go through the judge layer: transient errors are
     retried, unparseable answers repaired (bounded), usage counted, and with a cache identical
-    requests of the same trial are answered from disk.
+    requests of the same trial are answered from disk. The opening turn's schema is
+    :class:`OpeningTurn` (a message, no ``done``), the others' :class:`UserTurn`: every answer
+    valid under the schema sent is a usable turn.
 
     Args:
         llm: Any LangChain chat model (or a ``LangchainLLMWrapper``).
