@@ -251,14 +251,15 @@ class GuidelineAdherence(AssessmentJudge):
 
 @lru_cache(maxsize=64)
 def chunk_verdicts_model(chunks: int) -> type[BaseModel]:
-    """The verdict of :class:`ChunkRelevance`: exactly one yes/no per chunk."""
+    """The verdict of :class:`ChunkRelevance`: one yes/no per chunk, per item (``chunk_<i>``)."""
     return create_model(
         "ChunkVerdicts",
         __base__=StrictVerdict,
         chunks=list_field(
             YesNoVerdict,
-            description="One verdict per retrieved chunk, in order: is it relevant to the request?",
-            length=chunks,
+            description="One verdict per retrieved chunk, chunk_<index>: is it relevant to the "
+            "request?",
+            keys=[f"chunk_{i}" for i in range(chunks)],
         ),
     )
 
