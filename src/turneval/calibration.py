@@ -225,6 +225,8 @@ def _scale_of(metric: Any) -> tuple[float, ...] | None:
         rubric = info.default if info is not None else None
     if isinstance(rubric, dict):
         return tuple(sorted({float(score) for score in rubric}))
+    if getattr(metric, "yes_no", False):
+        return (0.0, 1.0)
     return None
 
 
@@ -629,9 +631,11 @@ def agreement(
             continue
         where = label.where or f"label for row {label.row!r}"
         if not _on_scale(label.value, scale):
+            values = ", ".join(f"{v:g}" for v in scale or ())
+            if getattr(known, "yes_no", False):
+                values = "a yes/no judge: 0 or no, 1 or yes"
             raise ConfigError(
-                f"{where}: label {label.value:g} is outside the scale of {name!r} "
-                f"({', '.join(f'{v:g}' for v in scale or ())})"
+                f"{where}: label {label.value:g} is outside the scale of {name!r} ({values})"
             )
         row = _row_of(label, result, ids)
         if row in seen:

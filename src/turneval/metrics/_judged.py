@@ -153,6 +153,9 @@ class JudgedMetric(Metric[SampleT], ABC):
     uses_llm: ClassVar[bool] = True
     requires_llm: ClassVar[bool] = True
     """False for metrics that fall back to an offline method when no judge is given."""
+    yes_no: ClassVar[bool] = False
+    """True for a yes/no judge: its scores are 0 (no) and 1 (yes), and human labels of it must
+    be too (``turneval calibrate`` refuses any other, naming the line)."""
 
     llm: Any = None
     timeout: float = Field(default=60.0, gt=0)

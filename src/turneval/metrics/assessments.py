@@ -104,6 +104,7 @@ class AssessmentJudge(JudgedMetric[SingleTurnSample], SingleTurnMetric):
     """
 
     assessment: ClassVar[bool] = True
+    yes_no: ClassVar[bool] = True
     name: str
     instructions: str = ""
     inputs: tuple[tuple[str, str], ...] = (("request", "user_input"), ("response", "response"))
@@ -265,6 +266,7 @@ def chunk_verdicts_model(chunks: int) -> type[BaseModel]:
 class ChunkRelevance(AssessmentJudge):
     """Precision of the retrieved chunks: the share judged relevant to the request (one call)."""
 
+    yes_no: ClassVar[bool] = False  # a share of the chunks, not one verdict
     name: str = "chunk_relevance"
 
     def requests(self, sample: SingleTurnSample) -> list[JudgeRequest[Any]]:

@@ -193,6 +193,7 @@ class TrajectoryJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
             ``"trajectory_judge_with_reference"`` unless ``name=`` is given).
     """
 
+    yes_no: ClassVar[bool] = True
     name: str = "trajectory_judge"
     reference: bool = False
 
