@@ -128,15 +128,19 @@ def load_labels(path: str | PathLike[str]) -> list[Label]:
             ``label``.
     """
     labels = []
-    with Path(path).open(encoding="utf-8") as handle:
+    with Path(path).open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             where = f"{Path(path).name} line {number}"
             try:
-                record = json.loads(line)
+                record = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"{where}: not UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
+                ) from None
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"{where}: not JSON ({exc.msg})") from None
+                raise ConfigError(f"{where}: not JSON ({exc.msg}, column {exc.colno})") from None
             if not isinstance(record, dict):
                 raise ConfigError(f"{where}: expected an object with index|id, metric and label")
             if "label" in record and record["label"] is None:

@@ -2,12 +2,14 @@
 
 Exit codes: 0 success; 1 a ``--fail-under`` (or ``compare --fail-on-regression``) bar was not
 met; 2 bad usage or input (every error is one line, never a traceback); 3 more failed rows than
-``--max-failed`` allows (default 0). When rows failed beyond the allowance, 3 wins over 1.
+``--max-failed`` allows (default 0); 5 (:data:`EXIT_DISK_FULL`) an output file could not be
+written for lack of space. When rows failed beyond the allowance, 3 wins over 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -22,7 +24,7 @@ from turneval.errors import TurnevalError
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
 
-__all__ = ["build_parser", "main", "max_failed", "parse_metric"]
+__all__ = ["EXIT_DISK_FULL", "build_parser", "main", "max_failed", "parse_metric"]
 
 
 class UsageError(Exception):
@@ -507,9 +509,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     report = agreement(result, args.labels, args.metric)
     print(report)
     out = Path(args.html) if args.html else results.with_name("calibration.html")
-    out.write_text(
-        render_agreement_html(report, title=f"Can I trust {report.metric}?"), encoding="utf-8"
-    )
+    page = render_agreement_html(report, title=f"Can I trust {report.metric}?")
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:  # a failed write names no file: name it
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(out)) from exc
     print(f"wrote {out}")
     return 0
 
@@ -708,6 +714,14 @@ _count = _bounded(int, 1, above=False, what="a whole number")
 _positive = _bounded(float, 0, above=True, what="a number")
 
 
+EXIT_DISK_FULL = 5
+"""Exit code when an output file (results, summary, report) could not be written: no space."""
+
+_DISK_FULL = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (errors are printed on one line)."""
     parser = build_parser()
@@ -715,7 +729,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
         return code
-    except (UsageError, TurnevalError, OSError) as exc:
+    except OSError as exc:
+        if exc.errno in _DISK_FULL:
+            where = f"writing {exc.filename}" if exc.filename else "writing the output"
+            print(
+                f"turneval: error: no space left on the device {where} ({exc.strerror}); "
+                "free some space or write elsewhere (--out), then resume (--resume)",
+                file=sys.stderr,
+            )
+            return EXIT_DISK_FULL
+        print(f"turneval: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except (UsageError, TurnevalError) as exc:
         print(f"turneval: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # never a traceback; TURNEVAL_DEBUG=1 shows it

@@ -23,6 +23,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from operator import attrgetter
@@ -766,7 +767,10 @@ def evaluate_jsonl(
         target = Path(out_dir)
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
         done = _finished(results_path, otlp=otlp) if resume else {}
-        with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
+        with (
+            _naming(results_path),
+            results_path.open("a" if resume else "w", encoding="utf-8") as handle,
+        ):
             sink = _JsonlSink(resolved, handle, report_rows, options)
             sink.resume(done)
             chunks = read_chunks(source, chunk_size, chunk_bytes, frozenset(done))
@@ -958,7 +962,8 @@ class _JsonlSink:
             aggregate_errors=result.aggregate_errors,
         )
         text = json.dumps(summary, indent=2) + "\n"
-        (target / "summary.json").write_text(text, encoding="utf-8")
+        with _naming(target / "summary.json"):
+            (target / "summary.json").write_text(text, encoding="utf-8")
         html = render_report(
             title=title,
             metric_names=names,
@@ -969,5 +974,21 @@ class _JsonlSink:
             usage=self.usage,
             tools={m.name: str(m.tool_name) for m in self.metrics if hasattr(m, "tool_name")},
         )
-        (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
+        with _naming(target / "report.html"):
+            (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
         return result
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Name ``path`` on an OSError raised while writing it (a failed write names no file).
+
+    Disk full (``ENOSPC``) then says which file could not be written; the CLI exits
+    :data:`~turneval.cli.EXIT_DISK_FULL` with it.
+    """
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
