@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pydantic import ValidationError
 
 from turneval.errors import TurnevalError
+from turneval.judge.cache import CacheWarning
 
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
@@ -727,7 +729,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.handler(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            warnings.simplefilter("default", CacheWarning)  # shown, whatever the filters say
+            code: int = args.handler(args)
         return code
     except OSError as exc:
         if exc.errno in _DISK_FULL:
@@ -752,6 +757,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Show a warning as one line on stderr (``turneval: warning: ...``), without source."""
+    print(f"turneval: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:
