@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.compare",
         "turneval.calibration",
         "turneval.stream",
+        "turneval._runfile",  # the run folder's run.json (resume checks it)
         "turneval.distributed",
         "turneval.demo",
     ),

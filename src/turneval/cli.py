@@ -618,7 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--resume",
         action="store_true",
-        help="continue OUT/results.jsonl of an interrupted run: finished lines are not scored again",
+        help="continue OUT/results.jsonl of an interrupted run: finished lines are not scored "
+        "again (refused if OUT/run.json shows other metrics, judge or input)",
     )
     run.add_argument(
         "--overwrite", action="store_true", help="replace an existing OUT/results.jsonl"
@@ -731,7 +732,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            warnings.simplefilter("default", CacheWarning)  # shown, whatever the filters say
+            # turneval's own warnings (a failing cache, a resume without run.json) are shown,
+            # one line each, whatever the filters say
+            warnings.simplefilter("default", CacheWarning)
+            warnings.filterwarnings("default", category=UserWarning, module=r"turneval\.")
             code: int = args.handler(args)
         return code
     except OSError as exc:

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,6 +36,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from turneval._gc import batch_collection, freeze_process
+from turneval._runfile import RUN_FILE, RunFile
 from turneval.aggregate import (
     MetricSummary,
     RunAggregate,
@@ -70,6 +72,7 @@ except ImportError:  # pragma: no cover - exercised only without orjson
 __all__ = [
     "ChunkEngine",
     "FIRST_ERRORS",
+    "ResumeWarning",
     "RowError",
     "StreamResult",
     "UNREADABLE",
@@ -588,11 +591,22 @@ def _resumed_row(record: dict[str, Any], names: Sequence[str]) -> SampleResult:
 
 
 def _row_error(record: dict[str, Any], names: Sequence[str]) -> RowError | None:
-    """The first error of a finished row (None: no metric failed on it)."""
+    """The first error of a finished row (None: every metric scored it).
+
+    A metric with neither a value nor an error on the row (written by a run with other
+    metrics) failed on it too: it is counted as failed in the summary, so the row fails.
+    """
     for name in names:
         error = record.get(f"{name}_error")
         if error:
             return RowError(int(record["line"]), name, str(error))
+        if record.get(name) is None:
+            return RowError(
+                int(record["line"]),
+                name,
+                "NotScored: the resumed row has no value for it (written by a run with other "
+                "metrics)",
+            )
     return None
 
 
@@ -684,6 +698,8 @@ def evaluate_jsonl(
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
+    ``out_dir/run.json`` records what the run was started with (see ``resume``).
+
     The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
     ``timeout``, ``details``, ``show_progress``, ``rate_limit``, ``aggregates``) are those of
     :class:`~turneval.pipeline.RunOptions`, with the same names and defaults.
@@ -711,7 +727,11 @@ def evaluate_jsonl(
             trace; needs the ``otel`` extra) or ``"auto"`` (OTLP/JSON when the file starts with
             ``{"resourceSpans"``).
         resume: Continue ``out_dir/results.jsonl`` of an interrupted run: its finished rows are
-            kept (and counted in the summary), their lines are not scored again.
+            kept (and counted in the summary), their lines are not scored again. The run must
+            be the same: ``out_dir/run.json`` (written by every run before its first row)
+            records the metrics with their configurations, the judge model and the digest of
+            the input read so far; a difference raises :class:`ConfigError` naming it. A folder
+            without run.json resumes with a :class:`ResumeWarning`.
         overwrite: Without ``resume``, replace an existing, non-empty results.jsonl; if False,
             raise :class:`ConfigError` instead (the CLI's default).
         rate_limit: The judge provider's quota (:class:`~turneval.ratelimit.RateLimit`), held
@@ -732,7 +752,8 @@ def evaluate_jsonl(
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
-            judge cache is unreadable; or the existing file is not a results.jsonl.
+            judge cache is unreadable; the existing file is not a results.jsonl; or, resuming,
+            run.json shows other metrics, configurations, judge or input.
         InvalidSampleError: ``path`` is not an existing regular file.
     """
     source = Path(path)
@@ -763,17 +784,28 @@ def evaluate_jsonl(
         rate_limit=rate_limit,  # one limiter for the whole file, across chunks
         aggregates=aggregates,
     )
+    target = Path(out_dir)
+    run_file = RunFile(target, source, resolved, llm)
     try:
-        target = Path(out_dir)
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
+        if resume and results_path.exists() and results_path.stat().st_size:
+            if not run_file.resume():  # a run folder from before run.json: not checked
+                warnings.warn(
+                    f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
+                    "without checking that the input, metrics and judge are the same",
+                    ResumeWarning,
+                    stacklevel=2,
+                )
+        else:
+            run_file.start()  # before the first row
         done = _finished(results_path, otlp=otlp) if resume else {}
         with (
             _naming(results_path),
             results_path.open("a" if resume else "w", encoding="utf-8") as handle,
         ):
-            sink = _JsonlSink(resolved, handle, report_rows, options)
+            sink = _JsonlSink(resolved, handle, report_rows, options, run_file)
             sink.resume(done)
-            chunks = read_chunks(source, chunk_size, chunk_bytes, frozenset(done))
+            chunks = sink.track(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
             if engine is None:
                 _score_chunks(chunks, resolved, options, workers, sink)
             else:
@@ -781,8 +813,13 @@ def evaluate_jsonl(
                     sink.absorb(chunk)
         return sink.finish(target, title or f"turneval: {source.name}")
     finally:
+        run_file.close()
         if owns_cache and options.cache is not None:
             options.cache.close()
+
+
+class ResumeWarning(UserWarning):
+    """A run folder is resumed without its ``run.json``, so nothing checks it is the same run."""
 
 
 class ChunkEngine(Protocol):
@@ -865,9 +902,15 @@ class _JsonlSink:
     """The JSONL sink: rows written in order and flushed, totals kept for the summary."""
 
     def __init__(
-        self, metrics: list[Evaluator], handle: Any, report_rows: int, options: RunOptions
+        self,
+        metrics: list[Evaluator],
+        handle: Any,
+        report_rows: int,
+        options: RunOptions,
+        run_file: RunFile | None = None,
     ) -> None:
-        self.metrics, self.handle = metrics, handle
+        self.metrics, self.handle, self.run_file = metrics, handle, run_file
+        self.last_lines: deque[int] = deque()  # each chunk in flight: its last input line
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
         self.names = [metric.name for metric in metrics]
         self.report_rows = report_rows
@@ -898,8 +941,22 @@ class _JsonlSink:
         self.failed_rows = len(errors)
         self.first_errors = _first_errors(errors)
 
+    def track(self, chunks: Iterator[list[_Line]]) -> Iterator[list[_Line]]:
+        """``chunks``, each one's last input line noted (chunks are absorbed in this order)."""
+        for lines in chunks:
+            self.last_lines.append(lines[-1][0])
+            yield lines
+
     def absorb(self, chunk: _Chunk) -> None:
-        """Write a scored chunk's rows and add its totals."""
+        """Write a scored chunk's rows and add its totals.
+
+        ``run.json`` first records the input read up to the chunk's last line, so that every
+        row in results.jsonl comes from input a resumed run checks.
+        """
+        if self.last_lines:
+            last = self.last_lines.popleft()
+            if self.run_file is not None:
+                self.run_file.read_to(last)
         for record in chunk.records:
             self.handle.write(record + "\n")
             self.handle.flush()
