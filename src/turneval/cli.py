@@ -3,7 +3,8 @@
 Exit codes: 0 success; 1 a ``--fail-under`` (or ``compare --fail-on-regression``) bar was not
 met; 2 bad usage or input (every error is one line, never a traceback); 3 more failed rows than
 ``--max-failed`` allows (default 0); 5 (:data:`EXIT_DISK_FULL`) an output file could not be
-written for lack of space. When rows failed beyond the allowance, 3 wins over 1.
+written for lack of space; 143 (:data:`EXIT_TERMINATED`) ``evaluate`` was stopped by SIGTERM
+after writing the chunks in flight. When rows failed beyond the allowance, 3 wins over 1.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import argparse
 import errno
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -26,7 +30,14 @@ from turneval.judge.cache import CacheWarning
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
 
-__all__ = ["EXIT_DISK_FULL", "build_parser", "main", "max_failed", "parse_metric"]
+__all__ = [
+    "EXIT_DISK_FULL",
+    "EXIT_TERMINATED",
+    "build_parser",
+    "main",
+    "max_failed",
+    "parse_metric",
+]
 
 
 class UsageError(Exception):
@@ -297,30 +308,46 @@ def _aggregates(names: Sequence[str]) -> list[Any]:
 def _evaluate_here(
     args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any, rate_limit: Any
 ) -> Any:
-    """``evaluate`` in this process (and its workers)."""
+    """``evaluate`` in this process (and its workers); SIGTERM stops it between chunks."""
     from turneval.stream import evaluate_jsonl
 
-    return evaluate_jsonl(
-        args.data,
-        metrics,
-        out,
-        llm=llm,
-        cache=args.cache,
-        max_concurrency=args.concurrency,
-        max_llm_concurrency=args.llm_concurrency,
-        workers=args.workers,
-        details=args.details,
-        timeout=args.timeout,
-        report_rows=args.report_rows,
-        show_progress=False if args.quiet else None,
-        input_format=args.format,
-        group_by=args.group_by,
-        chunk_bytes=int(args.chunk_mb * 2**20),
-        resume=args.resume,
-        overwrite=args.overwrite,
-        rate_limit=rate_limit,
-        aggregates=_aggregates(args.aggregate),
-    )
+    with _stop_on_sigterm() as stop:
+        return evaluate_jsonl(
+            args.data,
+            metrics,
+            out,
+            llm=llm,
+            cache=args.cache,
+            max_concurrency=args.concurrency,
+            max_llm_concurrency=args.llm_concurrency,
+            workers=args.workers,
+            details=args.details,
+            timeout=args.timeout,
+            report_rows=args.report_rows,
+            show_progress=False if args.quiet else None,
+            input_format=args.format,
+            group_by=args.group_by,
+            chunk_bytes=int(args.chunk_mb * 2**20),
+            resume=args.resume,
+            overwrite=args.overwrite,
+            rate_limit=rate_limit,
+            aggregates=_aggregates(args.aggregate),
+            stop=stop,
+        )
+
+
+@contextmanager
+def _stop_on_sigterm() -> Iterator[threading.Event | None]:
+    """An event set by SIGTERM while the block runs (None outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _evaluate_on_ray(
@@ -381,6 +408,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     else:
         result = _evaluate_here(args, metrics, out, llm, rate_limit)
     _print_summary(result, out)
+    if getattr(result, "stopped", False):
+        print(
+            f"turneval: stopped by SIGTERM after {result.total_rows} rows (the chunks in flight "
+            f"were finished and written); continue with the same command and --resume",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
         from turneval.results import Prices
 
@@ -716,6 +750,10 @@ def _bounded(
 _count = _bounded(int, 1, above=False, what="a whole number")
 _positive = _bounded(float, 0, above=True, what="a number")
 
+
+EXIT_TERMINATED = 143
+"""Exit code of ``evaluate`` stopped by SIGTERM (128 + 15, as a shell reports a process it
+ended): the chunks in flight were finished and written; ``--resume`` continues the run."""
 
 EXIT_DISK_FULL = 5
 """Exit code when an output file (results, summary, report) could not be written: no space."""

@@ -18,7 +18,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
+import time
 import warnings
 from array import array
 from collections import deque
@@ -89,6 +92,8 @@ class StreamResult:
     ``first_errors`` holds the first :data:`FIRST_ERRORS` of them, one per row, in input order;
     ``aggregates`` and ``aggregate_errors`` are the run's :class:`RunAggregate` figures and the
     errors of those that raised (as on :class:`~turneval.results.EvaluationResult`).
+    ``stopped`` is True when the run was stopped early (``evaluate_jsonl(stop=...)``, the CLI's
+    SIGTERM): the rows cover the input read until then.
     """
 
     metric_names: list[str]
@@ -102,6 +107,7 @@ class StreamResult:
     first_errors: list[RowError] = field(default_factory=list)
     aggregates: dict[str, float] = field(default_factory=dict)
     aggregate_errors: dict[str, str] = field(default_factory=dict)
+    stopped: bool = False  # ``stop`` was set: the rest of the input was not read
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,9 +454,44 @@ _WORKER_OPTIONS: list[RunOptions] = []
 
 
 def _init_worker(metrics: list[Evaluator], options: RunOptions) -> None:
+    _end_with_parent()
     _WORKER_METRICS[:] = metrics
     _WORKER_OPTIONS[:] = [options]
     freeze_process()  # start-up objects (modules, metrics): never walked by the collector again
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with_parent() -> None:
+    """Make this worker process end when its parent dies (``kill -9`` included), within 1 s.
+
+    On Linux the kernel sends SIGKILL when the parent exits (``prctl(PR_SET_PDEATHSIG)``);
+    elsewhere, and as a second guard, a daemon thread checks ``os.getppid()`` four times a
+    second and exits when the worker has been re-parented. SIGTERM is restored to its default
+    (a fork copies the parent's handler, which only asks the parent's loop to stop), and
+    SIGINT is left to the parent, which stops the run.
+    """
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no prctl: the thread alone
+            pass
+    if parent == 1 or os.getppid() != parent:  # the parent died before the watch was set
+        os._exit(1)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.25)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="turneval-parent-watch", daemon=True).start()
 
 
 def _score_in_worker(lines: list[_Line], first_index: int, keep: int) -> _Chunk:
@@ -695,6 +736,7 @@ def evaluate_jsonl(
     aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
     group_by: Literal["trace", "session"] = "trace",
+    stop: threading.Event | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -749,6 +791,10 @@ def evaluate_jsonl(
             conversation across traces (``"session"``: traces sharing
             ``gen_ai.conversation.id`` or OpenInference ``session.id``; the file is grouped in
             memory first, each session numbered by the line of its first trace).
+        stop: Set it (from a signal handler, another thread) to stop early: no new chunk is
+            read, the chunks in flight are scored and written, the summary and report cover
+            the rows written, and the result's ``stopped`` is True; ``resume`` continues the
+            run. The CLI sets it on SIGTERM.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -807,11 +853,13 @@ def evaluate_jsonl(
             sink.resume(done)
             chunks = sink.track(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
             if engine is None:
-                _score_chunks(chunks, resolved, options, workers, sink)
+                _score_chunks(chunks, resolved, options, workers, sink, stop)
             else:
-                for chunk in engine(_numbered(chunks, sink), resolved, options):
+                for chunk in engine(_numbered(_until(chunks, stop), sink), resolved, options):
                     sink.absorb(chunk)
-        return sink.finish(target, title or f"turneval: {source.name}")
+        result = sink.finish(target, title or f"turneval: {source.name}")
+        result.stopped = stop is not None and stop.is_set()
+        return result
     finally:
         run_file.close()
         if owns_cache and options.cache is not None:
@@ -850,14 +898,27 @@ def _numbered(
         index += len(lines)
 
 
+def _until(chunks: Iterator[list[_Line]], stop: threading.Event | None) -> Iterator[list[_Line]]:
+    """``chunks`` until ``stop`` is set (checked before each chunk is read)."""
+    while stop is None or not stop.is_set():
+        lines = next(chunks, None)
+        if lines is None:
+            return
+        yield lines
+
+
 def _score_chunks(
     chunks: Iterator[list[_Line]],
     metrics: list[Evaluator],
     options: RunOptions,
     workers: int | None,
     sink: _JsonlSink,
+    stop: threading.Event | None = None,
 ) -> None:
-    """The score step: each chunk through the batch core, here or in worker processes."""
+    """The score step: each chunk through the batch core, here or in worker processes.
+
+    Once ``stop`` is set, no new chunk is taken; those in flight are finished and written.
+    """
     judged = any(  # metrics that will call a judge (grounding without one runs offline)
         metric.uses_llm
         and (
@@ -873,7 +934,7 @@ def _score_chunks(
         workers = 1
     index = sink.total
     if workers <= 1:
-        for lines in chunks:
+        for lines in _until(chunks, stop):
             keep = sink.keep()
             with batch_collection():
                 chunk = _run_chunk(lines, index, metrics, keep, options)
@@ -888,7 +949,7 @@ def _score_chunks(
         workers, initializer=_init_worker, initargs=(metrics, portable)
     ) as pool:
         window: deque[Future[_Chunk]] = deque()
-        for lines in chunks:
+        for lines in _until(chunks, stop):
             keep = max(sink.report_rows - index, 0)
             window.append(pool.submit(_score_in_worker, lines, index, keep))
             index += len(lines)
