@@ -58,7 +58,10 @@ def judge_model(llm: Any) -> str | None:
 
 def _config(metric: Evaluator) -> dict[str, Any]:
     """The metric's configuration as JSON values: its full ``model_dump``, its judge by name."""
-    config = metric.model_dump(mode="json", exclude={"llm"}, fallback=repr)
+    try:
+        config = metric.model_dump(mode="json", exclude={"llm"})
+    except Exception:  # a field JSON cannot hold (an object): compared by its repr
+        config = metric.model_dump(exclude={"llm"})
     if getattr(metric, "llm", None) is not None:
         config["llm"] = judge_model(getattr(metric, "llm", None))
     loaded: dict[str, Any] = json.loads(json.dumps(config, sort_keys=True, default=repr))
