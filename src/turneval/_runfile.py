@@ -29,6 +29,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from turneval._files import naming
 from turneval.errors import ConfigError
 from turneval.metrics import Evaluator
 
@@ -218,10 +219,6 @@ class RunFile:
         if not self.document["dataset"]["sha256"]:
             self.document["dataset"]["sha256"] = self._digest.hexdigest()
         partial = self.path.with_name(RUN_FILE + ".tmp")
-        try:
+        with naming(self.path):
             partial.write_text(json.dumps(self.document, indent=2) + "\n", encoding="utf-8")
             os.replace(partial, self.path)
-        except OSError as exc:
-            if exc.filename is not None or exc.errno is None:
-                raise
-            raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from exc

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
+from turneval._files import naming
 from turneval.errors import TurnevalError
 from turneval.judge.cache import CacheWarning
 
@@ -546,12 +547,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     print(report)
     out = Path(args.html) if args.html else results.with_name("calibration.html")
     page = render_agreement_html(report, title=f"Can I trust {report.metric}?")
-    try:
+    with naming(out):
         out.write_text(page, encoding="utf-8")
-    except OSError as exc:  # a failed write names no file: name it
-        if exc.filename is not None or exc.errno is None:
-            raise
-        raise OSError(exc.errno, exc.strerror or str(exc), str(out)) from exc
     print(f"wrote {out}")
     return 0
 

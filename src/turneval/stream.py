@@ -27,7 +27,6 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from operator import attrgetter
@@ -38,6 +37,7 @@ import anyio
 import numpy as np
 from pydantic import ValidationError
 
+from turneval._files import naming
 from turneval._gc import batch_collection, freeze_process
 from turneval._runfile import RUN_FILE, RunFile
 from turneval.aggregate import (
@@ -846,7 +846,7 @@ def evaluate_jsonl(
             run_file.start()  # before the first row
         done = _finished(results_path, otlp=otlp) if resume else {}
         with (
-            _naming(results_path),
+            naming(results_path),
             results_path.open("a" if resume else "w", encoding="utf-8") as handle,
         ):
             sink = _JsonlSink(resolved, handle, report_rows, options, run_file)
@@ -1080,7 +1080,7 @@ class _JsonlSink:
             aggregate_errors=result.aggregate_errors,
         )
         text = json.dumps(summary, indent=2) + "\n"
-        with _naming(target / "summary.json"):
+        with naming(target / "summary.json"):
             (target / "summary.json").write_text(text, encoding="utf-8")
         html = render_report(
             title=title,
@@ -1092,21 +1092,6 @@ class _JsonlSink:
             usage=self.usage,
             tools={m.name: str(m.tool_name) for m in self.metrics if hasattr(m, "tool_name")},
         )
-        with _naming(target / "report.html"):
+        with naming(target / "report.html"):
             (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
         return result
-
-
-@contextmanager
-def _naming(path: Path) -> Iterator[None]:
-    """Name ``path`` on an OSError raised while writing it (a failed write names no file).
-
-    Disk full (``ENOSPC``) then says which file could not be written; the CLI exits
-    :data:`~turneval.cli.EXIT_DISK_FULL` with it.
-    """
-    try:
-        yield
-    except OSError as exc:
-        if exc.filename is not None or exc.errno is None:
-            raise
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
