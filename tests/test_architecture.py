@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first. A module belongs to the first entry naming it or a package above it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("turneval.errors", "turneval.usage", "turneval._sync", "turneval._gc"),
+    ("turneval.errors", "turneval.usage", "turneval._sync", "turneval._gc", "turneval._files"),
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.stats",
         "turneval.calibration",
         "turneval.stream",
+        "turneval._runfile",  # the run folder's run.json (resume checks it)
         "turneval.distributed",
         "turneval.demo",
     ),

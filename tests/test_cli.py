@@ -43,7 +43,12 @@ def test_evaluate_writes_outputs_and_prints_the_summary(
     assert code == 0
     printed = capsys.readouterr().out
     assert "tool_call_f1" in printed and "0.8333" in printed  # (1 + 2/3) / 2
-    assert {p.name for p in out.iterdir()} == {"results.jsonl", "summary.json", "report.html"}
+    assert {p.name for p in out.iterdir()} == {
+        "results.jsonl",
+        "summary.json",
+        "report.html",
+        "run.json",
+    }
     summary = json.loads((out / "summary.json").read_text())
     assert summary["metrics"]["trajectory_single_tool_use"]["mean"] == 1.0
 

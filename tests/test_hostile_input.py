@@ -131,6 +131,7 @@ def test_resumed_run_counts_the_failed_rows_and_errors_the_whole_run_has(
     for finished in (3, 5):  # interrupted after line 3, or after line 5
         out.mkdir(exist_ok=True)
         (out / "results.jsonl").write_text("".join(row + "\n" for row in rows[:finished]))
+        (out / "run.json").write_bytes((full_out / "run.json").read_bytes())  # same run
         resumed = evaluate_jsonl(data, ["tool_call_f1"], out, workers=1, resume=True)
         assert (resumed.total_rows, resumed.failed_rows, resumed.bad_lines) == (6, 3, 2)
         assert resumed.first_errors == full.first_errors

@@ -18,7 +18,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
+import time
+import warnings
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,7 +37,9 @@ import anyio
 import numpy as np
 from pydantic import ValidationError
 
+from turneval._files import naming
 from turneval._gc import batch_collection, freeze_process
+from turneval._runfile import RUN_FILE, RunFile
 from turneval.aggregate import (
     MetricSummary,
     RunAggregate,
@@ -71,6 +77,7 @@ except ImportError:  # pragma: no cover - exercised only without orjson
 __all__ = [
     "ChunkEngine",
     "FIRST_ERRORS",
+    "ResumeWarning",
     "RowError",
     "StreamResult",
     "UNREADABLE",
@@ -89,7 +96,9 @@ class StreamResult:
     errors of those that raised (as on :class:`~turneval.results.EvaluationResult`);
     ``agent_summaries`` the agent figures of rows with an agent run (traces): latency, failure
     rate, tokens and steps, as :meth:`~turneval.results.EvaluationResult.summary` gives them
-    ({} without agent runs).
+    ({} without agent runs);
+    ``stopped`` is True when the run was stopped early (``evaluate_jsonl(stop=...)``, the CLI's
+    SIGTERM): the rows cover the input read until then.
     """
 
     metric_names: list[str]
@@ -104,6 +113,7 @@ class StreamResult:
     aggregates: dict[str, float] = field(default_factory=dict)
     aggregate_errors: dict[str, str] = field(default_factory=dict)
     agent_summaries: dict[str, MetricSummary] = field(default_factory=dict)
+    stopped: bool = False  # ``stop`` was set: the rest of the input was not read
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,9 +465,44 @@ _WORKER_OPTIONS: list[RunOptions] = []
 
 
 def _init_worker(metrics: list[Evaluator], options: RunOptions) -> None:
+    _end_with_parent()
     _WORKER_METRICS[:] = metrics
     _WORKER_OPTIONS[:] = [options]
     freeze_process()  # start-up objects (modules, metrics): never walked by the collector again
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with_parent() -> None:
+    """Make this worker process end when its parent dies (``kill -9`` included), within 1 s.
+
+    On Linux the kernel sends SIGKILL when the parent exits (``prctl(PR_SET_PDEATHSIG)``);
+    elsewhere, and as a second guard, a daemon thread checks ``os.getppid()`` four times a
+    second and exits when the worker has been re-parented. SIGTERM is restored to its default
+    (a fork copies the parent's handler, which only asks the parent's loop to stop), and
+    SIGINT is left to the parent, which stops the run.
+    """
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no prctl: the thread alone
+            pass
+    if parent == 1 or os.getppid() != parent:  # the parent died before the watch was set
+        os._exit(1)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.25)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="turneval-parent-watch", daemon=True).start()
 
 
 def _score_in_worker(lines: list[_Line], first_index: int, keep: int) -> _Chunk:
@@ -598,11 +643,22 @@ def _resumed_row(record: dict[str, Any], names: Sequence[str]) -> SampleResult:
 
 
 def _row_error(record: dict[str, Any], names: Sequence[str]) -> RowError | None:
-    """The first error of a finished row (None: no metric failed on it)."""
+    """The first error of a finished row (None: every metric scored it).
+
+    A metric with neither a value nor an error on the row (written by a run with other
+    metrics) failed on it too: it is counted as failed in the summary, so the row fails.
+    """
     for name in names:
         error = record.get(f"{name}_error")
         if error:
             return RowError(int(record["line"]), name, str(error))
+        if record.get(name) is None:
+            return RowError(
+                int(record["line"]),
+                name,
+                "NotScored: the resumed row has no value for it (written by a run with other "
+                "metrics)",
+            )
     return None
 
 
@@ -694,8 +750,11 @@ def evaluate_jsonl(
     aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
     group_by: Literal["trace", "session"] = "trace",
+    stop: threading.Event | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
+
+    ``out_dir/run.json`` records what the run was started with (see ``resume``).
 
     The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
     ``timeout``, ``details``, ``show_progress``, ``rate_limit``, ``aggregates``) are those of
@@ -724,7 +783,11 @@ def evaluate_jsonl(
             trace; needs the ``otel`` extra) or ``"auto"`` (OTLP/JSON when the file starts with
             ``{"resourceSpans"``).
         resume: Continue ``out_dir/results.jsonl`` of an interrupted run: its finished rows are
-            kept (and counted in the summary), their lines are not scored again.
+            kept (and counted in the summary), their lines are not scored again. The run must
+            be the same: ``out_dir/run.json`` (written by every run before its first row)
+            records the metrics with their configurations, the judge model and the digest of
+            the input read so far; a difference raises :class:`ConfigError` naming it. A folder
+            without run.json resumes with a :class:`ResumeWarning`.
         overwrite: Without ``resume``, replace an existing, non-empty results.jsonl; if False,
             raise :class:`ConfigError` instead (the CLI's default).
         rate_limit: The judge provider's quota (:class:`~turneval.ratelimit.RateLimit`), held
@@ -742,10 +805,15 @@ def evaluate_jsonl(
             conversation across traces (``"session"``: traces sharing
             ``gen_ai.conversation.id`` or OpenInference ``session.id``; the file is grouped in
             memory first, each session numbered by the line of its first trace).
+        stop: Set it (from a signal handler, another thread) to stop early: no new chunk is
+            read, the chunks in flight are scored and written, the summary and report cover
+            the rows written, and the result's ``stopped`` is True; ``resume`` continues the
+            run. The CLI sets it on SIGTERM.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
-            judge cache is unreadable; or the existing file is not a results.jsonl.
+            judge cache is unreadable; the existing file is not a results.jsonl; or, resuming,
+            run.json shows other metrics, configurations, judge or input.
         InvalidSampleError: ``path`` is not an existing regular file.
     """
     source = Path(path)
@@ -776,23 +844,44 @@ def evaluate_jsonl(
         rate_limit=rate_limit,  # one limiter for the whole file, across chunks
         aggregates=aggregates,
     )
+    target = Path(out_dir)
+    run_file = RunFile(target, source, resolved, llm)
     try:
-        target = Path(out_dir)
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
+        if resume and results_path.exists() and results_path.stat().st_size:
+            if not run_file.resume():  # a run folder from before run.json: not checked
+                warnings.warn(
+                    f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
+                    "without checking that the input, metrics and judge are the same",
+                    ResumeWarning,
+                    stacklevel=2,
+                )
+        else:
+            run_file.start()  # before the first row
         done = _finished(results_path, otlp=otlp) if resume else {}
-        with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
-            sink = _JsonlSink(resolved, handle, report_rows, options)
+        with (
+            naming(results_path),
+            results_path.open("a" if resume else "w", encoding="utf-8") as handle,
+        ):
+            sink = _JsonlSink(resolved, handle, report_rows, options, run_file)
             sink.resume(done)
-            chunks = read_chunks(source, chunk_size, chunk_bytes, frozenset(done))
+            chunks = sink.track(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
             if engine is None:
-                _score_chunks(chunks, resolved, options, workers, sink)
+                _score_chunks(chunks, resolved, options, workers, sink, stop)
             else:
-                for chunk in engine(_numbered(chunks, sink), resolved, options):
+                for chunk in engine(_numbered(_until(chunks, stop), sink), resolved, options):
                     sink.absorb(chunk)
-        return sink.finish(target, title or f"turneval: {source.name}")
+        result = sink.finish(target, title or f"turneval: {source.name}")
+        result.stopped = stop is not None and stop.is_set()
+        return result
     finally:
+        run_file.close()
         if owns_cache and options.cache is not None:
             options.cache.close()
+
+
+class ResumeWarning(UserWarning):
+    """A run folder is resumed without its ``run.json``, so nothing checks it is the same run."""
 
 
 class ChunkEngine(Protocol):
@@ -823,14 +912,27 @@ def _numbered(
         index += len(lines)
 
 
+def _until(chunks: Iterator[list[_Line]], stop: threading.Event | None) -> Iterator[list[_Line]]:
+    """``chunks`` until ``stop`` is set (checked before each chunk is read)."""
+    while stop is None or not stop.is_set():
+        lines = next(chunks, None)
+        if lines is None:
+            return
+        yield lines
+
+
 def _score_chunks(
     chunks: Iterator[list[_Line]],
     metrics: list[Evaluator],
     options: RunOptions,
     workers: int | None,
     sink: _JsonlSink,
+    stop: threading.Event | None = None,
 ) -> None:
-    """The score step: each chunk through the batch core, here or in worker processes."""
+    """The score step: each chunk through the batch core, here or in worker processes.
+
+    Once ``stop`` is set, no new chunk is taken; those in flight are finished and written.
+    """
     judged = any(  # metrics that will call a judge (grounding without one runs offline)
         metric.uses_llm
         and (
@@ -846,7 +948,7 @@ def _score_chunks(
         workers = 1
     index = sink.total
     if workers <= 1:
-        for lines in chunks:
+        for lines in _until(chunks, stop):
             keep = sink.keep()
             with batch_collection():
                 chunk = _run_chunk(lines, index, metrics, keep, options)
@@ -861,7 +963,7 @@ def _score_chunks(
         workers, initializer=_init_worker, initargs=(metrics, portable)
     ) as pool:
         window: deque[Future[_Chunk]] = deque()
-        for lines in chunks:
+        for lines in _until(chunks, stop):
             keep = max(sink.report_rows - index, 0)
             window.append(pool.submit(_score_in_worker, lines, index, keep))
             index += len(lines)
@@ -875,9 +977,15 @@ class _JsonlSink:
     """The JSONL sink: rows written in order and flushed, totals kept for the summary."""
 
     def __init__(
-        self, metrics: list[Evaluator], handle: Any, report_rows: int, options: RunOptions
+        self,
+        metrics: list[Evaluator],
+        handle: Any,
+        report_rows: int,
+        options: RunOptions,
+        run_file: RunFile | None = None,
     ) -> None:
-        self.metrics, self.handle = metrics, handle
+        self.metrics, self.handle, self.run_file = metrics, handle, run_file
+        self.last_lines: deque[int] = deque()  # each chunk in flight: its last input line
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
         self.names = [metric.name for metric in metrics]
         self.report_rows = report_rows
@@ -916,8 +1024,22 @@ class _JsonlSink:
         self.failed_rows = len(errors)
         self.first_errors = _first_errors(errors)
 
+    def track(self, chunks: Iterator[list[_Line]]) -> Iterator[list[_Line]]:
+        """``chunks``, each one's last input line noted (chunks are absorbed in this order)."""
+        for lines in chunks:
+            self.last_lines.append(lines[-1][0])
+            yield lines
+
     def absorb(self, chunk: _Chunk) -> None:
-        """Write a scored chunk's rows and add its totals."""
+        """Write a scored chunk's rows and add its totals.
+
+        ``run.json`` first records the input read up to the chunk's last line, so that every
+        row in results.jsonl comes from input a resumed run checks.
+        """
+        if self.last_lines:
+            last = self.last_lines.popleft()
+            if self.run_file is not None:
+                self.run_file.read_to(last)
         for record in chunk.records:
             self.handle.write(record + "\n")
             self.handle.flush()
@@ -982,7 +1104,8 @@ class _JsonlSink:
             aggregate_errors=result.aggregate_errors,
         )
         text = json.dumps(summary, indent=2) + "\n"
-        (target / "summary.json").write_text(text, encoding="utf-8")
+        with naming(target / "summary.json"):
+            (target / "summary.json").write_text(text, encoding="utf-8")
         html = render_report(
             title=title,
             metric_names=names,
@@ -993,5 +1116,6 @@ class _JsonlSink:
             usage=self.usage,
             tools={m.name: str(m.tool_name) for m in self.metrics if hasattr(m, "tool_name")},
         )
-        (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
+        with naming(target / "report.html"):
+            (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
         return result

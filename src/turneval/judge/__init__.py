@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from turneval.judge.cache import SQLiteCache
+from turneval.judge.cache import CacheWarning, SQLiteCache
 from turneval.judge.schema import (
     StrictVerdict,
     enum_field,
@@ -45,6 +45,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "CacheWarning",
     "Judge",
     "JudgeExample",
     "JudgeReply",

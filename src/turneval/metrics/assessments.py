@@ -105,6 +105,7 @@ class AssessmentJudge(JudgedMetric[SingleTurnSample], SingleTurnMetric):
 
     assessment: ClassVar[bool] = True
     categorical: ClassVar[bool] = True  # yes/no: repeated votes take the majority
+    yes_no: ClassVar[bool] = True
     name: str
     instructions: str = ""
     inputs: tuple[tuple[str, str], ...] = (("request", "user_input"), ("response", "response"))
@@ -267,6 +268,7 @@ def chunk_verdicts_model(chunks: int) -> type[BaseModel]:
 class ChunkRelevance(AssessmentJudge):
     """Precision of the retrieved chunks: the share judged relevant to the request (one call)."""
 
+    yes_no: ClassVar[bool] = False  # a share of the chunks, not one verdict
     name: str = "chunk_relevance"
 
     def requests(self, sample: SingleTurnSample) -> list[JudgeRequest[Any]]:

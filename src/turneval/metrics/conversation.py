@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, create_model, model_validator
 
@@ -192,6 +192,7 @@ class TrajectoryJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
             ``"trajectory_judge_with_reference"`` unless ``name=`` is given).
     """
 
+    yes_no: ClassVar[bool] = True
     name: str = "trajectory_judge"
     reference: bool = False
 
