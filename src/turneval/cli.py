@@ -54,14 +54,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"turneval: error: {message} (see '{self.prog} --help')\n")
 
 
+def _known_name(name: str, known: dict[str, type[Evaluator]]) -> str:
+    """``name``, or the one built-in metric ragas calls so (``bleu_score`` is ``bleu``).
+
+    An unknown name fails, suggesting the closest known name (or ragas name) when there is one.
+    """
+    if name in known:
+        return name
+    ragas = [key for key, cls in known.items() if name in cls.ragas_names]
+    if len(ragas) == 1:
+        return ragas[0]
+    if ragas:
+        raise UsageError(f"{name!r} is ragas' name for {' and '.join(ragas)}: name one of them")
+    import difflib
+
+    spellings = [*known, *{alias for cls in known.values() for alias in cls.ragas_names}]
+    close = difflib.get_close_matches(name, spellings, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise UsageError(f"unknown metric {name!r}; {hint}run 'turneval metrics' for the list")
+
+
 def parse_metric(spec: str) -> Evaluator | str:
     """``NAME`` or ``NAME:key=value,key=value`` (values parsed as JSON when they can be)."""
     from turneval.metrics import builtin_metrics
 
     name, _, options = spec.partition(":")
     known = builtin_metrics()
-    if name not in known:
-        raise UsageError(f"unknown metric {name!r}; run 'turneval metrics' for the list")
+    name = _known_name(name, known)
     if not options and known[name].buildable_by_name():
         return name
     config: dict[str, Any] = {}
