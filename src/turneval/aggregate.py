@@ -205,13 +205,16 @@ def summary_document(
     failed_rows: int = 0,
     aggregates: Mapping[str, float] | None = None,
     aggregate_errors: Mapping[str, str] | None = None,
+    skipped_traces: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The one layout of ``summary.json``, written by the CLI, the stream and the demo.
 
     ``{"samples": n, "bad_lines": k, "failed_rows": f, "metrics": {name: summary fields},
     "usage": counts}``; ``failed_rows`` counts the rows with at least one failed metric;
     ``"aggregates": {figure: value}`` when the run computed :class:`RunAggregate` figures, and
-    ``"aggregate_errors": {aggregate: error}`` for those that raised.
+    ``"aggregate_errors": {aggregate: error}`` for those that raised;
+    ``"skipped_traces": {reason: count}`` for OTLP/JSON input (traces that were no
+    conversation, never rows).
     """
     document: dict[str, Any] = {
         "samples": samples,
@@ -224,6 +227,8 @@ def summary_document(
         document["aggregates"] = dict(aggregates)
     if aggregate_errors:
         document["aggregate_errors"] = dict(aggregate_errors)
+    if skipped_traces is not None:
+        document["skipped_traces"] = dict(skipped_traces)
     return document
 
 

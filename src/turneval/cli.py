@@ -256,6 +256,13 @@ def _print_summary(result: Any, out: Path | None) -> None:
         print(
             f"{result.bad_lines} input line(s) could not be read; their errors are in results.jsonl"
         )
+    skipped = getattr(result, "skipped_traces", None)
+    if skipped:
+        counts = ", ".join(f"{reason} {count}" for reason, count in sorted(skipped.items()))
+        print(
+            f"skipped {sum(skipped.values())} trace(s) that are not conversations ({counts}); "
+            "--strict-traces makes them failed rows"
+        )
     for figure, value in result.aggregates.items():
         print(f"{figure}: {value:.4f}")
     for name, error in result.aggregate_errors.items():
@@ -274,7 +281,7 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     if args.format == "otlp" or (args.format == "auto" and _is_otlp(Path(args.data))):
         from turneval.traces import from_otlp_json
 
-        dataset = from_otlp_json(args.data)
+        dataset = from_otlp_json(args.data, strict_traces=args.strict_traces)
     else:
         dataset = EvaluationDataset.from_jsonl(args.data)
     result = estimate(dataset, resolve_metrics(metrics))
@@ -330,6 +337,7 @@ def _evaluate_here(
         show_progress=False if args.quiet else None,
         input_format=args.format,
         group_by=args.group_by,
+        strict_traces=args.strict_traces,
         chunk_bytes=int(args.chunk_mb * 2**20),
         resume=args.resume,
         overwrite=args.overwrite,
@@ -370,6 +378,7 @@ def _evaluate_on_ray(
         progress=not args.quiet,
         input_format=args.format,
         group_by=args.group_by,
+        strict_traces=args.strict_traces,
         resume=args.resume,
         overwrite=args.overwrite,
         aggregates=_aggregates(args.aggregate),
@@ -625,6 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="trace",
         help="OTLP/JSON traces: one sample per trace, or per session (traces sharing "
         "gen_ai.conversation.id or session.id; the file is grouped in memory)",
+    )
+    run.add_argument(
+        "--strict-traces",
+        action="store_true",
+        help="OTLP/JSON traces: a trace with no model call (no LLM span) is a failed row "
+        "instead of a skipped trace",
     )
     run.add_argument(
         "--resume",

@@ -288,6 +288,8 @@ class EvaluationResult:
 
     When scenarios were simulated, each metric's summary ``extra`` holds ``success_rate`` and
     ``pass^k`` / ``pass@k`` for k = 1 to the number of trials (see :meth:`trial_outcomes`).
+    A dataset rebuilt from traces leaves ``skipped_traces``: the traces that were no
+    conversation (no model call), counted by reason, never rows.
     """
 
     def __init__(
@@ -305,6 +307,7 @@ class EvaluationResult:
         self.metrics: list[Any] = []  # the metric objects of the run, when it ran here
         self.aggregates: dict[str, float] = {}  # the run's RunAggregate figures, by name
         self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
+        self.skipped_traces: dict[str, int] = {}  # traces that were no conversation, by reason
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""

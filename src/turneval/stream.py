@@ -84,7 +84,9 @@ class StreamResult:
     ``failed_rows`` counts the rows with at least one error (unreadable lines included);
     ``first_errors`` holds the first :data:`FIRST_ERRORS` of them, one per row, in input order;
     ``aggregates`` and ``aggregate_errors`` are the run's :class:`RunAggregate` figures and the
-    errors of those that raised (as on :class:`~turneval.results.EvaluationResult`).
+    errors of those that raised (as on :class:`~turneval.results.EvaluationResult`);
+    ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input that were no
+    conversation (None for samples input).
     """
 
     metric_names: list[str]
@@ -98,6 +100,7 @@ class StreamResult:
     first_errors: list[RowError] = field(default_factory=list)
     aggregates: dict[str, float] = field(default_factory=dict)
     aggregate_errors: dict[str, str] = field(default_factory=dict)
+    skipped_traces: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,18 +513,23 @@ def _otlp_chunks(
     budget: int,
     skip: frozenset[Any] = frozenset(),
     group_by: Literal["trace", "session"] = "trace",
+    strict_traces: bool = False,
+    skipped_traces: dict[str, int] | None = None,
 ) -> Iterator[list[_Line]]:
     """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line).
 
     ``budget`` is unused: a trace is read whole (memory is bounded by the largest trace).
     ``skip`` holds the finished ``(line, id)`` pairs: a line may hold several traces (a
     collector batches them), each its own row; ``(line, None)`` (a row without an id) skips
-    the whole line.
+    the whole line. Traces that are no conversation are counted into ``skipped_traces``.
     """
     from turneval.traces import iter_otlp_json
 
     chunk: list[_Line] = []
-    for number, sample in iter_otlp_json(path, group_by=group_by):
+    pairs = iter_otlp_json(
+        path, group_by=group_by, strict_traces=strict_traces, skipped_traces=skipped_traces
+    )
+    for number, sample in pairs:
         if (number, (sample.metadata or {}).get("id")) in skip or (number, None) in skip:
             continue
         chunk.append((number, sample.model_dump_json(exclude_none=True)))
@@ -680,6 +688,7 @@ def evaluate_jsonl(
     aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
     group_by: Literal["trace", "session"] = "trace",
+    strict_traces: bool = False,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -728,6 +737,9 @@ def evaluate_jsonl(
             conversation across traces (``"session"``: traces sharing
             ``gen_ai.conversation.id`` or OpenInference ``session.id``; the file is grouped in
             memory first, each session numbered by the line of its first trace).
+        strict_traces: For OTLP/JSON input: a trace that records no model call (no LLM span,
+            e.g. OpenLLMetry's agent creation) gives an error row; by default it is skipped
+            and counted by reason in the result's and summary.json's ``skipped_traces``.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -746,7 +758,14 @@ def evaluate_jsonl(
             f"group_by='session' groups the traces of an OTLP/JSON file; {source} holds samples "
             "(one conversation a line already)"
         )
-    read_chunks = partial(_otlp_chunks, group_by=group_by) if otlp else _chunks
+    skipped: dict[str, int] | None = {} if otlp else None
+    read_chunks = (
+        partial(
+            _otlp_chunks, group_by=group_by, strict_traces=strict_traces, skipped_traces=skipped
+        )
+        if otlp
+        else _chunks
+    )
     resolved = resolve_metrics(metrics)
     if engine is None:  # an engine builds the judges where it scores
         check_judges(resolved, llm)
@@ -775,7 +794,7 @@ def evaluate_jsonl(
             else:
                 for chunk in engine(_numbered(chunks, sink), resolved, options):
                     sink.absorb(chunk)
-        return sink.finish(target, title or f"turneval: {source.name}")
+        return sink.finish(target, title or f"turneval: {source.name}", skipped)
     finally:
         if owns_cache and options.cache is not None:
             options.cache.close()
@@ -917,7 +936,9 @@ class _JsonlSink:
             line = f"\rturneval: {self.total:,} samples{rate}"
             print(line, end="", file=sys.stderr, flush=True)
 
-    def finish(self, target: Path, title: str) -> StreamResult:
+    def finish(
+        self, target: Path, title: str, skipped_traces: dict[str, int] | None = None
+    ) -> StreamResult:
         """Summarise (the run's one summariser), write summary.json and report.html."""
         if self.progress:
             print(file=sys.stderr)
@@ -943,6 +964,7 @@ class _JsonlSink:
             self.kept,
             self.failed_rows,
             self.first_errors,
+            skipped_traces=skipped_traces,
         )
         if self.aggregates:  # they read whole rows: the file's, read back (no samples)
             rows = EvaluationResult.from_jsonl(target / "results.jsonl")
@@ -956,6 +978,7 @@ class _JsonlSink:
             failed_rows=self.failed_rows,
             aggregates=result.aggregates,
             aggregate_errors=result.aggregate_errors,
+            skipped_traces=skipped_traces,
         )
         text = json.dumps(summary, indent=2) + "\n"
         (target / "summary.json").write_text(text, encoding="utf-8")

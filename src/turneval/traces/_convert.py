@@ -51,6 +51,22 @@ def kind(span: Span) -> str | None:
     return "tool" if attributes.get(g.TRACELOOP_SPAN_KIND) == "tool" else None
 
 
+NO_LLM_SPAN = "no_llm_span"
+"""The reason a trace is skipped: it records no model call (e.g. OpenLLMetry's agent creation)."""
+
+
+def skip_reason(spans: Sequence[Span]) -> str | None:
+    """Why the spans of a trace (or session) are not a conversation; None when they may be one.
+
+    A trace with no LLM span records no model call (OpenLLMetry traces agent construction on
+    its own): :data:`NO_LLM_SPAN`. A trace with a span that could not be read is never
+    skipped: its error row says why.
+    """
+    if any(span.error is not None or kind(span) == "llm" for span in spans):
+        return None
+    return NO_LLM_SPAN
+
+
 def _first(attributes: dict[str, Any], keys: Sequence[str]) -> Any:
     for key in keys:
         value = attributes.get(key)
