@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -32,6 +33,58 @@ __all__ = [
     "summarize",
     "summary_document",
 ]
+
+_PAIRWISE_VALUES = {"CANDIDATE": 1.0, "TIE": 0.5, "BASELINE": 0.0}
+"""A pairwise verdict's value (:class:`~turneval.metrics.PairwiseMetric`)."""
+
+_PAIRWISE_REASON = re.compile(
+    r"(CANDIDATE|BASELINE|TIE) \((?:both orders agree|orders disagree \(\w+ vs \w+\): TIE)\): "
+)
+"""How a pairwise verdict's reason starts: ``CANDIDATE (both orders agree): ...``."""
+
+
+def _pairwise_reason(choice: str, first: str, second: str, explanation: str) -> str:
+    """The reason of a pairwise verdict (read back by :func:`_is_pairwise`)."""
+    agree = (
+        "both orders agree" if first == second else f"orders disagree ({first} vs {second}): TIE"
+    )
+    return f"{choice} ({agree}): {explanation}"
+
+
+def _is_pairwise(results: Sequence[MetricResult]) -> bool:
+    """Whether a column read back from a file (no metric object) holds pairwise verdicts.
+
+    Every result's reason starts as a pairwise verdict's does and its value is that choice's.
+    """
+    if not results:
+        return False
+    for result in results:
+        match = _PAIRWISE_REASON.match(result.reason)
+        if match is None or _PAIRWISE_VALUES[match.group(1)] != result.value:
+            return False
+    return True
+
+
+def _pairwise_rates(results: Sequence[MetricResult]) -> dict[str, float]:
+    """Win, loss and tie rates of pairwise verdicts; with details, how often the orders agree.
+
+    ``candidate_win_rate``, ``baseline_win_rate``, ``tie_rate`` (from the values, so with
+    ``details=False`` too) and ``position_consistency`` (the share of pairs whose two orders
+    agree, from the details).
+    """
+    if not results:
+        return {}
+    n = len(results)
+    figures = {
+        "candidate_win_rate": sum(r.value == 1.0 for r in results) / n,
+        "baseline_win_rate": sum(r.value == 0.0 for r in results) / n,
+        "tie_rate": sum(r.value == 0.5 for r in results) / n,
+    }
+    orders = [(r.details.get("baseline_first"), r.details.get("candidate_first")) for r in results]
+    if all(first is not None for first, _ in orders):
+        figures["position_consistency"] = sum(a == b for a, b in orders) / n
+    return figures
+
 
 _DISTINCT_LIMIT = 20_000  # above this many distinct values, resample indices instead of counts
 

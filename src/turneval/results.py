@@ -380,7 +380,13 @@ class EvaluationResult:
         something else (a simulated user that failed) is neither: it is left out of ``failure``
         too (counted in its ``failed``).
         """
-        from turneval.aggregate import SummaryTable, summarise_metrics, summarize
+        from turneval.aggregate import (
+            SummaryTable,
+            _is_pairwise,
+            _pairwise_rates,
+            summarise_metrics,
+            summarize,
+        )
 
         summaries = SummaryTable()
         ran = [row.agent for row in self.rows if row.agent is not None]
@@ -416,9 +422,11 @@ class EvaluationResult:
             results=results,
         )
         for name, summary in table.items():
-            trial_figures = self._trial_figures(name)
-            if trial_figures:
-                summary = replace(summary, extra={**(summary.extra or {}), **trial_figures})
+            extra = self._trial_figures(name)
+            if name not in metrics and _is_pairwise(results[name]):  # read back from a file
+                extra = {**extra, **_pairwise_rates(results[name])}
+            if extra:
+                summary = replace(summary, extra={**(summary.extra or {}), **extra})
             summaries[name] = summary
         return summaries
 
@@ -502,7 +510,9 @@ class EvaluationResult:
         the agent run's figures (latency, error, token usage, steps: ``row.agent``, with no
         messages) and (when the file was written with details) each result's details and judge
         usage are restored; the run's ``usage`` is the sum of the results' (requests of failed
-        metrics are not in the file).
+        metrics are not in the file). A pairwise judge's column is recognised by its verdicts'
+        reasons, so :meth:`summary` gives its win, loss and tie rates again (and, when the file
+        has details, ``position_consistency``).
         """
         rows: list[SampleResult] = []
         names: list[str] = []
