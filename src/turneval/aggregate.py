@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from turneval.metrics import Evaluator
     from turneval.results import EvaluationResult, MetricResult
 
@@ -300,6 +300,8 @@ def bootstrap_ci(
     with many distinct values it resamples indices in blocks. Seeded: the same values give the
     same interval.
     """
+    import numpy as np
+
     array = np.asarray(values, dtype=float)
     n = array.size
     if n < 2:
@@ -334,6 +336,8 @@ def paired_permutation_test(
     pattern is counted: the exact p-value. Otherwise ``resamples`` random patterns (seeded),
     with the +1 correction.
     """
+    import numpy as np
+
     diffs = np.asarray(differences, dtype=float)
     diffs = diffs[diffs != 0]
     if diffs.size == 0:
@@ -357,6 +361,8 @@ def summarize(
     name: str, values: Sequence[float] | np.ndarray, failed: int, usage: Usage | None = None
 ) -> MetricSummary:
     """Summarise the scored ``values`` of one metric, its failures and judge usage."""
+    import numpy as np
+
     array = np.asarray(values, dtype=float)
     count = int(array.size)
     if not count:

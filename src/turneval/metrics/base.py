@@ -150,7 +150,7 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
     """
 
     model_config = ConfigDict(
-        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True
+        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True, defer_build=True
     )
 
     name: str
