@@ -30,13 +30,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.integrations",
     ),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
-    ("turneval.grounding",),
+    ("turneval.grounding", "turneval._grounding_values"),
     ("turneval.metrics",),
     (
         "turneval.pipeline",
         "turneval.runner",
         "turneval.agents",
         "turneval.simulation",
+        "turneval.sequential",
         "turneval.estimate",
         "turneval.testing",
         "turneval._scripted",
@@ -45,6 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "turneval.report",
         "turneval.compare",
+        "turneval.stats",
         "turneval.calibration",
         "turneval.stream",
         "turneval.distributed",

@@ -252,3 +252,44 @@ def test_python_dash_m_turneval_runs_the_command_line() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "tool_call_f1" in done.stdout.split()
+
+
+def test_cli_table_and_report_show_the_agent_figures_of_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two traces: 2 s and 4 s long, 15 and 30 tokens, one AI message each.
+    from opentelemetry import trace
+
+    from turneval.traces import write_otlp_json
+
+    from .traces._spans import Recorder, assistant, chat, user
+
+    r = Recorder()
+    start = 1_700_000_000_000_000_000
+    for seconds, tokens in ((2, 10), (4, 20)):
+        root = r.tracer.start_span(
+            "agent", attributes={"gen_ai.operation.name": "invoke_agent"}, start_time=start
+        )
+        with trace.use_span(root, end_on_exit=False):
+            chat(
+                r,
+                [user("hi")],
+                [assistant("done")],
+                gen_ai__usage__input_tokens=tokens,
+                gen_ai__usage__output_tokens=tokens // 2,
+            )
+        root.end(end_time=start + seconds * 10**9)
+    path = tmp_path / "traces.jsonl"
+    write_otlp_json(r.spans(), path)
+    out = tmp_path / "out"
+    spec = "trajectory_single_tool_use:tool_name=f"
+    assert main(["evaluate", str(path), "--metric", spec, "--out", str(out), "--quiet"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split() for line in table if line.strip()}
+    assert rows["latency_in_seconds"][1] == "3.0000"  # (2 + 4) / 2
+    assert rows["failure"][1] == "0.0000"
+    assert rows["agent_total_tokens"][1] == "22.5000"  # (15 + 30) / 2
+    assert rows["steps"][1] == "1.0000"
+    assert table[1].startswith("latency_in_seconds")  # first, as in the text summary
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert '<table id="agent">' in page and "<td class='num'>22.500</td>" in page

@@ -133,3 +133,14 @@ def test_simulated_support_example_with_an_openai_compatible_endpoint(
         assert line in output
     models = {request["model"] for request in openai_stub.requests}
     assert models == {"gpt-4o-mini"} and len(openai_stub.requests) > 50
+
+
+def test_examples_data_is_what_the_package_writes(tmp_path: Path) -> None:
+    # The docs tell users without a clone to write examples/data/ with write_datasets.
+    from turneval.demo import write_datasets
+
+    written = write_datasets(tmp_path)
+    shipped = sorted((ROOT / "examples" / "data").glob("*.jsonl"))
+    assert [path.name for path in sorted(written)] == [path.name for path in shipped]
+    for path in written:
+        assert path.read_bytes() == (ROOT / "examples" / "data" / path.name).read_bytes()

@@ -34,6 +34,7 @@ MODULES = [
     "turneval.llms",
     "turneval.runner",
     "turneval.compare",
+    "turneval.stats",
     "turneval.report",
     "turneval.stream",
     "turneval.aggregate",
@@ -49,6 +50,7 @@ MODULES = [
     "turneval.metrics._topic_adherence",
     "turneval.metrics._goal_accuracy",
     "turneval.simulation",
+    "turneval.sequential",
 ]
 
 

@@ -110,8 +110,10 @@ def test_marker_runs_each_sample_and_the_report_covers_the_session(
         ]
     )
     html = (pytester.path / "out" / "r.html").read_text(encoding="utf-8")
-    assert "test_cases.py::test_marked[good]" in html
-    assert "test_cases.py::test_decorated[please help]" in html
+    # the case first: the id column cuts long ids at the end, the test's path and name are
+    # the same for every case of a dataset
+    assert ">good · test_cases.py::test_marked</td>" in html
+    assert ">please help · test_cases.py::test_decorated</td>" in html
 
 
 def test_marker_errors_name_the_missing_argument(pytester: pytest.Pytester) -> None:
@@ -247,12 +249,16 @@ def test_session_state_combines_results_and_skips_empty_reports(tmp_path: Path) 
     state.results += [
         ("t.py::a", evaluate(GOOD, "tool_call_f1")),
         ("t.py::b", evaluate([HALF, GOOD], ["tool_call_accuracy"])),
+        ("t.py::c[a case [x]]", evaluate(GOOD, "tool_call_f1")),
     ]
     combined = state.combined()
     assert combined.metric_names == ["tool_call_f1", "tool_call_accuracy"]
-    assert [row.index for row in combined.rows] == [0, 1, 2]
+    assert [row.index for row in combined.rows] == [0, 1, 2, 3]
     ids = [row.sample.metadata["id"] for row in combined.rows if row.sample and row.sample.metadata]
-    assert ids == ["t.py::a", "t.py::b", "t.py::b"]
+    # one test scoring two samples: each row says which (the sample's id, then the test)
+    # (both open with "please help": their positions tell them apart)
+    assert ids[1:3] == ["please help #1 · t.py::b", "please help #2 · t.py::b"]
+    assert [ids[0], ids[3]] == ["t.py::a", "a case [x] · t.py::c"]
     assert state.write_report() and (tmp_path / "r.html").stat().st_size > 1000
     cache = state.judge_cache()
     assert state.judge_cache() is cache and cache.path.name == "judge-cache.sqlite"

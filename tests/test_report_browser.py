@@ -73,7 +73,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     ToolCall(name="lookup", args={"q": "</div><script>alert(1)</script>"}, id="c1")
                 ],
             ),
-            ToolMessage(content="<b>bold?</b>", tool_call_id="c1"),
+            ToolMessage(content="<b>bold?</b> evil\u202etxt.exe\x00", tool_call_id="c1"),
             AIMessage(content="done"),
         ],
         reference_tool_calls=[ToolCall(name="lookup", args={"q": "x"})],
@@ -119,6 +119,7 @@ def test_drill_down_opens_and_renders_the_conversation(browser: Any, report: Pat
     assert drill.is_visible()
     text = drill.inner_text()
     assert PAYLOAD in text and "</div><script>alert(1)</script>" in text and "<b>bold?</b>" in text
+    assert "evil<U+202E>txt.exe<U+0000>" in text  # hidden characters shown, not obeyed
     assert "tool_call_f1 = 0.000" in text and "precision=0/1=0.000" in text
     page.click("#sample-2 button.open")
     assert "InvalidSampleError" in page.locator("#sample-2 tr.drill").inner_text()

@@ -56,6 +56,7 @@ from turneval.samples import MultiTurnSample, Sample
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from turneval.sequential import StopEarly
     from turneval.simulation import BaseUser, Scenario
 
 __all__ = ["AgentRun", "EvalTask", "arun_agent"]
@@ -504,6 +505,7 @@ class EvalTask:
         fail_on_error: bool | float = False,
         on_row: Callable[[SampleResult], None] | None = None,
         rate_limit: RateLimit | RateLimiter | None = None,
+        stop_early: StopEarly | bool | None = None,
     ) -> EvaluationResult:
         """Run ``runnable`` on every sample (if given), then score; one row per sample, in order.
 
@@ -519,6 +521,11 @@ class EvalTask:
         :class:`~turneval.pipeline.RunOptions` of the same names.
         ``rate_limit`` (a :class:`~turneval.ratelimit.RateLimit`) paces the judge's requests
         (and the simulated user's) to the provider's quota, as in :func:`turneval.aevaluate`.
+        ``stop_early`` (True, or a :class:`~turneval.sequential.StopEarly`) runs each
+        scenario's trials in turn and stops once the trials left cannot change its verdict
+        for any metric (True: all ``trials`` must succeed, so the first failure settles it);
+        ``result.early_stops`` counts the conversations saved, and the summary keeps only the
+        figures the stop leaves exact (see :mod:`turneval.sequential`).
         """
         options = self.options.replace(
             timeout=timeout,
@@ -527,7 +534,7 @@ class EvalTask:
             seed=seed,
             rate_limit=rate_limit,
         )
-        if self.scenarios is not None or user is not None or trials != 1:
+        if self.scenarios is not None or user is not None or trials != 1 or stop_early:
             from turneval.simulation import _evaluate_scenarios
 
             return await _evaluate_scenarios(
@@ -538,6 +545,7 @@ class EvalTask:
                 trials=trials,
                 max_steps=max_steps,
                 success_thresholds=success_thresholds,
+                stop_early=stop_early,
             )
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ConfigError(f"max_steps must be an integer >= 1, got {max_steps!r}")
@@ -562,6 +570,7 @@ class EvalTask:
         fail_on_error: bool | float = False,
         on_row: Callable[[SampleResult], None] | None = None,
         rate_limit: RateLimit | RateLimiter | None = None,
+        stop_early: StopEarly | bool | None = None,
     ) -> EvaluationResult:
         """Sync form of :meth:`aevaluate`."""
         return run_sync(
@@ -577,5 +586,6 @@ class EvalTask:
                 fail_on_error=fail_on_error,
                 on_row=on_row,
                 rate_limit=rate_limit,
+                stop_early=stop_early,
             )
         )

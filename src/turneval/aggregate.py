@@ -20,18 +20,22 @@ if TYPE_CHECKING:
     from turneval.results import EvaluationResult, MetricResult
 
 __all__ = [
+    "FlakyScenario",
     "MetricSummary",
     "RunAggregate",
     "SummaryTable",
     "bootstrap_ci",
     "builtin_aggregates",
     "compute_aggregates",
+    "flaky_scenarios",
     "paired_permutation_test",
     "pass_at_k",
     "pass_hat_k",
     "summarise_metrics",
     "summarize",
     "summary_document",
+    "unstable",
+    "vote_stability",
 ]
 
 _PAIRWISE_VALUES = {"CANDIDATE": 1.0, "TIE": 0.5, "BASELINE": 0.0}
@@ -411,6 +415,74 @@ def pass_at_k(outcomes: Sequence[Sequence[bool]], k: int) -> float | None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class FlakyScenario:
+    """A scenario whose trials disagree: some succeeded, some failed.
+
+    Attributes:
+        scenario_id: The scenario.
+        passed: Trials that succeeded.
+        trials: Trials with a known outcome.
+        pass_rate: ``passed / trials``.
+        ci_low: Lower end of the exact (Clopper-Pearson) interval of the pass rate (None
+            without SciPy, the ``stats`` extra).
+        ci_high: Upper end.
+    """
+
+    scenario_id: str
+    passed: int
+    trials: int
+    pass_rate: float
+    ci_low: float | None
+    ci_high: float | None
+
+    def __str__(self) -> str:
+        """``refund: 2/3 passed (0.667, 95% CI [0.094, 0.992])``."""
+        interval = (
+            "" if self.ci_low is None else f", 95% CI [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+        )
+        return (
+            f"{self.scenario_id}: {self.passed}/{self.trials} passed ({self.pass_rate:.3f}"
+            f"{interval})"
+        )
+
+
+def flaky_scenarios(
+    outcomes: Mapping[str, Sequence[bool | None]], *, confidence: float = 0.95
+) -> list[FlakyScenario]:
+    """The scenarios of a trials grid with mixed outcomes, with their pass rate and interval.
+
+    ``outcomes`` holds, per scenario id, each trial's success (None: unknown, left out). A
+    scenario is flaky when its known trials hold at least one success and one failure: the
+    same agent on the same scenario gives different answers, so one trial's verdict is
+    noise. The interval is SciPy's exact binomial (Clopper-Pearson) interval at
+    ``confidence`` (None without SciPy). In the order of ``outcomes``.
+    """
+    flaky = []
+    for scenario, trials in outcomes.items():
+        known = [bool(o) for o in trials if o is not None]
+        passed = sum(known)
+        if 0 < passed < len(known):
+            low, high = _binomial_interval(passed, len(known), confidence)
+            flaky.append(
+                FlakyScenario(str(scenario), passed, len(known), passed / len(known), low, high)
+            )
+    return flaky
+
+
+def _binomial_interval(
+    successes: int, trials: int, confidence: float
+) -> tuple[float | None, float | None]:
+    try:
+        from scipy.stats import binomtest
+    except ImportError:  # the interval needs the stats extra; the flaky mark does not
+        return None, None
+    interval = binomtest(successes, trials).proportion_ci(
+        confidence_level=confidence, method="exact"
+    )
+    return float(interval.low), float(interval.high)
+
+
 def summarise_metrics(
     names: Sequence[str],
     values: Mapping[str, Sequence[float] | np.ndarray],
@@ -425,7 +497,9 @@ def summarise_metrics(
     Every sink calls it: ``EvaluationResult.summary()`` over the rows in memory and
     ``evaluate_jsonl`` over its streamed totals. ``metrics`` are the metric objects by name
     (a run read back from a file has none) and ``results`` their scored results, for
-    :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win rates, ...).
+    :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win rates, ...). Results
+    with repeated votes add :func:`vote_stability` (``unstable``, ``unstable_share``), read
+    from the results alone, so a run read back from its file has them too.
     """
     table = SummaryTable()
     for name in names:
@@ -435,5 +509,50 @@ def summarise_metrics(
             extra = metric.summary_extras(results.get(name, ()))
             if extra:
                 summary = replace(summary, extra={**(summary.extra or {}), **extra})
+        stability = vote_stability(results.get(name, ())) if results is not None else {}
+        if stability:  # from the rows alone: the same in memory, streamed and read back
+            summary = replace(summary, extra={**(summary.extra or {}), **stability})
         table[name] = summary
     return table
+
+
+# -- repeated judge votes (``JudgedMetric(repeats=N)``) ----------------------------------------
+
+
+def _votes(result: MetricResult) -> dict[str, Any] | None:
+    """The vote record a judged metric with ``repeats > 1`` keeps in ``details["repeats"]``."""
+    record = result.details.get("repeats")
+    if isinstance(record, dict) and all(
+        isinstance(record.get(key), (int, float)) for key in ("min", "max")
+    ):
+        return record
+    return None
+
+
+def unstable(result: MetricResult, threshold: float | None = None) -> bool:
+    """Whether the votes of ``result`` fall on both sides of a pass threshold.
+
+    A row passes at ``value >= threshold``; it is unstable when its lowest vote fails and its
+    highest passes (``min < threshold <= max``): another run of the same votes could flip it.
+    ``threshold`` None uses the one the metric was run with (its ``pass_threshold``). False
+    for a result without votes (one vote, a rule-based metric, or ``details=False``).
+    """
+    record = _votes(result)
+    if record is None:
+        return False
+    if threshold is None:
+        return bool(record.get("unstable", False))
+    return float(record["min"]) < threshold <= float(record["max"])
+
+
+def vote_stability(results: Sequence[MetricResult]) -> dict[str, float]:
+    """``unstable`` (count) and ``unstable_share`` of rows whose votes straddle the threshold.
+
+    Only for results judged with ``repeats > 1`` and a ``pass_threshold`` (their vote record
+    says whether they straddle it); empty otherwise. The share is over the scored rows.
+    """
+    judged = [r for r in results if (record := _votes(r)) is not None and "unstable" in record]
+    if not judged:
+        return {}
+    count = sum(unstable(r) for r in judged)
+    return {"unstable": float(count), "unstable_share": count / len(results)}

@@ -2,7 +2,9 @@
 
 Exit codes: 0 success; 1 a ``--fail-under`` (or ``compare --fail-on-regression``) bar was not
 met; 2 bad usage or input (every error is one line, never a traceback); 3 more failed rows than
-``--max-failed`` allows (default 0). When rows failed beyond the allowance, 3 wins over 1.
+``--max-failed`` allows (default 0); 5 ``compare --min-power``: the comparison passed its gates
+but had too little power to see a drop of ``--mde``. When rows failed beyond the allowance, 3
+wins over 1; a bar not met (1) wins over 5.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
-from turneval.errors import TurnevalError
+from turneval.errors import ConfigError, TurnevalError
 
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
@@ -133,6 +135,22 @@ def _fail_under(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str,
     return bars
 
 
+def _with_votes(
+    metrics: list[Evaluator | str], repeats: int | None, bars: dict[str, float]
+) -> list[Evaluator | str]:
+    """``--repeats`` on every judged metric, ``--fail-under`` bars as their pass thresholds."""
+    from turneval.metrics._votes import with_vote_options
+    from turneval.runner import resolve_metrics
+
+    resolved = resolve_metrics(metrics)
+    if repeats is None and not any(getattr(m, "repeats", 1) > 1 for m in resolved):
+        return metrics  # nothing votes more than once: the metrics as given
+    try:
+        return list(with_vote_options(resolved, repeats=repeats, thresholds=bars))
+    except ConfigError as exc:
+        raise UsageError(f"--repeats {repeats}: {exc}") from exc
+
+
 def max_failed(text: str) -> Callable[[int], float]:
     """``--max-failed``: a count ``N`` (``"3"``) or a fraction (``"0.05"``, ``"5%"``) of rows.
 
@@ -245,7 +263,16 @@ def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
 def _print_summary(result: Any, out: Path | None) -> None:
     from turneval.aggregate import SummaryTable
 
-    print(SummaryTable((name, result.summaries[name]) for name in result.metric_names))
+    agent = result.agent_summaries  # latency, failure rate, tokens, steps (traces)
+    print(SummaryTable([*agent.items(), *((n, result.summaries[n]) for n in result.metric_names)]))
+    for name in result.metric_names:  # --repeats with a --fail-under bar
+        extra = result.summaries[name].extra or {}
+        if "unstable" in extra:
+            count = int(extra["unstable"])
+            print(
+                f"{name}: {count} unstable row{'s' if count != 1 else ''} "
+                f"({extra['unstable_share']:.1%}): votes on both sides of the pass threshold"
+            )
     usage = result.usage
     if usage.calls or usage.cached_calls:
         print(
@@ -390,6 +417,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     metrics = _metric_list(args.metric)
     bars = _fail_under(args.fail_under, resolve_metrics(metrics))
+    metrics = _with_votes(metrics, args.repeats, bars)
     allowed = max_failed(args.max_failed)
     rate_limit = _rate_limit(args)  # a bad quota fails before any work
     _aggregates(args.aggregate)  # so does an unknown aggregate name
@@ -456,6 +484,7 @@ def _compare(args: argparse.Namespace) -> int:
     )
     gates = _regression_gates(args.fail_on_regression, comparison)
     print(comparison)
+    underpowered = _power_lines(args, comparison, list(gates))
     failed = 0
     for name, max_drop in gates.items():
         m = comparison.metrics[name]
@@ -477,7 +506,66 @@ def _compare(args: argparse.Namespace) -> int:
             f"({m.difference:+.4f}, more than {max_drop:g}){listed}",
             file=sys.stderr,
         )
+    if not failed and underpowered:
+        print(f"FAIL: {underpowered}", file=sys.stderr)
+        return UNDERPOWERED
     return failed
+
+
+UNDERPOWERED = 5
+"""Exit code of ``compare --min-power`` when a gated metric's power falls short."""
+
+
+def _power_lines(args: argparse.Namespace, comparison: Any, gated: list[str]) -> str:
+    """Print the gated metrics' test, CI, p-value and power; what ``--min-power`` refuses."""
+    from importlib.util import find_spec
+
+    from turneval.stats import gate_report
+
+    if find_spec("statsmodels") is None:
+        if args.min_power is not None:
+            raise UsageError("--min-power needs statsmodels: pip install 'turneval[stats]'")
+        print("power: not computed (pip install 'turneval[stats]' to see each gate's power)")
+        return ""
+    names = [name for name in gated or comparison.metrics if comparison.metrics[name].pairs]
+    if not names:
+        if args.min_power is None:
+            return ""
+        return (
+            f"--min-power {args.min_power:g}: no paired rows (a summary.json alone has only "
+            "means), so the comparison's power is unknown"
+        )
+    report = gate_report(comparison, names, mde=args.mde, alpha=args.alpha, power=args.power)
+    print(report)
+    if args.min_power is None:
+        return ""
+    weak = report.underpowered(args.min_power)
+    if not weak:
+        return ""
+    figures = ", ".join(
+        f"{name} {'n/a' if report.metrics[name].power is None else f'{report.metrics[name].power:.3f}'}"
+        for name in weak
+    )
+    return (
+        f"under-powered comparison: power to find a drop of {args.mde:g} below "
+        f"--min-power {args.min_power:g}: {figures}; see 'turneval plan' for the rows needed"
+    )
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from turneval.stats import plan_files
+
+    print(
+        plan_files(
+            args.run,
+            mde=args.mde,
+            metric=args.metric,
+            alpha=args.alpha,
+            power=args.power,
+            baseline=args.baseline,
+        )
+    )
+    return 0
 
 
 SHOWN_ROWS = 10
@@ -579,6 +667,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="exit 1 when the metric's mean is below VALUE (repeatable)",
+    )
+    run.add_argument(
+        "--repeats",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="ask every judged metric N times per row: the value is the mean of the votes "
+        "(majority for yes/no and pairwise judges); with --fail-under, rows whose votes "
+        "straddle the bar are counted as unstable (N times the judge requests)",
     )
     run.add_argument(
         "--max-failed",
@@ -703,7 +800,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when the metric's mean (every shared metric's, without NAME) falls by "
         "more than MAX_DROP (repeatable)",
     )
+    _add_power_options(diff, mde_default=0.05)
+    diff.add_argument(
+        "--min-power",
+        type=_fraction,
+        default=None,
+        metavar="P",
+        help="exit 5 when a gated metric's power to find a drop of --mde is below P (e.g. 0.8), "
+        "instead of passing an under-powered comparison",
+    )
     diff.set_defaults(handler=_compare)
+
+    planning = commands.add_parser(
+        "plan", help="rows (or scenarios x trials) needed to find a drop, and a run's power"
+    )
+    planning.add_argument("run", help="run folder (--out) or results.jsonl")
+    planning.add_argument("--metric", help="the metric to plan (default: every metric)")
+    planning.add_argument(
+        "--baseline",
+        help="an earlier run of the same samples: plan from the paired rows' real spread",
+    )
+    _add_power_options(planning, mde_default=None)
+    planning.set_defaults(handler=_plan)
 
     calibrate = commands.add_parser(
         "calibrate", help="agreement of a judged metric with human labels (kappa, confusion)"
@@ -736,6 +854,36 @@ def _bounded(
         return value
 
     return check
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def _add_power_options(parser: argparse.ArgumentParser, *, mde_default: float | None) -> None:
+    """``--mde``, ``--alpha`` and ``--power`` of ``plan`` and ``compare``."""
+    parser.add_argument(
+        "--mde",
+        type=_positive,
+        default=mde_default,
+        required=mde_default is None,
+        metavar="D",
+        help="the drop to detect, on the metric's scale"
+        + ("" if mde_default is None else f" (default {mde_default:g})"),
+    )
+    parser.add_argument(
+        "--alpha", type=_fraction, default=0.05, help="the test's level (default 0.05)"
+    )
+    parser.add_argument(
+        "--power", type=_fraction, default=0.8, help="the power wanted (default 0.8)"
+    )
 
 
 _count = _bounded(int, 1, above=False, what="a whole number")

@@ -9,14 +9,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from turneval.aggregate import paired_permutation_test
+from turneval.aggregate import (
+    FlakyScenario,
+    flaky_scenarios,
+    paired_permutation_test,
+    unstable,
+)
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
@@ -36,7 +41,8 @@ class MetricComparison:
         difference: ``candidate_mean - baseline_mean``.
         p_value: Two-sided paired permutation test of a zero mean difference.
         pairs: Rows both runs scored.
-        regressions: Row indices that passed in the baseline and fail in the candidate.
+        regressions: Row indices that passed in the baseline and fail in the candidate (but
+            those in ``unstable_regressions``).
         improvements: Row indices that failed in the baseline and pass in the candidate.
         worse: Row indices whose score is lower in the candidate.
         lines: The 1-based input line of each row, when the runs recorded it (CLI runs do).
@@ -46,6 +52,15 @@ class MetricComparison:
             ``improvements``.
         off_scale: Scores lie outside [0, 1] while ``pass_threshold`` is the default, made for
             [0, 1] metrics (a 1-5 rubric score always "passes" 0.5): the table notes it.
+        unstable_regressions: Regressions on unstable rows, listed apart (and left out of
+            ``regressions``): rows whose repeated judge votes (``repeats`` > 1) fall on both
+            sides of ``pass_threshold`` in either run, so that the flip may be the judge's noise.
+        paired_values: The baseline's and the candidate's values of the rows both scored, in
+            the baseline's order (for :func:`turneval.stats.gate_report`).
+        flaky: Simulated runs: the scenarios whose trials disagree (some pass
+            ``pass_threshold``, some not) in the candidate, else in the baseline, by id.
+        flaky_regressions: Regressions on those scenarios, listed apart from
+            ``regressions``: one trial's flip there is as likely noise as a change.
     """
 
     name: str
@@ -61,6 +76,12 @@ class MetricComparison:
     newly_failed: list[int] = field(default_factory=list)
     pass_threshold: float = 0.5
     off_scale: bool = False
+    unstable_regressions: list[int] = field(default_factory=list)
+    paired_values: tuple[np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.empty(0), np.empty(0)), repr=False, compare=False
+    )
+    flaky: dict[str, FlakyScenario] = field(default_factory=dict)
+    flaky_regressions: list[int] = field(default_factory=list)
 
     def row_label(self, index: int) -> str:
         """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
@@ -78,6 +99,19 @@ class MetricComparison:
         return (
             f"{self.name} failed in the candidate on {count} row{'s' if count != 1 else ''} "
             f"the baseline scored: {rows}{more}"
+        )
+
+    def flaky_note(self) -> str:
+        """The regressions on flaky scenarios, listed apart (empty when there are none)."""
+        if not self.flaky_regressions:
+            return ""
+        count = len(self.flaky_regressions)
+        rows = ", ".join(self.row_label(i) for i in self.flaky_regressions[:_LISTED])
+        more = f" (+{count - _LISTED} more)" if count > _LISTED else ""
+        scenarios = "; ".join(str(scenario) for scenario in self.flaky.values())
+        return (
+            f"{self.name}: {count} regression{'s' if count != 1 else ''} on flaky scenarios "
+            f"(mixed outcomes across trials), not counted above: {rows}{more}; flaky: {scenarios}"
         )
 
     def significant(self, alpha: float = 0.05) -> bool:
@@ -118,6 +152,20 @@ class Comparison:
                 f"| {m.name} | {' | '.join(cells)} | {len(m.regressions)} | {len(m.improvements)} |"
             )
         lines += [f"note: {m.failed_note()}" for m in self.metrics.values() if m.newly_failed]
+        lines += [f"note: {m.flaky_note()}" for m in self.metrics.values() if m.flaky_regressions]
+        lines += [
+            f"note: {m.name} also regressed on {len(m.unstable_regressions)} unstable "
+            f"row{'s' if len(m.unstable_regressions) != 1 else ''} (votes on both sides of "
+            f"{m.pass_threshold:g}), not counted above: "
+            + ", ".join(m.row_label(i) for i in m.unstable_regressions[:_LISTED])
+            + (
+                f" (+{len(m.unstable_regressions) - _LISTED} more)"
+                if len(m.unstable_regressions) > _LISTED
+                else ""
+            )
+            for m in self.metrics.values()
+            if m.unstable_regressions
+        ]
         lines += [
             f"note: {m.name} is scored outside [0, 1]: no row can cross the pass threshold "
             f"{m.pass_threshold:g}; give it one on its scale (pass_thresholds={{{m.name!r}: "
@@ -145,6 +193,9 @@ class Comparison:
                     "worse": m.worse,
                     "newly_failed": m.newly_failed,
                     "pass_threshold": m.pass_threshold,
+                    "unstable_regressions": m.unstable_regressions,
+                    "flaky_regressions": m.flaky_regressions,
+                    "flaky": {key: asdict(value) for key, value in m.flaky.items()},
                 }
                 for name, m in self.metrics.items()
             },
@@ -222,6 +273,19 @@ def compare(
         scored = np.concatenate([b, c])
         off_scale = name not in thresholds and bool(((scored < 0) | (scored > 1)).any())
         p_value = paired_permutation_test(c - b, resamples=resamples, seed=seed)
+        regressed = [int(i) for i in indices[passed_before & ~passed_after]]
+        shaky = [
+            i
+            for i in regressed
+            if any(
+                name in row.results and unstable(row.results[name], threshold)
+                for row in (baseline.rows[i], candidate.rows[int(order[i])])
+            )
+        ]
+        flaky = _flaky(baseline, candidate, name, threshold)
+        scenario = [str(row.trial_info.get("scenario_id")) for row in baseline.rows]
+        flaky_regressions = [i for i in regressed if scenario[i] in flaky]
+        apart = {*shaky, *flaky_regressions}  # listed on their own, not as regressions
         metrics[name] = MetricComparison(
             name,
             float(b.mean()),
@@ -229,13 +293,17 @@ def compare(
             float(c.mean() - b.mean()),
             None if math.isnan(p_value) else p_value,
             pairs,
-            [int(i) for i in indices[passed_before & ~passed_after]],
+            [i for i in regressed if i not in apart],
             [int(i) for i in indices[~passed_before & passed_after]],
             [int(i) for i in indices[c < b]],
             lines,
             newly_failed,
             threshold,
             off_scale,
+            shaky,
+            paired_values=(b, c),
+            flaky=flaky,
+            flaky_regressions=flaky_regressions,
         )
     return Comparison(
         metrics,
@@ -243,6 +311,25 @@ def compare(
         [name for name in baseline.metric_names if name not in shared],
         [name for name in candidate.metric_names if name not in shared],
     )
+
+
+def _flaky(
+    baseline: EvaluationResult,
+    candidate: EvaluationResult,
+    name: str,
+    threshold: float,
+) -> dict[str, FlakyScenario]:
+    """Scenarios whose trials of ``name`` disagree about ``threshold``, in either run."""
+    found: dict[str, FlakyScenario] = {}
+    for run in (baseline, candidate):  # the candidate's figures win
+        outcomes: dict[str, list[bool | None]] = {}
+        for row in run.rows:
+            if row.trial_info:
+                result = row.results.get(name)
+                outcome = None if result is None else result.value >= threshold
+                outcomes.setdefault(str(row.trial_info["scenario_id"]), []).append(outcome)
+        found.update({s.scenario_id: s for s in flaky_scenarios(outcomes)})
+    return found
 
 
 def _thresholds(pass_thresholds: Mapping[str, float] | None, shared: list[str]) -> dict[str, float]:

@@ -17,10 +17,25 @@ best-matching fact passages (sentences; up to three passages from any facts comb
 the share of its names, numbers and dates found. Words match by prefix after simple suffix
 stripping ("starred" finds "stars"), numbers after removing thousands separators ("1,500" is
 "1500") and trailing decimal zeros ("21.50" is "21.5"), and only whole ("12" is not in "0.12",
-"5" not in "2.5"). A claim that shares a passage's frame (its other words) but names a different person,
-number or date contradicts it. It cannot see paraphrases with other words ("passed away" for
+"5" not in "2.5").
+
+It also reads the claim's and the facts' values (numbers, dates, percentages, amounts of money,
+quantities with units, names; see ``turneval._grounding_values``) and compares them whatever
+their surface form: "2021-03-03" states "March 3, 2021", "3,700,000" states "3.7 million",
+"$21.50" states "21.50 USD", "5 kilometers" states "5 km". A claim whose value differs from
+the fact passage it otherwise matches ("founded by Larry Page and Sergey Brin in 1975" against
+"... in 1998") is not grounded, whatever its score (which counts that value as not found), and
+with anti-citations on it anti-cites that fact once that share (below) reaches
+``anti_citation_threshold``. Differs means the passage states another value of the same kind in the value's
+slot (the word it is said of: "founded by", "opened on") and no passage states the claim's
+value there, or, for a number or date no passage states at all, the passage states one of its
+kind the claim does not; otherwise matches means that, with the differing values set aside,
+the passage holds at least ``citation_threshold`` of the claim's weight (and 2 at least).
+A claim that shares a passage's frame (its other words) but names a different person,
+number or date also contradicts it. It cannot see paraphrases with other words ("passed away" for
 "died"), negation ("was not directed by"), relations between the right words in a wrong order
-("Cameron starred in a film directed by DiCaprio" reads as supported), or coreference beyond
+("Cameron starred in a film directed by DiCaprio" reads as supported), spelled-out numbers
+("eleven" for 11), aliases ("Oscars" for "Academy Awards"), or coreference beyond
 ignoring pronouns. Use the LLM backend where those matter.
 """
 
@@ -34,11 +49,15 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
+from turneval._grounding_values import STOP as _STOP
+from turneval._grounding_values import Value, conflicts, equal, values
+from turneval._grounding_values import stem as _stem
 from turneval._sync import run_sync
 from turneval.errors import ConfigError
-from turneval.judge import Judge, JudgeRequest, StrictVerdict, tagged
+from turneval.judge import Judge, JudgeRequest, StrictVerdict, per_item_schema, tagged
 
 __all__ = [
     "CitedChunk",
@@ -200,14 +219,6 @@ def split_claims(text: str) -> list[tuple[str, int, int]]:
 
 # -- tokens ------------------------------------------------------------------------------------
 
-_STOP = set(
-    """a an the and or but if of to in on at by for with from as into onto over under about
-    is are was were be been being am do does did done has have had having it its it's this that
-    these those there here then than so such very just also too not no yes i you he she we they
-    me him her us them my your his our their what which who whom whose when where why how all
-    any each some more most other can could would should will shall may might must one ones
-    again still even much many own same both few s t""".split()
-)
 _FILLER = set(
     """here found let check sure okay ok ill i'll help helps hope following information answer
     question result results look looking see below above please thanks thank glad happy great
@@ -231,7 +242,6 @@ _TOKEN = re.compile(
     r"[^\W\d_]+\d[^\W_]*"  # an identifier, letters then digits: ORD1234, A320, Room0
     r"|\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:['’][^\W\d_]+)?"
 )
-_SUFFIXES = ("ing", "ed", "es", "ly", "s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,16 +249,6 @@ class _Token:
     key: str  # what is searched for (a prefix for words)
     critical: bool  # a name, number or date: must be covered
     weight: float
-
-
-def _stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiou":
-        word = word[:-1]  # starr -> star
-    return word
 
 
 def _number(token: str) -> str:
@@ -261,9 +261,9 @@ def _number(token: str) -> str:
     return token
 
 
-def _claim_tokens(sentence: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    seen: set[str] = set()
+def _token_spans(sentence: str) -> list[tuple[str, bool, int, int]]:
+    """Every token of a claim ``(key, critical, start, end)``, in order, repeats included."""
+    found = []
     for position, match in enumerate(_TOKEN.finditer(sentence)):
         raw = match.group()
         lower = raw.lower()
@@ -279,6 +279,14 @@ def _claim_tokens(sentence: str) -> list[_Token]:
             key, critical = lower, True  # a name or an acronym
         else:
             key, critical = _stem(lower), False
+        found.append((key, critical, match.start(), match.end()))
+    return found
+
+
+def _claim_tokens(sentence: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    seen: set[str] = set()
+    for key, critical, _, _ in _token_spans(sentence):
         if key in seen:
             continue
         seen.add(key)
@@ -585,6 +593,7 @@ class _Index:
         self._groups: dict[int, np.ndarray] = {}
         self._found: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._cache: dict[tuple[str, bool, bool], np.ndarray] = {}
+        self._values: dict[int, list[Value]] = {}
 
     @property
     def text(self) -> str:
@@ -599,6 +608,13 @@ class _Index:
         if self._original is None:
             self._original = "\n\n".join(self._texts)
         return self._original
+
+    def passage_values(self, passage: int) -> list[Value]:
+        """The values a passage states (numbers, dates, names; parsed once per check)."""
+        found = self._values.get(passage)
+        if found is None:
+            found = self._values[passage] = values(self.passage_text(passage))
+        return found
 
     def fact_of(self, passage: int) -> int:
         return bisect.bisect_right(self.fact_starts, int(self.starts[passage])) - 1
@@ -804,10 +820,21 @@ class _Index:
 class _Support:
     score: float
     passages: list[int]
+    masks: list[int] = field(default_factory=list)  # the claim's tokens each passage has
 
 
 def _weight(mask: int, weights: Sequence[float]) -> float:
     return sum(w for bit, w in enumerate(weights) if mask >> bit & 1)
+
+
+def _score(covered: int, tokens: Sequence[_Token]) -> float:
+    """Weighted share of the tokens covered, times the share of critical tokens covered."""
+    weights = [t.weight for t in tokens]
+    total = sum(weights)
+    coverage = _weight(covered, weights) / total if total else 0.0
+    critical = [bit for bit, t in enumerate(tokens) if t.critical]
+    factor = sum(1 for bit in critical if covered >> bit & 1) / len(critical) if critical else 1.0
+    return coverage * factor
 
 
 def _support(tokens: Sequence[_Token], index: _Index, max_passages: int = 3) -> _Support:
@@ -817,9 +844,8 @@ def _support(tokens: Sequence[_Token], index: _Index, max_passages: int = 3) -> 
     share of the claim's names, numbers and dates covered.
     """
     weights = [t.weight for t in tokens]
-    total = sum(weights)
     first = index.first_passages(tokens)  # distinct masks: few, whatever the size
-    covered, chosen = 0, []
+    covered, chosen, masks = 0, [], []
     for _ in range(max_passages):
         best_mask, best_gain = 0, 0.0
         for mask, passage in first.items():
@@ -829,11 +855,164 @@ def _support(tokens: Sequence[_Token], index: _Index, max_passages: int = 3) -> 
         if not best_gain:
             break
         chosen.append(first.pop(best_mask))
+        masks.append(best_mask)
         covered |= best_mask
-    coverage = _weight(covered, weights) / total if total else 0.0
-    critical = [bit for bit, t in enumerate(tokens) if t.critical]
-    factor = sum(1 for bit in critical if covered >> bit & 1) / len(critical) if critical else 1.0
-    return _Support(coverage * factor, chosen)
+    return _Support(_score(covered, tokens), chosen, masks)
+
+
+# -- values: numbers, dates, amounts, names -----------------------------------------------------
+
+_VALUE_CANDIDATES = 5
+"""Passages beyond the support's own that a claim's values are compared with (best first)."""
+
+
+def _claim_values(sentence: str, tokens: Sequence[_Token]) -> list[tuple[Value, int]]:
+    """The claim's values, each with the bitmask of its tokens (values with no token left out)."""
+    bit_of = {t.key: bit for bit, t in enumerate(tokens)}
+    spans = _token_spans(sentence)
+    found = []
+    for value in values(sentence):
+        bits = 0
+        for key, _, start, end in spans:
+            if value.start <= start and end <= value.end:
+                bits |= 1 << bit_of[key]
+        if bits:
+            found.append((value, bits))
+    return found
+
+
+def _frame_passages(
+    tokens: Sequence[_Token], index: _Index, frame: int, threshold: float, skip: Sequence[int]
+) -> list[tuple[int, int]]:
+    """``[(passage, mask)]``: the passages holding most of the claim's frame.
+
+    The frame is the claim's tokens outside its values; a passage must hold at least
+    ``threshold`` of its weight. Best first, at most ``_VALUE_CANDIDATES``.
+    """
+    if not frame or len(tokens) > 63:
+        return []
+    weights = [t.weight for t in tokens]
+    masks = index._mask_array(tokens, lowercase=False)
+    cover = np.zeros(masks.size)
+    for bit, weight in enumerate(weights):
+        if frame >> bit & 1:
+            cover += weight * ((masks >> np.uint64(bit)) & np.uint64(1))
+    share = cover / _weight(frame, weights)
+    hits = np.flatnonzero((share >= threshold) & (cover > 0))
+    found = []
+    for passage in hits[np.lexsort((hits, -share[hits]))].tolist():
+        if passage not in skip:
+            found.append((passage, int(masks[passage])))
+            if len(found) == _VALUE_CANDIDATES:
+                break
+    return found
+
+
+@dataclass(slots=True)
+class _ValueCheck:
+    score: float
+    passages: list[int]  # the passages supporting the claim
+    against: dict[int, float]  # {fact: overlap}: facts stating another value in a value's slot
+
+
+@dataclass(slots=True)
+class _Comparison:
+    """The claim's values against some passages' values (values by their number in the claim)."""
+
+    equal_bits: dict[int, int]  # passage -> tokens of the claim's values it states
+    stated: set[int] = field(default_factory=set)  # stated in their slot by some passage
+    anywhere: set[int] = field(default_factory=set)  # stated by some passage
+    conflicting: dict[int, set[int]] = field(default_factory=dict)  # passages stating another
+
+
+def _settled(
+    claim_values: Sequence[tuple[Value, int]], passages: Sequence[int], index: _Index
+) -> bool:
+    """Whether every value is stated in its slot (anywhere, without one) by the passages."""
+    return all(
+        any(
+            equal(value, w) and (value.slot is None or w.slot == value.slot)
+            for passage in passages
+            for w in index.passage_values(passage)
+        )
+        for value, _ in claim_values
+    )
+
+
+def _compare(
+    claim_values: Sequence[tuple[Value, int]], passages: Sequence[int], index: _Index
+) -> _Comparison:
+    """Which passage states which value, in its slot or not, and which states another."""
+    found = {passage: index.passage_values(passage) for passage in passages}
+    result = _Comparison(dict.fromkeys(passages, 0))
+    for passage, stated in found.items():
+        for number, (value, bits) in enumerate(claim_values):
+            in_slot = [w for w in stated if value.slot is not None and w.slot == value.slot]
+            if any(equal(value, w) for w in stated):
+                result.equal_bits[passage] |= bits
+                result.anywhere.add(number)
+            if any(equal(value, w) for w in in_slot):
+                result.stated.add(number)
+            elif any(conflicts(value, w) for w in in_slot):
+                result.conflicting.setdefault(number, set()).add(passage)
+    for passage, stated in found.items():  # a number or date no passage states...
+        unclaimed = [w for w in stated if not any(equal(v, w) for v, _ in claim_values)]
+        for number, (value, _) in enumerate(claim_values):
+            if value.kind != "name" and number not in result.anywhere:
+                if any(conflicts(value, w) for w in unclaimed):  # ...where one states another
+                    result.conflicting.setdefault(number, set()).add(passage)
+    return result
+
+
+def _check_values(
+    claim_values: Sequence[tuple[Value, int]],
+    tokens: Sequence[_Token],
+    index: _Index,
+    support: _Support,
+    threshold: float,
+) -> _ValueCheck:
+    """The claim's support once its values are compared with the passages' values.
+
+    A value equal to one a passage states (in any surface form) counts as covered by it. A value
+    *differs* from a passage that states other values of its kind in its slot and none equal to
+    it, unless some passage states it in that slot; a number or date no passage states also
+    differs from a passage stating one of its kind that the claim does not state. A passage the
+    claim otherwise matches (with the differing values set aside, the passage covers at least
+    ``threshold`` of the claim's weight, and at least 2) is stated against the claim: the claim
+    is not grounded, and those values count as not covered. Compared: the support's passages,
+    and when they leave a value unsettled, the passages holding most of the claim's frame.
+    """
+    weights = [t.weight for t in tokens]
+    full = (1 << len(tokens)) - 1
+    masks = dict(zip(support.passages, support.masks, strict=True))
+    if not _settled(claim_values, support.passages, index):
+        frame = full
+        for _, bits in claim_values:
+            frame &= ~bits
+        masks.update(_frame_passages(tokens, index, frame, threshold, support.passages))
+    comparison = _compare(claim_values, list(masks), index)
+    equal_bits = comparison.equal_bits
+    against: dict[int, float] = {}
+    differing = 0
+    for passage in masks:
+        aside = 0
+        for number, passages in comparison.conflicting.items():
+            if number not in comparison.stated and passage in passages:
+                aside |= claim_values[number][1]
+        rest = full & ~aside
+        matched = _weight((masks[passage] | equal_bits[passage]) & rest, weights)
+        if aside and rest and matched >= 2 and matched / _weight(rest, weights) >= threshold:
+            fact = index.fact_of(passage)
+            against[fact] = max(against.get(fact, 0.0), matched / _weight(rest, weights))
+            differing |= aside
+    covered, supporting = 0, list(support.passages)
+    for passage in support.passages:
+        covered |= masks[passage] | equal_bits[passage]
+    for passage in masks:  # a passage beyond the support's stating a value in another form
+        if passage not in support.passages and equal_bits[passage] & ~covered & ~differing:
+            covered |= masks[passage] | equal_bits[passage]
+            supporting.append(passage)
+    return _ValueCheck(_score(covered & ~differing, tokens), supporting, against)
 
 
 _CRITICAL_IN_PASSAGE = re.compile(r"\d[\d,.]*|(?<=\s)[A-Z][\w'’]+")
@@ -906,15 +1085,21 @@ def _offline(
             continue
         required += 1
         support = _support(tokens, index)
+        score, passages, against = support.score, support.passages, {}
+        claim_values = _claim_values(text, tokens)
+        if claim_values:
+            check = _check_values(claim_values, tokens, index, support, citation_threshold)
+            score, passages, against = check.score, check.passages, check.against
         if claim_scores:
-            claim.score = round(support.score, 4)
-        if support.score >= citation_threshold:
+            claim.score = round(score, 4)
+        if score >= citation_threshold and not against:
             grounded += 1
-            claim.citation_indices = sorted({index.fact_of(p) for p in support.passages})
+            claim.citation_indices = sorted({index.fact_of(p) for p in passages})
             cited.update(claim.citation_indices)
         elif anti_citations:
-            against = _contradiction(tokens, index, anti_citation_threshold)
-            claim.anti_citation_indices = sorted(against)
+            found = _contradiction(tokens, index, anti_citation_threshold)
+            found.update((f, o) for f, o in against.items() if o >= anti_citation_threshold)
+            claim.anti_citation_indices = sorted(found)
             contradicted += bool(claim.anti_citation_indices)
     support_score = grounded / required if required else 1.0
     contradiction = (contradicted / required if required else 0.0) if anti_citations else None
@@ -950,22 +1135,42 @@ class GroundingVerdict(StrictVerdict):
     )
 
 
+def _claims_by_key(data: Any) -> Any:
+    """A per-claim answer (``{"claims": {"claim_0": {...}, ...}}``) as a list with numbers.
+
+    A list of claims (a model that ignored the schema, or a cached verdict) is kept as it is;
+    keys that name no claim are ignored.
+    """
+    if isinstance(data, dict) and isinstance(data.get("claims"), dict):
+        claims = []
+        for key, entry in data["claims"].items():
+            number = key.removeprefix("claim_")
+            if isinstance(entry, dict) and key.startswith("claim_") and number.isdigit():
+                claims.append({**entry, "index": int(number)})
+        return {**data, "claims": claims}
+    return data
+
+
 @lru_cache(maxsize=256)
 def grounding_verdict_model(claims: int, facts: int) -> type[GroundingVerdict]:
     """The verdict schema for ``claims`` numbered claims and ``facts`` numbered facts.
 
-    The schema admits exactly one verdict per claim, claim numbers in ``0..claims-1`` and fact
-    numbers in ``0..facts-1``. Parsing stays lenient (unknown numbers are ignored, as for models
-    that do not follow schemas).
+    The schema is per claim: one required property per claim (``claim_0``, ``claim_1``, ...),
+    in order, and cited fact numbers in ``0..facts-1``, so a schema-following model judges
+    every claim exactly once. Parsing stays lenient for models that do not follow schemas: a
+    list of claims with their ``index`` is read too, claims left out are not grounded, and
+    unknown numbers are ignored.
     """
-    index_schema: dict[str, Any] = {"enum": list(range(claims))} if claims else {}
     facts_schema: dict[str, Any] = (
         {"items": {"type": "integer", "enum": list(range(facts))}} if facts else {"maxItems": 0}
     )
     claim = create_model(
         "ClaimVerdict",
         __base__=ClaimVerdict,
-        index=(int, Field(description="The claim's number.", json_schema_extra=index_schema)),
+        index=(
+            SkipJsonSchema[int],
+            Field(default=-1, description="The claim's number (from its key)."),
+        ),
         fact_indices=(
             list[int],
             Field(
@@ -977,11 +1182,12 @@ def grounding_verdict_model(claims: int, facts: int) -> type[GroundingVerdict]:
     return create_model(
         "GroundingVerdict",
         __base__=GroundingVerdict,
+        __validators__={"_claims_by_key": model_validator(mode="before")(_claims_by_key)},  # type: ignore[dict-item]
         claims=(
             list[claim],
             Field(
-                description="One verdict per numbered claim, in order.",
-                json_schema_extra={"minItems": claims, "maxItems": claims},
+                description="One verdict per numbered claim: claim_<number>.",
+                json_schema_extra=per_item_schema([f"claim_{i}" for i in range(claims)]),
             ),
         ),
     )

@@ -190,8 +190,14 @@ class RunOptions(BaseModel):
 
 
 def has_summary_extras(metric: Evaluator) -> bool:
-    """Whether ``metric`` adds run-level figures (so a streamed run keeps its results)."""
-    return type(metric).summary_extras is not Evaluator.summary_extras
+    """Whether ``metric`` adds run-level figures (so a streamed run keeps its results).
+
+    Its own :meth:`~turneval.metrics.Evaluator.summary_extras`, or the stability of repeated
+    votes (a judged metric with ``repeats`` > 1 and a ``pass_threshold``).
+    """
+    voting = getattr(metric, "repeats", 1) > 1
+    voting = voting and getattr(metric, "pass_threshold", None) is not None
+    return type(metric).summary_extras is not Evaluator.summary_extras or voting
 
 
 # -- score: one sample, every metric ----------------------------------------------------------

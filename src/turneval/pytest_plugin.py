@@ -14,6 +14,7 @@ turneval installed pay nothing for the plugin.
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,9 +72,14 @@ class TurnevalSession:
         return self._cache
 
     def combined(self) -> EvaluationResult:
-        """Every recorded evaluation as one result, rows numbered in order, tests as ids."""
+        """Every recorded evaluation as one result, rows numbered in order, tests as ids.
+
+        A row's id puts first what tells it apart (see :func:`_row_id`): the report's id
+        column cuts long ids at the end, where the case of ``path::test[case]`` would be.
+        """
         from turneval.judge import Usage
         from turneval.results import EvaluationResult, SampleResult
+        from turneval.testing import sample_id
 
         names: list[str] = []
         rows: list[SampleResult] = []
@@ -81,10 +87,18 @@ class TurnevalSession:
         for test, result in self.results:
             names += [name for name in result.metric_names if name not in names]
             usage = usage + result.usage
-            for row in result.rows:
+            cases = [
+                None if row.sample is None else sample_id(row.sample, row.index)
+                for row in result.rows
+            ]
+            repeated = Counter(cases)
+            for number, (row, case) in enumerate(zip(result.rows, cases, strict=True), 1):
                 sample = row.sample
                 if sample is not None:
-                    metadata = {**(sample.metadata or {}), "id": test}
+                    if repeated[case] > 1:  # two samples with one id: their positions
+                        case = f"{case} #{number}"
+                    own = case if len(result.rows) > 1 else None
+                    metadata = {**(sample.metadata or {}), "id": _row_id(test, own)}
                     sample = sample.model_copy(update={"metadata": metadata})
                 rows.append(SampleResult(len(rows), sample, dict(row.results), dict(row.failures)))
         return EvaluationResult(rows, names, usage)
@@ -103,6 +117,22 @@ class TurnevalSession:
             self._cache.close()
         if self._folder is not None:
             self._folder.cleanup()
+
+
+def _row_id(test: str, case: str | None = None) -> str:
+    """``good · tests/test_a.py::test_x`` for ``tests/test_a.py::test_x[good]``.
+
+    The parametrized case (the part of the test id in brackets, which tells a dataset's cases
+    apart) comes first, then ``case`` (the sample's own id, when one test scored several),
+    then the rest of the test id: every part of it is kept, the distinguishing one first.
+    """
+    base, bracket, params = test.partition("[")
+    parts = [params[:-1]] if bracket and params.endswith("]") else []
+    if not parts:
+        base = test
+    if case is not None:
+        parts.append(case)
+    return " · ".join([*parts, base])
 
 
 def session_state() -> TurnevalSession | None:

@@ -1,5 +1,8 @@
 """A self-contained HTML report: no network, every piece of sample text escaped.
 
+Escaping also shows hidden characters (bidirectional controls, NUL and other controls) as a
+marked ``<U+202E>`` instead of writing them, so that they cannot reorder or hide what is shown.
+
 The page carries a Content-Security-Policy that only allows its own nonce'd script, so even an
 unescaped ``<script>`` could not run; escaping is the first defence, the policy the second.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -16,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from turneval.aggregate import unstable
 from turneval.messages import AIMessage, ToolCall, ToolMessage
+from turneval.results import AGENT_FIGURES
 from turneval.samples import MultiTurnSample, SingleTurnSample
 from turneval.usage import Usage
 
@@ -33,7 +39,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
 th,td{border:1px solid #dfe3ea;padding:4px 8px;text-align:left;vertical-align:top}
 th[data-sort]{cursor:pointer;user-select:none;background:#f0f3f8}th[data-sort]:after{content:" \\2195";color:#9aa3b5}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-.good{background:#e3f6e8}.mid{background:#fff4d6}.bad{background:#fde4e1}.err{background:#f3e8ff}
+.unstable{box-shadow:inset 0 0 0 2px #b7791f}.good{background:#e3f6e8}.mid{background:#fff4d6}.bad{background:#fde4e1}.err{background:#f3e8ff}
 .hists{display:flex;flex-wrap:wrap;gap:16px}.hist{background:#fff;border:1px solid #dfe3ea;padding:8px}
 .drill td{background:#f7f9fc}.conv{max-width:720px}.msg{margin:4px 0;padding:6px 8px;border-radius:6px;white-space:pre-wrap;word-break:break-word}
 .human{background:#e8f0fe}.ai{background:#eef7ee}.tool{background:#f4f4f4;font-family:monospace;font-size:12px}
@@ -49,6 +55,7 @@ body{max-width:1400px}#samples{width:100%;table-layout:fixed}
 .legend{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0 10px;font-size:12px}
 .legend span{border:1px solid #dfe3ea;padding:1px 8px}.neutral{background:#eef1f6}
 th .toolname{display:block;font-weight:400;color:#4a5468}
+.hidden-char{font:11px monospace;color:#8a1c1c;background:#fde4e1;border:1px solid #e5a39b;border-radius:3px;padding:0 2px}
 """
 
 _JS = """
@@ -100,14 +107,49 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-def _e(value: object) -> str:
-    """``value`` as escaped HTML text; lone surrogates are shown escaped (never an error)."""
+# Characters that change how the text around them reads without being seen: bidirectional
+# controls (an override can make ``evil.exe\u202etxt.py`` read as ``evil.exepy.txt``), and
+# NUL, the other C0 controls (tab and line breaks excepted), DEL and the C1 controls.
+_HIDDEN = re.compile(
+    "([\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069])"
+)
+
+
+def _text(value: object) -> str:
+    """``str(value)``, lone surrogates shown escaped (never an encoding error)."""
     text = str(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return html.escape(text, quote=True)
+    return text
+
+
+def _code(char: str) -> str:
+    return f"<U+{ord(char):04X}>"
+
+
+def _e(value: object) -> str:
+    """``value`` as escaped HTML text, hidden characters shown as a marked ``<U+202E>``.
+
+    Lone surrogates are shown escaped; bidirectional controls, NUL and the other control
+    characters (see ``_HIDDEN``) are never written as such, so that they cannot reorder or
+    hide the text around them, as a code review tool shows them.
+    """
+    text = _text(value)
+    if _HIDDEN.search(text) is None:
+        return html.escape(text, quote=True)
+    return "".join(
+        f'<span class="hidden-char" title="hidden character">{html.escape(_code(part))}</span>'
+        if index % 2
+        else html.escape(part, quote=True)
+        for index, part in enumerate(_HIDDEN.split(text))
+    )
+
+
+def _a(value: object) -> str:
+    """``value`` escaped for an attribute or a ``<title>``: hidden characters as ``<U+202E>``."""
+    return html.escape(_HIDDEN.sub(lambda m: _code(m.group()), _text(value)), quote=True)
 
 
 def _clip(value: object) -> str:
@@ -144,6 +186,8 @@ _LEGEND = (
     '<span class="mid">0.5 &ndash; 0.8</span><span class="bad">&lt; 0.5</span>'
     '<span class="err">error (the metric failed on this row)</span>'
     '<span class="neutral">neither good nor bad (e.g. whether a tool was used)</span>'
+    '<span class="unstable">~ unstable: the judge\'s votes fall on both sides of the pass '
+    "threshold</span>"
     "<span>uncoloured: outside 0&ndash;1 (e.g. 1&ndash;5 rubric scores)</span></div>"
 )
 
@@ -192,7 +236,7 @@ def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
         label = f"{edges[index]:.2f}–{edges[index + 1]:.2f}: {int(count)}"
         rects.append(
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" fill="#4f7cd8">'
-            f"<title>{_e(label)}</title></rect>"
+            f"<title>{_a(label)}</title></rect>"
         )
     axis = (
         f'<text x="{pad}" y="{height - 4}" font-size="10">{low:g}</text>'
@@ -200,7 +244,7 @@ def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
         f'<text x="{pad}" y="12" font-size="10">tallest bar: {top} row{"s" if top != 1 else ""}</text>'
     )
     svg = (
-        f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(name)} histogram">'
+        f'<svg width="{width}" height="{height}" role="img" aria-label="{_a(name)} histogram">'
         + "".join(rects)
         + axis
         + "</svg>"
@@ -296,6 +340,11 @@ def _trials_grid(result: EvaluationResult) -> str:
         return ""
     names = result.metric_names
     trials = max(max(cells) for cells in grid.values()) + 1
+    flaky: dict[str, list[str]] = {}  # per scenario: its metrics whose trials disagree
+    for name in names if trials > 1 else ():
+        for mixed in result.flaky_scenarios(name):
+            entry = f"{name}: {str(mixed).partition(': ')[2]}"
+            flaky.setdefault(mixed.scenario_id, []).append(entry)
     body = []
     for scenario, cells in grid.items():
         tds = []
@@ -308,11 +357,11 @@ def _trials_grid(result: EvaluationResult) -> str:
             for name in names:
                 value = cell.results.get(name)
                 if value is None:
-                    marks.append(f'<span class="err" title="{_e(name)}: failed">&#x2715;</span>')
+                    marks.append(f'<span class="err" title="{_a(name)}: failed">&#x2715;</span>')
                 else:
                     ok = value.value >= result.success_threshold(name)
                     marks.append(
-                        f'<span class="{"good" if ok else "bad"}" title="{_e(name)}={_fmt(value.value)}">'
+                        f'<span class="{"good" if ok else "bad"}" title="{_a(name)}={_fmt(value.value)}">'
                         f"{'&#x2713;' if ok else '&#x2717;'}</span>"
                     )
             failed = cell.agent_error is not None or bool(
@@ -322,14 +371,52 @@ def _trials_grid(result: EvaluationResult) -> str:
             tds.append(
                 f'<td class="trial"><a href="#sample-{cell.index}">{_e(reason)}</a> {"".join(marks)}</td>'
             )
+        marked = "<br>".join(_e(entry) for entry in flaky.get(scenario, []))
+        tds.append(f'<td class="flaky">{marked}</td>' if flaky else "")
         body.append(f"<tr><td>{_e(scenario)}</td>{''.join(tds)}</tr>")
     heads = "".join(f"<th>trial {t}</th>" for t in range(trials))
+    if flaky:
+        heads += '<th title="mixed outcomes: pass rate and 95% exact interval">flaky</th>'
+    count = f"; {len(flaky)} flaky (mixed outcomes)" if flaky else ""
     legend = ", ".join(_e(n) for n in names)
     return (
         f'<h2>Trials <span class="muted">(marks per metric: {legend}; success = value at or '
-        f"above its threshold)</span></h2>"
+        f"above its threshold{count})</span></h2>"
         f'<table id="trials"><thead><tr><th>scenario</th>{heads}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+_AGENT_HELP = {
+    "latency_in_seconds": "seconds an agent run took (runs that succeeded)",
+    "failure": "the failure rate: 1 for a run the agent failed, 0 else",
+    "agent_total_tokens": "the agent's tokens, input and output (runs that succeeded)",
+    "steps": "AI messages the agent produced (runs that succeeded)",
+}
+
+
+def _agent_table(summaries: Mapping[str, MetricSummary], names: Sequence[str]) -> str:
+    """The agent figures of the summary (latency, failure rate, tokens, steps), if any."""
+    rows = []
+    for name in AGENT_FIGURES:
+        s = summaries.get(name)
+        if s is None or name in names:
+            continue
+        ci = "n/a" if s.ci_low is None else f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]"
+        rows.append(
+            f'<tr><td title="{_a(_AGENT_HELP[name])}">{_e(name)}</td>'
+            f"<td class='num'>{_fmt(s.mean)}</td><td class='num'>{ci}</td>"
+            f"<td class='num'>{_fmt(s.std)}</td><td class='num'>{s.count}</td>"
+            f"<td class='num'>{s.failed}</td></tr>"
+        )
+    if not rows:
+        return ""
+    return (
+        '<h2>Agent <span class="muted">(runs of the agent: latency, failure rate, tokens and '
+        "steps; a failed run is left out of the other figures)</span></h2>"
+        '<table id="agent"><thead><tr><th>figure</th><th>mean</th><th>95% CI</th><th>std</th>'
+        "<th>runs</th><th>left out</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
 
@@ -350,6 +437,8 @@ def render_report(
     ``tools`` names the tool of metrics about one tool (``trajectory_single_tool_use``), for
     their headers and neutral colours; by default it is read from the rows' details.
     ``trials_grid`` is the per-scenario trials table of simulated runs (HTML), if any.
+    ``summaries`` may hold the agent figures (:data:`~turneval.results.AGENT_FIGURES`) too:
+    they are shown in a table of their own.
     """
     nonce = secrets.token_urlsafe(16)
     names = list(metric_names)
@@ -371,7 +460,7 @@ def render_report(
             f"<td>{_e(figures)}</td></tr>"
         )
     heads = "".join(
-        f'<th data-sort="k{i}" title="{_e(n)}">{_e(n).replace("_", "_<wbr>")}'
+        f'<th data-sort="k{i}" title="{_a(n)}">{_e(n).replace("_", "_<wbr>")}'
         + (f'<span class="toolname">tool: {_e(tools[n])}</span>' if n in tools else "")
         + "</th>"
         for i, n in enumerate(names)
@@ -389,13 +478,20 @@ def render_report(
             else:
                 attrs.append(f'data-k{i}="{result.value!r}"')
                 shade = _shade(result.value, name in tools)
+                if unstable(result):  # repeated votes straddle the pass threshold
+                    votes = ", ".join(f"{v:g}" for v in result.details["repeats"]["values"])
+                    cells.append(
+                        f"<td class='num {shade} unstable' title='unstable: votes {_e(votes)}'>"
+                        f"{_fmt(result.value)} ~</td>"
+                    )
+                    continue
                 cells.append(f"<td class='num {shade}'>{_fmt(result.value)}</td>")
         label = _label(row)
         groups.append(
             f'<tbody class="sample" id="sample-{row.index}" {" ".join(attrs)}>'
             f'<tr><td class="line"><button class="open" type="button" aria-expanded="false">open</button> '
             f"{row.line if row.line is not None else row.index + 1}</td>"
-            f'<td class="id" title="{_e(label)}">{_e(label)}</td>'
+            f'<td class="id" title="{_a(label)}">{_e(label)}</td>'
             f"{''.join(cells)}<td class='num'>{len(row.failures)}</td></tr>"
             f'<tr class="drill" hidden><td colspan="{len(names) + 3}">{_drill(row, names)}</td></tr></tbody>'
         )
@@ -413,13 +509,14 @@ def render_report(
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_e(title)}</title><style>{_CSS}</style></head>
+<title>{_a(title)}</title><style>{_CSS}</style></head>
 <body>
 <h1>{_e(title)}</h1>
 <div class="muted">{_count(total_rows, "sample")} · {_count(len(names), "metric")}{_e(usage_line)} · generated {generated}</div>
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th><th title="pass^k and pass@k of simulated trials, pairwise win rates, ...">more figures</th></tr></thead>
 <tbody>{"".join(summary_rows)}</tbody></table>
+{_agent_table(summaries, names)}
 {trials_grid}
 <h2>Distributions</h2>
 <div class="hists">{"".join(_histogram(n, values.get(n, np.empty(0))) for n in names)}</div>

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from os import PathLike
@@ -15,11 +16,13 @@ from turneval.usage import Usage
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.aggregate import SummaryTable
+    from turneval.aggregate import FlakyScenario, MetricSummary, SummaryTable
     from turneval.messages import Message
     from turneval.samples import Sample
+    from turneval.sequential import EarlyStops
 
 __all__ = [
+    "AGENT_FIGURES",
     "AgentRun",
     "EvaluationResult",
     "MetricFailure",
@@ -28,6 +31,7 @@ __all__ = [
     "SampleResult",
     "json_line",
     "ratio",
+    "trial_outcome",
 ]
 
 
@@ -117,6 +121,64 @@ class AgentRun:
     def failed(self) -> bool:
         """Whether the agent failed (``error`` is set and is the agent's)."""
         return self.error is not None and self.by_agent
+
+
+AGENT_FIGURES = ("latency_in_seconds", "failure", "agent_total_tokens", "steps")
+"""The figures a run's summary adds when an agent was run, before its metrics."""
+
+
+class _AgentFigures:
+    """The numbers of a run's agent runs (no messages), as its summary reads them.
+
+    Latency, tokens and steps of the runs that succeeded (a failed run's partial figures
+    would skew them); ``failure`` (0/1) of the runs the agent is judged on (a run ended by
+    something else, a simulated user that failed, is neither a success nor a failure).
+    A streamed run adds its rows chunk by chunk.
+    """
+
+    __slots__ = ("failure", "latency", "runs", "steps", "tokens")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.latency, self.tokens, self.steps = array("d"), array("d"), array("d")
+        self.failure = array("d")
+
+    def add(self, run: AgentRun) -> None:
+        """Count one agent run in."""
+        self.runs += 1
+        if run.error is None:
+            self.latency.append(run.latency_s)
+            self.tokens.append(float(run.usage.total_tokens))
+            self.steps.append(float(run.steps))
+        if run.error is None or run.by_agent:
+            self.failure.append(float(run.failed))
+
+    def extend(self, other: _AgentFigures) -> None:
+        """Count another part's runs in (a chunk of a streamed run)."""
+        self.runs += other.runs
+        for mine, theirs in zip(
+            (self.latency, self.tokens, self.steps, self.failure),
+            (other.latency, other.tokens, other.steps, other.failure),
+            strict=True,
+        ):
+            mine.extend(theirs)
+
+    def summaries(self) -> dict[str, MetricSummary]:
+        """The :data:`AGENT_FIGURES` summaries ({} when no agent was run).
+
+        Each figure's ``failed`` counts the runs left out of it.
+        """
+        from turneval.aggregate import summarize
+
+        if not self.runs:
+            return {}
+        left_out = self.runs - len(self.latency)
+        return {
+            "latency_in_seconds": summarize("latency_in_seconds", self.latency, left_out),
+            "failure": summarize("failure", self.failure, self.runs - len(self.failure)),
+            "agent_total_tokens": summarize("agent_total_tokens", self.tokens, left_out),
+            "steps": summarize("steps", self.steps, left_out),
+        }
 
 
 @dataclass(slots=True)
@@ -283,6 +345,19 @@ class Prices:
         return usage.cost(self.input_per_million, self.output_per_million)
 
 
+def trial_outcome(row: SampleResult, name: str, threshold: float) -> bool | None:
+    """One trial's success on metric ``name``: its value reaches ``threshold``.
+
+    A trial whose agent failed or timed out is a failure; any other failure of the metric (a
+    judge or user-model error) is unknown (None).
+    """
+    result = row.results.get(name)
+    if result is not None:
+        return bool(result.value >= threshold)
+    failed = row.trial_info.get("stop_reason") in ("agent_error", "timeout")
+    return False if failed else None
+
+
 class EvaluationResult:
     """The rows of a run, in input order, and their summaries.
 
@@ -308,6 +383,7 @@ class EvaluationResult:
         self.aggregates: dict[str, float] = {}  # the run's RunAggregate figures, by name
         self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
         self.skipped_traces: dict[str, int] = {}  # traces that were no conversation, by reason
+        self.early_stops: EarlyStops | None = None  # what stop_early saved, when trials stopped
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
@@ -342,20 +418,26 @@ class EvaluationResult:
         threshold = self.success_threshold(name)
         for row in self.rows:
             metadata = row.trial_info
-            if not metadata:
-                continue
-            result = row.results.get(name)
-            if result is not None:
-                outcome: bool | None = result.value >= threshold
-            else:  # the agent failed or timed out: a failed trial; any other failure: unknown
-                failed = metadata.get("stop_reason") in ("agent_error", "timeout")
-                outcome = False if failed else None
-            outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
+            if metadata:
+                outcome = trial_outcome(row, name, threshold)
+                outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
         return outcomes
+
+    def flaky_scenarios(self, name: str) -> list[FlakyScenario]:
+        """Scenarios whose trials of metric ``name`` disagree, with pass rate and interval.
+
+        See :func:`~turneval.aggregate.flaky_scenarios`; their count is the summary's
+        ``flaky_scenarios`` figure (simulated runs with more than one trial).
+        """
+        from turneval.aggregate import flaky_scenarios
+
+        return flaky_scenarios(self.trial_outcomes(name))
 
     def _trial_figures(self, name: str) -> dict[str, float]:
         from turneval.aggregate import pass_at_k, pass_hat_k
 
+        if self.early_stops is not None and self.early_stops.saved:
+            return self._settled_figures(name, self.early_stops)
         known = [
             [o for o in trials if o is not None] for trials in self.trial_outcomes(name).values()
         ]
@@ -366,6 +448,35 @@ class EvaluationResult:
                 figures[f"pass^{k}"], figures[f"pass@{k}"] = hat, at
         if figures:
             figures["success_rate"] = figures["pass^1"]
+        if "pass^2" in figures:  # mixed outcomes need two trials
+            figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
+        return figures
+
+    def _settled_figures(self, name: str, stops: EarlyStops) -> dict[str, float]:
+        """The figures a run with stopped scenarios gives exactly (see turneval.sequential).
+
+        Per scenario, the verdict "at least ``stops.needed`` of ``stops.trials`` trials
+        succeed", known once settled; scenarios with an unknown outcome are left out, as
+        pass^k leaves out those with too few known trials.
+        """
+        verdicts = []
+        for outcomes in self.trial_outcomes(name).values():
+            if None in outcomes:
+                continue
+            passed = sum(map(bool, outcomes))
+            left = stops.trials - len(outcomes)
+            if passed >= stops.needed or passed + left < stops.needed:
+                verdicts.append(passed >= stops.needed)
+        if not verdicts:
+            return {"trials_saved": float(stops.saved)}
+        share = sum(verdicts) / len(verdicts)
+        figures = {"scenario_pass_rate": share}
+        if stops.needed == stops.trials:
+            figures[f"pass^{stops.trials}"] = share
+        if stops.needed == 1:
+            figures[f"pass@{stops.trials}"] = share
+        figures["trials_saved"] = float(stops.saved)
+        figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
         return figures
 
     def summary(self) -> SummaryTable:
@@ -385,25 +496,13 @@ class EvaluationResult:
             _is_pairwise,
             _pairwise_rates,
             summarise_metrics,
-            summarize,
         )
 
-        summaries = SummaryTable()
-        ran = [row.agent for row in self.rows if row.agent is not None]
-        if ran:
-            ok = [run for run in ran if run.error is None]  # failed runs would skew these
-            failed_runs = len(ran) - len(ok)
-            summaries["latency_in_seconds"] = summarize(
-                "latency_in_seconds", [run.latency_s for run in ok], failed_runs
-            )
-            judged = [run for run in ran if run.error is None or run.by_agent]
-            summaries["failure"] = summarize(
-                "failure", [float(run.failed) for run in judged], len(ran) - len(judged)
-            )
-            tokens = [float(run.usage.total_tokens) for run in ok]
-            summaries["agent_total_tokens"] = summarize("agent_total_tokens", tokens, failed_runs)
-            steps = [float(run.steps) for run in ok]
-            summaries["steps"] = summarize("steps", steps, failed_runs)
+        figures = _AgentFigures()
+        for row in self.rows:
+            if row.agent is not None:
+                figures.add(row.agent)
+        summaries = SummaryTable(figures.summaries())
         results = {
             name: [row.results[name] for row in self.rows if name in row.results]
             for name in self.metric_names

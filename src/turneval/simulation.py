@@ -8,12 +8,16 @@ every scenario and trial and returns one :class:`~turneval.MultiTurnSample` per 
 trial), in input order; ``EvalTask(scenarios, metrics).evaluate(runnable=agent, user=...,
 trials=k)`` simulates and scores, and its ``summary()`` adds pass^k and pass@k.
 
+A conversation always opens with a human turn: a user that says it is done before its first
+message is asked again (up to 3 times), then the trial fails as the user's (no stop reason).
+
 Stop reasons (``metadata["stop_reason"]``): ``user_done`` (the user's goal was reached, or it
 gave up), ``max_turns`` (the scenario's user turns ran out), ``agent_error`` (the agent raised,
 returned an invalid conversation or exceeded the per-turn step limit), ``timeout`` (the whole
 conversation took longer than ``timeout``). When the user model itself fails (after bounded
-repair), the conversation has no stop reason (None): the row fails with the user model's error,
-and the trial counts as neither a success nor a failure of the agent. The conversation so far is
+repair), or ends the conversation before its first message, the conversation has no stop reason
+(None): the row fails with the user's error, and the trial counts as neither a success nor a
+failure of the agent. A row that failed never reports ``user_done``. The conversation so far is
 always kept.
 """
 
@@ -32,7 +36,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from turneval.agents import _agent_turn, _has_checkpointer, _recursion_limit, _usage
 from turneval.dataset import EvaluationDataset, _jsonl_rows
@@ -49,8 +61,9 @@ from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
 from turneval.pipeline import RunOptions, run_rows, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
-from turneval.results import AgentRun, EvaluationResult, SampleResult
+from turneval.results import AgentRun, EvaluationResult, SampleResult, trial_outcome
 from turneval.samples import MultiTurnSample
+from turneval.sequential import StopEarly, _Sequencer, _stop_rule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,6 +73,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseUser",
     "DEFAULT_MAX_STEPS",
+    "OpeningTurn",
     "Scenario",
     "ScriptedUser",
     "SimulatedUser",
@@ -211,13 +225,21 @@ def _as_scenarios(items: EvaluationDataset | Sequence[Any]) -> list[Scenario] | 
     return None
 
 
+_SAYS_SOMETHING: dict[str, JsonValue] = {"pattern": r"\S"}  # a visible character, in the schema
+
+
 class UserTurn(BaseModel):
-    """The simulated user's answer for one turn (its structured output schema)."""
+    """The simulated user's answer for one turn (its structured output schema).
+
+    The schema asks for a message with a visible character even when ``done`` is true (it is
+    not sent then), so every schema-valid answer is a usable turn.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     message: str = Field(
-        description="Your next message to the agent (empty only when done is true)."
+        description="Your next message to the agent (not sent when done is true).",
+        json_schema_extra=_SAYS_SOMETHING,
     )
     done: bool = Field(
         description="True when your goal has been reached (the agent confirmed it is done) or "
@@ -229,10 +251,33 @@ class UserTurn(BaseModel):
     def _strip(cls, message: str) -> str:
         return message.strip()
 
-    def model_post_init(self, context: Any) -> None:
+    @model_validator(mode="after")
+    def _says_something(self) -> UserTurn:
         """A turn that goes on must say something."""
         if not self.done and not self.message:
             raise ValueError("message is empty but done is false: write the next message")
+        return self
+
+
+class OpeningTurn(BaseModel):
+    """The simulated user's first turn: a message, and no way to end the conversation.
+
+    A conversation always has at least one human turn: the first turn's schema has no
+    ``done``, and an empty opening message is invalid (the model is asked again).
+    """
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"additionalProperties": False})
+
+    message: str = Field(
+        description="Your opening message to the agent.", json_schema_extra=_SAYS_SOMETHING
+    )
+
+    @field_validator("message")
+    @classmethod
+    def _opens(cls, message: str) -> str:
+        if not message.strip():
+            raise ValueError("the opening message is empty: write what you want from the agent")
+        return message.strip()
 
 
 class BaseUser(ABC):
@@ -293,7 +338,9 @@ class SimulatedUser(BaseUser):
     (its own turns as ``[you]``, the agent's final texts as ``[agent]``, tool traffic hidden),
     delimited and escaped as data. Calls go through the judge layer: transient errors are
     retried, unparseable answers repaired (bounded), usage counted, and with a cache identical
-    requests of the same trial are answered from disk.
+    requests of the same trial are answered from disk. The opening turn's schema is
+    :class:`OpeningTurn` (a message, no ``done``), the others' :class:`UserTurn`: every answer
+    valid under the schema sent is a usable turn.
 
     Args:
         llm: Any LangChain chat model (or a ``LangchainLLMWrapper``).
@@ -365,11 +412,18 @@ class SimulatedUser(BaseUser):
     async def next_turn(
         self, scenario: Scenario, conversation: Sequence[Message], *, trial: int, seed: int | None
     ) -> tuple[UserTurn, Usage]:
-        """Ask the model for the next turn (trial and seed are part of the cache key)."""
+        """Ask the model for the next turn (trial and seed are part of the cache key).
+
+        Before the user has said anything, the schema is :class:`OpeningTurn` (a message, no
+        ``done``): the model cannot end the conversation before it starts.
+        """
         system, user = self.prompt(scenario, conversation)
-        reply = await self._judge(seed).ask(
-            system, user, UserTurn, cache_extra={"simulated_user_trial": trial, "seed": seed}
-        )
+        extra = {"simulated_user_trial": trial, "seed": seed}
+        judge = self._judge(seed)
+        if not any(isinstance(message, HumanMessage) for message in conversation):
+            opening = await judge.ask(system, user, OpeningTurn, cache_extra=extra)
+            return UserTurn(message=opening.parsed.message, done=False), opening.usage
+        reply = await judge.ask(system, user, UserTurn, cache_extra=extra)
         return reply.parsed, reply.usage
 
 
@@ -416,6 +470,10 @@ class ScriptedUser(BaseUser):
         return UserTurn(message=script[position], done=False), Usage()
 
 
+_OPENING_ATTEMPTS = 3
+"""Times a user that says it is done before its first message is asked again for one."""
+
+
 @dataclass
 class _Conversation:
     """One simulated trial, as it happened."""
@@ -441,19 +499,32 @@ async def _next_text(
     if convo.turns >= scenario.max_turns:
         convo.stop_reason = "max_turns"
         return None
-    try:
-        turn, usage = await user.next_turn(
-            scenario, list(convo.messages), trial=trial, seed=None if seed is None else seed + trial
-        )
-    except Exception as exc:  # the trial fails, the run goes on
-        convo.stop_reason, convo.error_type = None, type(exc).__name__
-        convo.error = f"{type(exc).__name__}: the simulated user failed: {exc}"
-        return None
-    convo.user_usage = convo.user_usage + usage
-    if turn.done:
-        convo.stop_reason = "user_done"
-        return None
-    return turn.message
+    opening = not any(isinstance(m, HumanMessage) for m in convo.messages)
+    for _ in range(_OPENING_ATTEMPTS if opening else 1):
+        try:
+            turn, usage = await user.next_turn(
+                scenario,
+                list(convo.messages),
+                trial=trial,
+                seed=None if seed is None else seed + trial,
+            )
+        except Exception as exc:  # the trial fails, the run goes on
+            convo.stop_reason, convo.error_type = None, type(exc).__name__
+            convo.error = f"{type(exc).__name__}: the simulated user failed: {exc}"
+            return None
+        convo.user_usage = convo.user_usage + usage
+        if not turn.done:
+            return turn.message
+        if not opening:
+            convo.stop_reason = "user_done"
+            return None
+    # Done before saying anything, every time asked: the user failed, not the agent.
+    convo.stop_reason, convo.error_type = None, "SimulationError"
+    convo.error = (
+        "SimulationError: the simulated user failed: it ended the conversation before its "
+        f"first message ({_OPENING_ATTEMPTS} times asked)"
+    )
+    return None
 
 
 async def _converse(
@@ -499,8 +570,8 @@ async def _converse(
         convo.error = f"TimeoutError: the conversation did not finish within {timeout:g}s"
     convo.latency_s = time.perf_counter() - start
     convo.agent_usage, convo.steps = _usage(convo.messages)
-    if convo.error is None and not convo.messages:
-        convo.error_type = "SimulationError"
+    if convo.error is None and not convo.messages:  # the user failed: no stop reason
+        convo.stop_reason, convo.error_type = None, "SimulationError"
         convo.error = "SimulationError: the user ended the conversation before its first message"
     return convo
 
@@ -566,6 +637,7 @@ async def asimulate(
     show_progress: bool | None = None,
     rate_limit: RateLimit | RateLimiter | None = None,
     config: dict[str, Any] | None = None,
+    stop_early: StopEarly | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
 
@@ -598,7 +670,17 @@ async def asimulate(
         config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every call
             (``callbacks``, ``recursion_limit``, ``configurable``, ...); each trial's
             ``thread_id`` and the ``scenario_id`` and ``trial`` metadata are added to it.
+        stop_early: A :class:`~turneval.sequential.StopEarly` with a ``success`` test: a
+            scenario's trials run one after another and stop once its verdict is settled;
+            the last trial run of such a scenario has ``skipped_trials`` (the trials not run)
+            in its ``metadata``.
     """
+    rule = _stop_rule(stop_early)
+    if rule is not None and rule.success is None:
+        raise ConfigError(
+            "simulate(stop_early=...) needs StopEarly(success=...): without metrics, whether a "
+            "conversation succeeded is yours to say (EvalTask.evaluate uses its metrics)"
+        )
     options = RunOptions(
         max_concurrency=max_concurrency,
         agent_timeout=timeout,
@@ -615,6 +697,7 @@ async def asimulate(
         trials=trials,
         max_steps=max_steps,
         config=config,
+        stop_early=rule,
     )
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
@@ -633,6 +716,7 @@ def simulate(
     show_progress: bool | None = None,
     rate_limit: RateLimit | RateLimiter | None = None,
     config: dict[str, Any] | None = None,
+    stop_early: StopEarly | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
     return run_sync(
@@ -650,6 +734,7 @@ def simulate(
             show_progress=show_progress,
             rate_limit=rate_limit,
             config=config,
+            stop_early=stop_early,
         )
     )
 
@@ -685,11 +770,16 @@ async def _simulated_rows(
     judge: JudgeRun | None = None,
     aborted: list[str] | None = None,
     config: dict[str, Any] | None = None,
+    stop_early: StopEarly | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    sequencer: list[_Sequencer] | None = None,
 ) -> tuple[list[SampleResult], Usage]:
     """Simulate every (scenario, trial); with ``metrics``, score each conversation as it ends.
 
     The simulation step of the run pipeline. Returns the rows in input order and the user
-    model's usage over the run.
+    model's usage over the run. With ``stop_early``, a scenario's trials run in turn and stop
+    once settled (a trial's success: its metrics against ``thresholds``, else the rule's
+    ``success``); the trials tracker is appended to ``sequencer``.
     """
     _check_run(user, trials, max_steps)
     user.check(scenarios)
@@ -701,9 +791,35 @@ async def _simulated_rows(
         rate_limiter=options.rate_limit,
     )
     timeout, seed = options.agent_timeout, options.seed
+    ids = [str(scenario.id) for scenario in scenarios]
+    order = None if stop_early is None else _Sequencer(stop_early, ids, trials)
+    skipped: set[int] = set()
 
     async def produce(index: int) -> SampleResult:
-        scenario, trial = scenarios[index // trials], index % trials
+        if order is None:
+            row = await conversation(index // trials, index % trials, index)
+            return row
+        number, trial = order.trial_of(index)
+        position = number * trials + trial  # the row's place in the full grid
+        if await order.before(number, trial):
+            skipped.add(position)
+            return SampleResult(position, None)
+        row = await conversation(number, trial, position)
+        order.done(number, trial, _outcomes(row))
+        return row
+
+    def _outcomes(row: SampleResult) -> dict[str, bool | None]:
+        if metrics is not None:
+            limits = thresholds or {}
+            return {m.name: trial_outcome(row, m.name, limits.get(m.name, 1.0)) for m in metrics}
+        sample, check = row.sample, stop_early.success if stop_early else None
+        if not isinstance(sample, MultiTurnSample) or check is None:
+            return {"success": None}
+        known = (sample.metadata or {}).get("stop_reason") is not None
+        return {"success": bool(check(sample)) if known else None}
+
+    async def conversation(number: int, trial: int, index: int) -> SampleResult:
+        scenario = scenarios[number]
         with judge_run(user_run):
             convo = await _converse(
                 agent,
@@ -731,10 +847,30 @@ async def _simulated_rows(
 
     if metrics is None:  # simulation alone: no row to report or abort on
         options = options.replace(on_row=None, fail_on_error=False)
+    elif order is not None and options.on_row is not None:  # a trial not run is no row
+        report = options.on_row
+        options = options.replace(on_row=lambda row: None if row.index in skipped else report(row))
     rows = await run_rows(
         len(scenarios) * trials, produce, options, judge=judge or user_run, aborted=aborted
     )
+    if order is not None:
+        rows = _without_skipped(rows, skipped, order)
+        if sequencer is not None:
+            sequencer.append(order)
     return rows, user_run.usage
+
+
+def _without_skipped(
+    rows: list[SampleResult], skipped: set[int], order: _Sequencer
+) -> list[SampleResult]:
+    """The rows run, in grid order; a stopped scenario's last one notes its trials not run."""
+    kept = sorted((row for row in rows if row.index not in skipped), key=lambda r: r.index)
+    last = {str(row.trial_info.get("scenario_id")): row for row in kept}
+    for scenario_id, count in order.report().skipped.items():
+        sample = last[scenario_id].sample
+        if sample is not None and sample.metadata is not None:
+            sample.metadata["skipped_trials"] = count
+    return kept
 
 
 async def _evaluate_scenarios(
@@ -746,6 +882,7 @@ async def _evaluate_scenarios(
     trials: int,
     max_steps: int,
     success_thresholds: Mapping[str, float] | None,
+    stop_early: StopEarly | bool | None = None,
 ) -> EvaluationResult:
     """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation.
 
@@ -761,6 +898,11 @@ async def _evaluate_scenarios(
             "or user=ScriptedUser([...])"
         )
     thresholds = _thresholds(success_thresholds, [metric.name for metric in task.metrics])
+    from turneval.metrics._votes import with_vote_options
+
+    # judged metrics voting several times flag trials whose votes straddle the threshold
+    bars = {metric.name: thresholds.get(metric.name, 1.0) for metric in task.metrics}
+    metrics = with_vote_options(task.metrics, thresholds=bars)
     if task.config_fn is not None:
         raise ConfigError(
             "config_fn takes a sample: with scenarios, pass one config= for every conversation"
@@ -770,7 +912,7 @@ async def _evaluate_scenarios(
             "multi_turn=False replays only a sample's first turn: a simulated user talks until "
             "it is done (limit it with the scenario's max_turns)"
         )
-    judge, aborted = options.judge_run(), list[str]()
+    judge, aborted, sequenced = options.judge_run(), list[str](), list[_Sequencer]()
     rows, user_usage = await _simulated_rows(
         agent,
         task.scenarios,
@@ -778,13 +920,18 @@ async def _evaluate_scenarios(
         user=user,
         trials=trials,
         max_steps=max_steps,
-        metrics=task.metrics,
+        metrics=metrics,
         judge=judge,
         aborted=aborted,
         config=task.config,
+        stop_early=_stop_rule(stop_early),
+        thresholds=thresholds,
+        sequencer=sequenced,
     )
-    result = EvaluationResult(rows, [metric.name for metric in task.metrics], judge.usage)
-    result.metrics = list(task.metrics)
+    result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
+    if sequenced:
+        result.early_stops = sequenced[0].report()
+    result.metrics = metrics
     result.success_thresholds = thresholds
     result.user_usage = user_usage
     if aborted:

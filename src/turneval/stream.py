@@ -55,6 +55,8 @@ from turneval.results import (
     MetricFailure,
     MetricResult,
     SampleResult,
+    _AgentFigures,
+    _read_agent,
     json_line,
 )
 from turneval.runner import check_judges, resolve_metrics
@@ -85,8 +87,10 @@ class StreamResult:
     ``first_errors`` holds the first :data:`FIRST_ERRORS` of them, one per row, in input order;
     ``aggregates`` and ``aggregate_errors`` are the run's :class:`RunAggregate` figures and the
     errors of those that raised (as on :class:`~turneval.results.EvaluationResult`);
-    ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input that were no
-    conversation (None for samples input).
+    ``agent_summaries`` the agent figures of rows with an agent run (traces): latency, failure
+    rate, tokens and steps, as :meth:`~turneval.results.EvaluationResult.summary` gives them
+    ({} without agent runs); ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input
+    that were no conversation (None for samples input).
     """
 
     metric_names: list[str]
@@ -100,6 +104,7 @@ class StreamResult:
     first_errors: list[RowError] = field(default_factory=list)
     aggregates: dict[str, float] = field(default_factory=dict)
     aggregate_errors: dict[str, str] = field(default_factory=dict)
+    agent_summaries: dict[str, MetricSummary] = field(default_factory=dict)
     skipped_traces: dict[str, int] | None = None
 
 
@@ -137,6 +142,7 @@ class _Chunk:
     failed_rows: int = 0
     first_errors: list[RowError] = field(default_factory=list)
     results: dict[str, list[MetricResult]] = field(default_factory=dict)  # for summary extras
+    agent: _AgentFigures = field(default_factory=_AgentFigures)
 
 
 _Line = tuple[int, str | bytes]  # (1-based line number, the line: raw bytes or text)
@@ -358,6 +364,7 @@ class _ChunkBuilder:
         self.plain_size = 2 + 3 * len(self.names)
         self.keys = [(name, f"{name}_reason", f"{name}_error") for name in self.names]
         self.value_lists = [self.values[name] for name in self.names]
+        self.agent = _AgentFigures()
 
     def add(self, scored: SampleResult, number: int, *, bad: bool = False) -> None:
         """Write the next row (from input line ``number``) and count it in."""
@@ -385,6 +392,8 @@ class _ChunkBuilder:
                 self.metric_usage[name] = self.metric_usage[name] + cell.usage
             if name in extras:  # value and details only: what summary extras read
                 extras[name].append(MetricResult(name, cell.value, "", cell.details))
+        if scored.agent is not None:
+            self.agent.add(scored.agent)
         if len(self.kept) < self.keep:
             self.kept.append(scored)
 
@@ -439,6 +448,7 @@ class _ChunkBuilder:
             self.failed_rows,
             self.first_errors,
             self.extras,
+            self.agent,
         )
 
 
@@ -616,9 +626,12 @@ def _absorb_finished(
     kept: list[SampleResult],
     report_rows: int,
     extras: dict[str, list[MetricResult]],
+    agent: _AgentFigures,
 ) -> int:
     """Count the finished rows of a resumed run into the totals; returns how many there are."""
     for record in done.values():
+        if record.get("latency_in_seconds") is not None:
+            agent.add(_read_agent(record))
         for name in names:
             value = record.get(name)
             if value is None:
@@ -897,6 +910,7 @@ class _JsonlSink:
         self.aggregates = options.aggregates
         self.total = self.bad = self.failed_rows = 0
         self.first_errors: list[RowError] = []
+        self.agent = _AgentFigures()
 
     def keep(self) -> int:
         """How many rows of the next chunk the report still takes."""
@@ -906,7 +920,14 @@ class _JsonlSink:
         """Count the finished rows of an interrupted run in (failed rows and their errors too)."""
         names = self.names
         self.total = _absorb_finished(
-            done, names, self.values, self.failed, self.kept, self.report_rows, self.results
+            done,
+            names,
+            self.values,
+            self.failed,
+            self.kept,
+            self.report_rows,
+            self.results,
+            self.agent,
         )
         self.bad = sum(1 for record in done.values() if record.get(UNREADABLE))
         errors = [error for record in done.values() if (error := _row_error(record, names))]
@@ -924,6 +945,7 @@ class _JsonlSink:
             self.metric_usage[name] = self.metric_usage[name] + chunk.metric_usage[name]
         for name, results in chunk.results.items():
             self.results[name].extend(results)
+        self.agent.extend(chunk.agent)
         self.usage = self.usage + chunk.usage
         self.kept.extend(chunk.report_rows[: self.keep()])
         self.total += len(chunk.records)
@@ -964,6 +986,7 @@ class _JsonlSink:
             self.kept,
             self.failed_rows,
             self.first_errors,
+            agent_summaries=self.agent.summaries(),
             skipped_traces=skipped_traces,
         )
         if self.aggregates:  # they read whole rows: the file's, read back (no samples)
@@ -985,7 +1008,7 @@ class _JsonlSink:
         html = render_report(
             title=title,
             metric_names=names,
-            summaries=summaries,
+            summaries={**result.agent_summaries, **summaries},
             values=arrays,
             rows=self.kept,
             total_rows=self.total,

@@ -144,6 +144,8 @@ def _thresholds(
 
 def _check(result: EvaluationResult, bars: dict[str, float]) -> None:
     __tracebackhide__ = True
+    from turneval.aggregate import unstable
+
     failures: list[str] = []
     for row in result.rows:
         label = f"sample {row.index}"
@@ -156,6 +158,8 @@ def _check(result: EvaluationResult, bars: dict[str, float]) -> None:
                 failures.append(f"{label}: {name} failed: {failed}")
             elif scored is not None and scored.value < bar:
                 reason = f": {scored.reason}" if scored.reason else ""
+                if unstable(scored, bar):
+                    reason = " (unstable: its votes fall on both sides of the bar)" + reason
                 failures.append(f"{label}: {name} = {scored.value:.4g} < {bar:g}{reason}")
     if failures:
         checked = len(result.rows) * len(bars)
@@ -169,12 +173,17 @@ def _prepare(
     samples: EvaluationDataset | Sample | Iterable[Sample],
     metrics: Iterable[Evaluator | str] | Evaluator | str,
     cache: SQLiteCache | None,
+    thresholds: float | Mapping[str, float] | None,
 ) -> tuple[EvaluationDataset, list[Evaluator], SQLiteCache | None]:
+    from turneval.metrics._votes import with_vote_options
     from turneval.pytest_plugin import session_state
     from turneval.runner import resolve_metrics
 
     data = EvaluationDataset.coerce(samples)
     resolved = resolve_metrics(metrics)
+    # judged metrics voting several times flag rows whose votes straddle their bar
+    bars = _thresholds([metric.name for metric in resolved], thresholds)
+    resolved = with_vote_options(resolved, thresholds=bars)
     state = session_state()
     if cache is None and state is not None and any(m.uses_llm for m in resolved):
         cache = state.judge_cache()
@@ -194,7 +203,7 @@ async def aassert_scores(
     from turneval.pytest_plugin import record
     from turneval.runner import aevaluate
 
-    data, resolved, cache = _prepare(samples, metrics, cache)
+    data, resolved, cache = _prepare(samples, metrics, cache, thresholds)
     result = await aevaluate(data, resolved, llm=llm, cache=cache, show_progress=False)
     record(result)
     _check(result, _thresholds(result.metric_names, thresholds))
@@ -235,7 +244,7 @@ def assert_scores(
     from turneval.pytest_plugin import record
     from turneval.runner import evaluate
 
-    data, resolved, cache = _prepare(samples, metrics, cache)
+    data, resolved, cache = _prepare(samples, metrics, cache, thresholds)
     try:
         import asyncio
 

@@ -2,6 +2,7 @@
 cache entries, timeouts counting queue time, unbounded Retry-After, slots freed too early."""
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,48 @@ async def test_a_cancelled_caller_keeps_its_slot_until_the_request_ends(
 def test_bad_drain_or_cap_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="max_retry_after and drain_timeout"):
         Judge(model("http://x/v1"), max_retry_after=-1)
+
+
+async def test_timed_out_requests_never_push_the_server_past_the_limit(
+    openai_stub: OpenAIStub,
+) -> None:
+    # A server that keeps working on requests whose client gave up (providers finish and bill
+    # them). Limit 2, three verdicts; the server takes 0.4 s, the judge's timeout is 0.1 s with
+    # one retry, and no drain bound is set. Slots freed once a bound passed let the retries
+    # join the abandoned requests: 4 or more at the server.
+    openai_stub.reset(default=Reply(GOOD, delay=0.4, prompt_tokens=7, completion_tokens=1))
+    judge = Judge(model(openai_stub.url), timeout=0.1, max_retries=1, backoff=0)
+    errors: list[Exception] = []
+
+    async def ask() -> None:
+        try:
+            await judge.ask("s", "q", Verdict)
+        except JudgeCallError as error:
+            errors.append(error)
+
+    with judge_run(JudgeRun(max_concurrency=2)) as run:
+        async with anyio.create_task_group() as group:
+            for _ in range(3):
+                group.start_soon(ask)
+    assert len(errors) == 3 and all("timed out after 2 attempt(s)" in str(e) for e in errors)
+    assert len(openai_stub.requests) == 6 and run.usage.calls == 6
+    assert openai_stub.peak_in_flight == 2
+    assert run.usage.input_tokens == 6 * 7  # every late answer was waited for, and counted
+
+
+async def test_a_hanging_server_holds_a_slot_only_briefly_past_the_judge_timeout(
+    openai_stub: OpenAIStub,
+) -> None:
+    # The judge lowers the OpenAI client's own timeout to its timeout + 2 s: the connection of
+    # a request it gave up on is closed then, so the slot is freed within seconds, not after
+    # the SDK's default 600 s, and the limit still holds.
+    openai_stub.reset(default=Reply(GOOD, delay=2.8))
+    judge = Judge(model(openai_stub.url), timeout=0.2, max_retries=0, backoff=0)
+    assert judge.llm.root_async_client.timeout == 2.2
+    started = time.monotonic()
+    with judge_run(JudgeRun(max_concurrency=1)), pytest.raises(JudgeCallError, match="timed out"):
+        await judge.ask("s", "q", Verdict)
+    assert 2.0 <= time.monotonic() - started < 2.75  # closed by the client, before the server
+    assert openai_stub.peak_in_flight == 1
+    while openai_stub.in_flight:  # the server's own sleep ends within 0.6 s: leave it idle
+        await anyio.sleep(0.05)

@@ -14,6 +14,8 @@ from turneval.judge.schema import (
     StrictVerdict,
     enum_field,
     list_field,
+    per_item_problems,
+    per_item_schema,
     rubric_score_model,
     strict_schema_problems,
 )
@@ -57,6 +59,8 @@ __all__ = [
     "escape",
     "judge_run",
     "list_field",
+    "per_item_problems",
+    "per_item_schema",
     "resolve_llm",
     "rubric_score_model",
     "strict_schema_problems",

@@ -11,8 +11,9 @@
   call clearly instead of stalling the run.
 * Every request waits for the run's shared limiter (one for all judges, metrics and samples);
   its ``timeout`` starts once it holds a slot (time queued does not count), and a timed-out
-  request keeps its slot until it has really ended (bounded by ``drain_timeout``), so the
-  server never sees more requests in flight than the limit. ``usage.calls`` counts requests
+  request keeps its slot until its connection is really released (the server answered, or the
+  HTTP client's own timeout closed it), so the server never sees more requests in flight than
+  the limit (``drain_timeout`` trades that guarantee for a bounded wait). ``usage.calls`` counts requests
   sent, retries included.
 * Token usage comes from the model's ``usage_metadata``; with a :class:`SQLiteCache`, identical
   requests are answered from disk.
@@ -156,6 +157,9 @@ class _Tally:
     message: Any = None
 
 
+_HTTP_GRACE = 2.0
+"""Seconds the HTTP client waits past the judge's timeout before it closes the connection."""
+
 _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 _JSON_INSTRUCTIONS = (
@@ -164,12 +168,18 @@ _JSON_INSTRUCTIONS = (
 
 
 def _without_provider_retries(
-    llm: BaseChatModel, temperature: float | None = None, logprobs: bool = False
+    llm: BaseChatModel,
+    temperature: float | None = None,
+    logprobs: bool = False,
+    http_timeout: float | None = None,
 ) -> BaseChatModel:
     """A copy of ``llm`` with the client's own retries off and temperature 0 when unset.
 
     ``temperature`` overrides the temperature where the model has one (sampling several
     verdicts); ``logprobs`` asks for token log-probabilities where the model supports them.
+    ``http_timeout`` lowers the OpenAI client's own timeout to at most that many seconds, so
+    a request the judge gave up on has its connection closed soon after (and its concurrency
+    slot freed), not after the SDK's default of 10 minutes.
     """
     update: dict[str, Any] = {}
     fields = type(llm).model_fields
@@ -188,10 +198,20 @@ def _without_provider_retries(
     for root, resource in (("root_client", "client"), ("root_async_client", "async_client")):
         client = getattr(copy, root, None)
         if client is not None and hasattr(client, "with_options"):
-            rebuilt = client.with_options(max_retries=0)
+            options: dict[str, Any] = {"max_retries": 0}
+            if http_timeout is not None and not _timeout_within(client, http_timeout):
+                options["timeout"] = http_timeout
+            rebuilt = client.with_options(**options)
             object.__setattr__(copy, root, rebuilt)
             object.__setattr__(copy, resource, rebuilt.chat.completions)
     return copy
+
+
+def _timeout_within(client: Any, seconds: float) -> bool:
+    """Whether an OpenAI client's own timeout is already a number at most ``seconds``."""
+    current = getattr(client, "timeout", None)
+    read = getattr(current, "read", current)  # an httpx.Timeout, or a number
+    return isinstance(read, (int, float)) and 0 < read <= seconds
 
 
 # Fields that change a model's answer but that LangChain leaves out of ``_identifying_params``:
@@ -281,9 +301,15 @@ class Judge:
         logprobs: Ask for token log-probabilities where the model supports them.
         max_retry_after: Longest ``Retry-After`` (seconds) honoured; a server asking for more
             fails the call at once with :class:`JudgeCallError` instead of stalling the run.
-        drain_timeout: After a request timed out, seconds its limiter slot stays held while
-            the server may still be answering it (default: ``timeout``), so that timed-out
-            requests never push the server past the concurrency limit.
+        drain_timeout: After a request timed out (or its caller was cancelled), seconds its
+            limiter slot stays held at most while the server may still be working on it.
+            Default None: until its connection is really released (the server answered, or
+            the HTTP client's own timeout closed it), so timed-out requests never push the
+            server past the concurrency limit. An OpenAI client's timeout is lowered to
+            ``timeout`` + 2 s for this, so a hanging server holds a slot about 2 s past the
+            judge's timeout, not the SDK's default 10 minutes. A number
+            bounds the wait; past it the request is abandoned and its slot freed, and a
+            server that keeps working on abandoned requests may then see more than the limit.
     """
 
     def __init__(
@@ -306,9 +332,13 @@ class Judge:
         if max_retry_after < 0 or (drain_timeout is not None and drain_timeout < 0):
             raise ConfigError("max_retry_after and drain_timeout must be >= 0")
         self.max_retry_after = max_retry_after
-        self.drain_timeout = timeout if drain_timeout is None else drain_timeout
+        self.drain_timeout = drain_timeout
         # Copied with its own retries off and an HTTP client private to each run's event loop.
-        self.llm = loop_bound(_without_provider_retries(resolve_llm(llm), temperature, logprobs))
+        self.llm = loop_bound(
+            _without_provider_retries(
+                resolve_llm(llm), temperature, logprobs, http_timeout=timeout + _HTTP_GRACE
+            )
+        )
         self.identity = _identity(self.llm)
         self.max_retries = max_retries
         self.timeout = timeout
@@ -478,7 +508,7 @@ class Judge:
                     async with run.limiter:  # the timeout starts once a slot is held
                         reply = await self._send(runnable, messages, tally)
                 else:
-                    reply = await self._send(runnable, messages, tally)
+                    reply = await self._send(runnable, messages, tally, held=False)
             except (ValidationError, OutputParserException) as error:
                 # Clients that parse inside the request (OpenAI's json_schema) raise here.
                 raise _OutputProblem(_raw_from(error), _describe(error)) from error
@@ -516,15 +546,19 @@ class Judge:
             finally:  # the provider's reported tokens correct the estimate
                 slot.tokens = tally.usage.total_tokens - before
 
-    async def _send(self, runnable: Any, messages: list[BaseMessage], tally: _Tally) -> Any:
+    async def _send(
+        self, runnable: Any, messages: list[BaseMessage], tally: _Tally, *, held: bool = True
+    ) -> Any:
         """Send one request and wait for it, at most ``timeout`` seconds from now.
 
         The request counts as a call once sent. When it times out, the server may still be
-        working on it (and bill it): the caller keeps its limiter slot until the request has
-        really ended, or ``drain_timeout`` more seconds have passed, before the request is
-        abandoned and :class:`TimeoutError` raised; tokens of a late answer are still counted.
-        The same holds when the caller is cancelled from outside (e.g. the sample's timeout):
-        the request is shielded and drained before the cancellation goes on.
+        working on it (and bill it): a caller holding a limiter slot (``held``) keeps it until
+        the request has really ended (its connection released), or ``drain_timeout`` more
+        seconds have passed when one is set, before the request is abandoned and
+        :class:`TimeoutError` raised; tokens of a late answer are still counted. The same holds
+        when the caller is cancelled from outside (e.g. the sample's timeout): the request is
+        shielded and drained before the cancellation goes on. Without a slot (no run), there
+        is no limit to keep and the request is abandoned at once.
         """
         tally.usage = tally.usage + Usage(calls=1)
         outcome: dict[str, Any] = {}
@@ -542,7 +576,8 @@ class Judge:
                     ended.set()
 
         async def drain() -> None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(self.drain_timeout):
+            bound = self.drain_timeout if held else 0.0
+            with anyio.CancelScope(shield=True), anyio.move_on_after(bound):
                 await ended.wait()
             request.cancel()
 

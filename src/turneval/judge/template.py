@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel
+
+from turneval.errors import ConfigError
+from turneval.judge.schema import per_item_problems
 
 __all__ = ["JudgeExample", "JudgeRequest", "escape", "render_examples", "tagged"]
 
@@ -76,13 +80,16 @@ class JudgeRequest(Generic[T]):
     Attributes:
         prompt: The user message (inputs escaped; see :func:`tagged`).
         schema: The pydantic model of the verdict; its JSON schema should admit only valid
-            verdicts (see :mod:`turneval.judge.schema`).
+            verdicts (see :mod:`turneval.judge.schema`), and a list in it that rates given
+            items must be per item (:func:`~turneval.judge.list_field`).
         system: The system message.
         temperature: Sampling temperature (None: the model's, or 0 when unset).
         logprobs: Ask for token log-probabilities where the model supports them.
         label: What this request is about (e.g. ``"turn 3"``), shown in the details.
         vote: Index of this request among identical ones sampled several times (self-consistency
             votes), so that they can be told apart (e.g. in a cache key).
+        repeat: Which of a judged metric's ``repeats`` this request belongs to (0 for the
+            first); each repeat is its own cache entry.
     """
 
     prompt: str
@@ -92,3 +99,18 @@ class JudgeRequest(Generic[T]):
     logprobs: bool = False
     label: str = ""
     vote: int = 0
+    repeat: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse a schema with a list that is not per item (``ConfigError`` naming it)."""
+        problems = _per_item_problems(self.schema)
+        if problems:
+            raise ConfigError(f"verdict schema {self.schema.__name__}: {'; '.join(problems)}")
+
+
+@lru_cache(maxsize=1024)
+def _per_item_problems(schema: type[BaseModel]) -> tuple[str, ...]:
+    try:
+        return tuple(per_item_problems(schema))
+    except Exception:  # no JSON schema at all: the judge reports that when it asks
+        return ()

@@ -28,14 +28,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import anyio
-from pydantic import Field, create_model, field_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
 from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
 from turneval.judge.template import JudgeExample, JudgeRequest, escape, render_examples, tagged
+from turneval.metrics._votes import check_repeats, combine_votes
 from turneval.metrics.base import Explained, Metric, SampleT
 from turneval.samples import MultiTurnSample
 from turneval.usage import Usage
@@ -148,17 +149,51 @@ class JudgedMetric(Metric[SampleT], ABC):
             rows from :meth:`example`). They are part of the prompt, hence of the cache key.
         max_retry_after: Longest ``Retry-After`` in seconds honoured; a server asking for more
             fails the call at once (``JudgeCallError``) instead of stalling the run.
+        repeats: Votes per row: every request is asked this many times and the value is the
+            mean of the votes (the majority for ``categorical`` metrics); ``details["repeats"]``
+            keeps every vote and their spread. Requests per row are ``repeats`` times one
+            vote's. Below 1 raises :class:`~turneval.errors.ConfigError`.
+        repeat_temperature: Sampling temperature of the votes when ``repeats`` > 1 (requests
+            that set their own keep it); a model with a ``seed`` also gets ``seed + k`` for
+            vote k. It must be above 0 (at 0 every vote would be the same answer).
+        pass_threshold: The value at or above which a row passes (front ends set it from
+            ``--fail-under``, ``success_thresholds`` or ``assert_scores``' thresholds); with
+            ``repeats`` > 1, a row whose votes fall on both sides of it is ``unstable``.
     """
 
     uses_llm: ClassVar[bool] = True
     requires_llm: ClassVar[bool] = True
     """False for metrics that fall back to an offline method when no judge is given."""
+    categorical: ClassVar[bool] = False
+    """True when the value is a category coded as a number (yes/no as 1/0, a pairwise choice):
+    repeated votes then take the majority (ties: the lowest value) instead of the mean."""
 
     llm: Any = None
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
     examples: tuple[JudgeExample, ...] = ()
     max_retry_after: float = Field(default=60.0, ge=0)
+    repeats: int = 1
+    repeat_temperature: float = 0.7
+    pass_threshold: float | None = None
+
+    if not TYPE_CHECKING:  # at run time only: type checkers keep the fields' own signature
+
+        def __init__(self, **data: Any) -> None:
+            """Refuse bad ``repeats`` with a ConfigError before pydantic sees them."""
+            default = type(self).model_fields["name"].default
+            check_repeats(
+                str(data.get("name", default if isinstance(default, str) else "judged metric")),
+                data.get("repeats", 1),
+                data.get("repeat_temperature", 0.7),
+            )
+            super().__init__(**data)
+
+    @model_validator(mode="after")
+    def _check_votes(self) -> JudgedMetric[SampleT]:
+        # model_validate and assignments (reported by pydantic as a ValidationError)
+        check_repeats(self.name, self.repeats, self.repeat_temperature)
+        return self
 
     @field_validator("llm")
     @classmethod
@@ -168,7 +203,9 @@ class JudgedMetric(Metric[SampleT], ABC):
         return value
 
     @cached_property
-    def _judges(self) -> dict[tuple[int, float | None, bool], tuple[weakref.ref[Any], Judge]]:
+    def _judges(
+        self,
+    ) -> dict[tuple[int, float | None, bool, int], tuple[weakref.ref[Any], Judge]]:
         # Cleared by Metric.__setattr__ when the configuration changes.
         return {}
 
@@ -197,13 +234,27 @@ class JudgedMetric(Metric[SampleT], ABC):
     def judge_requests(self, sample: SampleT) -> list[JudgeRequest[Any]]:
         """:meth:`requests` with the worked examples put before each question.
 
-        This is exactly what a run sends (the dry-run estimate counts it).
+        This is exactly what a run sends (the dry-run estimate counts it): with ``repeats``
+        > 1, every request once per repeat (repeat k after repeat k - 1), at
+        ``repeat_temperature`` unless a request sets its own.
         """
         requests = self.requests(sample)
         block = render_examples(self.examples)
-        if not block:
+        if block:
+            requests = [replace(request, prompt=block + request.prompt) for request in requests]
+        if self.repeats == 1:
             return requests
-        return [replace(request, prompt=block + request.prompt) for request in requests]
+        return [
+            replace(
+                request,
+                repeat=repeat,
+                temperature=self.repeat_temperature
+                if request.temperature is None
+                else request.temperature,
+            )
+            for repeat in range(self.repeats)
+            for request in requests
+        ]
 
     def prompts(self, sample: SampleT) -> list[tuple[str, str]]:
         """The ``(system, user)`` prompts a run sends for ``sample``."""
@@ -219,25 +270,44 @@ class JudgedMetric(Metric[SampleT], ABC):
         """
         if len(requests) == 1:
             request = requests[0]
-            judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
+            judge = self.judge(
+                temperature=request.temperature, logprobs=request.logprobs, repeat=request.repeat
+            )
             return [
-                await judge.ask(request.system, request.prompt, request.schema, vote=request.vote)
+                await judge.ask(
+                    request.system,
+                    request.prompt,
+                    request.schema,
+                    vote=request.vote,
+                    cache_extra=_repeat_key(request),
+                )
             ]
         replies: list[JudgeReply[Any] | None] = [None] * len(requests)
         errors: dict[int, Exception] = {}
         limiter = None if current_run() else anyio.CapacityLimiter(MAX_CONCURRENT_REQUESTS)
 
         async def one(index: int, request: JudgeRequest[Any], scope: anyio.CancelScope) -> None:
-            judge = self.judge(temperature=request.temperature, logprobs=request.logprobs)
+            judge = self.judge(
+                temperature=request.temperature, logprobs=request.logprobs, repeat=request.repeat
+            )
+            extra = _repeat_key(request)
             try:
                 if limiter is None:
                     reply = await judge.ask(
-                        request.system, request.prompt, request.schema, vote=request.vote
+                        request.system,
+                        request.prompt,
+                        request.schema,
+                        vote=request.vote,
+                        cache_extra=extra,
                     )
                 else:
                     async with limiter:
                         reply = await judge.ask(
-                            request.system, request.prompt, request.schema, vote=request.vote
+                            request.system,
+                            request.prompt,
+                            request.schema,
+                            vote=request.vote,
+                            cache_extra=extra,
                         )
                 replies[index] = reply
             except Exception as error:  # re-raised below, unwrapped from the task group
@@ -254,7 +324,7 @@ class JudgedMetric(Metric[SampleT], ABC):
     async def _evaluate(self, sample: SampleT) -> Explained:
         requests = self.judge_requests(sample)
         replies = await self.ask(requests)
-        outcome = self.verdict(sample, replies)
+        outcome = self._voted_verdict(sample, replies)
         if replies:
             outcome.usage = sum((reply.usage for reply in replies), Usage())
             outcome.details["judge"] = [
@@ -265,6 +335,16 @@ class JudgedMetric(Metric[SampleT], ABC):
             ]
         return outcome
 
+    def _voted_verdict(self, sample: SampleT, replies: Sequence[JudgeReply[Any]]) -> Explained:
+        """:meth:`verdict` once per repeat, reduced to one outcome (see ``repeats``)."""
+        if self.repeats == 1 or not replies:
+            return self.verdict(sample, replies)
+        size = len(replies) // self.repeats
+        votes = [
+            self.verdict(sample, replies[k * size : (k + 1) * size]) for k in range(self.repeats)
+        ]
+        return combine_votes(votes, majority=self.categorical, pass_threshold=self.pass_threshold)
+
     def default_llm(self) -> Any:
         """This metric's ``llm``, else the run's default model, else None."""
         if self.llm is not None:
@@ -272,11 +352,15 @@ class JudgedMetric(Metric[SampleT], ABC):
         run = current_run()
         return run.llm if run is not None else None
 
-    def judge(self, *, temperature: float | None = None, logprobs: bool = False) -> Judge:
+    def judge(
+        self, *, temperature: float | None = None, logprobs: bool = False, repeat: int = 0
+    ) -> Judge:
         """The judge for this metric's ``llm``, or the run's default model.
 
         Judges are reused per model object, checked through a weak reference: a new model at a
-        freed model's address never gets that model's judge.
+        freed model's address never gets that model's judge. For ``repeat`` k > 0 of a model
+        with a ``seed``, the judge's model has ``seed + k`` (a fixed seed would repeat the
+        first vote's answer).
         """
         llm = self.default_llm()
         if llm is None:
@@ -284,12 +368,16 @@ class JudgedMetric(Metric[SampleT], ABC):
                 f"metric {self.name!r} needs an LLM judge: pass llm=... to the metric or to "
                 "evaluate(..., llm=...)"
             )
-        key = (id(llm), temperature, logprobs)
+        seed = _seed_of(llm) if repeat else None
+        key = (id(llm), temperature, logprobs, 0 if seed is None else repeat)
         judges = self._judges
         entry = judges.get(key)
         if entry is None or entry[0]() is not llm:
+            model = llm
+            if seed is not None:
+                model = resolve_llm(llm).model_copy(update={"seed": seed + repeat})
             judge = Judge(
-                llm,
+                model,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
                 max_retry_after=self.max_retry_after,
@@ -303,3 +391,15 @@ class JudgedMetric(Metric[SampleT], ABC):
 
             entry = judges[key] = (weakref.ref(llm, forget), judge)
         return entry[1]
+
+
+def _repeat_key(request: JudgeRequest[Any]) -> dict[str, int] | None:
+    """What keeps repeat k > 0 apart in the cache (repeat 0 keeps the request's own key)."""
+    return {"repeat": request.repeat} if request.repeat else None
+
+
+def _seed_of(llm: Any) -> int | None:
+    """The model's ``seed`` where it has one set (ChatOpenAI(seed=...)), else None."""
+    model = resolve_llm(llm)
+    seed = getattr(model, "seed", None) if "seed" in type(model).model_fields else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None

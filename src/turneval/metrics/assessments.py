@@ -104,6 +104,7 @@ class AssessmentJudge(JudgedMetric[SingleTurnSample], SingleTurnMetric):
     """
 
     assessment: ClassVar[bool] = True
+    categorical: ClassVar[bool] = True  # yes/no: repeated votes take the majority
     name: str
     instructions: str = ""
     inputs: tuple[tuple[str, str], ...] = (("request", "user_input"), ("response", "response"))
@@ -250,14 +251,15 @@ class GuidelineAdherence(AssessmentJudge):
 
 @lru_cache(maxsize=64)
 def chunk_verdicts_model(chunks: int) -> type[BaseModel]:
-    """The verdict of :class:`ChunkRelevance`: exactly one yes/no per chunk."""
+    """The verdict of :class:`ChunkRelevance`: one yes/no per chunk, per item (``chunk_<i>``)."""
     return create_model(
         "ChunkVerdicts",
         __base__=StrictVerdict,
         chunks=list_field(
             YesNoVerdict,
-            description="One verdict per retrieved chunk, in order: is it relevant to the request?",
-            length=chunks,
+            description="One verdict per retrieved chunk, chunk_<index>: is it relevant to the "
+            "request?",
+            keys=[f"chunk_{i}" for i in range(chunks)],
         ),
     )
 

@@ -65,6 +65,7 @@ class AgentGoalAccuracyWithReference(JudgedMetric[MultiTurnSample], MultiTurnMet
     """1 if the conversation's end state achieves ``reference`` (the desired outcome), else 0."""
 
     name: str = "agent_goal_accuracy_with_reference"
+    categorical: ClassVar[bool] = True  # achieved or not: repeated votes take the majority
     ragas_names: ClassVar[tuple[str, ...]] = ("agent_goal_accuracy",)
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
@@ -85,6 +86,7 @@ class AgentGoalAccuracyWithoutReference(JudgedMetric[MultiTurnSample], MultiTurn
     """1 if the end state achieves the user's goal, inferred from the human turns, else 0."""
 
     name: str = "agent_goal_accuracy_without_reference"
+    categorical: ClassVar[bool] = True  # achieved or not: repeated votes take the majority
     ragas_names: ClassVar[tuple[str, ...]] = ("agent_goal_accuracy",)
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:

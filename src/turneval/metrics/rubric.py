@@ -196,7 +196,10 @@ class PointwiseMetric(JudgedMetric[Sample], SingleTurnScoring, MultiTurnScoring)
                     )
                     questions.append((f"turn {index}", question))
             if not questions:
-                raise ConfigError(f"metric {self.name!r}: the conversation has no AI turn to rate")
+                raise InvalidSampleError(
+                    f"metric {self.name!r}: the conversation has no AI turn to rate",
+                    field="user_input",
+                )
             return questions
         names = self.inputs
         if self.use_reference and "reference" not in names:
@@ -288,6 +291,7 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
     """
 
     pairwise: ClassVar[bool] = True
+    categorical: ClassVar[bool] = True  # repeated votes: the majority choice
 
     name: str
     criteria: str | dict[str, str]

@@ -1,0 +1,573 @@
+"""Statistical power for release gates: plan a run's size, and check a comparison's power.
+
+:func:`plan` answers "how many rows (or scenarios x trials) must a run have to catch a drop of
+``mde``?" from a run's own per-row values; :func:`gate_report` says, for a comparison of two
+runs, which test decided, the difference with its confidence interval, the p-value (Holm-
+corrected when several metrics are gated at once) and the power the comparison had.
+
+The figures come from statsmodels (``TTestPower``, ``multipletests``) and SciPy; both are
+imported only when a figure is computed (``pip install 'turneval[stats]'``).
+
+The model behind every figure: a gate compares two runs over the same rows, paired, with a
+two-sided test of a zero mean difference at level ``alpha``. Its power for a true drop ``d``
+is the paired t-test's (statsmodels ``TTestPower``) at effect size ``d / sd``, ``sd`` being
+the standard deviation of the paired differences. ``turneval compare`` decides with a paired
+permutation test, whose power the t-test's approaches for all but tiny runs (the tests check
+it by simulation). Without a baseline, ``sd`` is the run's own spread times sqrt(2): two runs
+whose rows are uncorrelated, the cautious case (paired rows of two versions of one agent are
+usually positively correlated, which shrinks ``sd``; give a baseline to use the real figure).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from turneval.compare import _pairing
+from turneval.errors import ConfigError
+from turneval.results import EvaluationResult
+
+if TYPE_CHECKING:
+    from turneval.compare import Comparison
+
+__all__ = [
+    "MetricGate",
+    "MetricPlan",
+    "Plan",
+    "PowerReport",
+    "TrialPlan",
+    "achieved_power",
+    "detectable_drop",
+    "gate_report",
+    "plan",
+    "plan_files",
+    "samples_needed",
+]
+
+TEST = "paired permutation test (sign flips), two-sided"
+"""The test ``turneval compare`` decides with (see :func:`~turneval.compare.compare`)."""
+
+
+def _power_model() -> Any:
+    try:
+        from statsmodels.stats.power import TTestPower
+    except ImportError as exc:
+        raise ConfigError(
+            "power and sample sizes need statsmodels: pip install 'turneval[stats]'"
+        ) from exc
+    return TTestPower()
+
+
+def _check_levels(mde: float | None, alpha: float, power: float) -> None:
+    if mde is not None and not (math.isfinite(mde) and mde > 0):
+        raise ConfigError(f"mde must be a drop above 0, got {mde}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1, got {alpha}")
+    if not 0 < power < 1:
+        raise ConfigError(f"power must be between 0 and 1, got {power}")
+
+
+def samples_needed(sd: float, mde: float, *, alpha: float, power: float) -> int | None:
+    """Pairs a two-sided paired test needs to find a drop of ``mde`` with ``power``.
+
+    ``sd`` is the standard deviation of the paired differences; None when it is 0 (no spread
+    to plan from). At least 2 (the fewest a t-test can use).
+    """
+    if sd <= 0:
+        return None
+    n = _power_model().solve_power(
+        effect_size=mde / sd, alpha=alpha, power=power, alternative="two-sided"
+    )
+    return max(2, math.ceil(float(n) - 1e-9))
+
+
+def achieved_power(sd: float, mde: float, n: int, *, alpha: float) -> float | None:
+    """The power of a two-sided paired test over ``n`` pairs against a drop of ``mde``."""
+    if sd <= 0 or n < 2:
+        return None
+    return float(
+        _power_model().power(effect_size=mde / sd, nobs=n, alpha=alpha, alternative="two-sided")
+    )
+
+
+def detectable_drop(sd: float, n: int, *, alpha: float, power: float) -> float | None:
+    """The smallest drop a two-sided paired test over ``n`` pairs finds with ``power``."""
+    if sd <= 0 or n < 2:
+        return None
+    effect = _power_model().solve_power(
+        effect_size=None, nobs=n, alpha=alpha, power=power, alternative="two-sided"
+    )
+    return float(effect) * sd
+
+
+@dataclass(frozen=True, slots=True)
+class TrialPlan:
+    """The pass^k plan of a run whose scenarios were tried several times.
+
+    Attributes:
+        k: Trials per scenario (pass^k is the chance that all k succeed).
+        scenarios: Scenarios with at least k known outcomes.
+        pass_hat_k: pass^k over those scenarios.
+        sd: Standard deviation of the paired per-scenario pass^k differences (as for rows).
+        scenarios_needed: Scenarios that find a drop of ``mde`` in pass^k (None: no spread).
+        conversations_needed: ``scenarios_needed * k``: the conversations to simulate.
+        achieved_power: The power of a comparison over ``scenarios``.
+        min_detectable_drop: The smallest drop in pass^k ``scenarios`` find with the power.
+    """
+
+    k: int
+    scenarios: int
+    pass_hat_k: float
+    sd: float
+    scenarios_needed: int | None
+    conversations_needed: int | None
+    achieved_power: float | None
+    min_detectable_drop: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricPlan:
+    """The plan of one metric.
+
+    Attributes:
+        name: The metric.
+        rows: Rows scored (with a baseline: rows both runs scored, paired).
+        mean: The metric's mean over those rows.
+        sd: Standard deviation of the paired differences: measured against the baseline, or
+            the run's own spread times sqrt(2) without one (uncorrelated runs).
+        correlation: Pearson correlation of the paired rows (None without a baseline).
+        samples_needed: Rows that find a drop of ``mde`` with the power (None: no spread).
+        achieved_power: The power a comparison over ``rows`` rows has against ``mde``.
+        min_detectable_drop: The smallest drop ``rows`` rows find with the power.
+        trials: The pass^k plan when the run holds trials of scenarios, else None.
+    """
+
+    name: str
+    rows: int
+    mean: float | None
+    sd: float
+    correlation: float | None
+    samples_needed: int | None
+    achieved_power: float | None
+    min_detectable_drop: float | None
+    trials: TrialPlan | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What :func:`plan` found: per metric, the rows needed and the power the run has.
+
+    Attributes:
+        mde: The drop to detect (minimum detectable effect), on the metric's scale.
+        alpha: The test's level (two-sided).
+        power: The power wanted.
+        metrics: One :class:`MetricPlan` per metric, by name.
+        paired: Whether a baseline gave the paired rows' spread.
+    """
+
+    mde: float
+    alpha: float
+    power: float
+    metrics: dict[str, MetricPlan]
+    paired: bool
+
+    def __str__(self) -> str:
+        """A Markdown table, then the pass^k plan of a run with trials."""
+        spread = "paired rows" if self.paired else "no baseline: runs assumed uncorrelated"
+        lines = [
+            f"plan: find a drop of {self.mde:g} with power {self.power:g} at alpha "
+            f"{self.alpha:g} (paired two-sided test; sd of the differences from {spread})",
+            "| metric | rows | mean | sd diff | corr | rows needed | power now | "
+            "min. detectable drop |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for m in self.metrics.values():
+            cells = [
+                m.name,
+                str(m.rows),
+                _fmt(m.mean),
+                f"{m.sd:.4f}",
+                _fmt(m.correlation, ".3f"),
+                "n/a" if m.samples_needed is None else str(m.samples_needed),
+                _fmt(m.achieved_power, ".3f"),
+                _fmt(m.min_detectable_drop),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        for m in self.metrics.values():
+            t = m.trials
+            if t is None:
+                continue
+            needed = (
+                "n/a (no spread)"
+                if t.scenarios_needed is None
+                else f"{t.scenarios_needed} scenarios x {t.k} trials = "
+                f"{t.conversations_needed} conversations"
+            )
+            lines.append(
+                f"pass^{t.k} of {m.name}: {t.pass_hat_k:.4f} over {t.scenarios} scenarios; "
+                f"needed: {needed}; power now {_fmt(t.achieved_power, '.3f')}, "
+                f"min. detectable drop {_fmt(t.min_detectable_drop)}"
+            )
+        lines += [
+            f"note: {m.name} has no spread: every paired difference is equal, nothing to plan from"
+            for m in self.metrics.values()
+            if m.samples_needed is None and m.rows >= 2
+        ]
+        return "\n".join(lines)
+
+
+def _fmt(value: float | None, spec: str = ".4f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _sd(values: np.ndarray) -> float:
+    return float(values.std(ddof=1)) if values.size >= 2 else 0.0
+
+
+def plan(
+    run: EvaluationResult,
+    *,
+    mde: float,
+    metric: str | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    baseline: EvaluationResult | None = None,
+) -> Plan:
+    """How many rows (or scenarios x trials) find a drop of ``mde``, and the power ``run`` has.
+
+    For each metric (or only ``metric``), from the run's per-row values: the rows a paired
+    two-sided test at ``alpha`` needs to find a true drop of ``mde`` with probability
+    ``power`` (statsmodels ``TTestPower.solve_power``), the power a comparison over the run's
+    own rows has, and the smallest drop it finds with ``power``. With ``baseline`` (an earlier
+    run of the same samples, paired as :func:`~turneval.compare.compare` pairs them) the
+    spread is that of the real paired differences, which the rows' correlation shrinks;
+    without one, the runs are taken as uncorrelated (the cautious case).
+
+    A run with trials of scenarios (``EvalTask.evaluate(user=..., trials=k)``) also gets a
+    :class:`TrialPlan`: the same figures for pass^k, each scenario's pass^k estimate taking
+    the place of a row (scenarios paired by id with a baseline).
+
+    Raises:
+        ConfigError: ``mde``, ``alpha`` or ``power`` is out of range, ``metric`` is not in the
+            run (or the baseline), or the runs cannot be paired.
+    """
+    _check_levels(mde, alpha, power)
+    names = run.metric_names if metric is None else [metric]
+    if metric is not None and metric not in run.metric_names:
+        raise ConfigError(f"no metric named {metric!r} in the run; its metrics: {names}")
+    order = None
+    if baseline is not None:
+        order = _pairing(baseline, run)
+        missing = [name for name in names if name not in baseline.metric_names]
+        if metric is not None and missing:
+            raise ConfigError(
+                f"the baseline has no metric {metric!r}; its metrics: {baseline.metric_names}"
+            )
+        names = [name for name in names if name not in missing]
+    metrics = {}
+    for name in names:
+        values = np.asarray(run.scores(name), dtype=float)
+        correlation = None
+        if baseline is not None and order is not None:
+            base = np.asarray(baseline.scores(name), dtype=float)
+            cand = values[order]
+            both = ~(np.isnan(base) | np.isnan(cand))
+            scored, rows = cand[both], int(both.sum())
+            sd = _sd(scored - base[both])
+            if rows >= 2 and _sd(scored) > 0 and _sd(base[both]) > 0:
+                from scipy.stats import pearsonr
+
+                correlation = float(pearsonr(base[both], scored).statistic)
+        else:
+            scored = values[~np.isnan(values)]
+            rows = int(scored.size)
+            sd = _sd(scored) * math.sqrt(2)
+        metrics[name] = MetricPlan(
+            name,
+            rows,
+            float(scored.mean()) if rows else None,
+            sd,
+            correlation,
+            samples_needed(sd, mde, alpha=alpha, power=power),
+            achieved_power(sd, mde, rows, alpha=alpha),
+            detectable_drop(sd, rows, alpha=alpha, power=power),
+            _trial_plan(run, baseline, name, mde=mde, alpha=alpha, power=power),
+        )
+    return Plan(mde, alpha, power, metrics, baseline is not None)
+
+
+def _per_scenario_pass_hat(run: EvaluationResult, name: str, k: int) -> dict[str, float]:
+    """Each scenario's unbiased pass^k estimate C(c, k) / C(n, k) (n >= k known outcomes)."""
+    estimates = {}
+    for scenario, outcomes in run.trial_outcomes(name).items():
+        known = [o for o in outcomes if o is not None]
+        if len(known) >= k:
+            estimates[scenario] = math.comb(sum(known), k) / math.comb(len(known), k)
+    return estimates
+
+
+def _trial_plan(
+    run: EvaluationResult,
+    baseline: EvaluationResult | None,
+    name: str,
+    *,
+    mde: float,
+    alpha: float,
+    power: float,
+) -> TrialPlan | None:
+    outcomes = run.trial_outcomes(name)
+    k = max((len([o for o in trials if o is not None]) for trials in outcomes.values()), default=0)
+    if k < 2:  # one trial per scenario: the rows' plan says it all
+        return None
+    estimates = _per_scenario_pass_hat(run, name, k)
+    if not estimates:
+        return None
+    values = np.asarray(list(estimates.values()))
+    if baseline is not None and name in baseline.metric_names:
+        before = _per_scenario_pass_hat(baseline, name, k)
+        shared = [s for s in estimates if s in before]
+        diffs = np.asarray([estimates[s] - before[s] for s in shared])
+        sd, scenarios = _sd(diffs), len(shared)
+    else:
+        sd, scenarios = _sd(values) * math.sqrt(2), len(estimates)
+    needed = samples_needed(sd, mde, alpha=alpha, power=power)
+    return TrialPlan(
+        k,
+        scenarios,
+        float(values.mean()),
+        sd,
+        needed,
+        None if needed is None else needed * k,
+        achieved_power(sd, mde, scenarios, alpha=alpha),
+        detectable_drop(sd, scenarios, alpha=alpha, power=power),
+    )
+
+
+def _read_run(path: str | PathLike[str]) -> EvaluationResult:
+    """A run from its ``--out`` folder or results.jsonl, with an error naming the path."""
+    where = Path(path)
+    if where.is_dir():
+        where = where / "results.jsonl"
+    if not where.is_file():
+        raise ConfigError(f"{where}: no such results file (give a run folder or results.jsonl)")
+    try:
+        run = EvaluationResult.from_jsonl(where)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{where}: not a results file ({' '.join(str(exc).split())})") from exc
+    if not run.rows:
+        raise ConfigError(f"{where} holds no rows: nothing to plan from")
+    return run
+
+
+def plan_files(
+    run: str | PathLike[str],
+    *,
+    mde: float,
+    metric: str | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    baseline: str | PathLike[str] | None = None,
+) -> Plan:
+    """:func:`plan` over runs on disk (as ``turneval plan``): ``--out`` folders or results.jsonl.
+
+    Raises:
+        ConfigError: a path is not a run, or as :func:`plan`.
+    """
+    return plan(
+        _read_run(run),
+        mde=mde,
+        metric=metric,
+        alpha=alpha,
+        power=power,
+        baseline=None if baseline is None else _read_run(baseline),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MetricGate:
+    """One gated metric of a comparison: the test, the difference and the power.
+
+    Attributes:
+        name: The metric.
+        pairs: Rows both runs scored.
+        difference: Candidate mean minus baseline mean (None without pairs).
+        ci_low: Lower end of the difference's 95% bootstrap interval (None under 2 pairs).
+        ci_high: Upper end.
+        p_value: The paired permutation test's two-sided p-value.
+        p_holm: ``p_value`` after Holm's correction over the gated metrics.
+        sd: Standard deviation of the paired differences the power is computed with.
+        power: The chance the test (at ``alpha / m``, Holm's strictest step, for m gated
+            metrics) finds a true drop of ``mde``; a lower bound of its power under Holm.
+        min_detectable_drop: The smallest drop found with the wanted power at that level.
+        spread: Where ``sd`` comes from: ``"paired"`` (the differences) or ``"unpaired"``
+            (the paired differences have no spread, as for two identical runs: the runs' own
+            spreads, taken as uncorrelated).
+    """
+
+    name: str
+    pairs: int
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_holm: float | None
+    sd: float
+    power: float | None
+    min_detectable_drop: float | None
+    spread: str
+
+
+@dataclass(frozen=True, slots=True)
+class PowerReport:
+    """The statistics behind a comparison's gates (:func:`gate_report`).
+
+    Attributes:
+        metrics: One :class:`MetricGate` per gated metric, by name.
+        mde: The drop the power is computed against.
+        alpha: The family-wise level.
+        power: The power wanted (for the minimum detectable drop and :meth:`underpowered`).
+        test: The test that gives the p-values.
+        correction: ``"holm"`` when several metrics are gated, else ``"none"``.
+    """
+
+    metrics: dict[str, MetricGate]
+    mde: float
+    alpha: float
+    power: float
+    test: str = TEST
+    correction: str = "none"
+
+    @property
+    def level(self) -> float:
+        """The level each metric's power is computed at: ``alpha / m`` under Holm."""
+        return self.alpha / max(1, len(self.metrics)) if self.correction == "holm" else self.alpha
+
+    def underpowered(self, min_power: float) -> list[str]:
+        """Gated metrics whose power is below ``min_power`` (or unknown: no pairs)."""
+        return [name for name, m in self.metrics.items() if m.power is None or m.power < min_power]
+
+    def __str__(self) -> str:
+        """A header naming the test and the correction, and a Markdown table."""
+        count = len(self.metrics)
+        correction = (
+            f"Holm's correction over {count} metrics (p Holm); power at alpha/{count} = "
+            f"{self.level:.4g}, Holm's strictest step"
+            if self.correction == "holm"
+            else "one metric, no correction"
+        )
+        lines = [
+            f"power: {self.test}; alpha {self.alpha:g}; {correction}; power to find a drop of "
+            f"{self.mde:g}",
+            "| metric | pairs | diff [95% CI] | p | p Holm | power | min. detectable drop |",
+            "|---|---:|---|---:|---:|---:|---:|",
+        ]
+        for m in self.metrics.values():
+            diff = _fmt(m.difference, "+.4f")
+            if m.ci_low is not None and m.ci_high is not None:
+                diff += f" [{m.ci_low:+.4f}, {m.ci_high:+.4f}]"
+            cells = [
+                m.name,
+                str(m.pairs),
+                diff,
+                _fmt(m.p_value),
+                _fmt(m.p_holm),
+                _fmt(m.power, ".3f"),
+                _fmt(m.min_detectable_drop),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        flat = [m.name for m in self.metrics.values() if m.spread == "unpaired"]
+        if flat:
+            lines.append(
+                f"note: no spread in the paired differences of {', '.join(flat)} (identical "
+                "runs?): their power comes from the runs' own spreads, taken as uncorrelated"
+            )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        from dataclasses import asdict
+
+        return {
+            "test": self.test,
+            "correction": self.correction,
+            "alpha": self.alpha,
+            "level": self.level,
+            "mde": self.mde,
+            "power": self.power,
+            "metrics": {name: asdict(m) for name, m in self.metrics.items()},
+        }
+
+
+def gate_report(
+    comparison: Comparison,
+    metrics: Sequence[str] | None = None,
+    *,
+    mde: float = 0.05,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> PowerReport:
+    """The test, difference (95% CI), p-value and power of each gated metric of a comparison.
+
+    ``metrics`` are the gated metrics (default: every shared metric). With more than one,
+    the p-values are corrected with Holm's method (statsmodels ``multipletests``) and each
+    metric's power is computed at ``alpha / m``, the strictest of Holm's steps, so the
+    figure is a lower bound of the power the gate has. The power is that of a two-sided
+    paired test against a true drop of ``mde`` (see the module's docstring); the interval is
+    the percentile bootstrap of the mean difference
+    (:func:`~turneval.aggregate.bootstrap_ci`).
+
+    Raises:
+        ConfigError: ``metrics`` names a metric that is not in the comparison, or ``mde``,
+            ``alpha`` or ``power`` is out of range.
+    """
+    from turneval.aggregate import bootstrap_ci
+
+    _check_levels(mde, alpha, power)
+    names = list(comparison.metrics) if metrics is None else list(metrics)
+    unknown = [name for name in names if name not in comparison.metrics]
+    if unknown:
+        raise ConfigError(
+            f"not in both runs: {unknown}; shared metrics: {list(comparison.metrics)}"
+        )
+    correction = "holm" if len(names) > 1 else "none"
+    level = alpha / len(names) if correction == "holm" else alpha
+    tested = [name for name in names if comparison.metrics[name].p_value is not None]
+    holm: dict[str, float] = {}
+    if correction == "holm" and tested:
+        from statsmodels.stats.multitest import multipletests
+
+        adjusted = multipletests(
+            [comparison.metrics[name].p_value for name in tested], alpha=alpha, method="holm"
+        )[1]
+        holm = {name: float(p) for name, p in zip(tested, adjusted, strict=True)}
+    else:
+        holm = {name: float(comparison.metrics[name].p_value or 0.0) for name in tested}
+    gates = {}
+    for name in names:
+        m = comparison.metrics[name]
+        base, cand = m.paired_values
+        diffs = cand - base
+        sd, spread = _sd(diffs), "paired"
+        if sd == 0 and diffs.size >= 2:
+            sd, spread = math.sqrt(_sd(base) ** 2 + _sd(cand) ** 2), "unpaired"
+        interval = bootstrap_ci(diffs, confidence=0.95)
+        gates[name] = MetricGate(
+            name,
+            m.pairs,
+            m.difference,
+            None if interval is None else interval[0],
+            None if interval is None else interval[1],
+            m.p_value,
+            holm.get(name),
+            sd,
+            achieved_power(sd, mde, m.pairs, alpha=level),
+            detectable_drop(sd, m.pairs, alpha=level, power=power),
+            spread,
+        )
+    return PowerReport(gates, mde, alpha, power, TEST, correction)

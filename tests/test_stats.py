@@ -1,0 +1,322 @@
+"""Power and sample sizes for gates, checked against statsmodels, SciPy and seeded simulations."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.power import TTestPower
+
+from turneval import ConfigError, MetricResult, SampleResult
+from turneval.cli import main
+from turneval.compare import compare
+from turneval.results import EvaluationResult
+from turneval.stats import achieved_power, gate_report, plan, samples_needed
+
+DRAWS = 10_000
+
+
+def run(columns: dict[str, list[float]], ids: list[str] | None = None) -> EvaluationResult:
+    names = list(columns)
+    rows = []
+    for index in range(len(columns[names[0]])):
+        row = SampleResult(index, None, stored_id=None if ids is None else ids[index])
+        for name in names:
+            row.results[name] = MetricResult(name, columns[name][index], "r")
+        rows.append(row)
+    return EvaluationResult(rows, names)
+
+
+def trials_run(grid: dict[str, list[bool]]) -> EvaluationResult:
+    """A simulated run read back from a file: per scenario, each trial's success (m = 1 or 0)."""
+    rows: list[SampleResult] = []
+    for scenario, outcomes in grid.items():
+        for trial, ok in enumerate(outcomes):
+            row = SampleResult(
+                len(rows),
+                None,
+                stored_trial={"scenario_id": scenario, "trial": trial, "stop_reason": "user_done"},
+            )
+            row.results["m"] = MetricResult("m", float(ok), "r")
+            rows.append(row)
+    return EvaluationResult(rows, ["m"])
+
+
+def t_test_rejections(diffs: np.ndarray, alpha: float) -> float:
+    """Share of rows of ``diffs`` (draws x pairs) whose two-sided paired t-test rejects."""
+    n = diffs.shape[1]
+    t = diffs.mean(axis=1) / (diffs.std(axis=1, ddof=1) / math.sqrt(n))
+    return float(np.mean(2 * sps.t.sf(np.abs(t), n - 1) < alpha))
+
+
+def test_plan_without_baseline_uses_the_runs_spread_times_sqrt2() -> None:
+    values = [1.0, 0.0, 1.0, 1.0, 0.5, 0.0, 1.0, 1.0, 0.25, 1.0]
+    result = plan(run({"m": values}), mde=0.1, alpha=0.05, power=0.8).metrics["m"]
+    sd = float(np.std(values, ddof=1)) * math.sqrt(2)
+    effect = 0.1 / sd
+    reference = TTestPower()
+    assert result.sd == pytest.approx(sd)
+    assert result.samples_needed == math.ceil(
+        reference.solve_power(effect_size=effect, alpha=0.05, power=0.8)
+    )
+    assert result.achieved_power == pytest.approx(
+        reference.power(effect_size=effect, nobs=10, alpha=0.05)
+    )
+    assert result.min_detectable_drop == pytest.approx(
+        sd * reference.solve_power(nobs=10, alpha=0.05, power=0.8)
+    )
+    assert result.correlation is None and result.trials is None
+
+
+def test_a_baseline_uses_the_paired_rows_correlation() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0, 1, 60)
+    cand = np.clip(base + rng.normal(0, 0.1, 60), 0, 1)  # strongly correlated rows
+    alone = plan(run({"m": list(cand)}), mde=0.05).metrics["m"]
+    paired = plan(run({"m": list(cand)}), mde=0.05, baseline=run({"m": list(base)})).metrics["m"]
+    assert paired.correlation == pytest.approx(sps.pearsonr(base, cand).statistic)
+    assert paired.sd == pytest.approx(float(np.std(cand - base, ddof=1)))
+    assert paired.samples_needed is not None and alone.samples_needed is not None
+    assert paired.samples_needed < alone.samples_needed / 5  # correlation buys rows
+
+
+def test_achieved_power_matches_a_seeded_simulation_of_the_t_test() -> None:
+    sd, mde, n = 0.3, 0.1, 40
+    rng = np.random.default_rng(7)
+    diffs = rng.normal(-mde, sd, size=(DRAWS, n))
+    power = achieved_power(sd, mde, n, alpha=0.05)
+    assert power is not None and abs(t_test_rejections(diffs, 0.05) - power) < 0.015
+
+
+def test_the_permutation_test_has_the_power_the_report_states() -> None:
+    """compare decides by sign flips: its power at the planned size is the t-test's (+-0.03)."""
+    sd, mde = 0.4, 0.15
+    n = samples_needed(sd, mde, alpha=0.05, power=0.8)
+    assert n is not None
+    rng = np.random.default_rng(3)
+    diffs = rng.normal(-mde, sd, size=(DRAWS, n))
+    signs = rng.choice([-1.0, 1.0], size=(1000, n))
+    rejected = 0
+    for chunk in np.array_split(diffs, 5):  # the same 1,000 sign patterns for every draw
+        flipped = np.abs(signs @ chunk.T / n)  # (patterns, draws)
+        p = (np.sum(flipped >= np.abs(chunk.mean(axis=1)) - 1e-12, axis=0) + 1) / 1001
+        rejected += int(np.sum(p < 0.05))
+    assert abs(rejected / DRAWS - 0.8) < 0.03
+
+
+def test_pass_hat_k_plan_reaches_its_power_on_binary_outcomes() -> None:
+    """Scenarios x trials for pass^k: a 10,000-draw simulation of the all-k-pass indicators."""
+    k, p_base, p_cand = 3, 0.8, 0.7  # per-trial success; pass^3 drops 0.512 -> 0.343
+    hat_base, hat_cand = p_base**k, p_cand**k
+    mde = hat_base - hat_cand
+    sd = math.sqrt(hat_base * (1 - hat_base) + hat_cand * (1 - hat_cand))
+    n = samples_needed(sd, mde, alpha=0.05, power=0.8)
+    assert n is not None
+    rng = np.random.default_rng(11)
+    base = (rng.random((DRAWS, n, k)) < p_base).all(axis=2)
+    cand = (rng.random((DRAWS, n, k)) < p_cand).all(axis=2)
+    assert abs(t_test_rejections(cand.astype(float) - base, 0.05) - 0.8) < 0.025
+
+
+def test_plan_of_a_trials_grid_counts_scenarios_times_trials() -> None:
+    grid = {
+        "a": [True, True, True],
+        "b": [True, False, True],
+        "c": [False, False, False],
+        "d": [True, True, True],
+    }
+    trials = plan(trials_run(grid), mde=0.2).metrics["m"].trials
+    assert trials is not None
+    indicators = [1.0, 0.0, 0.0, 1.0]  # pass^3 of each scenario: all three trials passed
+    sd = float(np.std(indicators, ddof=1)) * math.sqrt(2)
+    needed = math.ceil(TTestPower().solve_power(effect_size=0.2 / sd, alpha=0.05, power=0.8))
+    assert (trials.k, trials.scenarios, trials.pass_hat_k) == (3, 4, 0.5)
+    assert trials.scenarios_needed == needed and trials.conversations_needed == 3 * needed
+    # with a baseline, scenarios pair by id: the spread of the per-scenario differences
+    before = {"a": [True] * 3, "b": [True] * 3, "c": [True, True, False], "d": [True] * 3}
+    paired = plan(trials_run(grid), mde=0.2, baseline=trials_run(before)).metrics["m"].trials
+    assert paired is not None
+    assert paired.sd == pytest.approx(float(np.std([0.0, -1.0, 0.0, 0.0], ddof=1)))
+
+
+def test_plan_refuses_bad_levels_and_unknown_metrics() -> None:
+    result = run({"m": [1.0, 0.0]})
+    with pytest.raises(ConfigError, match="mde"):
+        plan(result, mde=0)
+    with pytest.raises(ConfigError, match="power"):
+        plan(result, mde=0.1, power=1.5)
+    with pytest.raises(ConfigError, match="'x'"):
+        plan(result, mde=0.1, metric="x")
+
+
+def test_gate_report_applies_holm_and_powers_at_alpha_over_m() -> None:
+    rng = np.random.default_rng(5)
+    base = {name: list(rng.uniform(0, 1, 30)) for name in ("a", "b", "c")}
+    cand = {
+        name: list(np.clip(np.asarray(values) - drop + rng.normal(0, 0.2, 30), 0, 1))
+        for (name, values), drop in zip(base.items(), (0.3, 0.05, 0.0), strict=True)
+    }
+    comparison = compare(run(base), run(cand))
+    report = gate_report(comparison, mde=0.1, alpha=0.05)
+    p = {name: comparison.metrics[name].p_value for name in "abc"}
+    # Holm by hand: the i-th smallest of m p-values times (m - i), running maximum, capped at 1
+    ordered = sorted(p, key=lambda name: p[name] or 0.0)
+    running = 0.0
+    for i, name in enumerate(ordered):
+        running = max(running, min(1.0, (3 - i) * (p[name] or 0.0)))
+        assert report.metrics[name].p_holm == pytest.approx(running)
+    assert report.correction == "holm" and report.level == pytest.approx(0.05 / 3)
+    a = report.metrics["a"]
+    diffs = np.asarray(cand["a"]) - np.asarray(base["a"])
+    assert a.power == pytest.approx(
+        TTestPower().power(effect_size=0.1 / float(np.std(diffs, ddof=1)), nobs=30, alpha=0.05 / 3)
+    )
+    assert a.ci_low is not None and a.ci_high is not None and a.difference is not None
+    assert a.ci_low < a.difference < a.ci_high
+    text = str(report)
+    assert "Holm's correction over 3 metrics" in text and "alpha/3" in text
+
+
+def test_one_gated_metric_is_not_corrected() -> None:
+    comparison = compare(run({"a": [1.0, 0.0, 1.0, 0.5]}), run({"a": [0.0, 0.0, 1.0, 0.5]}))
+    report = gate_report(comparison, ["a"], mde=0.1)
+    assert report.correction == "none" and report.level == 0.05
+    assert report.metrics["a"].p_holm == comparison.metrics["a"].p_value
+
+
+def write_runs(tmp_path: Path, base: list[float], cand: list[float]) -> tuple[str, str]:
+    paths = (tmp_path / "base.jsonl", tmp_path / "cand.jsonl")
+    run({"m": base}).to_jsonl(paths[0])
+    run({"m": cand}).to_jsonl(paths[1])
+    return str(paths[0]), str(paths[1])
+
+
+def test_min_power_refuses_an_underpowered_comparison_with_exit_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, cand = write_runs(
+        tmp_path, [1.0, 0.0, 1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]
+    )
+    assert main(["compare", base, cand, "--fail-on-regression", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "power: paired permutation test" in out and "one metric, no correction" in out
+    assert main(["compare", base, cand, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 5
+    assert "under-powered comparison" in capsys.readouterr().err
+    # a failed bar wins over the power refusal
+    worse = write_runs(tmp_path, [1.0] * 6, [0.0] * 6)
+    assert main(["compare", *worse, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 1
+
+
+def test_min_power_passes_a_comparison_with_enough_rows(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    base = list(rng.uniform(0, 1, 400))
+    cand = list(np.clip(np.asarray(base) + rng.normal(0, 0.05, 400), 0, 1))
+    paths = write_runs(tmp_path, base, cand)
+    assert main(["compare", *paths, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 0
+
+
+def test_plan_command_prints_the_rows_needed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    path = tmp_path / "r.jsonl"
+    run({"m": values}).to_jsonl(path)
+    assert main(["plan", str(path), "--mde", "0.1"]) == 0
+    sd = float(np.std(values, ddof=1)) * math.sqrt(2)
+    needed = math.ceil(TTestPower().solve_power(effect_size=0.1 / sd, alpha=0.05, power=0.8))
+    assert f"| m | 6 | 0.6667 | {sd:.4f} | n/a | {needed} |" in capsys.readouterr().out
+    assert main(["plan", str(tmp_path / "nope.jsonl"), "--mde", "0.1"]) == 2
+    assert main(["plan", str(path), "--mde", "0.1", "--metric", "x"]) == 2
+
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "gate-with-power.md"
+
+
+def test_the_how_to_prints_what_its_commands_print(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every command of the worked example runs; every line shown under it is in its output."""
+    monkeypatch.chdir(tmp_path)
+    page = PAGE.read_text(encoding="utf-8")
+    printed, codes = "", []
+    for block in re.findall(r"```bash\n(.*?)```", page, re.DOTALL):
+        for command in block.replace("\\\n", " ").splitlines():
+            codes.append(main(shlex.split(command)[1:]))
+            captured = capsys.readouterr()
+            printed += captured.out + captured.err
+    assert codes == [0, 0, 0, 5]  # demo, demo, plan, the under-powered compare
+    shown = [
+        line
+        for block in re.findall(r"```text\n(.*?)```", page, re.DOTALL)
+        for line in block.splitlines()
+    ]
+    assert len(shown) >= 10
+    for line in shown:
+        assert line in printed
+
+
+# -- flaky scenarios ---------------------------------------------------------------------------
+
+
+def test_flaky_scenarios_have_a_pass_rate_and_an_exact_interval() -> None:
+    grid = {"steady": [True, True, True, True], "flaky": [True, False, True, True], "down": [False]}
+    result = trials_run(grid)
+    [flaky] = result.flaky_scenarios("m")
+    assert (flaky.scenario_id, flaky.passed, flaky.trials, flaky.pass_rate) == ("flaky", 3, 4, 0.75)
+    # Clopper-Pearson from the beta quantiles
+    assert flaky.ci_low == pytest.approx(sps.beta.ppf(0.025, 3, 2))
+    assert flaky.ci_high == pytest.approx(sps.beta.ppf(0.975, 4, 1))
+    assert str(flaky).startswith("flaky: 3/4 passed (0.750, 95% CI [0.194, 0.994]")
+    extra = result.summary()["m"].extra or {}
+    assert extra["flaky_scenarios"] == 1.0
+    page = result_html(result)
+    assert "1 flaky (mixed outcomes)" in page and "m: 3/4 passed (0.750, 95% CI" in page
+
+
+def result_html(result: EvaluationResult) -> str:
+    from turneval.report import render_html
+
+    return render_html(result, title="t")
+
+
+def test_compare_lists_regressions_on_flaky_scenarios_apart() -> None:
+    base = trials_run({"steady": [True, True], "wobbly": [True, True]})
+    cand = trials_run({"steady": [False, True], "wobbly": [True, False]})
+    for run_ in (base, cand):  # every trial its own id: rows pair by id
+        for row in run_.rows:
+            row.stored_id = f"{row.trial_info['scenario_id']}-{row.trial_info['trial']}"
+    m = compare(base, cand).metrics["m"]
+    # both scenarios lost a trial; both are flaky in the candidate, so both flips are apart
+    assert m.regressions == [] and m.flaky_regressions == [0, 3]
+    assert set(m.flaky) == {"steady", "wobbly"}
+    steady = compare(base, base).metrics["m"]
+    assert steady.flaky_regressions == [] and steady.flaky == {}
+    cand_one = trials_run({"steady": [False, False], "wobbly": [True, False]})
+    for row in cand_one.rows:
+        row.stored_id = f"{row.trial_info['scenario_id']}-{row.trial_info['trial']}"
+    mixed = compare(base, cand_one)
+    assert mixed.metrics["m"].regressions == [0, 1]  # steady failed twice: a real regression
+    assert mixed.metrics["m"].flaky_regressions == [3]
+    assert "1 regression on flaky scenarios" in str(mixed) and ": row 3;" in str(mixed)
+    assert "wobbly: 1/2 passed" in str(mixed)
+
+
+def test_min_power_without_rows_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lone summary.json has means only: its power is unknown, so --min-power refuses it."""
+    for name in ("a", "b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        summary = {"metrics": {"m": {"mean": 0.5}}}
+        (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    paths = [str(tmp_path / name / "summary.json") for name in ("a", "b")]
+    assert main(["compare", *paths, "--fail-on-regression", "0.05"]) == 0
+    assert main(["compare", *paths, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 5
+    assert "no paired rows" in capsys.readouterr().err
