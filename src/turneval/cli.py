@@ -72,14 +72,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"turneval: error: {message} (see '{self.prog} --help')\n")
 
 
+def _known_name(name: str, known: dict[str, type[Evaluator]]) -> str:
+    """``name``, or the one built-in metric ragas calls so (``bleu_score`` is ``bleu``).
+
+    An unknown name fails, suggesting the closest known name (or ragas name) when there is one.
+    """
+    if name in known:
+        return name
+    ragas = [key for key, cls in known.items() if name in cls.ragas_names]
+    if len(ragas) == 1:
+        return ragas[0]
+    if ragas:
+        raise UsageError(f"{name!r} is ragas' name for {' and '.join(ragas)}: name one of them")
+    import difflib
+
+    spellings = [*known, *{alias for cls in known.values() for alias in cls.ragas_names}]
+    close = difflib.get_close_matches(name, spellings, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise UsageError(f"unknown metric {name!r}; {hint}run 'turneval metrics' for the list")
+
+
 def parse_metric(spec: str) -> Evaluator | str:
     """``NAME`` or ``NAME:key=value,key=value`` (values parsed as JSON when they can be)."""
     from turneval.metrics import builtin_metrics
 
     name, _, options = spec.partition(":")
     known = builtin_metrics()
-    if name not in known:
-        raise UsageError(f"unknown metric {name!r}; run 'turneval metrics' for the list")
+    name = _known_name(name, known)
     if not options and known[name].buildable_by_name():
         return name
     config: dict[str, Any] = {}
@@ -280,6 +299,13 @@ def _print_summary(result: Any, out: Path | None) -> None:
         print(
             f"{result.bad_lines} input line(s) could not be read; their errors are in results.jsonl"
         )
+    skipped = getattr(result, "skipped_traces", None)
+    if skipped:
+        counts = ", ".join(f"{reason} {count}" for reason, count in sorted(skipped.items()))
+        print(
+            f"skipped {sum(skipped.values())} trace(s) that are not conversations ({counts}); "
+            "--strict-traces makes them failed rows"
+        )
     for figure, value in result.aggregates.items():
         print(f"{figure}: {value:.4f}")
     for name, error in result.aggregate_errors.items():
@@ -298,7 +324,7 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     if args.format == "otlp" or (args.format == "auto" and _is_otlp(Path(args.data))):
         from turneval.traces import from_otlp_json
 
-        dataset = from_otlp_json(args.data)
+        dataset = from_otlp_json(args.data, strict_traces=args.strict_traces)
     else:
         dataset = EvaluationDataset.from_jsonl(args.data)
     result = estimate(dataset, resolve_metrics(metrics))
@@ -355,6 +381,7 @@ def _evaluate_here(
             show_progress=False if args.quiet else None,
             input_format=args.format,
             group_by=args.group_by,
+            strict_traces=args.strict_traces,
             chunk_bytes=int(args.chunk_mb * 2**20),
             resume=args.resume,
             overwrite=args.overwrite,
@@ -410,6 +437,7 @@ def _evaluate_on_ray(
         progress=not args.quiet,
         input_format=args.format,
         group_by=args.group_by,
+        strict_traces=args.strict_traces,
         resume=args.resume,
         overwrite=args.overwrite,
         aggregates=_aggregates(args.aggregate),
@@ -742,6 +770,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="trace",
         help="OTLP/JSON traces: one sample per trace, or per session (traces sharing "
         "gen_ai.conversation.id or session.id; the file is grouped in memory)",
+    )
+    run.add_argument(
+        "--strict-traces",
+        action="store_true",
+        help="OTLP/JSON traces: a trace with no model call (no LLM span) is a failed row "
+        "instead of a skipped trace",
     )
     run.add_argument(
         "--resume",

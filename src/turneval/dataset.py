@@ -204,13 +204,17 @@ class EvaluationDataset:
     """An ordered collection of samples, all single-turn or all multi-turn.
 
     Supports ``len``, iteration and indexing (an int gives a sample, a slice a dataset).
+    A dataset rebuilt from traces (:mod:`turneval.traces`) counts in ``skipped_traces`` the
+    traces that were no conversation, by reason (``{"no_llm_span": 2}``); ``evaluate`` copies
+    them to its result.
     """
 
-    __slots__ = ("samples",)
+    __slots__ = ("samples", "skipped_traces")
 
     def __init__(self, samples: Iterable[Sample]) -> None:
         """Hold ``samples``; mixing single- and multi-turn samples raises naming the index."""
         self.samples: list[Sample] = list(samples)
+        self.skipped_traces: dict[str, int] = {}
         kind: type | None = None
         for index, sample in enumerate(self.samples):
             if not isinstance(sample, (SingleTurnSample, MultiTurnSample)):

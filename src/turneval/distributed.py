@@ -353,6 +353,7 @@ def evaluate_on_ray(
     output_format: str = "jsonl",
     aggregates: Sequence[RunAggregate] = (),
     group_by: Literal["trace", "session"] = "trace",
+    strict_traces: bool = False,
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
 
@@ -399,6 +400,8 @@ def evaluate_on_ray(
             result's ``aggregates``.
         group_by: For OTLP/JSON input, one sample per trace or per session, as for
             :func:`~turneval.stream.evaluate_jsonl`.
+        strict_traces: For OTLP/JSON input, a trace with no model call is an error row
+            instead of a skipped trace, as for :func:`~turneval.stream.evaluate_jsonl`.
 
     Raises:
         ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
@@ -467,6 +470,7 @@ def evaluate_on_ray(
         aggregates=aggregates,
         engine=engine,
         group_by=group_by,
+        strict_traces=strict_traces,
     )
     result = DistributedResult(stream, target)
     if output_format == "parquet":

@@ -401,6 +401,8 @@ class EvaluationResult:
 
     When scenarios were simulated, each metric's summary ``extra`` holds ``success_rate`` and
     ``pass^k`` / ``pass@k`` for k = 1 to the number of trials (see :meth:`trial_outcomes`).
+    A dataset rebuilt from traces leaves ``skipped_traces``: the traces that were no
+    conversation (no model call), counted by reason, never rows.
     """
 
     def __init__(
@@ -418,6 +420,7 @@ class EvaluationResult:
         self.metrics: list[Any] = []  # the metric objects of the run, when it ran here
         self.aggregates: dict[str, float] = {}  # the run's RunAggregate figures, by name
         self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
+        self.skipped_traces: dict[str, int] = {}  # traces that were no conversation, by reason
         self.early_stops: EarlyStops | None = None  # what stop_early saved, when trials stopped
 
     def __len__(self) -> int:
@@ -526,7 +529,12 @@ class EvaluationResult:
         something else (a simulated user that failed) is neither: it is left out of ``failure``
         too (counted in its ``failed``).
         """
-        from turneval.aggregate import SummaryTable, summarise_metrics
+        from turneval.aggregate import (
+            SummaryTable,
+            _is_pairwise,
+            _pairwise_rates,
+            summarise_metrics,
+        )
 
         figures = _AgentFigures()
         for row in self.rows:
@@ -551,9 +559,11 @@ class EvaluationResult:
             results=results,
         )
         for name, summary in table.items():
-            trial_figures = self._trial_figures(name)
-            if trial_figures:
-                summary = replace(summary, extra={**(summary.extra or {}), **trial_figures})
+            extra = self._trial_figures(name)
+            if name not in metrics and _is_pairwise(results[name]):  # read back from a file
+                extra = {**extra, **_pairwise_rates(results[name])}
+            if extra:
+                summary = replace(summary, extra={**(summary.extra or {}), **extra})
             summaries[name] = summary
         return summaries
 
@@ -637,7 +647,9 @@ class EvaluationResult:
         the agent run's figures (latency, error, token usage, steps: ``row.agent``, with no
         messages) and (when the file was written with details) each result's details and judge
         usage are restored; the run's ``usage`` is the sum of the results' (requests of failed
-        metrics are not in the file).
+        metrics are not in the file). A pairwise judge's column is recognised by its verdicts'
+        reasons, so :meth:`summary` gives its win, loss and tie rates again (and, when the file
+        has details, ``position_consistency``).
 
         Raises:
             ConfigError: naming the file and line, for a line that is not a results row (not

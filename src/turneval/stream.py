@@ -96,7 +96,8 @@ class StreamResult:
     errors of those that raised (as on :class:`~turneval.results.EvaluationResult`);
     ``agent_summaries`` the agent figures of rows with an agent run (traces): latency, failure
     rate, tokens and steps, as :meth:`~turneval.results.EvaluationResult.summary` gives them
-    ({} without agent runs);
+    ({} without agent runs); ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input
+    that were no conversation (None for samples input);
     ``stopped`` is True when the run was stopped early (``evaluate_jsonl(stop=...)``, the CLI's
     SIGTERM): the rows cover the input read until then.
     """
@@ -114,6 +115,7 @@ class StreamResult:
     aggregate_errors: dict[str, str] = field(default_factory=dict)
     agent_summaries: dict[str, MetricSummary] = field(default_factory=dict)
     stopped: bool = False  # ``stop`` was set: the rest of the input was not read
+    skipped_traces: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,18 +568,23 @@ def _otlp_chunks(
     budget: int,
     skip: frozenset[Any] = frozenset(),
     group_by: Literal["trace", "session"] = "trace",
+    strict_traces: bool = False,
+    skipped_traces: dict[str, int] | None = None,
 ) -> Iterator[list[_Line]]:
     """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line).
 
     ``budget`` is unused: a trace is read whole (memory is bounded by the largest trace).
     ``skip`` holds the finished ``(line, id)`` pairs: a line may hold several traces (a
     collector batches them), each its own row; ``(line, None)`` (a row without an id) skips
-    the whole line.
+    the whole line. Traces that are no conversation are counted into ``skipped_traces``.
     """
     from turneval.traces import iter_otlp_json
 
     chunk: list[_Line] = []
-    for number, sample in iter_otlp_json(path, group_by=group_by):
+    pairs = iter_otlp_json(
+        path, group_by=group_by, strict_traces=strict_traces, skipped_traces=skipped_traces
+    )
+    for number, sample in pairs:
         if (number, (sample.metadata or {}).get("id")) in skip or (number, None) in skip:
             continue
         chunk.append((number, sample.model_dump_json(exclude_none=True)))
@@ -751,6 +758,7 @@ def evaluate_jsonl(
     engine: ChunkEngine | None = None,
     group_by: Literal["trace", "session"] = "trace",
     stop: threading.Event | None = None,
+    strict_traces: bool = False,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -809,6 +817,9 @@ def evaluate_jsonl(
             read, the chunks in flight are scored and written, the summary and report cover
             the rows written, and the result's ``stopped`` is True; ``resume`` continues the
             run. The CLI sets it on SIGTERM.
+        strict_traces: For OTLP/JSON input: a trace that records no model call (no LLM span,
+            e.g. OpenLLMetry's agent creation) gives an error row; by default it is skipped
+            and counted by reason in the result's and summary.json's ``skipped_traces``.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -828,7 +839,14 @@ def evaluate_jsonl(
             f"group_by='session' groups the traces of an OTLP/JSON file; {source} holds samples "
             "(one conversation a line already)"
         )
-    read_chunks = partial(_otlp_chunks, group_by=group_by) if otlp else _chunks
+    skipped: dict[str, int] | None = {} if otlp else None
+    read_chunks = (
+        partial(
+            _otlp_chunks, group_by=group_by, strict_traces=strict_traces, skipped_traces=skipped
+        )
+        if otlp
+        else _chunks
+    )
     resolved = resolve_metrics(metrics)
     if engine is None:  # an engine builds the judges where it scores
         check_judges(resolved, llm)
@@ -871,7 +889,7 @@ def evaluate_jsonl(
             else:
                 for chunk in engine(_numbered(_until(chunks, stop), sink), resolved, options):
                     sink.absorb(chunk)
-        result = sink.finish(target, title or f"turneval: {source.name}")
+        result = sink.finish(target, title or f"turneval: {source.name}", skipped)
         result.stopped = stop is not None and stop.is_set()
         return result
     finally:
@@ -1062,7 +1080,9 @@ class _JsonlSink:
             line = f"\rturneval: {self.total:,} samples{rate}"
             print(line, end="", file=sys.stderr, flush=True)
 
-    def finish(self, target: Path, title: str) -> StreamResult:
+    def finish(
+        self, target: Path, title: str, skipped_traces: dict[str, int] | None = None
+    ) -> StreamResult:
         """Summarise (the run's one summariser), write summary.json and report.html."""
         if self.progress:
             print(file=sys.stderr)
@@ -1089,6 +1109,7 @@ class _JsonlSink:
             self.failed_rows,
             self.first_errors,
             agent_summaries=self.agent.summaries(),
+            skipped_traces=skipped_traces,
         )
         if self.aggregates:  # they read whole rows: the file's, read back (no samples)
             rows = EvaluationResult.from_jsonl(target / "results.jsonl")
@@ -1102,6 +1123,7 @@ class _JsonlSink:
             failed_rows=self.failed_rows,
             aggregates=result.aggregates,
             aggregate_errors=result.aggregate_errors,
+            skipped_traces=skipped_traces,
         )
         text = json.dumps(summary, indent=2) + "\n"
         with naming(target / "summary.json"):

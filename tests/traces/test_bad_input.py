@@ -94,7 +94,7 @@ def test_each_defect_names_trace_span_and_attribute() -> None:
         ),
     ) as bad_args:
         pass
-    samples = from_otel_spans(r.spans())
+    samples = from_otel_spans(r.spans(), strict_traces=True)  # `unknown` is a row, not skipped
     assert len(samples) == 8 and ERROR not in metadata_of(samples[0])
     expected = [
         (unknown, "gen_ai.operation.name", "no LLM span"),
@@ -117,6 +117,54 @@ def test_each_defect_names_trace_span_and_attribute() -> None:
         failure = row.failures["trajectory_single_tool_use"]
         assert failure.error_type == "InvalidSampleError" and "trace " in failure.message
         assert row.failure == 1
+
+
+def test_a_trace_with_no_model_call_is_skipped_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = Recorder()
+    with r.span("create_agent react_agent", gen_ai__operation__name="create_agent"):
+        pass  # OpenLLMetry's agent construction: a trace of its own with no LLM span
+    _good(r)
+    with r.span("GET /health", http__route="/health") as unknown:  # no GenAI span at all
+        pass
+    _good(r)
+    spans = r.spans()
+    counts = {"no_llm_span": 1, "no_genai_span": 1}
+    dataset = from_otel_spans(spans)
+    assert len(dataset) == 2 and dataset.skipped_traces == counts
+    assert all(ERROR not in metadata_of(sample) for sample in dataset)
+    result = evaluate(dataset, [TrajectorySingleToolUse(tool_name="f")], show_progress=False)
+    assert result.skipped_traces == counts
+    assert [row.score("trajectory_single_tool_use") for row in result.rows] == [1.0, 1.0]
+    assert from_otel_spans(spans, group_by="session").skipped_traces == counts
+
+    path = tmp_path / "t.jsonl"
+    write_otlp_json(spans, path)  # one trace a line: lines 1 and 3 are no conversation
+    for ordered in (True, False):  # streamed, and grouped in memory
+        skipped: dict[str, int] = {}
+        pairs = list(iter_otlp_json(path, ordered=ordered, skipped_traces=skipped))
+        assert [line for line, _ in pairs] == [2, 4] and skipped == counts
+    assert from_otlp_json(path, group_by="session").skipped_traces == counts
+    strict = from_otlp_json(path, strict_traces=True)
+    assert len(strict) == 4 and strict.skipped_traces == {}
+    assert f"trace {trace_hex(unknown)}" in _error(strict[2]) and "no LLM span" in _error(strict[2])
+
+    out = tmp_path / "out"
+    args = ["evaluate", str(path), "--metric", "trajectory_single_tool_use:tool_name=f"]
+    assert main([*args, "--out", str(out), "--quiet"]) == 0  # the default --max-failed 0 holds
+    assert (
+        "skipped 2 trace(s) that are not conversations (no_genai_span 1, no_llm_span 1); "
+        "--strict-traces makes them failed rows" in capsys.readouterr().out
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped_traces"] == counts
+    assert (summary["samples"], summary["failed_rows"]) == (2, 0)
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    assert main([*args, "--out", str(out), "--quiet", "--overwrite", "--strict-traces"]) == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped_traces"] == {} and summary["failed_rows"] == 2
+    assert "skipped" not in capsys.readouterr().out
 
 
 def test_otlp_lines_that_are_not_json_and_unordered_files(tmp_path: Path) -> None:
