@@ -1,14 +1,16 @@
 """Hostile input lines: every non-blank line yields one row, whatever its bytes; resume."""
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from turneval.cli import main
+from turneval.errors import ConfigError
 from turneval.stream import evaluate_jsonl
 
 from ._builders import call, conversation
@@ -59,33 +61,35 @@ def test_listed_hostile_lines_each_yield_one_row(tmp_path: Path) -> None:
     assert len(rows_of(tmp_path / "c")) == 6
 
 
+COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}  # the magic numbers refused
+
+
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(st.binary(max_size=40).filter(lambda b: b"\n" not in b), min_size=1, max_size=6))
+@example([b"\x1f\x8b\x08 gzip"])  # both outcomes are tried on every run, whatever the draw
+@example([b"\x28\xb5\x2f\xfd zstd", b"x"])
+@example([b"\x1f", b"\x8b"])  # the magic split by a newline is no magic: rows
 def test_fuzzed_lines_each_yield_one_row(tmp_path: Path, lines: list[bytes]) -> None:
+    # Every non-blank line yields one row; unless the file starts with a gzip or zstd magic
+    # number: then it is refused whole, naming the compression (no row, no results file).
     data = tmp_path / "fuzz.jsonl"
-    data.write_bytes(b"\n".join([*lines, GOOD.encode()]) + b"\n")
+    content = b"\n".join([*lines, GOOD.encode()]) + b"\n"
+    data.write_bytes(content)
+    out = tmp_path / "f"
+    shutil.rmtree(out, ignore_errors=True)
+    args = ["evaluate", str(data), "--metric", "tool_call_f1", "--out", str(out), "--quiet"]
+    kind = next((kind for magic, kind in COMPRESSED.items() if content.startswith(magic)), None)
+    if kind is not None:
+        with pytest.raises(ConfigError, match=f"{kind}-compressed file; decompress it first"):
+            evaluate_jsonl(data, ["tool_call_f1"], out, workers=1)
+        assert main(args) == 2 and not (out / "results.jsonl").exists()
+        return
     expected = [n for n, raw in enumerate([*lines, GOOD.encode()], 1) if raw.strip()]
-    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "f", workers=1)
-    assert [row["line"] for row in rows_of(tmp_path / "f")] == expected
-    assert (
-        main(
-            [
-                "evaluate",
-                str(data),
-                "--metric",
-                "tool_call_f1",
-                "--out",
-                str(tmp_path / "f"),
-                "--quiet",
-                "--max-failed",
-                "1.0",
-                "--overwrite",
-            ]
-        )
-        == 0
-    )
+    evaluate_jsonl(data, ["tool_call_f1"], out, workers=1)
+    assert [row["line"] for row in rows_of(out)] == expected
+    assert main([*args, "--max-failed", "1.0", "--overwrite"]) == 0
 
 
 def test_resume_keeps_finished_rows_and_refuses_silent_overwrite(
