@@ -41,7 +41,10 @@ def test_listed_hostile_lines_each_yield_one_row(tmp_path: Path) -> None:
     assert rows[0]["tool_call_f1"] == 1.0 and rows[5]["tool_call_f1"] == 1.0
     assert "line 2: JSON nested too deeply" in rows[1]["tool_call_f1_error"]
     assert rows[2]["tool_call_f1"] is None and "line 3" in rows[2]["tool_call_f1_error"]
-    assert "line 4: not valid UTF-8 (byte 0xff at byte offset 0)" in rows[3]["tool_call_f1_error"]
+    assert (
+        f"line 4: not valid UTF-8 in {data} (byte 0xff at byte offset 0)"
+        in (rows[3]["tool_call_f1_error"])
+    )
     assert result.total_rows == 6 and (tmp_path / "out" / "report.html").stat().st_size > 0
     # CLI: same rows, no traceback; exit 3 because 4 rows failed and --max-failed is 0.
     assert (

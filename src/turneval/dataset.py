@@ -157,6 +157,17 @@ def _refuse_compressed(path: str | PathLike[str], start: bytes | None = None) ->
             raise ConfigError(f"{path}: a {kind}-compressed file; decompress it first ({tool})")
 
 
+def _utf8_problem(raw: bytes) -> str | None:
+    """None if ``raw`` is UTF-8, else where it is not: ``"byte 0xff at byte offset 12"``."""
+    if raw.isascii():  # the common case, checked at memory speed
+        return None
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
+    return None
+
+
 def _jsonl_rows(path: str | PathLike[str]) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` per non-blank line; a bad line raises naming its number.
 
@@ -178,17 +189,30 @@ def _json_line(path: str | PathLike[str], number: int, raw: bytes) -> Any:
     def bad(problem: str) -> InvalidSampleError:
         return InvalidSampleError(f"{path}: line {number} {problem}", sample_id=f"line {number}")
 
+    where = _utf8_problem(raw)
+    if where is not None:
+        raise bad(f"is not valid UTF-8 ({where})")
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        where = f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
-        raise bad(f"is not valid UTF-8 ({where})") from exc
-    try:
-        return json.loads(text.rstrip("\r\n"))  # columns then count on this line alone
+        return json.loads(
+            raw.decode("utf-8").rstrip("\r\n")
+        )  # columns then count on this line alone
     except json.JSONDecodeError as exc:
         raise bad(f"is not valid JSON ({exc.msg}, column {exc.colno})") from exc
     except RecursionError as exc:
         raise bad("holds JSON nested too deeply to parse") from exc
+
+
+def _first_undecodable(path: str | PathLike[str]) -> InvalidSampleError:
+    """The error naming the first line of ``path`` that is not UTF-8."""
+    with Path(path).open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = _utf8_problem(raw)
+            if where is not None:
+                return InvalidSampleError(
+                    f"{path}: line {number} is not valid UTF-8 ({where})",
+                    sample_id=f"line {number}",
+                )
+    return InvalidSampleError(f"{path}: not valid UTF-8", field="path")  # pragma: no cover
 
 
 def _hint(given: object, item: object) -> str:
@@ -331,10 +355,18 @@ class EvaluationDataset:
 
     @classmethod
     def from_csv(cls, path: str | PathLike[str]) -> EvaluationDataset:
-        """Read a CSV file written by :meth:`to_csv` or by ``to_pandas().to_csv(path)``."""
+        """Read a CSV file written by :meth:`to_csv` or by ``to_pandas().to_csv(path)``.
+
+        Raises:
+            InvalidSampleError: a line is not UTF-8 (naming the file, the line and the byte),
+                or a row is not a valid sample (naming the row and field).
+        """
         import pandas as pd
 
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        except UnicodeDecodeError as exc:  # pandas names a byte of its buffer: find the line
+            raise _first_undecodable(path) from exc
         index = [c for c in frame.columns if str(c).startswith("Unnamed: ")]  # to_csv's index
         return cls.from_pandas(frame.drop(columns=index))
 

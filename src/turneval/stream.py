@@ -41,7 +41,7 @@ from turneval.aggregate import (
     summarise_metrics,
     summary_document,
 )
-from turneval.dataset import _refuse_compressed, sample_from_dict
+from turneval.dataset import _refuse_compressed, _utf8_problem, sample_from_dict
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
@@ -147,19 +147,31 @@ class _Unreadable(str):
     __slots__ = ("error",)
     error: str
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its error (chunks go to worker processes and Ray actors)."""
+        return (_unreadable, (str(self), self.error))
+
+
+def _unreadable(text: str, error: str) -> _Unreadable:
+    line = _Unreadable(text)
+    line.error = error
+    return line
+
+
+_BOM = b"\xef\xbb\xbf"
+
 
 def _decode(raw: bytes, number: int) -> str:
+    """A raw line's text (a line not UTF-8: an :class:`_Unreadable`; the reader tells most)."""
     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark
         raw = raw[3:]
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = _Unreadable(raw.decode("utf-8", "backslashreplace"))
-        line.error = (
-            f"line {number}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte offset "
-            f"{exc.start})"
+        where = f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
+        return _unreadable(
+            raw.decode("utf-8", "backslashreplace"), f"line {number}: not valid UTF-8 ({where})"
         )
-        return line
 
 
 _MULTI_TURN_BYTES = re.compile(rb'"user_input"\s*:\s*\[')
@@ -481,14 +493,24 @@ def _run_chunk(
 def _chunks(
     path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
 ) -> Iterator[list[_Line]]:
-    """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line)."""
+    """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line).
+
+    A line is passed on as its bytes, decoded and validated where it is scored; a line that is
+    not UTF-8 (told here, where the file's name is known) as an :class:`_Unreadable` naming
+    the file, the line and the first bad byte.
+    """
     chunk: list[_Line] = []
     held = 0
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip() or number in skip:
                 continue
-            chunk.append((number, raw))  # decoded (and validated) where it is scored
+            where = _utf8_problem(raw[3:] if number == 1 and raw[:3] == _BOM else raw)
+            if where is None:
+                chunk.append((number, raw))
+            else:
+                error = f"line {number}: not valid UTF-8 in {path} ({where})"
+                chunk.append((number, _unreadable(raw.decode("utf-8", "backslashreplace"), error)))
             held += len(raw)
             if len(chunk) >= size or held >= budget:
                 yield chunk

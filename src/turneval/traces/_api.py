@@ -16,6 +16,7 @@ from turneval.traces import _genai as g
 from turneval.traces._convert import PLACEHOLDER, convert
 from turneval.traces._spans import (
     Span,
+    Undecodable,
     documents,
     dumps_request,
     from_readable,
@@ -75,8 +76,19 @@ def _bad_line(number: int, problem: str) -> MultiTurnSample:
     )
 
 
+def _no_trace_row(number: int, span: Span) -> MultiTurnSample:
+    """The error row of a span without a valid trace id (its id: the span's, for resume)."""
+    sample = _bad_line(number, str(span.error))
+    assert sample.metadata is not None
+    sample.metadata["id"] = f"span {span.span_id}"
+    return sample
+
+
 def _requests(path: str | PathLike[str]) -> Iterator[tuple[int, list[Span] | str]]:
     for number, text in documents(path):
+        if isinstance(text, Undecodable):
+            yield number, text.problem
+            continue
         try:
             yield number, list(spans_of_request(loads(text), number))
         except json.JSONDecodeError as exc:
@@ -109,19 +121,29 @@ def iter_otlp_json(
         return
     current: list[Span] = []
     line = 0
+    waiting: list[tuple[int, MultiTurnSample]] = []  # error rows on lines after the trace's
     for number, read in _requests(path):
         if isinstance(read, str):
-            yield number, _bad_line(number, read)
-            continue
-        for span in read:
-            if current and span.trace_id != current[0].trace_id:
-                yield line, convert(current, "trace")
-                current = []
-            if not current:
-                line = number
-            current.append(span)
+            waiting.append((number, _bad_line(number, read)))
+        else:
+            for span in read:
+                if not span.trace_id:  # no trace to join: its own error row
+                    waiting.append((number, _no_trace_row(number, span)))
+                    continue
+                if current and span.trace_id != current[0].trace_id:
+                    yield line, convert(current, "trace")
+                    current = []
+                if not current:
+                    yield from waiting  # each row at its line: after the trace before them
+                    waiting = []
+                    line = number
+                current.append(span)
+        if not current:
+            yield from waiting
+            waiting = []
     if current:
         yield line, convert(current, "trace")
+    yield from waiting
 
 
 def _in_memory(
@@ -139,8 +161,11 @@ def _in_memory(
             rows.append((number, _bad_line(number, read)))
             continue
         for span in read:
-            firsts.setdefault(span.trace_id, number)
-        spans.extend(read)
+            if span.trace_id:
+                firsts.setdefault(span.trace_id, number)
+                spans.append(span)
+            else:
+                rows.append((number, _no_trace_row(number, span)))
     if group_by == "trace":  # in order of first appearance
         traces: dict[str, list[Span]] = {}
         for span in spans:
@@ -171,8 +196,12 @@ def from_otlp_json(path: str | PathLike[str], *, group_by: GroupBy = "trace") ->
     for number, read in _requests(path):
         if isinstance(read, str):
             bad.append(_bad_line(number, read))
-        else:
-            spans.extend(read)
+            continue
+        for span in read:
+            if span.trace_id:
+                spans.append(span)
+            else:
+                bad.append(_no_trace_row(number, span))
     return EvaluationDataset(_group(spans, group_by) + bad)
 
 
