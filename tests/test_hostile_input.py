@@ -175,3 +175,47 @@ def test_long_report_text_is_clipped_with_the_full_value_one_click_away(tmp_path
     evaluate([sample], ["tool_call_f1"]).to_html(tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert "show all 5,000 characters" in page and long in page
+
+
+LOOSE = [  # (line, the error naming its key): not strict JSON, each read by --lenient-json
+    (
+        GOOD.replace(
+            '"reference_tool_calls":', '"reference_tool_calls":[],"reference_tool_calls":'
+        ),
+        "duplicate key 'reference_tool_calls'",
+    ),
+    (GOOD.replace('"args":{}', '"args":{"q":1,"q":2}'), "duplicate key 'q'"),
+    (GOOD[:-1] + ',"metadata":{"score":NaN}}', "key 'score' holds NaN, not a finite number"),
+    (GOOD[:-1] + ',"metadata":{"w":[1,Infinity]}}', "key 'w' holds Infinity, not a finite number"),
+    (GOOD[:-1] + ',"metadata":{"m":-Infinity}}', "key 'm' holds -Infinity, not a finite number"),
+    (GOOD[:-1] + ',"metadata":{"big":1e400}}', "key 'big' holds 1e400, not a finite number"),
+]
+
+
+def test_lines_that_are_not_strict_json_are_error_rows_naming_line_and_key(
+    tmp_path: Path,
+) -> None:
+    from turneval import EvaluationDataset, InvalidSampleError
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in [GOOD, *(loose for loose, _ in LOOSE), GOOD]))
+    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "strict", workers=1)
+    rows = rows_of(tmp_path / "strict")
+    assert [row["tool_call_f1"] for row in rows] == [1.0] + [None] * 6 + [1.0]
+    hint = "--lenient-json or lenient_json=True reads it as before"
+    assert [row["tool_call_f1_error"] for row in rows[1:7]] == [
+        f"InvalidSampleError: line {number}: not strict JSON: {problem} ({hint})"
+        for number, (_, problem) in enumerate(LOOSE, start=2)
+    ]
+    # Lenient: read as before (the last duplicate wins; NaN and 1e400 are numbers), also in
+    # worker processes.
+    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "lenient", workers=2, lenient_json=True)
+    assert [row["tool_call_f1"] for row in rows_of(tmp_path / "lenient")] == [1.0] * 8
+    args = ["evaluate", str(data), "--metric", "tool_call_f1", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "c")]) == 3  # 6 failed rows
+    assert main([*args, "--out", str(tmp_path / "l"), "--lenient-json"]) == 0
+    with pytest.raises(InvalidSampleError, match=rf"{data}: line 2 is not strict JSON: dup"):
+        EvaluationDataset.from_jsonl(data)
+    lenient = EvaluationDataset.from_jsonl(data, lenient_json=True)
+    assert lenient[1].reference_tool_calls == [call("a")]  # type: ignore[union-attr]
+    assert lenient[6].metadata == {"big": float("inf")}

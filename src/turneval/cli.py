@@ -255,9 +255,9 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     if args.format == "otlp" or (args.format == "auto" and _is_otlp(Path(args.data))):
         from turneval.traces import from_otlp_json
 
-        dataset = from_otlp_json(args.data)
+        dataset = from_otlp_json(args.data, lenient_json=args.lenient_json)
     else:
-        dataset = EvaluationDataset.from_jsonl(args.data)
+        dataset = EvaluationDataset.from_jsonl(args.data, lenient_json=args.lenient_json)
     result = estimate(dataset, resolve_metrics(metrics))
     print(result)
     if args.price_input is not None:
@@ -311,6 +311,7 @@ def _evaluate_here(
         show_progress=False if args.quiet else None,
         input_format=args.format,
         group_by=args.group_by,
+        lenient_json=args.lenient_json,
         chunk_bytes=int(args.chunk_mb * 2**20),
         resume=args.resume,
         overwrite=args.overwrite,
@@ -351,6 +352,7 @@ def _evaluate_on_ray(
         progress=not args.quiet,
         input_format=args.format,
         group_by=args.group_by,
+        lenient_json=args.lenient_json,
         resume=args.resume,
         overwrite=args.overwrite,
         aggregates=_aggregates(args.aggregate),
@@ -606,6 +608,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="trace",
         help="OTLP/JSON traces: one sample per trace, or per session (traces sharing "
         "gen_ai.conversation.id or session.id; the file is grouped in memory)",
+    )
+    run.add_argument(
+        "--lenient-json",
+        action="store_true",
+        help="accept input lines that are not strict JSON: duplicate keys (the last wins) and "
+        "NaN, Infinity or 1e400 as numbers (by default each such line is an error row)",
     )
     run.add_argument(
         "--resume",

@@ -353,6 +353,7 @@ def evaluate_on_ray(
     output_format: str = "jsonl",
     aggregates: Sequence[RunAggregate] = (),
     group_by: Literal["trace", "session"] = "trace",
+    lenient_json: bool = False,
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
 
@@ -399,6 +400,10 @@ def evaluate_on_ray(
             result's ``aggregates``.
         group_by: For OTLP/JSON input, one sample per trace or per session, as for
             :func:`~turneval.stream.evaluate_jsonl`.
+        lenient_json: Accept JSONL or OTLP/JSON lines that are not strict JSON (duplicate
+            keys, ``NaN``, ``Infinity``, ``1e400``), as for
+            :func:`~turneval.stream.evaluate_jsonl`. Parquet and dataset rows are written as
+            JSON by turneval and read as they are.
 
     Raises:
         ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
@@ -433,6 +438,7 @@ def evaluate_on_ray(
     if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
         path: str | os.PathLike[str] = data
     else:  # rows in their order: the dataset's (or the files') own
+        lenient_json = True  # JSON turneval writes (a float column's NaN stays as before)
         with _in_order(ray, progress=progress):
             rows = (
                 ray.data.read_parquet(str(data)) if isinstance(data, (str, os.PathLike)) else data
@@ -467,6 +473,7 @@ def evaluate_on_ray(
         aggregates=aggregates,
         engine=engine,
         group_by=group_by,
+        lenient_json=lenient_json,
     )
     result = DistributedResult(stream, target)
     if output_format == "parquet":

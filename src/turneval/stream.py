@@ -41,7 +41,15 @@ from turneval.aggregate import (
     summarise_metrics,
     summary_document,
 )
-from turneval.dataset import _refuse_compressed, _utf8_problem, sample_from_dict
+from turneval.dataset import (
+    LENIENT_HINT,
+    _jiter_from_json,
+    _orjson_loads,
+    _refuse_compressed,
+    _strict_json_problem,
+    _utf8_problem,
+    sample_from_dict,
+)
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
@@ -177,36 +185,100 @@ def _decode(raw: bytes, number: int) -> str:
 _MULTI_TURN_BYTES = re.compile(rb'"user_input"\s*:\s*\[')
 
 
+class _Lenient(str):
+    """A line exempt from the strict-JSON check (``lenient_json``, or JSON turneval wrote)."""
+
+    __slots__ = ()
+
+
+class _LenientBytes(bytes):
+    """A raw line exempt from the strict-JSON check (``lenient_json=True``)."""
+
+    __slots__ = ()
+
+
 def _parse(line: str | bytes, number: int) -> Sample:
+    """The sample on input line ``number``; raises :class:`InvalidSampleError` naming the line.
+
+    A plain ``str`` or ``bytes`` line must be strict JSON (no duplicate key, only finite
+    numbers); :class:`_Lenient` and :class:`_LenientBytes` lines need not be.
+    """
+    strict = type(line) is bytes or type(line) is str
     if isinstance(line, bytes):  # a raw line: validated straight from its bytes (Rust)
         raw = line[3:] if number == 1 and line.startswith(b"\xef\xbb\xbf") else line  # BOM
         kind = MultiTurnSample if _MULTI_TURN_BYTES.search(raw) else SingleTurnSample
-        try:
-            return kind.model_validate_json(raw)
-        except ValidationError:  # the text path below names the line and field
-            line = _decode(line, number)
+        found = _strict_sample(raw, kind) if strict else _lenient_sample(raw, kind)
+        if found is not None:
+            return found
+        line = _decode(line, number)  # the text path below names the line, field or key
     if isinstance(line, _Unreadable):
         raise InvalidSampleError(line.error, sample_id=number)
     try:
-        return _parse_text(line, number)
+        return _parse_text(line, number, strict)
     except RecursionError as exc:
         raise InvalidSampleError(
             f"line {number}: JSON nested too deeply to parse", sample_id=number
         ) from exc
 
 
-def _parse_text(line: str, number: int) -> Sample:
+def _lenient_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
+    """The sample of a raw line, parsed and validated in one pass (Rust); None on any error."""
+    try:
+        return kind.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def _strict_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
+    """The sample of a raw line that is strict JSON; None on any error or doubt.
+
+    jiter parses once, refusing duplicate keys and ``NaN``/``Infinity``, and pydantic
+    validates what it built (cheaper than parsing twice); orjson refuses numbers that overflow
+    a double (``1e400``). Without jiter or orjson: :func:`_strict_json_problem` after the
+    one-pass parse. None sends the line to the text path, which tells why (or, should the
+    two validation modes ever differ, reads it there).
+    """
+    if _jiter_from_json is None or _orjson_loads is None:  # pragma: no cover
+        sample = _lenient_sample(raw, kind)
+        return None if sample is None or _strict_json_problem(raw) else sample
+    try:
+        document = _jiter_from_json(
+            raw, allow_inf_nan=False, catch_duplicate_keys=True, cache_mode=False
+        )
+        sample = kind.model_validate(document)
+        _orjson_loads(raw)
+    except ValueError:  # pydantic's ValidationError and both parsers' errors
+        return None
+    return sample
+
+
+def _refuse_loose_json(text: str | bytes, number: int) -> None:
+    """Raise :class:`InvalidSampleError` unless ``text`` is strict JSON, naming line and key."""
+    problem = _strict_json_problem(text)
+    if problem is not None:
+        raise InvalidSampleError(
+            f"line {number}: not strict JSON: {problem} ({LENIENT_HINT})", sample_id=number
+        )
+
+
+def _parse_text(line: str, number: int, strict: bool = True) -> Sample:
     kind = MultiTurnSample if _MULTI_TURN.search(line) else SingleTurnSample
     try:  # the fast path: pydantic parses and validates the JSON in one pass (Rust)
-        return kind.model_validate_json(line)
+        sample = kind.model_validate_json(line)
     except ValidationError:
         pass  # the slow path below finds the error and names the line and field
+    else:
+        if strict:
+            _refuse_loose_json(line, number)
+        return sample
     try:
         row = json.loads(line.rstrip("\r\n"))  # the column then counts on this line alone
     except json.JSONDecodeError as exc:
         raise InvalidSampleError(
             f"line {number}: not valid JSON ({exc.msg}, column {exc.colno})", sample_id=number
         ) from exc
+    if strict:  # a duplicate key may be what makes the sample invalid: named first
+        _refuse_loose_json(line, number)
     try:
         return sample_from_dict(row)
     except InvalidSampleError as exc:  # "sample (Kind): ..." -> "line N (Kind): ..."
@@ -491,13 +563,17 @@ def _run_chunk(
 
 
 def _chunks(
-    path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
+    path: Path,
+    size: int,
+    budget: int,
+    skip: frozenset[int] = frozenset(),
+    lenient: bool = False,
 ) -> Iterator[list[_Line]]:
     """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line).
 
     A line is passed on as its bytes, decoded and validated where it is scored; a line that is
     not UTF-8 (told here, where the file's name is known) as an :class:`_Unreadable` naming
-    the file, the line and the first bad byte.
+    the file, the line and the first bad byte. With ``lenient`` lines need not be strict JSON.
     """
     chunk: list[_Line] = []
     held = 0
@@ -507,7 +583,7 @@ def _chunks(
                 continue
             where = _utf8_problem(raw[3:] if number == 1 and raw[:3] == _BOM else raw)
             if where is None:
-                chunk.append((number, raw))
+                chunk.append((number, _LenientBytes(raw) if lenient else raw))
             else:
                 error = f"line {number}: not valid UTF-8 in {path} ({where})"
                 chunk.append((number, _unreadable(raw.decode("utf-8", "backslashreplace"), error)))
@@ -531,6 +607,7 @@ def _otlp_chunks(
     size: int,
     budget: int,
     skip: frozenset[Any] = frozenset(),
+    lenient: bool = False,
     group_by: Literal["trace", "session"] = "trace",
 ) -> Iterator[list[_Line]]:
     """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line).
@@ -543,10 +620,10 @@ def _otlp_chunks(
     from turneval.traces import iter_otlp_json
 
     chunk: list[_Line] = []
-    for number, sample in iter_otlp_json(path, group_by=group_by):
+    for number, sample in iter_otlp_json(path, group_by=group_by, lenient_json=lenient):
         if (number, (sample.metadata or {}).get("id")) in skip or (number, None) in skip:
             continue
-        chunk.append((number, sample.model_dump_json(exclude_none=True)))
+        chunk.append((number, _Lenient(sample.model_dump_json(exclude_none=True))))  # ours
         if len(chunk) == size:
             yield chunk
             chunk = []
@@ -702,6 +779,7 @@ def evaluate_jsonl(
     aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
     group_by: Literal["trace", "session"] = "trace",
+    lenient_json: bool = False,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -750,6 +828,10 @@ def evaluate_jsonl(
             conversation across traces (``"session"``: traces sharing
             ``gen_ai.conversation.id`` or OpenInference ``session.id``; the file is grouped in
             memory first, each session numbered by the line of its first trace).
+        lenient_json: Accept input lines that are not strict JSON (the CLI's
+            ``--lenient-json``): duplicate keys (the last wins) and numbers that are not finite
+            (``NaN``, ``Infinity``, ``1e400``). By default such a line is an error row naming
+            the line and the key.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -768,7 +850,11 @@ def evaluate_jsonl(
             f"group_by='session' groups the traces of an OTLP/JSON file; {source} holds samples "
             "(one conversation a line already)"
         )
-    read_chunks = partial(_otlp_chunks, group_by=group_by) if otlp else _chunks
+    read_chunks = (
+        partial(_otlp_chunks, group_by=group_by, lenient=lenient_json)
+        if otlp
+        else partial(_chunks, lenient=lenient_json)
+    )
     resolved = resolve_metrics(metrics)
     if engine is None:  # an engine builds the judges where it scores
         check_judges(resolved, llm)

@@ -488,3 +488,29 @@ def test_one_bad_byte_in_an_otlp_file_costs_one_row(tmp_path: Path) -> None:
     assert _error(read[1999][1]) == (
         f"line 2000: not valid UTF-8 in {path} (byte 0xff at byte offset {offset})"
     )
+
+
+def test_otlp_lines_that_are_not_strict_json_are_error_rows_naming_the_key(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    _many_traces(path, 3)
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].replace('"kind":1', '"kind":1,"kind":2', 1)  # a duplicate key
+    lines[2] = lines[2].replace(
+        '"attributes":[', '"attributes":[{"key":"x","value":{"doubleValue":NaN}},', 1
+    )
+    path.write_text("\n".join(lines) + "\n")
+    hint = "--lenient-json or lenient_json=True reads it as before"
+    rows = list(iter_otlp_json(path))
+    assert [_error(sample) for _, sample in rows] == [
+        "None",
+        f"line 2: not strict JSON: duplicate key 'kind' ({hint})",
+        f"line 3: not strict JSON: key 'doubleValue' holds NaN, not a finite number ({hint})",
+    ]
+    lenient = [_error(sample) for _, sample in iter_otlp_json(path, lenient_json=True)]
+    assert lenient[:2] == ["None", "None"]  # as before: the last duplicate wins
+    assert lenient[2].startswith("line 3: not valid JSON")  # as before: NaN is no JSON
+    assert [_error(s) for s in from_otlp_json(path, group_by="session")][1:] == [
+        _error(sample) for _, sample in rows[1:]
+    ]

@@ -8,7 +8,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
-from turneval.dataset import EvaluationDataset
+from turneval.dataset import LENIENT_HINT, EvaluationDataset, _strict_json_problem
 from turneval.errors import ConfigError
 from turneval.messages import HumanMessage
 from turneval.samples import MultiTurnSample, Sample
@@ -84,10 +84,17 @@ def _no_trace_row(number: int, span: Span) -> MultiTurnSample:
     return sample
 
 
-def _requests(path: str | PathLike[str]) -> Iterator[tuple[int, list[Span] | str]]:
+def _requests(
+    path: str | PathLike[str], lenient: bool = False
+) -> Iterator[tuple[int, list[Span] | str]]:
+    """Each request's spans by line, or why the line gives none (its error row's reason)."""
     for number, text in documents(path):
         if isinstance(text, Undecodable):
             yield number, text.problem
+            continue
+        problem = None if lenient else _strict_json_problem(text)
+        if problem is not None:
+            yield number, f"not strict JSON: {problem} ({LENIENT_HINT})"
             continue
         try:
             yield number, list(spans_of_request(loads(text), number))
@@ -98,7 +105,11 @@ def _requests(path: str | PathLike[str]) -> Iterator[tuple[int, list[Span] | str
 
 
 def iter_otlp_json(
-    path: str | PathLike[str], *, ordered: bool | None = None, group_by: GroupBy = "trace"
+    path: str | PathLike[str],
+    *,
+    ordered: bool | None = None,
+    group_by: GroupBy = "trace",
+    lenient_json: bool = False,
 ) -> Iterator[tuple[int, MultiTurnSample]]:
     """Stream ``(line, sample)`` pairs, one per trace (or session), from an OTLP/JSON file.
 
@@ -113,16 +124,23 @@ def iter_otlp_json(
     OpenInference ``session.id``; a trace without one stays alone) become one sample, numbered
     by the line of its first trace: the whole file is grouped in memory, and the samples and
     error rows come in line order.
+
+    A line that is not UTF-8, not JSON, or not strict JSON (a duplicate key or a number that
+    is not finite, such as ``NaN`` or ``1e400``; ``lenient_json=True`` accepts those, as
+    before) gives one error row naming the line, and the file too when it is not UTF-8. A span
+    without a valid trace id (missing, not a string, not 32 hex digits, or all zeros) belongs
+    to no trace: it gives an error row of its own (``span ... without a trace id``, its
+    ``id`` ``"span <span id>"``), and its trace stays one row.
     """
     if group_by not in ("trace", "session"):
         raise ConfigError(f"group_by must be 'trace' or 'session', got {group_by!r}")
     if group_by == "session" or not (is_contiguous(path) if ordered is None else ordered):
-        yield from _in_memory(path, group_by)
+        yield from _in_memory(path, group_by, lenient_json)
         return
     current: list[Span] = []
     line = 0
     waiting: list[tuple[int, MultiTurnSample]] = []  # error rows on lines after the trace's
-    for number, read in _requests(path):
+    for number, read in _requests(path, lenient_json):
         if isinstance(read, str):
             waiting.append((number, _bad_line(number, read)))
         else:
@@ -147,7 +165,7 @@ def iter_otlp_json(
 
 
 def _in_memory(
-    path: str | PathLike[str], group_by: GroupBy
+    path: str | PathLike[str], group_by: GroupBy, lenient: bool = False
 ) -> Iterator[tuple[int, MultiTurnSample]]:
     """:func:`iter_otlp_json`'s pairs from the whole file grouped in memory, in line order.
 
@@ -156,7 +174,7 @@ def _in_memory(
     spans: list[Span] = []
     firsts: dict[str, int] = {}
     rows: list[tuple[int, MultiTurnSample]] = []
-    for number, read in _requests(path):
+    for number, read in _requests(path, lenient):
         if isinstance(read, str):
             rows.append((number, _bad_line(number, read)))
             continue
@@ -181,19 +199,23 @@ def _in_memory(
     yield from rows
 
 
-def from_otlp_json(path: str | PathLike[str], *, group_by: GroupBy = "trace") -> EvaluationDataset:
+def from_otlp_json(
+    path: str | PathLike[str], *, group_by: GroupBy = "trace", lenient_json: bool = False
+) -> EvaluationDataset:
     """Rebuild conversations from an OTLP/JSON file (see :func:`iter_otlp_json`).
 
     Returns:
         One sample per trace (or session) in order of first span start, as
-        :func:`from_otel_spans`; a line that is not OTLP/JSON gives one error row too.
+        :func:`from_otel_spans`; a line that is not OTLP/JSON (or not UTF-8, or not strict
+        JSON unless ``lenient_json``) gives one error row too, and so does a span without a
+        valid trace id.
     """
     if group_by == "trace":
-        rows = [sample for _, sample in iter_otlp_json(path)]
+        rows = [sample for _, sample in iter_otlp_json(path, lenient_json=lenient_json)]
         return EvaluationDataset(sorted(rows, key=_start_key))
     spans: list[Span] = []
     bad: list[MultiTurnSample] = []
-    for number, read in _requests(path):
+    for number, read in _requests(path, lenient_json):
         if isinstance(read, str):
             bad.append(_bad_line(number, read))
             continue
