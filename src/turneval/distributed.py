@@ -44,6 +44,7 @@ from turneval.pipeline import RunOptions
 from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
 from turneval.runner import resolve_metrics
 from turneval.stream import (
+    _UNDECODABLE_ROW,
     StreamResult,
     _check_input_file,
     _Chunk,
@@ -443,7 +444,8 @@ def evaluate_on_ray(
             rows = (
                 ray.data.read_parquet(str(data)) if isinstance(data, (str, os.PathLike)) else data
             )
-            path = _write_rows(rows, target)
+            source = str(data) if isinstance(data, (str, os.PathLike)) else "the dataset"
+            path = _write_rows(rows, target, source)
     engine = _engine(
         ray,
         llm_factory=llm_factory,
@@ -490,13 +492,43 @@ def _is_parquet(path: Path) -> bool:
     return path.suffix.lower() in {".parquet", ".pq"}
 
 
-def _write_rows(dataset: Any, target: Path) -> Path:
-    """A Ray Dataset of sample rows as ``target/input.jsonl``, in the dataset's order."""
+def _write_rows(dataset: Any, target: Path, source: str = "the dataset") -> Path:
+    """A Ray Dataset of sample rows as ``target/input.jsonl``, in the dataset's order.
+
+    A row with a text cell that is not UTF-8 (Parquet does not check) is written as an
+    undecodable-row marker: its line becomes one error row naming ``source``, the row and the
+    column, and the other rows are scored.
+    """
     path = target / "input.jsonl"
+    number = 0
     with path.open("w", encoding="utf-8") as handle:
-        for row in dataset.iter_rows():
-            handle.write(json.dumps(_plain(row), ensure_ascii=False, default=str) + "\n")
+        for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+            try:
+                records = batch.to_pylist()
+            except UnicodeDecodeError:  # a bad cell: the batch row by row, each row alone
+                records = [_row_or_problem(batch.slice(at, 1)) for at in range(batch.num_rows)]
+            for record in records:
+                number += 1
+                if isinstance(record, str):
+                    record = {_UNDECODABLE_ROW: f"row {number} of {source}: {record}"}
+                handle.write(json.dumps(_plain(record), ensure_ascii=False, default=str) + "\n")
     return path
+
+
+def _row_or_problem(row: Any) -> dict[str, Any] | str:
+    """The one row of the Arrow table ``row`` as a dict, or which cell is not UTF-8."""
+    try:
+        record: dict[str, Any] = row.to_pylist()[0]
+        return record
+    except UnicodeDecodeError:
+        pass
+    for column in row.column_names:
+        try:
+            row.column(column).to_pylist()
+        except UnicodeDecodeError as exc:
+            where = f"byte 0x{exc.object[exc.start]:02x} at byte offset {exc.start}"
+            return f"column {column!r} is not valid UTF-8 ({where})"
+    return "a cell is not valid UTF-8"  # pragma: no cover - a cell that fails once fails again
 
 
 def _plain(value: Any) -> Any:

@@ -129,6 +129,10 @@ FIRST_ERRORS = 10
 UNREADABLE = "unreadable"
 """The results.jsonl key set to true on the row of an input line that holds no sample."""
 
+_UNDECODABLE_ROW = "__turneval_undecodable_row__"
+"""A JSONL line ``{_UNDECODABLE_ROW: why}`` stands for a row that could not be decoded (a
+Parquet cell that is not UTF-8, say): it becomes an error row saying ``why``."""
+
 
 @dataclass
 class _Chunk:
@@ -277,6 +281,8 @@ def _parse_text(line: str, number: int, strict: bool = True) -> Sample:
         raise InvalidSampleError(
             f"line {number}: not valid JSON ({exc.msg}, column {exc.colno})", sample_id=number
         ) from exc
+    if isinstance(row, dict) and len(row) == 1 and _UNDECODABLE_ROW in row:
+        raise InvalidSampleError(f"line {number}: {row[_UNDECODABLE_ROW]}", sample_id=number)
     if strict:  # a duplicate key may be what makes the sample invalid: named first
         _refuse_loose_json(line, number)
     try:
