@@ -9,7 +9,9 @@ partial file is never corrupt. A line that is not valid JSON or not a valid samp
 whose error names the line and field; every other line is scored as usual. Whatever its bytes
 (invalid UTF-8, lone surrogates, nesting too deep to parse), a non-blank line yields exactly one
 row; a UTF-8 byte-order mark on the first line is ignored; blank lines are skipped (they hold
-no sample and yield no row). With ``resume=True`` the rows of an interrupted run are kept and
+no sample and yield no row). A line that is not UTF-8 is named with its file; a line that is not
+strict JSON (a duplicate key, ``NaN``, ``Infinity``, ``1e400``) is an error row naming the key,
+unless ``lenient_json=True``. With ``resume=True`` the rows of an interrupted run are kept and
 their lines skipped (:func:`finished_lines`).
 """
 
@@ -251,7 +253,7 @@ def _strict_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
         )
         sample = kind.model_validate(document)
         _orjson_loads(raw)
-    except ValueError:  # pydantic's ValidationError and both parsers' errors
+    except (ValueError, RecursionError):  # ValidationError, the parsers' errors, deep nesting
         return None
     return sample
 
