@@ -324,9 +324,11 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     if args.format == "otlp" or (args.format == "auto" and _is_otlp(Path(args.data))):
         from turneval.traces import from_otlp_json
 
-        dataset = from_otlp_json(args.data, strict_traces=args.strict_traces)
+        dataset = from_otlp_json(
+            args.data, strict_traces=args.strict_traces, lenient_json=args.lenient_json
+        )
     else:
-        dataset = EvaluationDataset.from_jsonl(args.data)
+        dataset = EvaluationDataset.from_jsonl(args.data, lenient_json=args.lenient_json)
     result = estimate(dataset, resolve_metrics(metrics))
     print(result)
     if args.price_input is not None:
@@ -382,6 +384,7 @@ def _evaluate_here(
             input_format=args.format,
             group_by=args.group_by,
             strict_traces=args.strict_traces,
+            lenient_json=args.lenient_json,
             chunk_bytes=int(args.chunk_mb * 2**20),
             resume=args.resume,
             overwrite=args.overwrite,
@@ -438,6 +441,7 @@ def _evaluate_on_ray(
         input_format=args.format,
         group_by=args.group_by,
         strict_traces=args.strict_traces,
+        lenient_json=args.lenient_json,
         resume=args.resume,
         overwrite=args.overwrite,
         aggregates=_aggregates(args.aggregate),
@@ -776,6 +780,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="OTLP/JSON traces: a trace with no model call (no LLM span) is a failed row "
         "instead of a skipped trace",
+    )
+    run.add_argument(
+        "--lenient-json",
+        action="store_true",
+        help="accept input lines that are not strict JSON: duplicate keys (the last wins) and "
+        "NaN, Infinity or 1e400 as numbers (by default each such line is an error row)",
     )
     run.add_argument(
         "--resume",

@@ -9,7 +9,9 @@ partial file is never corrupt. A line that is not valid JSON or not a valid samp
 whose error names the line and field; every other line is scored as usual. Whatever its bytes
 (invalid UTF-8, lone surrogates, nesting too deep to parse), a non-blank line yields exactly one
 row; a UTF-8 byte-order mark on the first line is ignored; blank lines are skipped (they hold
-no sample and yield no row). With ``resume=True`` the rows of an interrupted run are kept and
+no sample and yield no row). A line that is not UTF-8 is named with its file; a line that is not
+strict JSON (a duplicate key, ``NaN``, ``Infinity``, ``1e400``) is an error row naming the key,
+unless ``lenient_json=True``. With ``resume=True`` the rows of an interrupted run are kept and
 their lines skipped (:func:`finished_lines`).
 """
 
@@ -47,7 +49,15 @@ from turneval.aggregate import (
     summarise_metrics,
     summary_document,
 )
-from turneval.dataset import _refuse_compressed, sample_from_dict
+from turneval.dataset import (
+    LENIENT_HINT,
+    _jiter_from_json,
+    _orjson_loads,
+    _refuse_compressed,
+    _strict_json_problem,
+    _utf8_problem,
+    sample_from_dict,
+)
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
@@ -139,6 +149,10 @@ FIRST_ERRORS = 10
 UNREADABLE = "unreadable"
 """The results.jsonl key set to true on the row of an input line that holds no sample."""
 
+_UNDECODABLE_ROW = "__turneval_undecodable_row__"
+"""A JSONL line ``{_UNDECODABLE_ROW: why}`` stands for a row that could not be decoded (a
+Parquet cell that is not UTF-8, say): it becomes an error row saying ``why``."""
+
 
 @dataclass
 class _Chunk:
@@ -166,54 +180,132 @@ class _Unreadable(str):
     __slots__ = ("error",)
     error: str
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its error (chunks go to worker processes and Ray actors)."""
+        return (_unreadable, (str(self), self.error))
+
+
+def _unreadable(text: str, error: str) -> _Unreadable:
+    line = _Unreadable(text)
+    line.error = error
+    return line
+
+
+_BOM = b"\xef\xbb\xbf"
+
 
 def _decode(raw: bytes, number: int) -> str:
+    """A raw line's text (a line not UTF-8: an :class:`_Unreadable`; the reader tells most)."""
     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark
         raw = raw[3:]
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = _Unreadable(raw.decode("utf-8", "backslashreplace"))
-        line.error = (
-            f"line {number}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte offset "
-            f"{exc.start})"
+        where = f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
+        return _unreadable(
+            raw.decode("utf-8", "backslashreplace"), f"line {number}: not valid UTF-8 ({where})"
         )
-        return line
 
 
 _MULTI_TURN_BYTES = re.compile(rb'"user_input"\s*:\s*\[')
 
 
+class _Lenient(str):
+    """A line exempt from the strict-JSON check (``lenient_json``, or JSON turneval wrote)."""
+
+    __slots__ = ()
+
+
+class _LenientBytes(bytes):
+    """A raw line exempt from the strict-JSON check (``lenient_json=True``)."""
+
+    __slots__ = ()
+
+
 def _parse(line: str | bytes, number: int) -> Sample:
+    """The sample on input line ``number``; raises :class:`InvalidSampleError` naming the line.
+
+    A plain ``str`` or ``bytes`` line must be strict JSON (no duplicate key, only finite
+    numbers); :class:`_Lenient` and :class:`_LenientBytes` lines need not be.
+    """
+    strict = type(line) is bytes or type(line) is str
     if isinstance(line, bytes):  # a raw line: validated straight from its bytes (Rust)
         raw = line[3:] if number == 1 and line.startswith(b"\xef\xbb\xbf") else line  # BOM
         kind = MultiTurnSample if _MULTI_TURN_BYTES.search(raw) else SingleTurnSample
-        try:
-            return kind.model_validate_json(raw)
-        except ValidationError:  # the text path below names the line and field
-            line = _decode(line, number)
+        found = _strict_sample(raw, kind) if strict else _lenient_sample(raw, kind)
+        if found is not None:
+            return found
+        line = _decode(line, number)  # the text path below names the line, field or key
     if isinstance(line, _Unreadable):
         raise InvalidSampleError(line.error, sample_id=number)
     try:
-        return _parse_text(line, number)
+        return _parse_text(line, number, strict)
     except RecursionError as exc:
         raise InvalidSampleError(
             f"line {number}: JSON nested too deeply to parse", sample_id=number
         ) from exc
 
 
-def _parse_text(line: str, number: int) -> Sample:
+def _lenient_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
+    """The sample of a raw line, parsed and validated in one pass (Rust); None on any error."""
+    try:
+        return kind.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def _strict_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
+    """The sample of a raw line that is strict JSON; None on any error or doubt.
+
+    jiter parses once, refusing duplicate keys and ``NaN``/``Infinity``, and pydantic
+    validates what it built (cheaper than parsing twice); orjson refuses numbers that overflow
+    a double (``1e400``). Without jiter or orjson: :func:`_strict_json_problem` after the
+    one-pass parse. None sends the line to the text path, which tells why (or, should the
+    two validation modes ever differ, reads it there).
+    """
+    if _jiter_from_json is None or _orjson_loads is None:  # pragma: no cover
+        sample = _lenient_sample(raw, kind)
+        return None if sample is None or _strict_json_problem(raw) else sample
+    try:
+        document = _jiter_from_json(
+            raw, allow_inf_nan=False, catch_duplicate_keys=True, cache_mode=False
+        )
+        sample = kind.model_validate(document)
+        _orjson_loads(raw)
+    except (ValueError, RecursionError):  # ValidationError, the parsers' errors, deep nesting
+        return None
+    return sample
+
+
+def _refuse_loose_json(text: str | bytes, number: int) -> None:
+    """Raise :class:`InvalidSampleError` unless ``text`` is strict JSON, naming line and key."""
+    problem = _strict_json_problem(text)
+    if problem is not None:
+        raise InvalidSampleError(
+            f"line {number}: not strict JSON: {problem} ({LENIENT_HINT})", sample_id=number
+        )
+
+
+def _parse_text(line: str, number: int, strict: bool = True) -> Sample:
     kind = MultiTurnSample if _MULTI_TURN.search(line) else SingleTurnSample
     try:  # the fast path: pydantic parses and validates the JSON in one pass (Rust)
-        return kind.model_validate_json(line)
+        sample = kind.model_validate_json(line)
     except ValidationError:
         pass  # the slow path below finds the error and names the line and field
+    else:
+        if strict:
+            _refuse_loose_json(line, number)
+        return sample
     try:
         row = json.loads(line.rstrip("\r\n"))  # the column then counts on this line alone
     except json.JSONDecodeError as exc:
         raise InvalidSampleError(
             f"line {number}: not valid JSON ({exc.msg}, column {exc.colno})", sample_id=number
         ) from exc
+    if isinstance(row, dict) and len(row) == 1 and _UNDECODABLE_ROW in row:
+        raise InvalidSampleError(f"line {number}: {row[_UNDECODABLE_ROW]}", sample_id=number)
+    if strict:  # a duplicate key may be what makes the sample invalid: named first
+        _refuse_loose_json(line, number)
     try:
         return sample_from_dict(row)
     except InvalidSampleError as exc:  # "sample (Kind): ..." -> "line N (Kind): ..."
@@ -537,16 +629,30 @@ def _run_chunk(
 
 
 def _chunks(
-    path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
+    path: Path,
+    size: int,
+    budget: int,
+    skip: frozenset[int] = frozenset(),
+    lenient: bool = False,
 ) -> Iterator[list[_Line]]:
-    """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line)."""
+    """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line).
+
+    A line is passed on as its bytes, decoded and validated where it is scored; a line that is
+    not UTF-8 (told here, where the file's name is known) as an :class:`_Unreadable` naming
+    the file, the line and the first bad byte. With ``lenient`` lines need not be strict JSON.
+    """
     chunk: list[_Line] = []
     held = 0
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip() or number in skip:
                 continue
-            chunk.append((number, raw))  # decoded (and validated) where it is scored
+            where = _utf8_problem(raw[3:] if number == 1 and raw[:3] == _BOM else raw)
+            if where is None:
+                chunk.append((number, _LenientBytes(raw) if lenient else raw))
+            else:
+                error = f"line {number}: not valid UTF-8 in {path} ({where})"
+                chunk.append((number, _unreadable(raw.decode("utf-8", "backslashreplace"), error)))
             held += len(raw)
             if len(chunk) >= size or held >= budget:
                 yield chunk
@@ -567,6 +673,7 @@ def _otlp_chunks(
     size: int,
     budget: int,
     skip: frozenset[Any] = frozenset(),
+    lenient: bool = False,
     group_by: Literal["trace", "session"] = "trace",
     strict_traces: bool = False,
     skipped_traces: dict[str, int] | None = None,
@@ -582,12 +689,16 @@ def _otlp_chunks(
 
     chunk: list[_Line] = []
     pairs = iter_otlp_json(
-        path, group_by=group_by, strict_traces=strict_traces, skipped_traces=skipped_traces
+        path,
+        group_by=group_by,
+        strict_traces=strict_traces,
+        skipped_traces=skipped_traces,
+        lenient_json=lenient,
     )
     for number, sample in pairs:
         if (number, (sample.metadata or {}).get("id")) in skip or (number, None) in skip:
             continue
-        chunk.append((number, sample.model_dump_json(exclude_none=True)))
+        chunk.append((number, _Lenient(sample.model_dump_json(exclude_none=True))))  # ours
         if len(chunk) == size:
             yield chunk
             chunk = []
@@ -759,6 +870,7 @@ def evaluate_jsonl(
     group_by: Literal["trace", "session"] = "trace",
     stop: threading.Event | None = None,
     strict_traces: bool = False,
+    lenient_json: bool = False,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -820,6 +932,10 @@ def evaluate_jsonl(
         strict_traces: For OTLP/JSON input: a trace that records no model call (no LLM span,
             e.g. OpenLLMetry's agent creation) gives an error row; by default it is skipped
             and counted by reason in the result's and summary.json's ``skipped_traces``.
+        lenient_json: Accept input lines that are not strict JSON (the CLI's
+            ``--lenient-json``): duplicate keys (the last wins) and numbers that are not finite
+            (``NaN``, ``Infinity``, ``1e400``). By default such a line is an error row naming
+            the line and the key.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -842,10 +958,14 @@ def evaluate_jsonl(
     skipped: dict[str, int] | None = {} if otlp else None
     read_chunks = (
         partial(
-            _otlp_chunks, group_by=group_by, strict_traces=strict_traces, skipped_traces=skipped
+            _otlp_chunks,
+            group_by=group_by,
+            strict_traces=strict_traces,
+            skipped_traces=skipped,
+            lenient=lenient_json,
         )
         if otlp
-        else _chunks
+        else partial(_chunks, lenient=lenient_json)
     )
     resolved = resolve_metrics(metrics)
     if engine is None:  # an engine builds the judges where it scores
