@@ -144,3 +144,21 @@ def test_examples_data_is_what_the_package_writes(tmp_path: Path) -> None:
     assert [path.name for path in sorted(written)] == [path.name for path in shipped]
     for path in written:
         assert path.read_bytes() == (ROOT / "examples" / "data" / path.name).read_bytes()
+
+
+def test_tool_world_example_grades_end_state_trajectory_and_judge(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import runpy
+
+    runpy.run_path(str(ROOT / "examples" / "tool_world.py"))["main"]()  # in-process: fast
+    output = capsys.readouterr().out
+    # Five scenarios, identical trials. End state: only the partial refund ends wrong (the
+    # agent refunds the whole order), 4/5. Trajectory: only the address change makes exactly
+    # the reference calls (no look-up before cancelling, refund retries, whole refunds), 1/5.
+    assert "end_state_match                      mean=0.800  pass^3=0.800" in output
+    assert "trajectory_exact_match               mean=0.200  pass^3=0.200" in output
+    assert "state_assertions                     mean=1.000" in output
+    # A rate limit on a refund is retried: the end state is right, the trajectory is not.
+    assert "refund          end=1,traj=0,goal=1,faults=1" in output
+    assert "cancel_shipped  end=1,traj=0" in output
