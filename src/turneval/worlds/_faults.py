@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import random
+import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,10 +55,11 @@ class Faults(BaseModel):
 
     def draw(self, seed: int | str, tool: str, number: int) -> Draw:
         """The fault of call ``number`` (0-based) of ``tool`` under ``seed``: the same every time."""
-        rng = random.Random(f"{seed}|{tool}|{number}")
-        roll = rng.random()
+        digest = hashlib.sha256(f"{seed}|{tool}|{number}".encode()).digest()
+        roll = int.from_bytes(digest[:8], "big") / 2**64  # uniform in [0, 1), well mixed
         if isinstance(self.latency_s, tuple):
-            latency = rng.uniform(*self.latency_s)
+            low, high = self.latency_s
+            latency = low + (high - low) * int.from_bytes(digest[8:16], "big") / 2**64
         else:
             latency = self.latency_s
         kind: FaultKind | None = None
