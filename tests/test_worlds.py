@@ -323,3 +323,51 @@ async def test_end_state_pass_k_and_trajectory_side_by_side_with_faults_on_the_r
     assert [metadata_of(r.sample)["world"]["faults"] for r in again.rows] == [
         metadata_of(r.sample)["world"]["faults"] for r in result.rows
     ]
+
+
+# -- BFCL-style backends ----------------------------------------------------------------------
+
+
+class Tickets:
+    """A backend written as BFCL's multi-turn ones are: state loaded by ``_load_scenario``,
+    errors returned as ``{"error": ...}``, a value JSON cannot hold."""
+
+    def __init__(self) -> None:
+        self.queue: list[dict[str, Any]]
+        self.user: str | None
+
+    def _load_scenario(self, scenario: dict[str, Any], long_context: bool = False) -> None:
+        self.queue = scenario.get("queue", [])
+        self.user = scenario.get("user")
+
+    def create_ticket(self, title: str, priority: int = 1) -> dict[str, Any]:
+        """Create a ticket."""
+        if not self.user:
+            return {"error": "log in first"}
+        self.queue.append({"id": len(self.queue) + 1, "title": title, "priority": priority})
+        return {"id": len(self.queue), "created": Counter()}
+
+
+async def test_a_bfcl_style_backend_loads_its_state_with_its_own_loader() -> None:
+    world = ToolWorld.from_object(Tickets).fresh({"queue": [], "user": None})
+    assert world.state == {"queue": [], "user": None}
+    assert await world.acall("create_ticket", {"title": "printer"}) == '{"error": "log in first"}'
+    trial = world.fresh({"user": "ana"})  # the loader sets defaults for the rest
+    answer = json.loads(await trial.acall("create_ticket", {"title": "printer", "priority": 3}))
+    assert answer["id"] == 1 and answer["created"].startswith("<tests.test_worlds.Counter")
+    assert trial.state == {"queue": [{"id": 1, "title": "printer", "priority": 3}], "user": "ana"}
+    assert world.state["queue"] == []
+
+
+def test_bfcl_backends_run_as_worlds_where_bfcl_eval_is_installed() -> None:
+    module = pytest.importorskip(
+        "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.ticket_api"
+    )
+    world = ToolWorld.from_object(module.TicketAPI).fresh(
+        {"ticket_queue": [], "current_user": None}
+    )
+    assert {"create_ticket", "ticket_login", "close_ticket"} <= set(world.tools)
+    world.call("ticket_login", {"username": "ana", "password": "pw"})
+    world.call("create_ticket", {"title": "printer", "priority": 2})
+    assert world.state["ticket_queue"][0]["title"] == "printer"
+    assert world.state["current_user"] == "ana"

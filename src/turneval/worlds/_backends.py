@@ -35,8 +35,8 @@ class ToolSpec:
 
 
 def to_json(value: Any) -> Any:
-    """A JSON-able copy of ``value`` (models, dataclasses, sets and tuples converted)."""
-    return _JSON.dump_python(value, mode="json")
+    """A JSON-able copy of ``value`` (models, dataclasses, sets converted; others as text)."""
+    return _JSON.dump_python(value, mode="json", fallback=str)
 
 
 def dumps(value: Any) -> str:
@@ -132,7 +132,9 @@ class ObjectBackend(Backend):
     """A state machine: the object's public methods are the tools, its attributes the state.
 
     The state is the object's ``state`` attribute when it has one (a dict, a pydantic model,
-    a dataclass), else its public instance attributes.
+    a dataclass), else its public instance attributes. An object with a
+    ``_load_scenario(state)`` method (BFCL's multi-turn backends) loads an initial state with
+    it.
     """
 
     def __init__(self, obj: Any, tools: Sequence[str] | None = None) -> None:
@@ -169,7 +171,11 @@ class ObjectBackend(Backend):
         return {k: v for k, v in vars(self.obj).items() if not k.startswith("_")}
 
     def set_state(self, state: Mapping[str, Any]) -> None:
-        """Set each named part (a key of a dict state, else an attribute)."""
+        """Set each named part (a key of a dict state, else an attribute), or load it all."""
+        loader = getattr(self.obj, "_load_scenario", None)
+        if callable(loader):  # BFCL's backends: their own loader sets the state (and defaults)
+            loader(copy.deepcopy(dict(state)))
+            return
         holder = self._holder()
         for key, value in state.items():
             value = copy.deepcopy(value)

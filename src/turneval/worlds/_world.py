@@ -122,7 +122,9 @@ class ToolWorld:
         The arguments are checked against each method's signature (type hints, pydantic
         rules); its docstring's first paragraph describes the tool. The state is ``obj.state``
         when the object has one, else its public instance attributes. A class is instantiated
-        with no arguments. This is how BFCL's multi-turn backends are written.
+        with no arguments. This is how BFCL's multi-turn backends are written: an object with
+        a ``_load_scenario(state)`` method, as theirs have, loads each initial state with it
+        (``fresh(initial_state)``).
 
         Args:
             obj: The object (or a class to instantiate).
