@@ -85,6 +85,11 @@ async def test_langchain_tools_take_the_signature_and_answer_errors_to_the_agent
         {"type": "tool_call", "name": "add", "id": "2", "args": {"amount": -1}}
     )
     assert refused.status == "error" and "amount must be >= 0" in refused.content
+    bad = await add.ainvoke(
+        {"type": "tool_call", "name": "add", "id": "3", "args": {"amount": "x"}}
+    )
+    assert bad.status == "error" and "invalid arguments for add: amount" in bad.content
+    assert world.calls[-1]["args"] == {"amount": "x"}  # the world saw and logged the bad call
     assert read.invoke({}) == '{"count": 3}'  # the sync path too
     other = world.fresh()
     with bind_worlds(other):  # a trial's copy, bound by name, receives the calls

@@ -314,7 +314,9 @@ class ToolWorld:
     def as_langchain_tools(self) -> list[Any]:
         """LangChain ``StructuredTool`` objects, one per tool, for any LangChain/LangGraph agent.
 
-        Argument schemas come from the signatures; errors reach the agent as error answers.
+        Argument schemas come from the signatures (JSON schemas: the world itself validates
+        each call, so a call with bad arguments is logged in :attr:`calls` too); errors reach
+        the agent as error answers.
         A call made while a trial has bound its own copy of this world (same :attr:`name`,
         see :func:`bind_worlds`) goes to that copy, so the agent can be built once.
         """
@@ -336,9 +338,8 @@ class ToolWorld:
                 coroutine=coroutine,
                 name=spec.name,
                 description=spec.description,
-                args_schema=spec.args_model,
+                args_schema=spec.args_model.model_json_schema(),  # the world validates
                 handle_tool_error=True,
-                handle_validation_error=_validation_text,
             )
 
         return [build(spec) for spec in self.backend.specs.values()]
@@ -364,7 +365,3 @@ def _sync_call(coroutine: Callable[..., Any], kwargs: dict[str, Any]) -> str:
     context = contextvars.copy_context()  # the trial's bound worlds go along
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(context.run, asyncio.run, call()).result()
-
-
-def _validation_text(error: Exception) -> str:
-    return f"invalid arguments: {error}"
