@@ -75,6 +75,37 @@ async def test_an_object_becomes_a_world_with_typed_tools_and_a_copyable_state()
         ToolWorld.from_object(Counter(), tools=["nope"])
 
 
+class Cart(BaseModel):
+    items: list[str] = []
+    paid: bool = False
+
+
+class Shop:
+    """A world whose state is one ``state`` attribute (a pydantic model)."""
+
+    def __init__(self) -> None:
+        self.state = Cart()
+        self.clerk = "not state: a ``state`` attribute takes over"
+
+    def add_item(self, item: str) -> list[str]:
+        """Put an item in the cart."""
+        self.state.items.append(item)
+        return self.state.items
+
+
+async def test_a_state_attribute_is_the_state() -> None:
+    world = ToolWorld.from_object(Shop)
+    assert world.state == {"items": [], "paid": False}
+    trial = world.fresh({"paid": True})
+    assert await trial.acall("add_item", {"item": "pen"}) == '["pen"]'
+    assert (trial.state, world.state) == (
+        {"items": ["pen"], "paid": True},
+        {"items": [], "paid": False},
+    )
+    with pytest.raises(ConfigError, match="the world's state has no field 'total'"):
+        world.fresh({"total": 3})
+
+
 async def test_langchain_tools_take_the_signature_and_answer_errors_to_the_agent() -> None:
     world = ToolWorld.from_object(Counter)
     add, read = world.as_langchain_tools()
