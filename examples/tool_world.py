@@ -4,8 +4,8 @@ The agent serves the built-in order desk (``turneval.worlds.domains.orders_world
 cancel, re-address and refund orders. Its tools come from ``world.as_langchain_tools()``; the
 graph is built once, with a checkpointer, and every trial acts on its own fresh copy of the
 world. Refunds hit a seeded rate limit half of the time (the agent retries: the end state is
-right, the trajectory is not), and each injected fault is recorded on its row. Each of the five scenarios is played three times by a scripted
-user, then scored three ways:
+right, the trajectory is not), and each injected fault is recorded on its row. Each of the
+five scenarios is played three times by a scripted user, then scored three ways:
 
 * ``end_state_match``: does the order book end as the reference actions leave it?
 * ``trajectory_exact_match``: did the agent make exactly the reference calls?

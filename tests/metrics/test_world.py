@@ -106,9 +106,8 @@ def test_the_recorded_reference_state_serves_without_a_world_and_ignore_rules_ap
     address = next(s for s in SCENARIOS if s.id == "address")
     sample = played(address, [c("update_address", order_id="C300", address="12 Mill Street")])
     record = (sample.metadata or {})["world"]
-    record["reference_state"] = played(address, address.reference_tool_calls or []).metadata[  # type: ignore[index]
-        "world"
-    ]["end_state"]
+    reference = played(address, address.reference_tool_calls or [])
+    record["reference_state"] = (reference.metadata or {})["world"]["end_state"]
     strict = EndStateMatch().score(sample)
     assert strict.value == 0.0
     assert strict.details["differences"] == [

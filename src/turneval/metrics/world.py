@@ -159,7 +159,8 @@ class EndStateMatch(MultiTurnMetric):
         else:
             shown = "; ".join(_brief(d) for d in differences[:5])
             more = f"; and {len(differences) - 5} more" if len(differences) > 5 else ""
-            reason = f"{len(differences)} difference(s) from the reference end state{skipped}: {shown}{more}"
+            count = len(differences)
+            reason = f"{count} difference(s) from the reference end state{skipped}: {shown}{more}"
         return Explained(
             0.0 if differences else 1.0,
             reason,

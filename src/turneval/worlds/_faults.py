@@ -21,8 +21,8 @@ class Faults(BaseModel):
     error, ``timeout_rate`` a timeout error, ``rate_limit_rate`` a rate-limit (429) answer;
     none of these runs the tool, so the state is unchanged. With ``malformed_rate`` the tool
     runs (its state change happens) but its answer reaches the agent cut in half inside an
-    unclosed JSON envelope, as a broken payload would. ``latency_s`` delays every call (a number, or a ``(low, high)`` range drawn
-    per call). The rates must add up to at most 1.
+    unclosed JSON envelope, as a broken payload would. ``latency_s`` delays every call (a
+    number, or a ``(low, high)`` range drawn per call). The rates add up to at most 1.
 
     Attributes:
         error_rate: Share of calls answered with a generic tool error.
@@ -54,7 +54,7 @@ class Faults(BaseModel):
         return self
 
     def draw(self, seed: int | str, tool: str, number: int) -> Draw:
-        """The fault of call ``number`` (0-based) of ``tool`` under ``seed``: the same every time."""
+        """The fault of call ``number`` (0-based) of ``tool`` under ``seed``: always the same."""
         digest = hashlib.sha256(f"{seed}|{tool}|{number}".encode()).digest()
         roll = int.from_bytes(digest[:8], "big") / 2**64  # uniform in [0, 1), well mixed
         if isinstance(self.latency_s, tuple):

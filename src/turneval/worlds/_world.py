@@ -70,6 +70,14 @@ class ToolWorld:
     the agent as an error answer (a ``ToolMessage`` with ``status="error"``), never as a
     crash of the run.
 
+    Attributes:
+        name: The world's name.
+        seed: The seed its faults are drawn from.
+        faults: Its :class:`Faults` (one for every tool, or by tool name), or None.
+        calls: Every call made on this world: ``tool``, ``args``, and ``output`` or ``error``.
+        faults_injected: Every fault injected into those calls.
+        initial_state: The state (JSON) the world had when it was made or copied.
+
     Args:
         backend: What answers the calls (use the class methods instead).
         name: The world's name: trials bind their copy under it.
@@ -197,10 +205,11 @@ class ToolWorld:
     def fresh(
         self, initial_state: Mapping[str, Any] | None = None, *, seed: int | str | None = None
     ) -> ToolWorld:
-        """An independent copy with no calls made: the template's state, then ``initial_state``.
+        """An independent copy, no calls logged: this world's state now, then ``initial_state``.
 
-        ``initial_state`` replaces the named top-level parts of the state. The copy has the
-        same name and faults, and ``seed`` (default: this world's).
+        ``initial_state`` replaces the named top-level parts of the state (an object with a
+        ``_load_scenario`` method loads it with that instead). The copy has the same name and
+        faults, and ``seed`` (default: this world's); its fault draws start afresh.
         """
         backend = self.backend.copy()
         if initial_state:
