@@ -1,10 +1,13 @@
 """EndStateMatch and StateAssertions: built-in scenarios replayed, perturbed trajectories,
 ignore rules, each assertion reported, bad input."""
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, ToolMessage
@@ -175,3 +178,43 @@ def test_a_sample_without_a_world_record_is_refused_with_the_field_named() -> No
     unreferenced = sample.model_copy(update={"reference_tool_calls": None})
     with pytest.raises(InvalidSampleError, match="replays the sample's reference_tool_calls"):
         EndStateMatch(world=cancel.world).score(unreferenced)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["a", "b"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xyz"), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(JSON, JSON)
+def test_states_differ_exactly_when_their_json_differs(a: Any, b: Any) -> None:
+    # Oracle: canonical JSON text (no floats here, so 1 vs 1.0 never arises; true vs 1 does).
+    same = json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    differences, ignored = state_differences(a, b)
+    assert (differences == []) == same and ignored == 0
+    assert state_differences(a, a) == ([], 0)
+    for difference in differences:  # each listed path holds what the difference says
+        want, got = at(a, difference["path"]), at(b, difference["path"])
+        if difference["kind"] == "changed":
+            assert (want, got) == (difference["expected"], difference["actual"])
+        elif difference["kind"] == "missing":
+            assert got is ABSENT and want == difference["expected"]
+        else:
+            assert want is ABSENT and got == difference["actual"]
+
+
+ABSENT = object()
+
+
+def at(value: Any, path: str) -> Any:
+    """The value at a difference's path, or ABSENT."""
+    for part in [] if path == "(state)" else path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return ABSENT
+    return value
