@@ -163,6 +163,12 @@ async def test_recorded_answers_replay_by_name_and_arguments_with_a_stated_miss_
     assert await tool.ainvoke({"city": "Oslo"}) == "no data for {'city': 'Oslo'}"
     with pytest.raises(ConfigError, match="on_missing must be 'error' or a function"):
         ToolWorld.from_recordings(trace, on_missing="skip")  # type: ignore[arg-type]
+    pairs = ToolWorld.from_recordings([(ToolCall(name="now", args={}), {"time": "09:00"})])
+    assert await pairs.acall("now") == '{"time": "09:00"}'  # non-text: sent as JSON
+    with pytest.raises(ConfigError, match="recording 0: a ToolMessage answers no tool call"):
+        ToolWorld.from_recordings([ToolMessage(content="orphan")])
+    with pytest.raises(ConfigError, match="no recorded tool call with its answer"):
+        ToolWorld.from_recordings([HumanMessage(content="hi")])
 
 
 # -- a model simulating the tools -------------------------------------------------------------
