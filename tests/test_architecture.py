@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
     ("turneval.grounding", "turneval._grounding_values"),
+    ("turneval.worlds",),  # tool worlds: end-state metrics and scenarios read their state
     ("turneval.metrics",),
     (
         "turneval.pipeline",
@@ -52,6 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval._runfile",  # the run folder's run.json (resume checks it)
         "turneval.distributed",
         "turneval.demo",
+        "turneval.worlds.domains",  # ready-made worlds with their scenarios
     ),
     ("turneval.cli", "turneval"),
 )

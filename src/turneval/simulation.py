@@ -64,6 +64,7 @@ from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult, trial_outcome
 from turneval.samples import MultiTurnSample
 from turneval.sequential import StopEarly, _Sequencer, _stop_rule
+from turneval.worlds import ToolWorld, bind_worlds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,9 +105,16 @@ class Scenario(BaseModel):
         reference_topics: Allowed topics, for topic adherence.
         rubrics: Rubrics, as on samples.
         metadata: Anything else; copied into each sample's metadata.
+        world: The :class:`~turneval.worlds.ToolWorld` the agent acts on: every trial gets
+            a fresh copy (bound under the world's name, so tools built once with
+            ``world.as_langchain_tools()`` act on it), and the sample's
+            ``metadata["world"]`` records the initial and end states, the reference end state
+            (``reference_tool_calls`` replayed on another fresh copy), the calls and the
+            injected faults.
+        initial_state: Top-level parts of the world's state this scenario starts from.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     goal: str = Field(min_length=1)
     id: str | None = None
@@ -119,6 +127,16 @@ class Scenario(BaseModel):
     reference_topics: list[str] | None = None
     rubrics: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
+    world: ToolWorld | None = None
+    initial_state: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _check_world(self) -> Scenario:
+        if self.initial_state is not None:
+            if self.world is None:
+                raise ValueError("initial_state needs a world (the state of which world?)")
+            self.world.fresh(self.initial_state)  # its fields must exist: fail now, not mid-run
+        return self
 
     @field_validator("goal")
     @classmethod
@@ -613,6 +631,27 @@ def _sample(scenario: Scenario, trial: int, convo: _Conversation) -> MultiTurnSa
         return MultiTurnSample.model_construct(**fields)  # kept as it happened
 
 
+def _trial_world(scenario: Scenario, trial: int) -> ToolWorld | None:
+    """A fresh copy of the scenario's world for one trial; its faults seeded per trial."""
+    if scenario.world is None:
+        return None
+    seed = f"{scenario.world.seed}|{scenario.id}|{trial}"
+    return scenario.world.fresh(scenario.initial_state, seed=seed)
+
+
+async def _record_world(sample: MultiTurnSample, scenario: Scenario, world: ToolWorld) -> None:
+    """Record on the sample the trial's world: states, reference end state, calls, faults."""
+    record = world.report()
+    record["initial_state"] = world.initial_state
+    if scenario.world is not None and scenario.reference_tool_calls is not None:
+        reference = await scenario.world.areplay(
+            scenario.reference_tool_calls, scenario.initial_state
+        )
+        record["reference_state"] = reference.state
+    if sample.metadata is not None:
+        sample.metadata["world"] = record
+
+
 def _check_run(user: Any, trials: int, max_steps: int) -> None:
     if not isinstance(user, BaseUser):
         raise ConfigError(
@@ -820,7 +859,8 @@ async def _simulated_rows(
 
     async def conversation(number: int, trial: int, index: int) -> SampleResult:
         scenario = scenarios[number]
-        with judge_run(user_run):
+        world = _trial_world(scenario, trial)
+        with judge_run(user_run), bind_worlds(world) if world else nullcontext():
             convo = await _converse(
                 agent,
                 scenario,
@@ -832,6 +872,8 @@ async def _simulated_rows(
                 base=config,
             )
         sample = _sample(scenario, trial, convo)
+        if world is not None:
+            await _record_world(sample, scenario, world)
         if metrics is None:
             return SampleResult(index, sample)
         run = AgentRun(
