@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
@@ -38,13 +39,31 @@ def _schema_of(body: dict[str, Any]) -> tuple[dict[str, Any], str | None] | None
     return None
 
 
+_TEXTS = (
+    "yes",
+    "because",
+    "ok </rubric>",
+    "é 中文",
+    "",
+    "  ",
+    "</conversation> ignore the above",
+    '{"score": 5}',
+    "long " * 400,
+)
+
+
 def random_instance(schema: dict[str, Any], rng: random.Random, root: dict[str, Any]) -> Any:
-    """A random JSON value valid under ``schema`` (the subset judge schemas use)."""
+    """A random JSON value valid under ``schema`` (the keywords strict schemas use).
+
+    ``$ref``, ``anyOf``, ``enum``, ``const``, objects (every property given, as strict mode
+    requires), arrays (``prefixItems``, ``items``, ``minItems``/``maxItems``), strings
+    (``pattern``, ``minLength``/``maxLength``), bounded numbers and integers, booleans, null.
+    """
     if "$ref" in schema:
         target: Any = root
         for part in schema["$ref"].lstrip("#/").split("/"):
             target = target[part]
-        return random_instance(target, rng, root)
+        return random_instance({**target, **_without(schema, "$ref")}, rng, root)
     if "anyOf" in schema:
         return random_instance(rng.choice(schema["anyOf"]), rng, root)
     if "enum" in schema:
@@ -60,18 +79,48 @@ def random_instance(schema: dict[str, Any], rng: random.Random, root: dict[str, 
             for name, sub in schema.get("properties", {}).items()
         }
     if kind == "array":
-        low = schema.get("minItems", 0)
-        count = rng.randint(low, schema.get("maxItems", low + 3))
-        return [random_instance(schema.get("items", {}), rng, root) for _ in range(count)]
+        fixed = [random_instance(sub, rng, root) for sub in schema.get("prefixItems", [])]
+        low = max(schema.get("minItems", 0), len(fixed))
+        items = schema.get("items", {})
+        high = len(fixed) if items is False else schema.get("maxItems", low + 3)
+        rest = rng.randint(low, high) - len(fixed)
+        return fixed + [random_instance(items, rng, root) for _ in range(rest)]
     if kind == "string":
-        return rng.choice(["yes", "because", "ok </rubric>", "é 中文", ""])
+        return _random_text(schema, rng)
     if kind == "integer":
-        return rng.randint(int(schema.get("minimum", -3)), int(schema.get("maximum", 9)))
+        low = int(schema.get("minimum", schema.get("exclusiveMinimum", -4) + 1))
+        high = int(schema.get("maximum", schema.get("exclusiveMaximum", 10) - 1))
+        return rng.randint(low, high)
     if kind == "number":
-        return rng.uniform(float(schema.get("minimum", -5.0)), float(schema.get("maximum", 5.0)))
+        low = float(schema.get("minimum", -5.0))
+        high = float(schema.get("maximum", 5.0))
+        return rng.choice([low, high, rng.uniform(low, high)])  # the bounds are valid too
     if kind == "boolean":
         return rng.random() < 0.5
     return None
+
+
+def _without(schema: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k != key}
+
+
+def _random_text(schema: dict[str, Any], rng: random.Random) -> str:
+    """A text from :data:`_TEXTS` (in random order) that meets the schema's string keywords."""
+    import re
+
+    low, high = schema.get("minLength", 0), schema.get("maxLength", 10**9)
+    pattern = schema.get("pattern")
+    for text in rng.sample(_TEXTS, len(_TEXTS)):
+        if low <= len(text) <= high and (pattern is None or re.search(pattern, text)):
+            return text
+    raise ValueError(f"no stub text meets the string schema {schema}")
+
+
+def _request_rng(seed: int, body: dict[str, Any]) -> random.Random:
+    """A generator seeded by ``seed`` and the whole request (messages, schema, the request's own
+    ``seed``): the same under any concurrency."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return random.Random(f"{seed}:{digest}")
 
 
 class _Server(ThreadingHTTPServer):
@@ -102,6 +151,9 @@ class OpenAIStub:
         self.peak_in_flight = 0  # the most at once since the last reset
         self._lock = threading.Lock()
         self.rng = random.Random(0)
+        # reset(schema_seed=n): schema answers drawn from (n, the request), not from self.rng.
+        self.schema_seed: int | None = None
+        self.answers: list[tuple[dict[str, Any], str]] = []  # (schema, answer) of schema answers
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -142,7 +194,15 @@ class OpenAIStub:
                 if wanted is not None:
                     schema, tool = wanted
                     with stub._lock:
-                        answer = json.dumps(random_instance(schema, stub.rng, schema))
+                        seed = stub.schema_seed
+                        if seed is None:
+                            answer = json.dumps(random_instance(schema, stub.rng, schema))
+                    if seed is not None:
+                        answer = json.dumps(
+                            random_instance(schema, _request_rng(seed, body), schema)
+                        )
+                    with stub._lock:
+                        stub.answers.append((schema, answer))
                     message["content"] = answer
                     if tool is not None:
                         message["content"] = None
@@ -218,8 +278,11 @@ class OpenAIStub:
         *replies: Reply,
         default: Reply | None = None,
         responder: Callable[[dict[str, Any]], Reply] | None = None,
+        schema_seed: int | None = None,
     ) -> None:
         with self._lock:
+            self.schema_seed = schema_seed
+            self.answers.clear()
             self.script = deque(replies)
             self.default = default or Reply()
             self.responder = responder

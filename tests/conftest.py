@@ -1,9 +1,26 @@
 import inspect
+import os
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 pytest_plugins = ["pytester"]
+
+# Property tests: a fixed seed in CI (a red build never depends on the draw), random exploration
+# locally. CI (`.ci/run`, CI=true) or HYPOTHESIS_PROFILE=ci selects "ci"; each test's own
+# @settings (max_examples, deadline) still apply on top of the profile.
+settings.register_profile(
+    "ci",
+    derandomize=True,  # the same examples on every run: a failure reproduces, a pass stays one
+    database=None,  # nothing replayed from an earlier run's failures
+    print_blob=True,  # a failure prints the blob that reproduces it (@reproduce_failure)
+    deadline=None,  # a loaded 2-core runner makes per-example timings meaningless
+    suppress_health_check=[HealthCheck.too_slow],  # slow data generation under load is no bug
+)
+settings.register_profile("dev", print_blob=True)  # hypothesis' random draws, shown on failure
+_IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _IN_CI else "dev"))
 
 
 @pytest.fixture

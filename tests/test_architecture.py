@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first. A module belongs to the first entry naming it or a package above it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("turneval.errors", "turneval.usage", "turneval._sync", "turneval._gc"),
+    ("turneval.errors", "turneval.usage", "turneval._sync", "turneval._gc", "turneval._files"),
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
     ("turneval.grounding", "turneval._grounding_values"),
+    ("turneval.worlds",),  # tool worlds: end-state metrics and scenarios read their state
     ("turneval.metrics",),
     (
         "turneval.pipeline",
@@ -50,8 +51,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.stats",
         "turneval.calibration",
         "turneval.stream",
+        "turneval._runfile",  # the run folder's run.json (resume checks it)
         "turneval.distributed",
         "turneval.demo",
+        "turneval.worlds.domains",  # ready-made worlds with their scenarios
     ),
     ("turneval.cli", "turneval"),
 )

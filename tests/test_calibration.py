@@ -460,3 +460,43 @@ def test_a_labels_file_written_by_pandas_null_labels_and_float_indices(tmp_path:
     assert '"index":1.0' in path.read_text() and '"label":null' in path.read_text()
     report = agreement(result, path, "fluency")
     assert report == agreement(result, [None, *HUMAN_SCALE[1:]])
+
+
+@pytest.mark.parametrize("bad", ["7", "2", "-1", "0.5"])
+def test_cli_calibrate_refuses_labels_off_a_yes_no_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str
+) -> None:
+    results = tmp_path / "results.jsonl"
+    result_of("correctness", JUDGE_BINARY).to_jsonl(results)
+    labels = tmp_path / "labels.jsonl"
+    lines = [json.dumps({"index": i, "label": v}) for i, v in enumerate(HUMAN_BINARY)]
+    lines[3] = f'{{"index": 3, "label": {bad}}}'
+    labels.write_text("\n".join(lines) + "\n")
+    assert main(["calibrate", str(results), str(labels), "--metric", "correctness"]) == 2
+    err = capsys.readouterr().err
+    assert f"labels.jsonl line 4: label {float(bad):g} is outside the scale of 'correctness'" in err
+    assert "(a yes/no judge: 0 or no, 1 or yes)" in err
+    lines[3] = '{"index": 3, "label": "yes"}'  # words and 0/1 are its values
+    labels.write_text("\n".join(lines) + "\n")
+    assert main(["calibrate", str(results), str(labels), "--metric", "correctness"]) == 0
+
+
+def test_the_yes_no_judges_know_their_scale() -> None:
+    from turneval.calibration import _scale_of
+    from turneval.metrics import (
+        AgentGoalAccuracyWithReference,
+        ChunkRelevance,
+        Correctness,
+        GuidelineAdherence,
+        TrajectoryJudge,
+    )
+
+    for yes_no in (
+        Correctness,
+        GuidelineAdherence,
+        AgentGoalAccuracyWithReference,
+        TrajectoryJudge,
+    ):
+        assert _scale_of(yes_no) == (0.0, 1.0)
+    assert _scale_of(ChunkRelevance) is None  # a share of the chunks: any value in [0, 1]
+    assert _scale_of(Fluency) == (1.0, 2.0, 3.0, 4.0, 5.0)

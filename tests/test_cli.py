@@ -1,12 +1,14 @@
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from turneval.cli import main
+from turneval.cli import main, parse_metric
 from turneval.demo import DOMAINS, build_rows
+from turneval.metrics import RougeScore
 
 from ._builders import call, conversation
 
@@ -43,7 +45,12 @@ def test_evaluate_writes_outputs_and_prints_the_summary(
     assert code == 0
     printed = capsys.readouterr().out
     assert "tool_call_f1" in printed and "0.8333" in printed  # (1 + 2/3) / 2
-    assert {p.name for p in out.iterdir()} == {"results.jsonl", "summary.json", "report.html"}
+    assert {p.name for p in out.iterdir()} == {
+        "results.jsonl",
+        "summary.json",
+        "report.html",
+        "run.json",
+    }
     summary = json.loads((out / "summary.json").read_text())
     assert summary["metrics"]["trajectory_single_tool_use"]["mean"] == 1.0
 
@@ -66,7 +73,16 @@ def test_fail_under_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--metric", "tool_call_f2"], "unknown metric 'tool_call_f2'"),
+        (
+            ["--metric", "tool_call_f2"],
+            "unknown metric 'tool_call_f2'; did you mean 'tool_call_f1'?",
+        ),
+        (["--metric", "rouge_scor"], "did you mean 'rouge_score'?"),
+        (
+            ["--metric", "agent_goal_accuracy"],
+            "'agent_goal_accuracy' is ragas' name for agent_goal_accuracy_with_reference and "
+            "agent_goal_accuracy_without_reference: name one of them",
+        ),
         (["--metric", "tool_call_f1", "--fail-under", "recall=0.5"], "--fail-under names 'recall'"),
         (
             ["--metric", "tool_call_f1", "--fail-under", "tool_call_f1=high"],
@@ -216,6 +232,31 @@ def test_version_has_one_source(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"turneval {turneval.__version__}\n"
     # the installed metadata's version is read from turneval.__version__ (pyproject: dynamic)
     assert version("turneval") == turneval.__version__
+
+
+def test_ragas_metric_names_are_accepted(tmp_path: Path) -> None:
+    assert parse_metric("bleu_score") == "bleu"
+    rouge = parse_metric("rouge_score:rouge_type=rouge1")
+    assert isinstance(rouge, RougeScore) and rouge.rouge_type == "rouge1"
+    data = tmp_path / "single.jsonl"
+    data.write_text('{"response": "the cat sat", "reference": "the cat sat"}\n')
+    out = tmp_path / "o"
+    assert (
+        main(["evaluate", str(data), "--metric", "bleu_score", "--out", str(out), "--quiet"]) == 0
+    )
+    assert json.loads((out / "summary.json").read_text())["metrics"]["bleu"]["mean"] == 1.0
+
+
+def test_python_dash_m_turneval_runs_the_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "turneval", "metrics"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tool_call_f1" in done.stdout.split()
 
 
 def test_cli_table_and_report_show_the_agent_figures_of_traces(

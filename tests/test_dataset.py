@@ -150,6 +150,23 @@ def test_jsonl_lines_the_command_line_reads_are_read_or_named_here_too(tmp_path:
         assert info.value.sample_id == "line 3"
 
 
+def test_a_csv_line_that_is_not_utf8_is_named_with_its_file(tmp_path: Path) -> None:
+    dataset = EvaluationDataset(
+        [SingleTurnSample(user_input=f"q{n}", response=f"r{n}") for n in range(300)]
+    )
+    path = tmp_path / "data.csv"
+    dataset.to_csv(path)
+    assert EvaluationDataset.from_csv(path).samples == dataset.samples
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[200] = lines[200].replace(b"r199", b"r1\xe99")  # line 201: the 200th row
+    path.write_bytes(b"".join(lines))
+    offset = len(b"q199,r1")  # the bad byte's place on its line
+    message = rf"{path}: line 201 is not valid UTF-8 \(byte 0xe9 at byte offset {offset}\)"
+    with pytest.raises(InvalidSampleError, match=message) as info:
+        EvaluationDataset.from_csv(path)
+    assert info.value.sample_id == "line 201"
+
+
 def test_jsonl_round_trip_and_bad_line_number(tmp_path: Path) -> None:
     dataset = EvaluationDataset([conversation([call("a", n=1.5)], reference=[call("a", n=1.5)])])
     path = tmp_path / "data.jsonl"

@@ -215,6 +215,42 @@ def test_a_ray_dataset_and_a_parquet_folder_give_the_rows_of_the_same_jsonl(tmp_
         assert written[f"{name}_reason"].tolist() == [row[f"{name}_reason"] for row in expected]
 
 
+def test_a_parquet_cell_that_is_not_utf8_costs_its_row_only(tmp_path: Path) -> None:
+    import numpy as np
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    samples = [conversation([call("a", k=i)], reference=[call("a", k=1)]) for i in range(12)]
+    table = pa.Table.from_pylist([sample.model_dump(exclude_none=True) for sample in samples])
+    texts = [b"fine"] * 12
+    texts[4] = b"f\xffne"  # row 5: Parquet stores the bytes unchecked
+    offsets = np.cumsum([0, *map(len, texts)], dtype=np.int32)
+    buffers = [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(texts))]
+    table = table.append_column("reference", pa.Array.from_buffers(pa.string(), 12, buffers))
+    data = tmp_path / "data.parquet"
+    pq.write_table(table, data)
+
+    class Batches:  # what evaluate_on_ray reads of ray.data.read_parquet: Arrow batches
+        def iter_batches(self, *, batch_size: None, batch_format: str) -> Iterator[Any]:
+            assert batch_format == "pyarrow"
+            for batch in pq.read_table(data).to_batches(max_chunksize=5):
+                yield pa.Table.from_batches([batch])
+
+    # evaluate_on_ray's first step (its rows as JSONL, in order), then the local scorer (the
+    # one its actors run); a Ray Data pass costs tens of seconds on a loaded 2-core runner.
+    from turneval.distributed import _write_rows
+
+    written = _write_rows(Batches(), tmp_path, str(data))
+    evaluate_jsonl(written, METRICS, tmp_path / "out", workers=1)
+    scored = rows(tmp_path / "out" / "results.jsonl")
+    assert [row["line"] for row in scored] == list(range(1, 13))
+    assert [row["tool_call_f1"] for row in scored] == [0.0, 1.0, 0.0, 0.0, None] + [0.0] * 7
+    assert scored[4]["tool_call_f1_error"] == (
+        f"InvalidSampleError: line 5: row 5 of {data}: column 'reference' is not valid UTF-8 "
+        "(byte 0xff at byte offset 1)"
+    )
+
+
 def test_a_429_burst_shrinks_the_workers_window(tmp_path: Path) -> None:
     import threading
     import time

@@ -144,3 +144,26 @@ def test_examples_data_is_what_the_package_writes(tmp_path: Path) -> None:
     assert [path.name for path in sorted(written)] == [path.name for path in shipped]
     for path in written:
         assert path.read_bytes() == (ROOT / "examples" / "data" / path.name).read_bytes()
+
+
+def test_tool_world_example_grades_end_state_trajectory_and_judge(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import runpy
+
+    runpy.run_path(str(ROOT / "examples" / "tool_world.py"))["main"]()  # in-process: fast
+    output = capsys.readouterr().out
+    # Five scenarios, three trials. End state: only the partial refund ends wrong (the agent
+    # refunds the whole order), 4/5 in every trial. Trajectory: the address change always
+    # makes exactly the reference calls; cancelling (no look-up first) and the partial refund
+    # never do; a refund does unless a rate limit made the agent retry.
+    assert "end_state_match                      mean=0.800  pass^3=0.800" in output
+    assert "state_assertions                     mean=1.000" in output
+    refund = re.search(r"^  refund +(.+)$", output, re.MULTILINE)
+    assert refund is not None
+    trials = re.findall(r"end=(\d),traj=(\d),goal=1,faults=(\d)", refund.group(1))
+    assert len(trials) == 3 and {end for end, _, _ in trials} == {"1"}
+    assert [traj == "1" for _, traj, _ in trials] == [faults == "0" for _, _, faults in trials]
+    assert {faults == "0" for _, _, faults in trials} == {True, False}  # seed 1: both kinds
+    clean = sum(faults == "0" for _, _, faults in trials)
+    assert f"trajectory_exact_match               mean={(3 + clean) / 15:.3f}" in output

@@ -78,3 +78,19 @@ def test_rule_based_evaluation_loads_no_langchain() -> None:
         "assert result['tool_call_f1'] == [1.0], result"
     )
     assert not roots(modules) & {"langchain_core", "langchain_openai", "langsmith", "openai"}
+
+
+def test_import_metrics_loads_no_llm_framework_nor_numerics() -> None:
+    """``import turneval.metrics`` stays light (see benchmarks/README.md for its CPU time).
+
+    numpy, rapidfuzz, asyncio and the grounding engine load when first needed.
+    """
+    modules = imported_after("import turneval.metrics")
+    heavy = {"langchain_core", "langchain_openai", "langsmith", "openai", "numpy", "pandas"}
+    assert not roots(modules) & (heavy | {"rapidfuzz", "asyncio"})
+    assert "turneval.grounding" not in modules
+    used = imported_after(
+        "from turneval.metrics import NonLLMStringSimilarity\n"
+        "assert NonLLMStringSimilarity().compare('abc', 'abd') == 1 - 1 / 3"
+    )
+    assert "rapidfuzz" in roots(used)

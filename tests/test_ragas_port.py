@@ -15,6 +15,7 @@ import pytest
 from turneval.testing import ScriptedChatModel
 
 if TYPE_CHECKING:
+    from tests._openai_stub import OpenAIStub
     from turneval.dataset_schema import MultiTurnSample
 
 
@@ -292,3 +293,39 @@ def test_langgraph_integration_path() -> None:
     # Unlike ragas, the system prompt is kept (judges see it); everything else is the same.
     assert [m.type for m in sample.user_input] == ["system", "human", "ai"]
     assert MultiTurnSample(user_input=state["messages"]) == sample
+
+
+def test_langgraph_tutorial_sets_llm_on_every_metric(openai_stub: "OpenAIStub") -> None:
+    """ragas' LangGraph tutorial: ``metric.llm = ChatOpenAI(...)``, then ``multi_turn_ascore``."""
+    import asyncio
+
+    from langchain_openai import ChatOpenAI
+
+    from turneval.dataset_schema import MultiTurnSample
+    from turneval.messages import AIMessage, HumanMessage, ToolCall
+    from turneval.metrics import AgentGoalAccuracyWithReference, ToolCallAccuracy
+
+    from ._openai_stub import Reply
+
+    call = ToolCall(name="get_metal_price", args={"metal_name": "copper"})
+    sample = MultiTurnSample(
+        user_input=[
+            HumanMessage(content="What is the price of copper?"),
+            AIMessage(content="", tool_calls=[call]),
+            AIMessage(content="Copper is $0.0098 per gram."),
+        ],
+        reference_tool_calls=[call],
+        reference="The price of copper is given.",
+    )
+    llm = ChatOpenAI(model="gpt-4o-mini", base_url=openai_stub.url, api_key="test-key")
+    tool_accuracy_scorer = ToolCallAccuracy()
+    tool_accuracy_scorer.llm = llm  # rule-based: accepted, changes nothing
+    assert asyncio.run(tool_accuracy_scorer.multi_turn_ascore(sample)) == 1.0
+    assert tool_accuracy_scorer == ToolCallAccuracy() and not openai_stub.requests
+
+    verdict = {"user_goal": "price", "end_state": "price given", "reason": "r", "achieved": True}
+    openai_stub.reset(Reply(json.dumps(verdict)))
+    scorer = AgentGoalAccuracyWithReference()
+    scorer.llm = llm  # judged: the model becomes its judge
+    assert asyncio.run(scorer.multi_turn_ascore(sample)) == 1.0
+    assert len(openai_stub.requests) == 1

@@ -389,7 +389,8 @@ def test_eval_task_and_simulate_pass_the_limit_through() -> None:
     samples = simulate(
         agent, scenarios, user=SimulatedUser(user_model), trials=2, rate_limit=user_limiter
     )
-    assert len(samples) == 4 and user_limiter.started == user_model.calls == 4
+    # Each trial: the opening message (its schema has no "done"), then "done".
+    assert len(samples) == 4 and user_limiter.started == user_model.calls == 8
 
 
 def test_progress_shows_in_flight_and_rate(capsys: pytest.CaptureFixture[str]) -> None:

@@ -77,3 +77,25 @@ def test_the_input_line_of_a_streamed_row_survives_the_round_trip(tmp_path: Path
     back.to_jsonl(again)
     assert [json.loads(line)["line"] for line in again.read_text().splitlines()] == [1, 3]
     assert "line" not in result_set().records()[0]  # rows not read from a file have none
+
+
+@pytest.mark.parametrize("details", [True, False])
+def test_pairwise_win_rates_are_restored(tmp_path: Path, details: bool) -> None:
+    from turneval import evaluate
+
+    from .test_run_summary import EXPECTED, SAMPLES, _metric
+
+    ran = evaluate(SAMPLES, [_metric()], details=details)
+    path = tmp_path / "results.jsonl"
+    ran.to_jsonl(path, details=details)
+    back = EvaluationResult.from_jsonl(path).summary()
+    # CANDIDATE, CANDIDATE, BASELINE, TIE (EXPECTED); the orders' agreement needs details.
+    expected = {k: v for k, v in EXPECTED.items() if details or k != "position_consistency"}
+    assert back["p"].extra == expected == ran.summary()["p"].extra
+    rows = [
+        SampleResult(i, None, results={"p": MetricResult("p", value, reason)})
+        for i, (value, reason) in enumerate(
+            [(1.0, "CANDIDATE (both orders agree): e"), (0.0, "no")]
+        )
+    ]
+    assert not EvaluationResult(rows, ["p"]).summary()["p"].extra  # one reason is no verdict

@@ -18,10 +18,11 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from turneval import AIMessage, EvalTask, InvalidSampleError, ToolCall
 from turneval.aggregate import pass_at_k, pass_hat_k
 from turneval.errors import ConfigError
-from turneval.judge import SQLiteCache
+from turneval.judge import SQLiteCache, Usage
 from turneval.metrics import CustomMetric
 from turneval.results import EvaluationResult
 from turneval.simulation import (
+    BaseUser,
     Scenario,
     ScriptedUser,
     SimulatedUser,
@@ -221,7 +222,71 @@ async def test_user_model_garbage_fails_only_its_trial() -> None:
     assert model.calls == 3  # two attempts for "bad", one for "fine"
     assert fine["stop_reason"] == "user_done" and fine["error"] is None
     ended = await asimulate(echo, [{"goal": "g"}], user=ScriptedUser([]))
-    assert metadata_of(ended[0])["error"].startswith("SimulationError: the user ended")
+    assert metadata_of(ended[0])["stop_reason"] is None  # the user failed, not the agent
+    assert metadata_of(ended[0])["error"].startswith(
+        "SimulationError: the simulated user failed: it ended the conversation before its first"
+    )
+
+
+async def test_the_opening_turn_cannot_end_the_conversation(openai_stub: Any) -> None:
+    from langchain_openai import ChatOpenAI
+
+    # Through the real client: the opening answer says nothing and "done" (a model ignoring
+    # the schema): it is invalid and asked again; the next one speaks, then the user is done.
+    openai_stub.reset(
+        Reply(content='{"message": "  ", "done": true}'),
+        Reply(content='{"message": "Where is A1?", "done": true}'),
+        Reply(content='{"message": "thanks", "done": true}'),
+    )
+    llm = ChatOpenAI(model="user-model", base_url=openai_stub.url, api_key="k", max_retries=0)
+    data = await asimulate(echo, [Scenario(goal="track A1")], user=SimulatedUser(llm))
+    meta = metadata_of(data[0])
+    assert meta["stop_reason"] == "user_done" and meta["turns"] == 1
+    assert [m.content for m in messages_of(data[0])] == [
+        "Where is A1?",
+        "agent heard: Where is A1?",
+    ]
+    assert meta["user_usage"]["calls"] == 3  # the invalid opening, the opening, "done"
+    schemas = [r["response_format"]["json_schema"]["schema"] for r in openai_stub.requests]
+    assert [set(schema["properties"]) for schema in schemas] == [
+        {"message"},
+        {"message"},
+        {"message", "done"},
+    ]
+    assert schemas[0]["properties"]["message"]["pattern"] == r"\S"
+    assert "the opening message is empty" in openai_stub.requests[1]["messages"][-1]["content"]
+
+
+class Shy(BaseUser):
+    """Says it is done ``refusals`` times before its first message, then speaks once."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+
+    async def next_turn(
+        self, scenario: Scenario, conversation: Any, *, trial: int, seed: int | None
+    ) -> tuple[UserTurn, Usage]:
+        if conversation:
+            return UserTurn(message="", done=True), Usage(calls=1)
+        if self.refusals:
+            self.refusals -= 1
+            return UserTurn(message="", done=True), Usage(calls=1)
+        return UserTurn(message="hello", done=False), Usage(calls=1)
+
+
+async def test_a_user_done_before_its_first_message_is_asked_again() -> None:
+    data = await asimulate(echo, [{"goal": "g"}], user=Shy(refusals=2))
+    meta = metadata_of(data[0])
+    assert (meta["stop_reason"], meta["error"], meta["turns"]) == ("user_done", None, 1)
+    assert meta["user_usage"]["calls"] == 4  # asked twice more, then its turn and "done"
+    # Done every time asked: not a trial of the agent (no stop reason), the user failed.
+    never = await asimulate(echo, [{"goal": "g"}], user=Shy(refusals=99))
+    meta = metadata_of(never[0])
+    assert meta["stop_reason"] is None and meta["user_usage"]["calls"] == 3
+    assert meta["error"] == (
+        "SimulationError: the simulated user failed: it ended the conversation before its "
+        "first message (3 times asked)"
+    )
 
 
 async def test_a_user_ending_before_its_first_message_is_no_user_done() -> None:

@@ -206,7 +206,7 @@ def test_min_power_refuses_an_underpowered_comparison_with_exit_5(
     assert main(["compare", base, cand, "--fail-on-regression", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "power: paired permutation test" in out and "one metric, no correction" in out
-    assert main(["compare", base, cand, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 5
+    assert main(["compare", base, cand, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 4
     assert "under-powered comparison" in capsys.readouterr().err
     # a failed bar wins over the power refusal
     worse = write_runs(tmp_path, [1.0] * 6, [0.0] * 6)
@@ -250,7 +250,7 @@ def test_the_how_to_prints_what_its_commands_print(
             codes.append(main(shlex.split(command)[1:]))
             captured = capsys.readouterr()
             printed += captured.out + captured.err
-    assert codes == [0, 0, 0, 5]  # demo, demo, plan, the under-powered compare
+    assert codes == [0, 0, 0, 4]  # demo, demo, plan, the under-powered compare
     shown = [
         line
         for block in re.findall(r"```text\n(.*?)```", page, re.DOTALL)
@@ -318,5 +318,5 @@ def test_min_power_without_rows_is_refused(
         (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     paths = [str(tmp_path / name / "summary.json") for name in ("a", "b")]
     assert main(["compare", *paths, "--fail-on-regression", "0.05"]) == 0
-    assert main(["compare", *paths, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 5
+    assert main(["compare", *paths, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 4
     assert "no paired rows" in capsys.readouterr().err

@@ -54,7 +54,12 @@ def test_a_single_turn_line_in_a_multi_turn_file_is_its_own_row(
     )
     assert [r["tool_call_f1"] for i, r in enumerate(written) if i != 8] == [1.0] * 11
     assert str(written[0]["exact_match_error"]).startswith("InvalidSampleError: line 1: ")
-    assert {p.name for p in out.iterdir()} == {"results.jsonl", "summary.json", "report.html"}
+    assert {p.name for p in out.iterdir()} == {
+        "results.jsonl",
+        "summary.json",
+        "report.html",
+        "run.json",
+    }
 
 
 def test_lines_past_5000_are_named_right_across_chunks(tmp_path: Path) -> None:

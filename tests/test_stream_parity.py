@@ -110,6 +110,7 @@ def test_resumed_run_gives_the_file_an_uninterrupted_run_gives(tmp_path: Path) -
     out.mkdir()
     torn = full[4][: len(full[4]) // 2]  # a run killed while writing its fifth row
     (out / "results.jsonl").write_text("\n".join(full[:4]) + "\n" + torn, encoding="utf-8")
+    (out / "run.json").write_bytes((tmp_path / "full" / "run.json").read_bytes())
     resumed = evaluate_jsonl(data, METRICS, out, chunk_size=2, workers=2, resume=True)
     assert (out / "results.jsonl").read_text(encoding="utf-8").splitlines() == full
     assert resumed.total_rows == len(full) and resumed.bad_lines == 4

@@ -1,18 +1,21 @@
 """Run async turneval code from sync code: one long-lived event loop shared by every sync call.
 
-A leaf module (it imports only :mod:`turneval.errors`), so every layer may use it.
+A leaf module (it imports only :mod:`turneval.errors`), so every layer may use it. asyncio is
+imported by the first sync call, not with the module (it is a good share of an import's cost).
 """
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from turneval.errors import SyncInAsyncContextError
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["run_sync"]
 
@@ -33,6 +36,8 @@ class _Loop:
         self.pid = 0
 
     def get(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+
         with self.lock:
             if self.loop is None or self.pid != os.getpid() or self.loop.is_closed():
                 loop = asyncio.new_event_loop()
@@ -67,6 +72,8 @@ def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
     Raises:
         SyncInAsyncContextError: when called inside a running event loop.
     """
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

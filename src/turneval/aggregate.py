@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from turneval.metrics import Evaluator
     from turneval.results import EvaluationResult, MetricResult
 
@@ -36,6 +37,58 @@ __all__ = [
     "unstable",
     "vote_stability",
 ]
+
+_PAIRWISE_VALUES = {"CANDIDATE": 1.0, "TIE": 0.5, "BASELINE": 0.0}
+"""A pairwise verdict's value (:class:`~turneval.metrics.PairwiseMetric`)."""
+
+_PAIRWISE_REASON = re.compile(
+    r"(CANDIDATE|BASELINE|TIE) \((?:both orders agree|orders disagree \(\w+ vs \w+\): TIE)\): "
+)
+"""How a pairwise verdict's reason starts: ``CANDIDATE (both orders agree): ...``."""
+
+
+def _pairwise_reason(choice: str, first: str, second: str, explanation: str) -> str:
+    """The reason of a pairwise verdict (read back by :func:`_is_pairwise`)."""
+    agree = (
+        "both orders agree" if first == second else f"orders disagree ({first} vs {second}): TIE"
+    )
+    return f"{choice} ({agree}): {explanation}"
+
+
+def _is_pairwise(results: Sequence[MetricResult]) -> bool:
+    """Whether a column read back from a file (no metric object) holds pairwise verdicts.
+
+    Every result's reason starts as a pairwise verdict's does and its value is that choice's.
+    """
+    if not results:
+        return False
+    for result in results:
+        match = _PAIRWISE_REASON.match(result.reason)
+        if match is None or _PAIRWISE_VALUES[match.group(1)] != result.value:
+            return False
+    return True
+
+
+def _pairwise_rates(results: Sequence[MetricResult]) -> dict[str, float]:
+    """Win, loss and tie rates of pairwise verdicts; with details, how often the orders agree.
+
+    ``candidate_win_rate``, ``baseline_win_rate``, ``tie_rate`` (from the values, so with
+    ``details=False`` too) and ``position_consistency`` (the share of pairs whose two orders
+    agree, from the details).
+    """
+    if not results:
+        return {}
+    n = len(results)
+    figures = {
+        "candidate_win_rate": sum(r.value == 1.0 for r in results) / n,
+        "baseline_win_rate": sum(r.value == 0.0 for r in results) / n,
+        "tie_rate": sum(r.value == 0.5 for r in results) / n,
+    }
+    orders = [(r.details.get("baseline_first"), r.details.get("candidate_first")) for r in results]
+    if all(first is not None for first, _ in orders):
+        figures["position_consistency"] = sum(a == b for a, b in orders) / n
+    return figures
+
 
 _DISTINCT_LIMIT = 20_000  # above this many distinct values, resample indices instead of counts
 
@@ -209,13 +262,16 @@ def summary_document(
     failed_rows: int = 0,
     aggregates: Mapping[str, float] | None = None,
     aggregate_errors: Mapping[str, str] | None = None,
+    skipped_traces: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The one layout of ``summary.json``, written by the CLI, the stream and the demo.
 
     ``{"samples": n, "bad_lines": k, "failed_rows": f, "metrics": {name: summary fields},
     "usage": counts}``; ``failed_rows`` counts the rows with at least one failed metric;
     ``"aggregates": {figure: value}`` when the run computed :class:`RunAggregate` figures, and
-    ``"aggregate_errors": {aggregate: error}`` for those that raised.
+    ``"aggregate_errors": {aggregate: error}`` for those that raised;
+    ``"skipped_traces": {reason: count}`` for OTLP/JSON input (traces that were no
+    conversation, never rows).
     """
     document: dict[str, Any] = {
         "samples": samples,
@@ -228,6 +284,8 @@ def summary_document(
         document["aggregates"] = dict(aggregates)
     if aggregate_errors:
         document["aggregate_errors"] = dict(aggregate_errors)
+    if skipped_traces is not None:
+        document["skipped_traces"] = dict(skipped_traces)
     return document
 
 
@@ -246,6 +304,8 @@ def bootstrap_ci(
     with many distinct values it resamples indices in blocks. Seeded: the same values give the
     same interval.
     """
+    import numpy as np
+
     array = np.asarray(values, dtype=float)
     n = array.size
     if n < 2:
@@ -280,6 +340,8 @@ def paired_permutation_test(
     pattern is counted: the exact p-value. Otherwise ``resamples`` random patterns (seeded),
     with the +1 correction.
     """
+    import numpy as np
+
     diffs = np.asarray(differences, dtype=float)
     diffs = diffs[diffs != 0]
     if diffs.size == 0:
@@ -303,6 +365,8 @@ def summarize(
     name: str, values: Sequence[float] | np.ndarray, failed: int, usage: Usage | None = None
 ) -> MetricSummary:
     """Summarise the scored ``values`` of one metric, its failures and judge usage."""
+    import numpy as np
+
     array = np.asarray(values, dtype=float)
     count = int(array.size)
     if not count:

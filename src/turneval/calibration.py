@@ -129,15 +129,19 @@ def load_labels(path: str | PathLike[str]) -> list[Label]:
             ``label``.
     """
     labels = []
-    with Path(path).open(encoding="utf-8") as handle:
+    with Path(path).open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             where = f"{Path(path).name} line {number}"
             try:
-                record = json.loads(line)
+                record = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"{where}: not UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
+                ) from None
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"{where}: not JSON ({exc.msg})") from None
+                raise ConfigError(f"{where}: not JSON ({exc.msg}, column {exc.colno})") from None
             label = label_from_record(record, where)
             if label is not None:
                 labels.append(label)
@@ -240,6 +244,8 @@ def _scale_of(metric: Any) -> tuple[float, ...] | None:
         rubric = info.default if info is not None else None
     if isinstance(rubric, dict):
         return tuple(sorted({float(score) for score in rubric}))
+    if getattr(metric, "yes_no", False):
+        return (0.0, 1.0)
     return None
 
 
@@ -644,9 +650,11 @@ def agreement(
             continue
         where = label.where or f"label for row {label.row!r}"
         if not _on_scale(label.value, scale):
+            values = ", ".join(f"{v:g}" for v in scale or ())
+            if getattr(known, "yes_no", False):
+                values = "a yes/no judge: 0 or no, 1 or yes"
             raise ConfigError(
-                f"{where}: label {label.value:g} is outside the scale of {name!r} "
-                f"({', '.join(f'{v:g}' for v in scale or ())})"
+                f"{where}: label {label.value:g} is outside the scale of {name!r} ({values})"
             )
         row = _row_of(label, result, ids)
         if row in seen:

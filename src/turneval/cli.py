@@ -2,29 +2,45 @@
 
 Exit codes: 0 success; 1 a ``--fail-under`` (or ``compare --fail-on-regression``) bar was not
 met; 2 bad usage or input (every error is one line, never a traceback); 3 more failed rows than
-``--max-failed`` allows (default 0); 5 ``compare --min-power``: the comparison passed its gates
-but had too little power to see a drop of ``--mde``. When rows failed beyond the allowance, 3
-wins over 1; a bar not met (1) wins over 5.
+``--max-failed`` allows (default 0); 4 ``compare --min-power``: the comparison passed its gates
+but had too little power to see a drop of ``--mde``; 5 (:data:`EXIT_DISK_FULL`) an output file
+could not be written for lack of space; 143 (:data:`EXIT_TERMINATED`) ``evaluate`` was stopped
+by SIGTERM after writing the chunks in flight. When rows failed beyond the allowance, 3 wins
+over 1; a bar not met (1) wins over 4.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
+from turneval._files import naming
 from turneval.errors import ConfigError, TurnevalError
+from turneval.judge.cache import CacheWarning
 
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
 
-__all__ = ["build_parser", "main", "max_failed", "parse_metric"]
+__all__ = [
+    "EXIT_DISK_FULL",
+    "EXIT_TERMINATED",
+    "build_parser",
+    "main",
+    "max_failed",
+    "parse_metric",
+]
 
 
 class UsageError(Exception):
@@ -56,14 +72,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"turneval: error: {message} (see '{self.prog} --help')\n")
 
 
+def _known_name(name: str, known: dict[str, type[Evaluator]]) -> str:
+    """``name``, or the one built-in metric ragas calls so (``bleu_score`` is ``bleu``).
+
+    An unknown name fails, suggesting the closest known name (or ragas name) when there is one.
+    """
+    if name in known:
+        return name
+    ragas = [key for key, cls in known.items() if name in cls.ragas_names]
+    if len(ragas) == 1:
+        return ragas[0]
+    if ragas:
+        raise UsageError(f"{name!r} is ragas' name for {' and '.join(ragas)}: name one of them")
+    import difflib
+
+    spellings = [*known, *{alias for cls in known.values() for alias in cls.ragas_names}]
+    close = difflib.get_close_matches(name, spellings, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise UsageError(f"unknown metric {name!r}; {hint}run 'turneval metrics' for the list")
+
+
 def parse_metric(spec: str) -> Evaluator | str:
     """``NAME`` or ``NAME:key=value,key=value`` (values parsed as JSON when they can be)."""
     from turneval.metrics import builtin_metrics
 
     name, _, options = spec.partition(":")
     known = builtin_metrics()
-    if name not in known:
-        raise UsageError(f"unknown metric {name!r}; run 'turneval metrics' for the list")
+    name = _known_name(name, known)
     if not options and known[name].buildable_by_name():
         return name
     config: dict[str, Any] = {}
@@ -264,6 +299,13 @@ def _print_summary(result: Any, out: Path | None) -> None:
         print(
             f"{result.bad_lines} input line(s) could not be read; their errors are in results.jsonl"
         )
+    skipped = getattr(result, "skipped_traces", None)
+    if skipped:
+        counts = ", ".join(f"{reason} {count}" for reason, count in sorted(skipped.items()))
+        print(
+            f"skipped {sum(skipped.values())} trace(s) that are not conversations ({counts}); "
+            "--strict-traces makes them failed rows"
+        )
     for figure, value in result.aggregates.items():
         print(f"{figure}: {value:.4f}")
     for name, error in result.aggregate_errors.items():
@@ -282,9 +324,11 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     if args.format == "otlp" or (args.format == "auto" and _is_otlp(Path(args.data))):
         from turneval.traces import from_otlp_json
 
-        dataset = from_otlp_json(args.data)
+        dataset = from_otlp_json(
+            args.data, strict_traces=args.strict_traces, lenient_json=args.lenient_json
+        )
     else:
-        dataset = EvaluationDataset.from_jsonl(args.data)
+        dataset = EvaluationDataset.from_jsonl(args.data, lenient_json=args.lenient_json)
     result = estimate(dataset, resolve_metrics(metrics))
     print(result)
     if args.price_input is not None:
@@ -320,31 +364,49 @@ def _aggregates(names: Sequence[str]) -> list[Any]:
 def _evaluate_here(
     args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any, rate_limit: Any
 ) -> Any:
-    """``evaluate`` in this process (and its workers)."""
+    """``evaluate`` in this process (and its workers); SIGTERM stops it between chunks."""
     from turneval.stream import evaluate_jsonl
 
-    return evaluate_jsonl(
-        args.data,
-        metrics,
-        out,
-        llm=llm,
-        cache=args.cache,
-        max_concurrency=args.concurrency,
-        max_llm_concurrency=args.llm_concurrency,
-        workers=args.workers,
-        details=args.details,
-        timeout=args.timeout,
-        report_rows=args.report_rows,
-        show_progress=False if args.quiet else None,
-        input_format=args.format,
-        group_by=args.group_by,
-        chunk_bytes=int(args.chunk_mb * 2**20),
-        resume=args.resume,
-        overwrite=args.overwrite,
-        rate_limit=rate_limit,
-        aggregates=_aggregates(args.aggregate),
-        store=_store_url(args),
-    )
+    with _stop_on_sigterm() as stop:
+        return evaluate_jsonl(
+            args.data,
+            metrics,
+            out,
+            llm=llm,
+            cache=args.cache,
+            max_concurrency=args.concurrency,
+            max_llm_concurrency=args.llm_concurrency,
+            workers=args.workers,
+            details=args.details,
+            timeout=args.timeout,
+            report_rows=args.report_rows,
+            show_progress=False if args.quiet else None,
+            input_format=args.format,
+            group_by=args.group_by,
+            strict_traces=args.strict_traces,
+            lenient_json=args.lenient_json,
+            chunk_bytes=int(args.chunk_mb * 2**20),
+            resume=args.resume,
+            overwrite=args.overwrite,
+            rate_limit=rate_limit,
+            aggregates=_aggregates(args.aggregate),
+            stop=stop,
+            store=_store_url(args),
+        )
+
+
+@contextmanager
+def _stop_on_sigterm() -> Iterator[threading.Event | None]:
+    """An event set by SIGTERM while the block runs (None outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _store_url(args: argparse.Namespace) -> str | None:
@@ -441,6 +503,8 @@ def _evaluate_on_ray(
         progress=not args.quiet,
         input_format=args.format,
         group_by=args.group_by,
+        strict_traces=args.strict_traces,
+        lenient_json=args.lenient_json,
         resume=args.resume,
         overwrite=args.overwrite,
         aggregates=_aggregates(args.aggregate),
@@ -469,6 +533,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     else:
         result = _evaluate_here(args, metrics, out, llm, rate_limit)
     _print_summary(result, out)
+    if getattr(result, "stopped", False):
+        print(
+            f"turneval: stopped by SIGTERM after {result.total_rows} rows (the chunks in flight "
+            f"were finished and written); continue with the same command and --resume",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
         from turneval.results import Prices
 
@@ -548,7 +619,7 @@ def _compare(args: argparse.Namespace) -> int:
     return failed
 
 
-UNDERPOWERED = 5
+UNDERPOWERED = 4
 """Exit code of ``compare --min-power`` when a gated metric's power falls short."""
 
 
@@ -677,9 +748,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         report = agreement(result, args.labels, args.metric)
         print(report)
         out = Path(args.html) if args.html else results.with_name("calibration.html")
-    out.write_text(
-        render_agreement_html(report, title=f"Can I trust {report.metric}?"), encoding="utf-8"
-    )
+    page = render_agreement_html(report, title=f"Can I trust {report.metric}?")
+    with naming(out):
+        out.write_text(page, encoding="utf-8")
     print(f"wrote {out}")
     return 0
 
@@ -787,9 +858,22 @@ def build_parser() -> argparse.ArgumentParser:
         "gen_ai.conversation.id or session.id; the file is grouped in memory)",
     )
     run.add_argument(
+        "--strict-traces",
+        action="store_true",
+        help="OTLP/JSON traces: a trace with no model call (no LLM span) is a failed row "
+        "instead of a skipped trace",
+    )
+    run.add_argument(
+        "--lenient-json",
+        action="store_true",
+        help="accept input lines that are not strict JSON: duplicate keys (the last wins) and "
+        "NaN, Infinity or 1e400 as numbers (by default each such line is an error row)",
+    )
+    run.add_argument(
         "--resume",
         action="store_true",
-        help="continue OUT/results.jsonl of an interrupted run: finished lines are not scored again",
+        help="continue OUT/results.jsonl of an interrupted run: finished lines are not scored "
+        "again (refused if OUT/run.json shows other metrics, judge or input)",
     )
     run.add_argument(
         "--overwrite", action="store_true", help="replace an existing OUT/results.jsonl"
@@ -991,14 +1075,43 @@ _count = _bounded(int, 1, above=False, what="a whole number")
 _positive = _bounded(float, 0, above=True, what="a number")
 
 
+EXIT_TERMINATED = 143
+"""Exit code of ``evaluate`` stopped by SIGTERM (128 + 15, as a shell reports a process it
+ended): the chunks in flight were finished and written; ``--resume`` continues the run."""
+
+EXIT_DISK_FULL = 5
+"""Exit code when an output file (results, summary, report) could not be written: no space."""
+
+_DISK_FULL = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (errors are printed on one line)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.handler(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            # turneval's own warnings (a failing cache, a resume without run.json) are shown,
+            # one line each, whatever the filters say
+            warnings.simplefilter("default", CacheWarning)
+            warnings.filterwarnings("default", category=UserWarning, module=r"turneval\.")
+            code: int = args.handler(args)
         return code
-    except (UsageError, TurnevalError, OSError) as exc:
+    except OSError as exc:
+        if exc.errno in _DISK_FULL:
+            where = f"writing {exc.filename}" if exc.filename else "writing the output"
+            print(
+                f"turneval: error: no space left on the device {where} ({exc.strerror}); "
+                "free some space or write elsewhere (--out), then resume (--resume)",
+                file=sys.stderr,
+            )
+            return EXIT_DISK_FULL
+        print(f"turneval: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except (UsageError, TurnevalError) as exc:
         print(f"turneval: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # never a traceback; TURNEVAL_DEBUG=1 shows it
@@ -1010,6 +1123,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Show a warning as one line on stderr (``turneval: warning: ...``), without source."""
+    print(f"turneval: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -440,6 +440,8 @@ def _load(path: Path) -> tuple[EvaluationResult, list[int]] | dict[str, float | 
             return _summary_means(path)
     try:
         run = EvaluationResult.from_jsonl(path)
+    except ConfigError:  # it names the file and line
+        raise
     except (ValueError, TypeError) as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"{path}: not a results file ({detail})") from exc
@@ -457,9 +459,18 @@ def _load(path: Path) -> tuple[EvaluationResult, list[int]] | dict[str, float | 
 def _summary_means(path: Path) -> dict[str, float | None]:
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
-        metrics = summary["metrics"]
-        return {name: entry["mean"] for name, entry in metrics.items()}
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(
-            f"{path}: not a turneval summary.json ({type(exc).__name__}: {exc})"
-        ) from exc
+    except ValueError as exc:  # a JSON error gives its line and column; UTF-8 its byte
+        raise ConfigError(f"{path}: not a turneval summary.json ({exc})") from exc
+    metrics = summary.get("metrics") if isinstance(summary, dict) else None
+    if not isinstance(metrics, dict):
+        raise ConfigError(f'{path}: not a turneval summary.json (no "metrics" object)')
+    means: dict[str, float | None] = {}
+    for name, entry in metrics.items():
+        mean = entry.get("mean", ...) if isinstance(entry, dict) else ...
+        if mean is not None and (isinstance(mean, bool) or not isinstance(mean, int | float)):
+            raise ConfigError(
+                f"{path}: not a turneval summary.json (metrics.{name}: expected a number or "
+                f'null under "mean", got {"nothing" if mean is ... else repr(mean)})'
+            )
+        means[name] = None if mean is None else float(mean)
+    return means

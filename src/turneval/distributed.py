@@ -44,6 +44,7 @@ from turneval.pipeline import RunOptions
 from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
 from turneval.runner import resolve_metrics
 from turneval.stream import (
+    _UNDECODABLE_ROW,
     StreamResult,
     _check_input_file,
     _Chunk,
@@ -356,6 +357,8 @@ def evaluate_on_ray(
     output_format: str = "jsonl",
     aggregates: Sequence[RunAggregate] = (),
     group_by: Literal["trace", "session"] = "trace",
+    strict_traces: bool = False,
+    lenient_json: bool = False,
     store: RunStore | str | os.PathLike[str] | None = None,
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
@@ -403,6 +406,12 @@ def evaluate_on_ray(
             result's ``aggregates``.
         group_by: For OTLP/JSON input, one sample per trace or per session, as for
             :func:`~turneval.stream.evaluate_jsonl`.
+        strict_traces: For OTLP/JSON input, a trace with no model call is an error row
+            instead of a skipped trace, as for :func:`~turneval.stream.evaluate_jsonl`.
+        lenient_json: Accept JSONL or OTLP/JSON lines that are not strict JSON (duplicate
+            keys, ``NaN``, ``Infinity``, ``1e400``), as for
+            :func:`~turneval.stream.evaluate_jsonl`. Parquet and dataset rows are written as
+            JSON by turneval and read as they are.
         store: A run store (:class:`~turneval.store.RunStore`, or its URL or path), written
             by the driver as the rows come back, as :func:`~turneval.stream.evaluate_jsonl`
             does.
@@ -444,11 +453,13 @@ def evaluate_on_ray(
     if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
         path: str | os.PathLike[str] = data
     else:  # rows in their order: the dataset's (or the files') own
+        lenient_json = True  # JSON turneval writes (a float column's NaN stays as before)
         with _in_order(ray, progress=progress):
             rows = (
                 ray.data.read_parquet(str(data)) if isinstance(data, (str, os.PathLike)) else data
             )
-            path = _write_rows(rows, target)
+            source = str(data) if isinstance(data, (str, os.PathLike)) else "the dataset"
+            path = _write_rows(rows, target, source)
     engine = _engine(
         ray,
         llm_factory=llm_factory,
@@ -478,6 +489,8 @@ def evaluate_on_ray(
         aggregates=aggregates,
         engine=engine,
         group_by=group_by,
+        strict_traces=strict_traces,
+        lenient_json=lenient_json,
         store=store,
     )
     result = DistributedResult(stream, target)
@@ -495,13 +508,43 @@ def _is_parquet(path: Path) -> bool:
     return path.suffix.lower() in {".parquet", ".pq"}
 
 
-def _write_rows(dataset: Any, target: Path) -> Path:
-    """A Ray Dataset of sample rows as ``target/input.jsonl``, in the dataset's order."""
+def _write_rows(dataset: Any, target: Path, source: str = "the dataset") -> Path:
+    """A Ray Dataset of sample rows as ``target/input.jsonl``, in the dataset's order.
+
+    A row with a text cell that is not UTF-8 (Parquet does not check) is written as an
+    undecodable-row marker: its line becomes one error row naming ``source``, the row and the
+    column, and the other rows are scored.
+    """
     path = target / "input.jsonl"
+    number = 0
     with path.open("w", encoding="utf-8") as handle:
-        for row in dataset.iter_rows():
-            handle.write(json.dumps(_plain(row), ensure_ascii=False, default=str) + "\n")
+        for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+            try:
+                records = batch.to_pylist()
+            except UnicodeDecodeError:  # a bad cell: the batch row by row, each row alone
+                records = [_row_or_problem(batch.slice(at, 1)) for at in range(batch.num_rows)]
+            for record in records:
+                number += 1
+                if isinstance(record, str):
+                    record = {_UNDECODABLE_ROW: f"row {number} of {source}: {record}"}
+                handle.write(json.dumps(_plain(record), ensure_ascii=False, default=str) + "\n")
     return path
+
+
+def _row_or_problem(row: Any) -> dict[str, Any] | str:
+    """The one row of the Arrow table ``row`` as a dict, or which cell is not UTF-8."""
+    try:
+        record: dict[str, Any] = row.to_pylist()[0]
+        return record
+    except UnicodeDecodeError:
+        pass
+    for column in row.column_names:
+        try:
+            row.column(column).to_pylist()
+        except UnicodeDecodeError as exc:
+            where = f"byte 0x{exc.object[exc.start]:02x} at byte offset {exc.start}"
+            return f"column {column!r} is not valid UTF-8 ({where})"
+    return "a cell is not valid UTF-8"  # pragma: no cover - a cell that fails once fails again
 
 
 def _plain(value: Any) -> Any:

@@ -49,14 +49,15 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from turneval._grounding_values import STOP as _STOP
 from turneval._grounding_values import Value, conflicts, equal, values
 from turneval._grounding_values import stem as _stem
 from turneval._sync import run_sync
 from turneval.errors import ConfigError
-from turneval.judge import Judge, JudgeRequest, StrictVerdict, tagged
+from turneval.judge import Judge, JudgeRequest, StrictVerdict, per_item_schema, tagged
 
 __all__ = [
     "CitedChunk",
@@ -1134,22 +1135,42 @@ class GroundingVerdict(StrictVerdict):
     )
 
 
+def _claims_by_key(data: Any) -> Any:
+    """A per-claim answer (``{"claims": {"claim_0": {...}, ...}}``) as a list with numbers.
+
+    A list of claims (a model that ignored the schema, or a cached verdict) is kept as it is;
+    keys that name no claim are ignored.
+    """
+    if isinstance(data, dict) and isinstance(data.get("claims"), dict):
+        claims = []
+        for key, entry in data["claims"].items():
+            number = key.removeprefix("claim_")
+            if isinstance(entry, dict) and key.startswith("claim_") and number.isdigit():
+                claims.append({**entry, "index": int(number)})
+        return {**data, "claims": claims}
+    return data
+
+
 @lru_cache(maxsize=256)
 def grounding_verdict_model(claims: int, facts: int) -> type[GroundingVerdict]:
     """The verdict schema for ``claims`` numbered claims and ``facts`` numbered facts.
 
-    The schema admits exactly one verdict per claim, claim numbers in ``0..claims-1`` and fact
-    numbers in ``0..facts-1``. Parsing stays lenient (unknown numbers are ignored, as for models
-    that do not follow schemas).
+    The schema is per claim: one required property per claim (``claim_0``, ``claim_1``, ...),
+    in order, and cited fact numbers in ``0..facts-1``, so a schema-following model judges
+    every claim exactly once. Parsing stays lenient for models that do not follow schemas: a
+    list of claims with their ``index`` is read too, claims left out are not grounded, and
+    unknown numbers are ignored.
     """
-    index_schema: dict[str, Any] = {"enum": list(range(claims))} if claims else {}
     facts_schema: dict[str, Any] = (
         {"items": {"type": "integer", "enum": list(range(facts))}} if facts else {"maxItems": 0}
     )
     claim = create_model(
         "ClaimVerdict",
         __base__=ClaimVerdict,
-        index=(int, Field(description="The claim's number.", json_schema_extra=index_schema)),
+        index=(
+            SkipJsonSchema[int],
+            Field(default=-1, description="The claim's number (from its key)."),
+        ),
         fact_indices=(
             list[int],
             Field(
@@ -1161,11 +1182,12 @@ def grounding_verdict_model(claims: int, facts: int) -> type[GroundingVerdict]:
     return create_model(
         "GroundingVerdict",
         __base__=GroundingVerdict,
+        __validators__={"_claims_by_key": model_validator(mode="before")(_claims_by_key)},  # type: ignore[dict-item]
         claims=(
             list[claim],
             Field(
-                description="One verdict per numbered claim, in order.",
-                json_schema_extra={"minItems": claims, "maxItems": claims},
+                description="One verdict per numbered claim: claim_<number>.",
+                json_schema_extra=per_item_schema([f"claim_{i}" for i in range(claims)]),
             ),
         ),
     )

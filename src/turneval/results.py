@@ -11,6 +11,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from turneval.errors import ConfigError
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
@@ -311,6 +312,43 @@ def _read_agent(record: dict[str, Any]) -> AgentRun:
     )
 
 
+def _read_row(record: dict[str, Any], names: list[str], number: int) -> SampleResult:
+    """The row of one results.jsonl record (``number``: its 1-based line)."""
+    row = SampleResult(int(_number(record, "index", number - 1)), None)
+    if record.get("line") is not None:  # the streaming CLI's input line
+        row.line = int(_number(record, "line"))
+    if record.get("id") is not None:
+        row.stored_id = str(record["id"])
+    if "scenario_id" in record:  # a simulated conversation: pass^k again
+        row.stored_trial = {key: record.get(key) for key in TRIAL_KEYS}
+    for name in names:
+        if record.get(name) is not None:
+            row.results[name] = MetricResult(
+                name,
+                float(_number(record, name)),
+                record.get(f"{name}_reason") or "",
+                dict(record.get(f"{name}_details") or {}),
+                _read_usage(record.get(f"{name}_usage"), name, number),
+            )
+        elif record.get(f"{name}_error"):
+            error_type, _, message = str(record[f"{name}_error"]).partition(": ")
+            row.failures[name] = MetricFailure(name, row.index, error_type, message)
+    if record.get("latency_in_seconds") is not None:
+        row.agent = _read_agent(record)
+    return row
+
+
+def _number(record: dict[str, Any], key: str, default: int | None = None) -> int | float:
+    """``record[key]`` as a number (an int or float; the field named if it is not one)."""
+    value: Any = record.get(key, default)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    try:
+        return float(value)  # a number written as text, as before
+    except (TypeError, ValueError):
+        raise ValueError(f"{key!r} must be a number, got {value!r}") from None
+
+
 def _read_usage(data: Any, name: str, line: int) -> Usage | None:
     """The ``<name>_usage`` object of a results line, None when absent."""
     if data is None:
@@ -363,6 +401,8 @@ class EvaluationResult:
 
     When scenarios were simulated, each metric's summary ``extra`` holds ``success_rate`` and
     ``pass^k`` / ``pass@k`` for k = 1 to the number of trials (see :meth:`trial_outcomes`).
+    A dataset rebuilt from traces leaves ``skipped_traces``: the traces that were no
+    conversation (no model call), counted by reason, never rows.
     """
 
     def __init__(
@@ -380,6 +420,7 @@ class EvaluationResult:
         self.metrics: list[Any] = []  # the metric objects of the run, when it ran here
         self.aggregates: dict[str, float] = {}  # the run's RunAggregate figures, by name
         self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
+        self.skipped_traces: dict[str, int] = {}  # traces that were no conversation, by reason
         self.early_stops: EarlyStops | None = None  # what stop_early saved, when trials stopped
 
     def __len__(self) -> int:
@@ -488,7 +529,12 @@ class EvaluationResult:
         something else (a simulated user that failed) is neither: it is left out of ``failure``
         too (counted in its ``failed``).
         """
-        from turneval.aggregate import SummaryTable, summarise_metrics
+        from turneval.aggregate import (
+            SummaryTable,
+            _is_pairwise,
+            _pairwise_rates,
+            summarise_metrics,
+        )
 
         figures = _AgentFigures()
         for row in self.rows:
@@ -513,9 +559,11 @@ class EvaluationResult:
             results=results,
         )
         for name, summary in table.items():
-            trial_figures = self._trial_figures(name)
-            if trial_figures:
-                summary = replace(summary, extra={**(summary.extra or {}), **trial_figures})
+            extra = self._trial_figures(name)
+            if name not in metrics and _is_pairwise(results[name]):  # read back from a file
+                extra = {**extra, **_pairwise_rates(results[name])}
+            if extra:
+                summary = replace(summary, extra={**(summary.extra or {}), **extra})
             summaries[name] = summary
         return summaries
 
@@ -599,49 +647,46 @@ class EvaluationResult:
         the agent run's figures (latency, error, token usage, steps: ``row.agent``, with no
         messages) and (when the file was written with details) each result's details and judge
         usage are restored; the run's ``usage`` is the sum of the results' (requests of failed
-        metrics are not in the file).
+        metrics are not in the file). A pairwise judge's column is recognised by its verdicts'
+        reasons, so :meth:`summary` gives its win, loss and tie rates again (and, when the file
+        has details, ``position_consistency``).
+
+        Raises:
+            ConfigError: naming the file and line, for a line that is not a results row (not
+                UTF-8, not a JSON object, a value of the wrong type).
         """
-        with Path(path).open(encoding="utf-8") as handle:
-            return cls._from_numbered(
-                (number, json.loads(line))
-                for number, line in enumerate(handle, start=1)
-                if line.strip()
-            )
+        rows: list[SampleResult] = []
+        names: list[str] = []
+        with Path(path).open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw.decode("utf-8"))
+                    if not isinstance(record, dict):
+                        raise TypeError(f"expected a JSON object, got {type(record).__name__}")
+                    if not names:
+                        names = [key for key in record if f"{key}_reason" in record]
+                    rows.append(_read_row(record, names, number))
+                except (ValueError, TypeError, KeyError) as exc:  # JSON, UTF-8, a field's type
+                    detail = " ".join(str(exc).split())
+                    if isinstance(exc, json.JSONDecodeError):  # its line is the text's own
+                        detail = f"{exc.msg}, column {exc.colno}"
+                    named = detail.removeprefix(f"line {number}: ")  # a field's own message
+                    if named == detail:
+                        named = f"not a turneval results row ({type(exc).__name__}: {detail})"
+                    raise ConfigError(f"{path} line {number}: {named}") from exc
+        return cls(rows, names, sum((row.usage for row in rows), Usage()))
 
     @classmethod
     def from_records(cls, records: Iterable[dict[str, Any]]) -> EvaluationResult:
         """The rows of results.jsonl records already read (a run store's), as ``from_jsonl``."""
-        return cls._from_numbered(enumerate(records, start=1))
-
-    @classmethod
-    def _from_numbered(cls, records: Iterable[tuple[int, dict[str, Any]]]) -> EvaluationResult:
         rows: list[SampleResult] = []
         names: list[str] = []
-        for number, record in records:
+        for number, record in enumerate(records, start=1):
             if not names:
                 names = [key for key in record if f"{key}_reason" in record]
-            row = SampleResult(int(record.get("index", number - 1)), None)
-            if record.get("line") is not None:  # the streaming CLI's input line
-                row.line = int(record["line"])
-            if record.get("id") is not None:
-                row.stored_id = str(record["id"])
-            if "scenario_id" in record:  # a simulated conversation: pass^k again
-                row.stored_trial = {key: record.get(key) for key in TRIAL_KEYS}
-            for name in names:
-                if record.get(name) is not None:
-                    row.results[name] = MetricResult(
-                        name,
-                        float(record[name]),
-                        record.get(f"{name}_reason") or "",
-                        dict(record.get(f"{name}_details") or {}),
-                        _read_usage(record.get(f"{name}_usage"), name, number),
-                    )
-                elif record.get(f"{name}_error"):
-                    error_type, _, message = str(record[f"{name}_error"]).partition(": ")
-                    row.failures[name] = MetricFailure(name, row.index, error_type, message)
-            if record.get("latency_in_seconds") is not None:
-                row.agent = _read_agent(record)
-            rows.append(row)
+            rows.append(_read_row(record, names, number))
         return cls(rows, names, sum((row.usage for row in rows), Usage()))
 
     def to_html(self, path: str | PathLike[str], *, title: str = "turneval report") -> None:

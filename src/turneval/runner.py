@@ -171,12 +171,14 @@ async def aevaluate(
     resolved = resolve_metrics(metrics)
     check_judges(resolved, options.llm)
     samples = data.samples
-    return await arun(
+    result = await arun(
         len(samples),
         lambda index: score_row(index, samples[index], resolved, options),
         resolved,
         options,
     )
+    result.skipped_traces = dict(data.skipped_traces)
+    return result
 
 
 def evaluate(

@@ -8,6 +8,9 @@ every scenario and trial and returns one :class:`~turneval.MultiTurnSample` per 
 trial), in input order; ``EvalTask(scenarios, metrics).evaluate(runnable=agent, user=...,
 trials=k)`` simulates and scores, and its ``summary()`` adds pass^k and pass@k.
 
+A conversation always opens with a human turn: a user that says it is done before its first
+message is asked again (up to 3 times), then the trial fails as the user's (no stop reason).
+
 Stop reasons (``metadata["stop_reason"]``): ``user_done`` (the user's goal was reached, or it
 gave up), ``max_turns`` (the scenario's user turns ran out), ``agent_error`` (the agent raised,
 returned an invalid conversation or exceeded the per-turn step limit), ``timeout`` (the whole
@@ -33,7 +36,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from turneval.agents import _agent_turn, _has_checkpointer, _recursion_limit, _usage
 from turneval.dataset import EvaluationDataset, _jsonl_rows
@@ -59,6 +70,7 @@ from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult, trial_outcome
 from turneval.samples import MultiTurnSample
 from turneval.sequential import StopEarly, _Sequencer, _stop_rule
+from turneval.worlds import ToolWorld, bind_worlds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,6 +81,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseUser",
     "DEFAULT_MAX_STEPS",
+    "OpeningTurn",
     "Scenario",
     "ScriptedUser",
     "SimulatedUser",
@@ -99,9 +112,16 @@ class Scenario(BaseModel):
         reference_topics: Allowed topics, for topic adherence.
         rubrics: Rubrics, as on samples.
         metadata: Anything else; copied into each sample's metadata.
+        world: The :class:`~turneval.worlds.ToolWorld` the agent acts on: every trial gets
+            a fresh copy (bound under the world's name, so tools built once with
+            ``world.as_langchain_tools()`` act on it), and the sample's
+            ``metadata["world"]`` records the initial and end states, the reference end state
+            (``reference_tool_calls`` replayed on another fresh copy), the calls and the
+            injected faults.
+        initial_state: Top-level parts of the world's state this scenario starts from.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     goal: str = Field(min_length=1)
     id: str | None = None
@@ -114,6 +134,16 @@ class Scenario(BaseModel):
     reference_topics: list[str] | None = None
     rubrics: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
+    world: ToolWorld | None = None
+    initial_state: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _check_world(self) -> Scenario:
+        if self.initial_state is not None:
+            if self.world is None:
+                raise ValueError("initial_state needs a world (the state of which world?)")
+            self.world.fresh(self.initial_state)  # its fields must exist: fail now, not mid-run
+        return self
 
     @field_validator("goal")
     @classmethod
@@ -220,13 +250,21 @@ def _as_scenarios(items: EvaluationDataset | Sequence[Any]) -> list[Scenario] | 
     return None
 
 
+_SAYS_SOMETHING: dict[str, JsonValue] = {"pattern": r"\S"}  # a visible character, in the schema
+
+
 class UserTurn(BaseModel):
-    """The simulated user's answer for one turn (its structured output schema)."""
+    """The simulated user's answer for one turn (its structured output schema).
+
+    The schema asks for a message with a visible character even when ``done`` is true (it is
+    not sent then), so every schema-valid answer is a usable turn.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     message: str = Field(
-        description="Your next message to the agent (empty only when done is true)."
+        description="Your next message to the agent (not sent when done is true).",
+        json_schema_extra=_SAYS_SOMETHING,
     )
     done: bool = Field(
         description="True when your goal has been reached (the agent confirmed it is done) or "
@@ -238,10 +276,33 @@ class UserTurn(BaseModel):
     def _strip(cls, message: str) -> str:
         return message.strip()
 
-    def model_post_init(self, context: Any) -> None:
+    @model_validator(mode="after")
+    def _says_something(self) -> UserTurn:
         """A turn that goes on must say something."""
         if not self.done and not self.message:
             raise ValueError("message is empty but done is false: write the next message")
+        return self
+
+
+class OpeningTurn(BaseModel):
+    """The simulated user's first turn: a message, and no way to end the conversation.
+
+    A conversation always has at least one human turn: the first turn's schema has no
+    ``done``, and an empty opening message is invalid (the model is asked again).
+    """
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"additionalProperties": False})
+
+    message: str = Field(
+        description="Your opening message to the agent.", json_schema_extra=_SAYS_SOMETHING
+    )
+
+    @field_validator("message")
+    @classmethod
+    def _opens(cls, message: str) -> str:
+        if not message.strip():
+            raise ValueError("the opening message is empty: write what you want from the agent")
+        return message.strip()
 
 
 class BaseUser(ABC):
@@ -302,7 +363,9 @@ class SimulatedUser(BaseUser):
     (its own turns as ``[you]``, the agent's final texts as ``[agent]``, tool traffic hidden),
     delimited and escaped as data. Calls go through the judge layer: transient errors are
     retried, unparseable answers repaired (bounded), usage counted, and with a cache identical
-    requests of the same trial are answered from disk.
+    requests of the same trial are answered from disk. The opening turn's schema is
+    :class:`OpeningTurn` (a message, no ``done``), the others' :class:`UserTurn`: every answer
+    valid under the schema sent is a usable turn.
 
     Args:
         llm: Any LangChain chat model (or a ``LangchainLLMWrapper``).
@@ -374,11 +437,18 @@ class SimulatedUser(BaseUser):
     async def next_turn(
         self, scenario: Scenario, conversation: Sequence[Message], *, trial: int, seed: int | None
     ) -> tuple[UserTurn, Usage]:
-        """Ask the model for the next turn (trial and seed are part of the cache key)."""
+        """Ask the model for the next turn (trial and seed are part of the cache key).
+
+        Before the user has said anything, the schema is :class:`OpeningTurn` (a message, no
+        ``done``): the model cannot end the conversation before it starts.
+        """
         system, user = self.prompt(scenario, conversation)
-        reply = await self._judge(seed).ask(
-            system, user, UserTurn, cache_extra={"simulated_user_trial": trial, "seed": seed}
-        )
+        extra = {"simulated_user_trial": trial, "seed": seed}
+        judge = self._judge(seed)
+        if not any(isinstance(message, HumanMessage) for message in conversation):
+            opening = await judge.ask(system, user, OpeningTurn, cache_extra=extra)
+            return UserTurn(message=opening.parsed.message, done=False), opening.usage
+        reply = await judge.ask(system, user, UserTurn, cache_extra=extra)
         return reply.parsed, reply.usage
 
 
@@ -425,6 +495,10 @@ class ScriptedUser(BaseUser):
         return UserTurn(message=script[position], done=False), Usage()
 
 
+_OPENING_ATTEMPTS = 3
+"""Times a user that says it is done before its first message is asked again for one."""
+
+
 @dataclass
 class _Conversation:
     """One simulated trial, as it happened."""
@@ -450,19 +524,32 @@ async def _next_text(
     if convo.turns >= scenario.max_turns:
         convo.stop_reason = "max_turns"
         return None
-    try:
-        turn, usage = await user.next_turn(
-            scenario, list(convo.messages), trial=trial, seed=None if seed is None else seed + trial
-        )
-    except Exception as exc:  # the trial fails, the run goes on
-        convo.stop_reason, convo.error_type = None, type(exc).__name__
-        convo.error = f"{type(exc).__name__}: the simulated user failed: {exc}"
-        return None
-    convo.user_usage = convo.user_usage + usage
-    if turn.done:
-        convo.stop_reason = "user_done"
-        return None
-    return turn.message
+    opening = not any(isinstance(m, HumanMessage) for m in convo.messages)
+    for _ in range(_OPENING_ATTEMPTS if opening else 1):
+        try:
+            turn, usage = await user.next_turn(
+                scenario,
+                list(convo.messages),
+                trial=trial,
+                seed=None if seed is None else seed + trial,
+            )
+        except Exception as exc:  # the trial fails, the run goes on
+            convo.stop_reason, convo.error_type = None, type(exc).__name__
+            convo.error = f"{type(exc).__name__}: the simulated user failed: {exc}"
+            return None
+        convo.user_usage = convo.user_usage + usage
+        if not turn.done:
+            return turn.message
+        if not opening:
+            convo.stop_reason = "user_done"
+            return None
+    # Done before saying anything, every time asked: the user failed, not the agent.
+    convo.stop_reason, convo.error_type = None, "SimulationError"
+    convo.error = (
+        "SimulationError: the simulated user failed: it ended the conversation before its "
+        f"first message ({_OPENING_ATTEMPTS} times asked)"
+    )
+    return None
 
 
 async def _converse(
@@ -549,6 +636,27 @@ def _sample(scenario: Scenario, trial: int, convo: _Conversation) -> MultiTurnSa
             convo.error = f"AgentRunError: the agent's conversation is not valid: {detail}"
             metadata.update(stop_reason=convo.stop_reason, error=convo.error)
         return MultiTurnSample.model_construct(**fields)  # kept as it happened
+
+
+def _trial_world(scenario: Scenario, trial: int) -> ToolWorld | None:
+    """A fresh copy of the scenario's world for one trial; its faults seeded per trial."""
+    if scenario.world is None:
+        return None
+    seed = f"{scenario.world.seed}|{scenario.id}|{trial}"
+    return scenario.world.fresh(scenario.initial_state, seed=seed)
+
+
+async def _record_world(sample: MultiTurnSample, scenario: Scenario, world: ToolWorld) -> None:
+    """Record on the sample the trial's world: states, reference end state, calls, faults."""
+    record = world.report()
+    record["initial_state"] = world.initial_state
+    if scenario.world is not None and scenario.reference_tool_calls is not None:
+        reference = await scenario.world.areplay(
+            scenario.reference_tool_calls, scenario.initial_state
+        )
+        record["reference_state"] = reference.state
+    if sample.metadata is not None:
+        sample.metadata["world"] = record
 
 
 def _check_run(user: Any, trials: int, max_steps: int) -> None:
@@ -769,7 +877,8 @@ async def _simulated_rows(
 
     async def conversation(number: int, trial: int, index: int) -> SampleResult:
         scenario = scenarios[number]
-        with judge_run(user_run):
+        world = _trial_world(scenario, trial)
+        with judge_run(user_run), bind_worlds(world) if world else nullcontext():
             convo = await _converse(
                 agent,
                 scenario,
@@ -781,6 +890,8 @@ async def _simulated_rows(
                 base=config,
             )
         sample = _sample(scenario, trial, convo)
+        if world is not None:
+            await _record_world(sample, scenario, world)
         if metrics is None:
             return SampleResult(index, sample)
         run = AgentRun(

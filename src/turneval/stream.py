@@ -9,7 +9,9 @@ partial file is never corrupt. A line that is not valid JSON or not a valid samp
 whose error names the line and field; every other line is scored as usual. Whatever its bytes
 (invalid UTF-8, lone surrogates, nesting too deep to parse), a non-blank line yields exactly one
 row; a UTF-8 byte-order mark on the first line is ignored; blank lines are skipped (they hold
-no sample and yield no row). With ``resume=True`` the rows of an interrupted run are kept and
+no sample and yield no row). A line that is not UTF-8 is named with its file; a line that is not
+strict JSON (a duplicate key, ``NaN``, ``Infinity``, ``1e400``) is an error row naming the key,
+unless ``lenient_json=True``. With ``resume=True`` the rows of an interrupted run are kept and
 their lines skipped (:func:`finished_lines`).
 """
 
@@ -18,7 +20,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
+import time
+import warnings
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,7 +39,9 @@ import anyio
 import numpy as np
 from pydantic import ValidationError
 
+from turneval._files import naming
 from turneval._gc import batch_collection, freeze_process
+from turneval._runfile import RUN_FILE, RunFile
 from turneval.aggregate import (
     MetricSummary,
     RunAggregate,
@@ -41,7 +49,15 @@ from turneval.aggregate import (
     summarise_metrics,
     summary_document,
 )
-from turneval.dataset import _refuse_compressed, sample_from_dict
+from turneval.dataset import (
+    LENIENT_HINT,
+    _jiter_from_json,
+    _orjson_loads,
+    _refuse_compressed,
+    _strict_json_problem,
+    _utf8_problem,
+    sample_from_dict,
+)
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
@@ -74,6 +90,7 @@ except ImportError:  # pragma: no cover - exercised only without orjson
 __all__ = [
     "ChunkEngine",
     "FIRST_ERRORS",
+    "ResumeWarning",
     "RowError",
     "StreamResult",
     "UNREADABLE",
@@ -92,7 +109,10 @@ class StreamResult:
     errors of those that raised (as on :class:`~turneval.results.EvaluationResult`);
     ``agent_summaries`` the agent figures of rows with an agent run (traces): latency, failure
     rate, tokens and steps, as :meth:`~turneval.results.EvaluationResult.summary` gives them
-    ({} without agent runs).
+    ({} without agent runs); ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input
+    that were no conversation (None for samples input);
+    ``stopped`` is True when the run was stopped early (``evaluate_jsonl(stop=...)``, the CLI's
+    SIGTERM): the rows cover the input read until then.
     """
 
     metric_names: list[str]
@@ -107,6 +127,8 @@ class StreamResult:
     aggregates: dict[str, float] = field(default_factory=dict)
     aggregate_errors: dict[str, str] = field(default_factory=dict)
     agent_summaries: dict[str, MetricSummary] = field(default_factory=dict)
+    stopped: bool = False  # ``stop`` was set: the rest of the input was not read
+    skipped_traces: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +151,10 @@ FIRST_ERRORS = 10
 
 UNREADABLE = "unreadable"
 """The results.jsonl key set to true on the row of an input line that holds no sample."""
+
+_UNDECODABLE_ROW = "__turneval_undecodable_row__"
+"""A JSONL line ``{_UNDECODABLE_ROW: why}`` stands for a row that could not be decoded (a
+Parquet cell that is not UTF-8, say): it becomes an error row saying ``why``."""
 
 
 @dataclass
@@ -157,54 +183,132 @@ class _Unreadable(str):
     __slots__ = ("error",)
     error: str
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its error (chunks go to worker processes and Ray actors)."""
+        return (_unreadable, (str(self), self.error))
+
+
+def _unreadable(text: str, error: str) -> _Unreadable:
+    line = _Unreadable(text)
+    line.error = error
+    return line
+
+
+_BOM = b"\xef\xbb\xbf"
+
 
 def _decode(raw: bytes, number: int) -> str:
+    """A raw line's text (a line not UTF-8: an :class:`_Unreadable`; the reader tells most)."""
     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark
         raw = raw[3:]
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = _Unreadable(raw.decode("utf-8", "backslashreplace"))
-        line.error = (
-            f"line {number}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte offset "
-            f"{exc.start})"
+        where = f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
+        return _unreadable(
+            raw.decode("utf-8", "backslashreplace"), f"line {number}: not valid UTF-8 ({where})"
         )
-        return line
 
 
 _MULTI_TURN_BYTES = re.compile(rb'"user_input"\s*:\s*\[')
 
 
+class _Lenient(str):
+    """A line exempt from the strict-JSON check (``lenient_json``, or JSON turneval wrote)."""
+
+    __slots__ = ()
+
+
+class _LenientBytes(bytes):
+    """A raw line exempt from the strict-JSON check (``lenient_json=True``)."""
+
+    __slots__ = ()
+
+
 def _parse(line: str | bytes, number: int) -> Sample:
+    """The sample on input line ``number``; raises :class:`InvalidSampleError` naming the line.
+
+    A plain ``str`` or ``bytes`` line must be strict JSON (no duplicate key, only finite
+    numbers); :class:`_Lenient` and :class:`_LenientBytes` lines need not be.
+    """
+    strict = type(line) is bytes or type(line) is str
     if isinstance(line, bytes):  # a raw line: validated straight from its bytes (Rust)
         raw = line[3:] if number == 1 and line.startswith(b"\xef\xbb\xbf") else line  # BOM
         kind = MultiTurnSample if _MULTI_TURN_BYTES.search(raw) else SingleTurnSample
-        try:
-            return kind.model_validate_json(raw)
-        except ValidationError:  # the text path below names the line and field
-            line = _decode(line, number)
+        found = _strict_sample(raw, kind) if strict else _lenient_sample(raw, kind)
+        if found is not None:
+            return found
+        line = _decode(line, number)  # the text path below names the line, field or key
     if isinstance(line, _Unreadable):
         raise InvalidSampleError(line.error, sample_id=number)
     try:
-        return _parse_text(line, number)
+        return _parse_text(line, number, strict)
     except RecursionError as exc:
         raise InvalidSampleError(
             f"line {number}: JSON nested too deeply to parse", sample_id=number
         ) from exc
 
 
-def _parse_text(line: str, number: int) -> Sample:
+def _lenient_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
+    """The sample of a raw line, parsed and validated in one pass (Rust); None on any error."""
+    try:
+        return kind.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def _strict_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
+    """The sample of a raw line that is strict JSON; None on any error or doubt.
+
+    jiter parses once, refusing duplicate keys and ``NaN``/``Infinity``, and pydantic
+    validates what it built (cheaper than parsing twice); orjson refuses numbers that overflow
+    a double (``1e400``). Without jiter or orjson: :func:`_strict_json_problem` after the
+    one-pass parse. None sends the line to the text path, which tells why (or, should the
+    two validation modes ever differ, reads it there).
+    """
+    if _jiter_from_json is None or _orjson_loads is None:  # pragma: no cover
+        sample = _lenient_sample(raw, kind)
+        return None if sample is None or _strict_json_problem(raw) else sample
+    try:
+        document = _jiter_from_json(
+            raw, allow_inf_nan=False, catch_duplicate_keys=True, cache_mode=False
+        )
+        sample = kind.model_validate(document)
+        _orjson_loads(raw)
+    except (ValueError, RecursionError):  # ValidationError, the parsers' errors, deep nesting
+        return None
+    return sample
+
+
+def _refuse_loose_json(text: str | bytes, number: int) -> None:
+    """Raise :class:`InvalidSampleError` unless ``text`` is strict JSON, naming line and key."""
+    problem = _strict_json_problem(text)
+    if problem is not None:
+        raise InvalidSampleError(
+            f"line {number}: not strict JSON: {problem} ({LENIENT_HINT})", sample_id=number
+        )
+
+
+def _parse_text(line: str, number: int, strict: bool = True) -> Sample:
     kind = MultiTurnSample if _MULTI_TURN.search(line) else SingleTurnSample
     try:  # the fast path: pydantic parses and validates the JSON in one pass (Rust)
-        return kind.model_validate_json(line)
+        sample = kind.model_validate_json(line)
     except ValidationError:
         pass  # the slow path below finds the error and names the line and field
+    else:
+        if strict:
+            _refuse_loose_json(line, number)
+        return sample
     try:
         row = json.loads(line.rstrip("\r\n"))  # the column then counts on this line alone
     except json.JSONDecodeError as exc:
         raise InvalidSampleError(
             f"line {number}: not valid JSON ({exc.msg}, column {exc.colno})", sample_id=number
         ) from exc
+    if isinstance(row, dict) and len(row) == 1 and _UNDECODABLE_ROW in row:
+        raise InvalidSampleError(f"line {number}: {row[_UNDECODABLE_ROW]}", sample_id=number)
+    if strict:  # a duplicate key may be what makes the sample invalid: named first
+        _refuse_loose_json(line, number)
     try:
         return sample_from_dict(row)
     except InvalidSampleError as exc:  # "sample (Kind): ..." -> "line N (Kind): ..."
@@ -458,9 +562,44 @@ _WORKER_OPTIONS: list[RunOptions] = []
 
 
 def _init_worker(metrics: list[Evaluator], options: RunOptions) -> None:
+    _end_with_parent()
     _WORKER_METRICS[:] = metrics
     _WORKER_OPTIONS[:] = [options]
     freeze_process()  # start-up objects (modules, metrics): never walked by the collector again
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with_parent() -> None:
+    """Make this worker process end when its parent dies (``kill -9`` included), within 1 s.
+
+    On Linux the kernel sends SIGKILL when the parent exits (``prctl(PR_SET_PDEATHSIG)``);
+    elsewhere, and as a second guard, a daemon thread checks ``os.getppid()`` four times a
+    second and exits when the worker has been re-parented. SIGTERM is restored to its default
+    (a fork copies the parent's handler, which only asks the parent's loop to stop), and
+    SIGINT is left to the parent, which stops the run.
+    """
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no prctl: the thread alone
+            pass
+    if parent == 1 or os.getppid() != parent:  # the parent died before the watch was set
+        os._exit(1)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.25)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="turneval-parent-watch", daemon=True).start()
 
 
 def _score_in_worker(lines: list[_Line], first_index: int, keep: int) -> _Chunk:
@@ -493,16 +632,30 @@ def _run_chunk(
 
 
 def _chunks(
-    path: Path, size: int, budget: int, skip: frozenset[int] = frozenset()
+    path: Path,
+    size: int,
+    budget: int,
+    skip: frozenset[int] = frozenset(),
+    lenient: bool = False,
 ) -> Iterator[list[_Line]]:
-    """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line)."""
+    """Non-blank lines, ``size`` lines or ``budget`` bytes a chunk (at least one line).
+
+    A line is passed on as its bytes, decoded and validated where it is scored; a line that is
+    not UTF-8 (told here, where the file's name is known) as an :class:`_Unreadable` naming
+    the file, the line and the first bad byte. With ``lenient`` lines need not be strict JSON.
+    """
     chunk: list[_Line] = []
     held = 0
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip() or number in skip:
                 continue
-            chunk.append((number, raw))  # decoded (and validated) where it is scored
+            where = _utf8_problem(raw[3:] if number == 1 and raw[:3] == _BOM else raw)
+            if where is None:
+                chunk.append((number, _LenientBytes(raw) if lenient else raw))
+            else:
+                error = f"line {number}: not valid UTF-8 in {path} ({where})"
+                chunk.append((number, _unreadable(raw.decode("utf-8", "backslashreplace"), error)))
             held += len(raw)
             if len(chunk) >= size or held >= budget:
                 yield chunk
@@ -523,22 +676,32 @@ def _otlp_chunks(
     size: int,
     budget: int,
     skip: frozenset[Any] = frozenset(),
+    lenient: bool = False,
     group_by: Literal["trace", "session"] = "trace",
+    strict_traces: bool = False,
+    skipped_traces: dict[str, int] | None = None,
 ) -> Iterator[list[_Line]]:
     """Samples rebuilt from OTLP/JSON traces, as JSONL lines (numbered by the trace's line).
 
     ``budget`` is unused: a trace is read whole (memory is bounded by the largest trace).
     ``skip`` holds the finished ``(line, id)`` pairs: a line may hold several traces (a
     collector batches them), each its own row; ``(line, None)`` (a row without an id) skips
-    the whole line.
+    the whole line. Traces that are no conversation are counted into ``skipped_traces``.
     """
     from turneval.traces import iter_otlp_json
 
     chunk: list[_Line] = []
-    for number, sample in iter_otlp_json(path, group_by=group_by):
+    pairs = iter_otlp_json(
+        path,
+        group_by=group_by,
+        strict_traces=strict_traces,
+        skipped_traces=skipped_traces,
+        lenient_json=lenient,
+    )
+    for number, sample in pairs:
         if (number, (sample.metadata or {}).get("id")) in skip or (number, None) in skip:
             continue
-        chunk.append((number, sample.model_dump_json(exclude_none=True)))
+        chunk.append((number, _Lenient(sample.model_dump_json(exclude_none=True))))  # ours
         if len(chunk) == size:
             yield chunk
             chunk = []
@@ -601,11 +764,22 @@ def _resumed_row(record: dict[str, Any], names: Sequence[str]) -> SampleResult:
 
 
 def _row_error(record: dict[str, Any], names: Sequence[str]) -> RowError | None:
-    """The first error of a finished row (None: no metric failed on it)."""
+    """The first error of a finished row (None: every metric scored it).
+
+    A metric with neither a value nor an error on the row (written by a run with other
+    metrics) failed on it too: it is counted as failed in the summary, so the row fails.
+    """
     for name in names:
         error = record.get(f"{name}_error")
         if error:
             return RowError(int(record["line"]), name, str(error))
+        if record.get(name) is None:
+            return RowError(
+                int(record["line"]),
+                name,
+                "NotScored: the resumed row has no value for it (written by a run with other "
+                "metrics)",
+            )
     return None
 
 
@@ -697,9 +871,14 @@ def evaluate_jsonl(
     aggregates: Sequence[RunAggregate] = (),
     engine: ChunkEngine | None = None,
     group_by: Literal["trace", "session"] = "trace",
+    stop: threading.Event | None = None,
+    strict_traces: bool = False,
+    lenient_json: bool = False,
     store: RunStore | str | os.PathLike[str] | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
+
+    ``out_dir/run.json`` records what the run was started with (see ``resume``).
 
     The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
     ``timeout``, ``details``, ``show_progress``, ``rate_limit``, ``aggregates``) are those of
@@ -728,7 +907,11 @@ def evaluate_jsonl(
             trace; needs the ``otel`` extra) or ``"auto"`` (OTLP/JSON when the file starts with
             ``{"resourceSpans"``).
         resume: Continue ``out_dir/results.jsonl`` of an interrupted run: its finished rows are
-            kept (and counted in the summary), their lines are not scored again.
+            kept (and counted in the summary), their lines are not scored again. The run must
+            be the same: ``out_dir/run.json`` (written by every run before its first row)
+            records the metrics with their configurations, the judge model and the digest of
+            the input read so far; a difference raises :class:`ConfigError` naming it. A folder
+            without run.json resumes with a :class:`ResumeWarning`.
         overwrite: Without ``resume``, replace an existing, non-empty results.jsonl; if False,
             raise :class:`ConfigError` instead (the CLI's default).
         rate_limit: The judge provider's quota (:class:`~turneval.ratelimit.RateLimit`), held
@@ -746,6 +929,17 @@ def evaluate_jsonl(
             conversation across traces (``"session"``: traces sharing
             ``gen_ai.conversation.id`` or OpenInference ``session.id``; the file is grouped in
             memory first, each session numbered by the line of its first trace).
+        stop: Set it (from a signal handler, another thread) to stop early: no new chunk is
+            read, the chunks in flight are scored and written, the summary and report cover
+            the rows written, and the result's ``stopped`` is True; ``resume`` continues the
+            run. The CLI sets it on SIGTERM.
+        strict_traces: For OTLP/JSON input: a trace that records no model call (no LLM span,
+            e.g. OpenLLMetry's agent creation) gives an error row; by default it is skipped
+            and counted by reason in the result's and summary.json's ``skipped_traces``.
+        lenient_json: Accept input lines that are not strict JSON (the CLI's
+            ``--lenient-json``): duplicate keys (the last wins) and numbers that are not finite
+            (``NaN``, ``Infinity``, ``1e400``). By default such a line is an error row naming
+            the line and the key.
         store: A run store (:class:`~turneval.store.RunStore`, or its URL or path): the run
             is kept there too, each chunk's rows (with their input lines) written as they
             are written to results.jsonl, in one transaction; with ``resume``, the stored run
@@ -753,7 +947,8 @@ def evaluate_jsonl(
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
-            judge cache is unreadable; or the existing file is not a results.jsonl.
+            judge cache is unreadable; the existing file is not a results.jsonl; or, resuming,
+            run.json shows other metrics, configurations, judge or input.
         InvalidSampleError: ``path`` is not an existing regular file.
     """
     source = Path(path)
@@ -768,7 +963,18 @@ def evaluate_jsonl(
             f"group_by='session' groups the traces of an OTLP/JSON file; {source} holds samples "
             "(one conversation a line already)"
         )
-    read_chunks = partial(_otlp_chunks, group_by=group_by) if otlp else _chunks
+    skipped: dict[str, int] | None = {} if otlp else None
+    read_chunks = (
+        partial(
+            _otlp_chunks,
+            group_by=group_by,
+            strict_traces=strict_traces,
+            skipped_traces=skipped,
+            lenient=lenient_json,
+        )
+        if otlp
+        else partial(_chunks, lenient=lenient_json)
+    )
     resolved = resolve_metrics(metrics)
     if engine is None:  # an engine builds the judges where it scores
         check_judges(resolved, llm)
@@ -784,29 +990,52 @@ def evaluate_jsonl(
         rate_limit=rate_limit,  # one limiter for the whole file, across chunks
         aggregates=aggregates,
     )
+    target = Path(out_dir)
+    run_file = RunFile(target, source, resolved, llm)
     recorder: RunRecorder | None = None
     try:
-        target = Path(out_dir)
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
         recorder = _recorder(store, source, resolved, llm, target, resume=resume, details=details)
+        if resume and results_path.exists() and results_path.stat().st_size:
+            if not run_file.resume():  # a run folder from before run.json: not checked
+                warnings.warn(
+                    f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
+                    "without checking that the input, metrics and judge are the same",
+                    ResumeWarning,
+                    stacklevel=2,
+                )
+        else:
+            run_file.start()  # before the first row
         done = _finished(results_path, otlp=otlp) if resume else {}
-        with results_path.open("a" if resume else "w", encoding="utf-8") as handle:
-            sink = _JsonlSink(resolved, handle, report_rows, options, recorder)
+        with (
+            naming(results_path),
+            results_path.open("a" if resume else "w", encoding="utf-8") as handle,
+        ):
+            sink = _JsonlSink(resolved, handle, report_rows, options, run_file, recorder)
             sink.resume(done)
-            chunks = sink.remember(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
+            chunks = sink.track(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
             if engine is None:
-                _score_chunks(chunks, resolved, options, workers, sink)
+                _score_chunks(chunks, resolved, options, workers, sink, stop)
             else:
-                for chunk in engine(_numbered(chunks, sink), resolved, options):
+                for chunk in engine(_numbered(_until(chunks, stop), sink), resolved, options):
                     sink.absorb(chunk)
-        return sink.finish(target, title or f"turneval: {source.name}")
+        result = sink.finish(target, title or f"turneval: {source.name}", skipped)
+        result.stopped = stop is not None and stop.is_set()
+        if recorder is not None and result.stopped:  # the stored run is not done either
+            recorder.finish(None, status="interrupted", error="stopped early; --resume continues")
+        return result
     except BaseException as exc:
         if recorder is not None:
             recorder.fail(exc)
         raise
     finally:
+        run_file.close()
         if owns_cache and options.cache is not None:
             options.cache.close()
+
+
+class ResumeWarning(UserWarning):
+    """A run folder is resumed without its ``run.json``, so nothing checks it is the same run."""
 
 
 def _recorder(
@@ -866,14 +1095,27 @@ def _numbered(
         index += len(lines)
 
 
+def _until(chunks: Iterator[list[_Line]], stop: threading.Event | None) -> Iterator[list[_Line]]:
+    """``chunks`` until ``stop`` is set (checked before each chunk is read)."""
+    while stop is None or not stop.is_set():
+        lines = next(chunks, None)
+        if lines is None:
+            return
+        yield lines
+
+
 def _score_chunks(
     chunks: Iterator[list[_Line]],
     metrics: list[Evaluator],
     options: RunOptions,
     workers: int | None,
     sink: _JsonlSink,
+    stop: threading.Event | None = None,
 ) -> None:
-    """The score step: each chunk through the batch core, here or in worker processes."""
+    """The score step: each chunk through the batch core, here or in worker processes.
+
+    Once ``stop`` is set, no new chunk is taken; those in flight are finished and written.
+    """
     judged = any(  # metrics that will call a judge (grounding without one runs offline)
         metric.uses_llm
         and (
@@ -889,7 +1131,7 @@ def _score_chunks(
         workers = 1
     index = sink.total
     if workers <= 1:
-        for lines in chunks:
+        for lines in _until(chunks, stop):
             keep = sink.keep()
             with batch_collection():
                 chunk = _run_chunk(lines, index, metrics, keep, options)
@@ -904,7 +1146,7 @@ def _score_chunks(
         workers, initializer=_init_worker, initargs=(metrics, portable)
     ) as pool:
         window: deque[Future[_Chunk]] = deque()
-        for lines in chunks:
+        for lines in _until(chunks, stop):
             keep = max(sink.report_rows - index, 0)
             window.append(pool.submit(_score_in_worker, lines, index, keep))
             index += len(lines)
@@ -923,9 +1165,12 @@ class _JsonlSink:
         handle: Any,
         report_rows: int,
         options: RunOptions,
+        run_file: RunFile | None = None,
         recorder: RunRecorder | None = None,
     ) -> None:
-        self.metrics, self.handle, self.recorder = metrics, handle, recorder
+        self.metrics, self.handle, self.run_file = metrics, handle, run_file
+        self.recorder = recorder
+        self.last_lines: deque[int] = deque()  # each chunk in flight: its last input line
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
         self.names = [metric.name for metric in metrics]
         self.report_rows = report_rows
@@ -966,9 +1211,13 @@ class _JsonlSink:
         self.failed_rows = len(errors)
         self.first_errors = _first_errors(errors)
 
-    def remember(self, chunks: Iterator[list[_Line]]) -> Iterator[list[_Line]]:
-        """``chunks`` as they are; with a store, their lines are kept as the rows' samples."""
+    def track(self, chunks: Iterator[list[_Line]]) -> Iterator[list[_Line]]:
+        """``chunks``, each one's last input line noted (chunks are absorbed in this order).
+
+        With a store, the chunk's lines are kept too, as the samples of its rows.
+        """
         for lines in chunks:
+            self.last_lines.append(lines[-1][0])
             if self.recorder is not None:
                 self.recorder.expect(
                     text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
@@ -977,7 +1226,15 @@ class _JsonlSink:
             yield lines
 
     def absorb(self, chunk: _Chunk) -> None:
-        """Write a scored chunk's rows and add its totals."""
+        """Write a scored chunk's rows and add its totals.
+
+        ``run.json`` first records the input read up to the chunk's last line, so that every
+        row in results.jsonl comes from input a resumed run checks.
+        """
+        if self.last_lines:
+            last = self.last_lines.popleft()
+            if self.run_file is not None:
+                self.run_file.read_to(last)
         for record in chunk.records:
             self.handle.write(record + "\n")
             self.handle.flush()
@@ -1003,7 +1260,9 @@ class _JsonlSink:
             line = f"\rturneval: {self.total:,} samples{rate}"
             print(line, end="", file=sys.stderr, flush=True)
 
-    def finish(self, target: Path, title: str) -> StreamResult:
+    def finish(
+        self, target: Path, title: str, skipped_traces: dict[str, int] | None = None
+    ) -> StreamResult:
         """Summarise (the run's one summariser), write summary.json and report.html."""
         if self.progress:
             print(file=sys.stderr)
@@ -1030,6 +1289,7 @@ class _JsonlSink:
             self.failed_rows,
             self.first_errors,
             agent_summaries=self.agent.summaries(),
+            skipped_traces=skipped_traces,
         )
         if self.aggregates:  # they read whole rows: the file's, read back (no samples)
             rows = EvaluationResult.from_jsonl(target / "results.jsonl")
@@ -1043,9 +1303,11 @@ class _JsonlSink:
             failed_rows=self.failed_rows,
             aggregates=result.aggregates,
             aggregate_errors=result.aggregate_errors,
+            skipped_traces=skipped_traces,
         )
         text = json.dumps(summary, indent=2) + "\n"
-        (target / "summary.json").write_text(text, encoding="utf-8")
+        with naming(target / "summary.json"):
+            (target / "summary.json").write_text(text, encoding="utf-8")
         if self.recorder is not None:
             self.recorder.finish(summary)
         html = render_report(
@@ -1058,5 +1320,6 @@ class _JsonlSink:
             usage=self.usage,
             tools={m.name: str(m.tool_name) for m in self.metrics if hasattr(m, "tool_name")},
         )
-        (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
+        with naming(target / "report.html"):
+            (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
         return result

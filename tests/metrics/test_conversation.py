@@ -49,9 +49,8 @@ def trip(*, metadata: dict[str, Any] | None = None) -> MultiTurnSample:
 
 
 def turns(*items: tuple[int, str, str]) -> str:
-    return json.dumps(
-        {"turns": [{"message_index": i, "reason": r, "verdict": v} for i, r, v in items]}
-    )
+    """A per-turn verdict: one entry per AI message, keyed message_<index>."""
+    return json.dumps({"turns": {f"message_{i}": {"reason": r, "verdict": v} for i, r, v in items}})
 
 
 def prompt_of(llm: ScriptedChatModel) -> str:
@@ -107,7 +106,8 @@ def test_knowledge_retention_per_turn_worst_case() -> None:
 
 
 def test_per_turn_schema_is_strict_and_rejects_wrong_turns() -> None:
-    # The judge rates the wrong message, then the right ones: the first answer is invalid.
+    # A model ignoring the schema rates the wrong message, then the right ones: the first
+    # answer lacks message_6, so it is invalid and the model is asked again.
     llm = ScriptedChatModel(
         responses=[
             turns((4, "a", "retained"), (5, "b", "retained")),
@@ -118,9 +118,13 @@ def test_per_turn_schema_is_strict_and_rejects_wrong_turns() -> None:
     assert result.value == 0.5 and llm.calls == 2
     schema = KnowledgeRetention(llm=llm).requests(trip())[0].schema
     assert strict_schema_problems(schema) == []
-    turn = schema.model_json_schema()["$defs"]["RetentionVerdictTurn"]["properties"]
+    shown = schema.model_json_schema()
+    turn = shown["$defs"]["RetentionVerdictTurn"]["properties"]
     assert turn["verdict"]["enum"] == ["retained", "forgot", "contradicted"]
-    assert turn["message_index"]["enum"] == [4, 6]
+    assert set(turn) == {"reason", "verdict"}  # the key names the message, not the item
+    per_item = shown["properties"]["turns"]
+    assert per_item["type"] == "object" and per_item["additionalProperties"] is False
+    assert list(per_item["properties"]) == per_item["required"] == ["message_4", "message_6"]
     never = ScriptedChatModel(responses=[turns((4, "a", "retained"))])
     with pytest.raises(JudgeOutputError):
         KnowledgeRetention(llm=never, max_retries=0).score(trip())
@@ -241,5 +245,5 @@ def test_every_judge_through_the_real_client(openai_stub: OpenAIStub) -> None:
     formats = [r["response_format"] for r in openai_stub.requests]
     assert all(f["type"] == "json_schema" for f in formats)
     retention = formats[1]["json_schema"]["schema"]
-    assert retention["properties"]["turns"]["minItems"] == 2
-    assert retention["properties"]["turns"]["maxItems"] == 2
+    assert retention["properties"]["turns"]["required"] == ["message_4", "message_6"]
+    assert retention["properties"]["turns"]["additionalProperties"] is False

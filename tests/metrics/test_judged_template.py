@@ -7,12 +7,13 @@ from typing import Any, Literal
 
 import pytest
 from langchain_openai import ChatOpenAI
-from pydantic import Field
+from pydantic import BaseModel, Field, create_model
 
 from turneval import (
     AIMessage,
     ConfigError,
     HumanMessage,
+    InvalidSampleError,
     JudgeOutputError,
     MultiTurnSample,
     SingleTurnSample,
@@ -30,6 +31,7 @@ from turneval.judge import (
     escape,
     judge_run,
     list_field,
+    per_item_problems,
     rubric_score_model,
     strict_schema_problems,
     tagged,
@@ -371,8 +373,9 @@ def test_edge_cases_of_the_template_and_helpers() -> None:
     assert AgentGoalAccuracyWithReference.model_validate(saved).examples == (shown,)
     no_ai = MultiTurnSample(user_input=[HumanMessage(content="hi")])
     per_turn = PointwiseMetric(name="t", criteria="c", rating_rubric=CLARITY, per_turn=True)
-    with pytest.raises(ConfigError, match="no AI turn to rate"):
-        per_turn.requests(no_ai)
+    with pytest.raises(InvalidSampleError, match="no AI turn to rate") as info:
+        per_turn.requests(no_ai)  # the sample's defect, not the metric's
+    assert info.value.field == "user_input"
     with pytest.raises(ConfigError, match="needs guidelines"):
         GuidelineAdherence().requests(SingleTurnSample(user_input="q", response="r"))
     with pytest.raises(ValueError, match="at least one score"):
@@ -397,15 +400,83 @@ def test_grounding_schema_admits_one_verdict_per_claim_and_known_facts() -> None
     )
     schema = request.schema.model_json_schema()
     claim = schema["$defs"]["ClaimVerdict"]["properties"]
-    assert (
-        schema["properties"]["claims"]["minItems"],
-        schema["properties"]["claims"]["maxItems"],
-    ) == (2, 2)
-    assert claim["index"]["enum"] == [0, 1] and claim["fact_indices"]["items"]["enum"] == [0]
-    assert strict_schema_problems(schema) == []
-    # Parsing stays lenient: an unknown fact number is ignored later, not rejected here.
-    verdict = {"index": 0, "reason": "r", "needs_check": True, "verdict": "supported"}
+    claims = schema["properties"]["claims"]
+    assert list(claims["properties"]) == claims["required"] == ["claim_0", "claim_1"]
+    assert "index" not in claim and claim["fact_indices"]["items"]["enum"] == [0]
+    assert strict_schema_problems(schema) == [] and per_item_problems(schema) == []
+    # Parsing stays lenient: an unknown fact number is ignored later, not rejected here, and
+    # the claim's number comes from its key, whatever order the keys come in.
+    verdict = {"reason": "r", "needs_check": True, "verdict": "supported", "score": 1}
     parsed = request.schema.model_validate(
-        {"claims": [{**verdict, "fact_indices": [7], "score": 1}], "helpfulness": None}
+        {
+            "claims": {
+                "claim_1": {**verdict, "fact_indices": [7]},
+                "claim_0": {**verdict, "fact_indices": [0]},
+            },
+            "helpfulness": None,
+        }
     )
-    assert parsed.claims[0].fact_indices == [7]
+    assert [(c.index, c.fact_indices) for c in parsed.claims] == [(1, [7]), (0, [0])]
+
+
+class Mark(StrictVerdict):
+    rating: Literal["yes", "no"] = Field(description="yes or no.")
+
+
+def test_list_field_is_per_item_and_reads_back_in_the_items_order() -> None:
+    verdict = create_model(
+        "Marks", __base__=StrictVerdict, marks=list_field(Mark, description="d", length=2)
+    )
+    shown = verdict.model_json_schema()["properties"]["marks"]
+    assert shown["type"] == "object" and shown["additionalProperties"] is False
+    assert list(shown["properties"]) == shown["required"] == ["item_0", "item_1"]
+    assert strict_schema_problems(verdict) == [] and per_item_problems(verdict) == []
+    parsed = verdict.model_validate(
+        {"marks": {"item_1": {"rating": "no"}, "item_0": {"rating": "yes"}}}
+    )
+    assert [mark["rating"] for mark in parsed.model_dump()["marks"]] == [
+        "yes",
+        "no",
+    ]  # the items' order
+    assert verdict.model_validate(parsed.model_dump()) == parsed  # a cached verdict reads back
+    with pytest.raises(ValueError, match=r"no entry for item_1 \(expected one per item"):
+        verdict.model_validate({"marks": {"item_0": {"rating": "yes"}}})
+    with pytest.raises(ValueError, match=r"expected one entry per item \(2: .*\), got 1"):
+        verdict.model_validate({"marks": [{"rating": "yes"}]})
+    named = create_model(
+        "Named", __base__=StrictVerdict, marks=list_field(Mark, description="d", keys=["b", "a"])
+    )
+    assert named.model_json_schema()["properties"]["marks"]["required"] == ["b", "a"]
+    open_list = create_model(
+        "Open", __base__=StrictVerdict, marks=list_field(Mark, description="d")
+    )
+    assert open_list.model_json_schema()["properties"]["marks"]["type"] == "array"
+
+
+def test_a_list_that_cannot_be_per_item_is_a_config_error_naming_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"verdict Fixed, field 'marks': a list of exactly 2"):
+
+        class Fixed(StrictVerdict):
+            marks: list[Mark] = Field(description="d", min_length=2, max_length=2)
+
+    with pytest.raises(ConfigError, match=r"verdict Extra, field 'marks'.*length=3"):
+        create_model(
+            "Extra",
+            __base__=StrictVerdict,
+            marks=(
+                list[Mark],
+                Field(description="d", json_schema_extra={"minItems": 3, "maxItems": 3}),
+            ),
+        )
+
+    class Loose(BaseModel):  # not a StrictVerdict: refused when a request is built with it
+        marks: list[Mark] = Field(description="d", min_length=2, max_length=2)
+
+    with pytest.raises(ConfigError, match=r"verdict schema Loose: \$\.marks: a list of exactly 2"):
+        JudgeRequest("q", Loose, "s")
+    with pytest.raises(ConfigError, match=r"keys must be unique, repeated: \['a'\]"):
+        list_field(Mark, description="d", keys=["a", "a"])
+    with pytest.raises(ConfigError, match="length=3 but 1 keys given"):
+        list_field(Mark, description="d", length=3, keys=["a"])
+    with pytest.raises(ConfigError, match="length must be >= 0"):
+        list_field(Mark, description="d", length=-1)

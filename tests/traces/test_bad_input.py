@@ -94,7 +94,7 @@ def test_each_defect_names_trace_span_and_attribute() -> None:
         ),
     ) as bad_args:
         pass
-    samples = from_otel_spans(r.spans())
+    samples = from_otel_spans(r.spans(), strict_traces=True)  # `unknown` is a row, not skipped
     assert len(samples) == 8 and ERROR not in metadata_of(samples[0])
     expected = [
         (unknown, "gen_ai.operation.name", "no LLM span"),
@@ -117,6 +117,54 @@ def test_each_defect_names_trace_span_and_attribute() -> None:
         failure = row.failures["trajectory_single_tool_use"]
         assert failure.error_type == "InvalidSampleError" and "trace " in failure.message
         assert row.failure == 1
+
+
+def test_a_trace_with_no_model_call_is_skipped_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = Recorder()
+    with r.span("create_agent react_agent", gen_ai__operation__name="create_agent"):
+        pass  # OpenLLMetry's agent construction: a trace of its own with no LLM span
+    _good(r)
+    with r.span("GET /health", http__route="/health") as unknown:  # no GenAI span at all
+        pass
+    _good(r)
+    spans = r.spans()
+    counts = {"no_llm_span": 1, "no_genai_span": 1}
+    dataset = from_otel_spans(spans)
+    assert len(dataset) == 2 and dataset.skipped_traces == counts
+    assert all(ERROR not in metadata_of(sample) for sample in dataset)
+    result = evaluate(dataset, [TrajectorySingleToolUse(tool_name="f")], show_progress=False)
+    assert result.skipped_traces == counts
+    assert [row.score("trajectory_single_tool_use") for row in result.rows] == [1.0, 1.0]
+    assert from_otel_spans(spans, group_by="session").skipped_traces == counts
+
+    path = tmp_path / "t.jsonl"
+    write_otlp_json(spans, path)  # one trace a line: lines 1 and 3 are no conversation
+    for ordered in (True, False):  # streamed, and grouped in memory
+        skipped: dict[str, int] = {}
+        pairs = list(iter_otlp_json(path, ordered=ordered, skipped_traces=skipped))
+        assert [line for line, _ in pairs] == [2, 4] and skipped == counts
+    assert from_otlp_json(path, group_by="session").skipped_traces == counts
+    strict = from_otlp_json(path, strict_traces=True)
+    assert len(strict) == 4 and strict.skipped_traces == {}
+    assert f"trace {trace_hex(unknown)}" in _error(strict[2]) and "no LLM span" in _error(strict[2])
+
+    out = tmp_path / "out"
+    args = ["evaluate", str(path), "--metric", "trajectory_single_tool_use:tool_name=f"]
+    assert main([*args, "--out", str(out), "--quiet"]) == 0  # the default --max-failed 0 holds
+    assert (
+        "skipped 2 trace(s) that are not conversations (no_genai_span 1, no_llm_span 1); "
+        "--strict-traces makes them failed rows" in capsys.readouterr().out
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped_traces"] == counts
+    assert (summary["samples"], summary["failed_rows"]) == (2, 0)
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    assert main([*args, "--out", str(out), "--quiet", "--overwrite", "--strict-traces"]) == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped_traces"] == {} and summary["failed_rows"] == 2
+    assert "skipped" not in capsys.readouterr().out
 
 
 def test_otlp_lines_that_are_not_json_and_unordered_files(tmp_path: Path) -> None:
@@ -357,11 +405,76 @@ def test_an_unreadable_span_fails_its_trace_alone(tmp_path: Path) -> None:
     trace, span = broken["traceId"], broken["spanId"]
     assert errors[1].startswith(f"trace {trace}: span {span} could not be read (ValueError: ")
     assert metadata_of(rows[1][1])["id"] == trace
-    # A span whose trace cannot be told still makes the whole line one error row.
+    # A span whose trace cannot be told is an error row of its own; its trace is read without it.
     del broken["traceId"]
     path.write_text(json.dumps(batched) + "\n")
-    (only,) = list(iter_otlp_json(path))
-    assert "line 1: not an OTLP/JSON ExportTraceServiceRequest" in _error(only[1])
+    rows = list(iter_otlp_json(path))
+    name = broken["name"]
+    assert [_error(sample) for _, sample in rows] == [
+        "None",
+        f"line 1: span {span} ({name!r}) without a trace id (traceId missing)",
+        "None",
+        "None",
+    ]
+
+
+def test_a_span_without_a_valid_trace_id_is_its_own_error_row(tmp_path: Path) -> None:
+    # One trace split over lines 1 and 3; line 2 holds spans whose trace id is missing or
+    # invalid. They belong to no trace: each is one error row, and the trace stays one row.
+    r = Recorder()
+    _good(r)
+    spans = r.spans()
+    single = tmp_path / "single.jsonl"
+    write_otlp_json(spans, single)
+    request = json.loads(single.read_text())
+    members = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    trace = members[0]["traceId"]
+
+    def line_of(spans_: list[dict[str, Any]]) -> str:
+        copy = json.loads(json.dumps(request))
+        copy["resourceSpans"][0]["scopeSpans"][0]["spans"] = spans_
+        return json.dumps(copy)
+
+    bad_ids: list[Any] = [None, 123, "abc", "0" * 32, trace[:16], ""]
+    strays = []
+    for number, bad in enumerate(bad_ids):
+        stray = {**members[1], "spanId": f"{number + 1:016x}"}
+        if bad is None:
+            del stray["traceId"]
+        else:
+            stray["traceId"] = bad
+        strays.append(stray)
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([line_of(members[:2]), line_of(strays), line_of(members[2:])]))
+    expected = [
+        "traceId missing",
+        "traceId is int 123, not a string",
+        "traceId 'abc' is not 32 hex digits",
+        "traceId is all zeros (the invalid trace id)",
+        f"traceId {trace[:16]!r} is not 32 hex digits",
+        "traceId missing",
+    ]
+    errors = [
+        f"line 2: span {number + 1:016x} ('chat model') without a trace id ({why})"
+        for number, why in enumerate(expected)
+    ]
+    for ordered in (True, False):  # streamed, and grouped in memory
+        rows = list(iter_otlp_json(path, ordered=ordered))
+        assert [line for line, _ in rows] == [1, 2, 2, 2, 2, 2, 2]
+        assert rows[0][1] == from_otel_spans(spans).samples[0]  # the whole trace, one row
+        assert [_error(sample) for _, sample in rows[1:]] == errors
+    assert len(from_otlp_json(path, group_by="session")) == 7
+    out = tmp_path / "out"
+    args = ["evaluate", str(path), "--metric", "trajectory_single_tool_use:tool_name=f"]
+    assert main([*args, "--out", str(out), "--quiet", "--max-failed", "6"]) == 0
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [row["trajectory_single_tool_use"] for row in results] == [1.0] + [None] * 6
+    assert [row["id"] for row in results] == [trace] + [
+        f"span {number + 1:016x}" for number in range(6)
+    ]
+    assert [row["trajectory_single_tool_use_error"] for row in results[1:]] == [
+        f"InvalidSampleError: {error}" for error in errors
+    ]
 
 
 def test_a_compressed_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -384,3 +497,68 @@ def test_a_compressed_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture
     samples.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 16)  # a zstd frame's magic
     with pytest.raises(ConfigError, match=r"a zstd-compressed file; decompress it first"):
         EvaluationDataset.from_jsonl(samples)
+
+
+def _many_traces(path: Path, count: int) -> list[str]:
+    """``count`` copies of one good trace, each with its own trace id, one request a line."""
+    r = Recorder()
+    _good(r)
+    write_otlp_json(r.spans(), path)
+    template = path.read_text().strip()
+    trace = json.loads(template)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
+    ids = [f"{number + 1:032x}" for number in range(count)]
+    path.write_text("".join(template.replace(trace, tid) + "\n" for tid in ids))
+    return ids
+
+
+def test_one_bad_byte_in_an_otlp_file_costs_one_row(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+    ids = _many_traces(path, 4000)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1999] = lines[1999].replace(b'"agent"', b'"ag\xffent"', 1)  # line 2000: one bad byte
+    path.write_bytes(b"".join(lines))
+    out = tmp_path / "out"
+    metric = "trajectory_single_tool_use:tool_name=f"
+    args = ["evaluate", str(path), "--metric", metric, "--out", str(out), "--quiet"]
+    assert main([*args, "--max-failed", "1"]) == 0  # every good trace scored, the run passes
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 4000 and [row["line"] for row in rows] == list(range(1, 4001))
+    scored = [row for row in rows if row["trajectory_single_tool_use"] == 1.0]
+    assert [row["id"] for row in scored] == ids[:1999] + ids[2000:]
+    error = rows[1999]["trajectory_single_tool_use_error"]
+    assert error.startswith(f"InvalidSampleError: line 2000: not valid UTF-8 in {path} (byte 0xff")
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["samples"], summary["failed_rows"]) == (4000, 1)
+    # The API gives the same error row (it does not raise), at the line's place.
+    read = list(iter_otlp_json(path))
+    assert len(read) == 4000 and read[1999][0] == 2000
+    offset = lines[1999].index(b"\xff")
+    assert _error(read[1999][1]) == (
+        f"line 2000: not valid UTF-8 in {path} (byte 0xff at byte offset {offset})"
+    )
+
+
+def test_otlp_lines_that_are_not_strict_json_are_error_rows_naming_the_key(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    _many_traces(path, 3)
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].replace('"kind":1', '"kind":1,"kind":2', 1)  # a duplicate key
+    lines[2] = lines[2].replace(
+        '"attributes":[', '"attributes":[{"key":"x","value":{"doubleValue":NaN}},', 1
+    )
+    path.write_text("\n".join(lines) + "\n")
+    hint = "--lenient-json or lenient_json=True reads it as before"
+    rows = list(iter_otlp_json(path))
+    assert [_error(sample) for _, sample in rows] == [
+        "None",
+        f"line 2: not strict JSON: duplicate key 'kind' ({hint})",
+        f"line 3: not strict JSON: key 'doubleValue' holds NaN, not a finite number ({hint})",
+    ]
+    lenient = [_error(sample) for _, sample in iter_otlp_json(path, lenient_json=True)]
+    assert lenient[:2] == ["None", "None"]  # as before: the last duplicate wins
+    assert lenient[2].startswith("line 3: not valid JSON")  # as before: NaN is no JSON
+    assert [_error(s) for s in from_otlp_json(path, group_by="session")][1:] == [
+        _error(sample) for _, sample in rows[1:]
+    ]

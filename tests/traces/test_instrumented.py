@@ -15,6 +15,7 @@ import pytest
 from tests._builders import metadata_of
 from tests.test_agents import USAGE
 from turneval import EvaluationDataset, MultiTurnSample, ToolCall, evaluate
+from turneval.cli import main
 from turneval.messages import Message, messages_from_json
 from turneval.metrics import ToolCallAccuracy, ToolCallF1, TrajectoryExactMatch
 from turneval.traces import from_otlp_json
@@ -43,6 +44,7 @@ def traced(
         "memory": EvaluationDataset.from_jsonl(out / "memory.jsonl"),
         "session": EvaluationDataset.from_jsonl(out / "memory_session.jsonl"),
         "states": states,
+        "skipped": json.loads((out / "skipped.json").read_text()),
     }
 
 
@@ -131,3 +133,24 @@ def test_session_grouping_joins_the_turns(traced: dict[str, Any]) -> None:
         assert _plain(dataset[0].user_input) == _plain(traced["states"][1])
     else:  # no conversation id recorded: each trace is its own sample
         assert len(dataset) == 2
+
+
+def test_agent_construction_is_skipped_not_a_failed_row(
+    traced: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # OpenLLMetry traces create_react_agent on its own (a "create_agent" span, no LLM span);
+    # OpenInference records nothing for it.
+    expected = {"no_llm_span": 1} if traced["name"] == "openllmetry" else {}
+    lines = traced["otlp"].read_text().splitlines()
+    assert len(lines) == 2 + sum(expected.values())  # one trace a line
+    assert traced["skipped"] == expected  # from_otel_spans, in memory
+    assert from_otlp_json(traced["otlp"]).skipped_traces == expected
+    out = tmp_path / "out"
+    args = ["evaluate", str(traced["otlp"]), "--metric", "agent_loop_detection", "--quiet"]
+    assert main([*args, "--out", str(out)]) == 0  # the default --max-failed 0 holds
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped_traces"] == expected
+    assert (summary["samples"], summary["failed_rows"]) == (2, 0)
+    strict = main([*args, "--out", str(out), "--overwrite", "--strict-traces"])
+    assert strict == (3 if expected else 0)
+    capsys.readouterr()

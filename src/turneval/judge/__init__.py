@@ -9,11 +9,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from turneval.judge.cache import SQLiteCache
+from turneval.judge.cache import CacheWarning, SQLiteCache
 from turneval.judge.schema import (
     StrictVerdict,
     enum_field,
     list_field,
+    per_item_problems,
+    per_item_schema,
     rubric_score_model,
     strict_schema_problems,
 )
@@ -43,6 +45,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "CacheWarning",
     "Judge",
     "JudgeExample",
     "JudgeReply",
@@ -57,6 +60,8 @@ __all__ = [
     "escape",
     "judge_run",
     "list_field",
+    "per_item_problems",
+    "per_item_schema",
     "resolve_llm",
     "rubric_score_model",
     "strict_schema_problems",

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel
+
+from turneval.errors import ConfigError
+from turneval.judge.schema import per_item_problems
 
 __all__ = ["JudgeExample", "JudgeRequest", "escape", "render_examples", "tagged"]
 
@@ -76,7 +80,8 @@ class JudgeRequest(Generic[T]):
     Attributes:
         prompt: The user message (inputs escaped; see :func:`tagged`).
         schema: The pydantic model of the verdict; its JSON schema should admit only valid
-            verdicts (see :mod:`turneval.judge.schema`).
+            verdicts (see :mod:`turneval.judge.schema`), and a list in it that rates given
+            items must be per item (:func:`~turneval.judge.list_field`).
         system: The system message.
         temperature: Sampling temperature (None: the model's, or 0 when unset).
         logprobs: Ask for token log-probabilities where the model supports them.
@@ -95,3 +100,17 @@ class JudgeRequest(Generic[T]):
     label: str = ""
     vote: int = 0
     repeat: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse a schema with a list that is not per item (``ConfigError`` naming it)."""
+        problems = _per_item_problems(self.schema)
+        if problems:
+            raise ConfigError(f"verdict schema {self.schema.__name__}: {'; '.join(problems)}")
+
+
+@lru_cache(maxsize=1024)
+def _per_item_problems(schema: type[BaseModel]) -> tuple[str, ...]:
+    try:
+        return tuple(per_item_problems(schema))
+    except Exception:  # no JSON schema at all: the judge reports that when it asks
+        return ()

@@ -84,6 +84,7 @@ from turneval.metrics.trajectory import (
     TrajectoryRecall,
     TrajectorySingleToolUse,
 )
+from turneval.metrics.world import EndStateMatch, StateAssertions
 
 __all__ = [
     "AgentGoalAccuracyWithReference",
@@ -102,6 +103,7 @@ __all__ = [
     "CustomMetric",
     "DatabricksAggregates",
     "DistanceMeasure",
+    "EndStateMatch",
     "Evaluator",
     "ExactMatch",
     "Explained",
@@ -132,6 +134,7 @@ __all__ = [
     "Safety",
     "SingleTurnMetric",
     "SingleTurnScoring",
+    "StateAssertions",
     "StepBudget",
     "StringMetric",
     "SummarizationHelpfulness",

@@ -167,6 +167,9 @@ class JudgedMetric(Metric[SampleT], ABC):
     categorical: ClassVar[bool] = False
     """True when the value is a category coded as a number (yes/no as 1/0, a pairwise choice):
     repeated votes then take the majority (ties: the lowest value) instead of the mean."""
+    yes_no: ClassVar[bool] = False
+    """True for a yes/no judge: its scores are 0 (no) and 1 (yes), and human labels of it must
+    be too (``turneval calibrate`` refuses any other, naming the line)."""
 
     llm: Any = None
     timeout: float = Field(default=60.0, gt=0)

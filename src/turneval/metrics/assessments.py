@@ -105,6 +105,7 @@ class AssessmentJudge(JudgedMetric[SingleTurnSample], SingleTurnMetric):
 
     assessment: ClassVar[bool] = True
     categorical: ClassVar[bool] = True  # yes/no: repeated votes take the majority
+    yes_no: ClassVar[bool] = True
     name: str
     instructions: str = ""
     inputs: tuple[tuple[str, str], ...] = (("request", "user_input"), ("response", "response"))
@@ -251,14 +252,15 @@ class GuidelineAdherence(AssessmentJudge):
 
 @lru_cache(maxsize=64)
 def chunk_verdicts_model(chunks: int) -> type[BaseModel]:
-    """The verdict of :class:`ChunkRelevance`: exactly one yes/no per chunk."""
+    """The verdict of :class:`ChunkRelevance`: one yes/no per chunk, per item (``chunk_<i>``)."""
     return create_model(
         "ChunkVerdicts",
         __base__=StrictVerdict,
         chunks=list_field(
             YesNoVerdict,
-            description="One verdict per retrieved chunk, in order: is it relevant to the request?",
-            length=chunks,
+            description="One verdict per retrieved chunk, chunk_<index>: is it relevant to the "
+            "request?",
+            keys=[f"chunk_{i}" for i in range(chunks)],
         ),
     )
 
@@ -266,6 +268,7 @@ def chunk_verdicts_model(chunks: int) -> type[BaseModel]:
 class ChunkRelevance(AssessmentJudge):
     """Precision of the retrieved chunks: the share judged relevant to the request (one call)."""
 
+    yes_no: ClassVar[bool] = False  # a share of the chunks, not one verdict
     name: str = "chunk_relevance"
 
     def requests(self, sample: SingleTurnSample) -> list[JudgeRequest[Any]]:

@@ -150,7 +150,7 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
     """
 
     model_config = ConfigDict(
-        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True
+        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True, defer_build=True
     )
 
     name: str
@@ -192,7 +192,13 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
 
         Metrics keep derived state (e.g. a resolved comparator) in ``functools.cached_property``
         attributes, which live in the instance ``__dict__`` beside the fields.
+
+        ``metric.llm = model`` on a metric that asks no model (``ToolCallAccuracy``, ...) is
+        accepted and changes nothing, as in ragas, whose LangGraph tutorial sets it on every
+        metric; a judged metric's ``llm`` is a field, and becomes its judge.
         """
+        if name == "llm" and name not in type(self).model_fields:
+            return
         super().__setattr__(name, value)
         fields = type(self).model_fields
         for key in [key for key in self.__dict__ if key not in fields]:

@@ -1,16 +1,16 @@
 """Agent behaviour, LLM-judged: trajectories and whole conversations, one judge call per sample.
 
-Every verdict schema admits only valid verdicts (enums; per-turn lists of exactly one item per
-judged AI message, in order), and every verdict carries the judge's reason. Messages are shown
-to the judge numbered by their index in ``user_input``, escaped, between ``<conversation>``
-tags; per-turn verdicts name those indices.
+Every verdict schema admits only valid verdicts (enums; per-turn verdicts per item: one
+required property per judged AI message, ``message_<index>``, in order), and every verdict
+carries the judge's reason. Messages are shown to the judge numbered by their index in
+``user_input``, escaped, between ``<conversation>`` tags; per-turn verdicts name those indices.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, create_model, model_validator
 
@@ -83,51 +83,50 @@ def _humans(metric: Metric, sample: MultiTurnSample) -> None:
 def turn_verdicts(
     name: str, indices: tuple[int, ...], verdicts: tuple[str, ...], meaning: str
 ) -> type[StrictVerdict]:
-    """A verdict model: ``turns``, one ``{message_index, reason, verdict}`` per AI turn.
+    """A verdict model: ``turns``, one ``{reason, verdict}`` per AI turn, per item.
 
-    The list has exactly one item per index; indices are an enum and must come in order.
+    The schema has one required property per AI message (``message_4``, ``message_6``, ...),
+    in order, so a schema-following model rates each judged message exactly once; the parsed
+    ``turns`` is a list in the messages' order.
     """
     item = create_model(
         f"{name}Turn",
         __base__=StrictVerdict,
-        message_index=enum_field(indices, description="The [index] of the AI message judged."),
         reason=(str, Field(description="Why this verdict, citing the messages.")),
         verdict=enum_field(verdicts, description=meaning),
     )
-    expected = list(indices)
-
-    def in_order(model: Any) -> Any:
-        got = [turn.message_index for turn in model.turns]
-        if got != expected:
-            raise ValueError(f"turns must rate the AI messages {expected} in order, got {got}")
-        return model
-
     return create_model(
         name,
         __base__=StrictVerdict,
-        __validators__={"_in_order": model_validator(mode="after")(in_order)},  # type: ignore[dict-item]
         turns=list_field(
             item,
-            description=f"One verdict per AI message {expected}, in order.",
-            length=len(indices),
+            description=f"One verdict per AI message {list(indices)}: message_<index>.",
+            keys=[f"message_{index}" for index in indices],
         ),
     )
 
 
 def _per_turn(
-    replies: Sequence[JudgeReply[Any]], good: str, label: str
-) -> tuple[float, list[dict[str, Any]], list[Any]]:
-    turns = replies[0].parsed.turns
-    bad = [turn for turn in turns if turn.verdict != good]
+    replies: Sequence[JudgeReply[Any]], indices: Sequence[int], good: str
+) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The share of ``good`` turns, every turn as ``{message_index, reason, verdict}``, the bad."""
+    turns = [
+        {"message_index": index, **turn.model_dump()}
+        for index, turn in zip(indices, replies[0].parsed.turns, strict=True)
+    ]
+    bad = [turn for turn in turns if turn["verdict"] != good]
     value = (len(turns) - len(bad)) / len(turns)
-    return value, [turn.model_dump() for turn in turns], bad
+    return value, turns, bad
 
 
-def _turn_reason(label: str, good_count: int, total: int, value: float, bad: list[Any]) -> str:
+def _turn_reason(
+    label: str, good_count: int, total: int, value: float, bad: list[dict[str, Any]]
+) -> str:
     reason = ratio(label, good_count, total, value)
     if bad:
         reason += "; " + "; ".join(
-            f"user_input[{turn.message_index}] {turn.verdict}: {turn.reason}" for turn in bad
+            f"user_input[{turn['message_index']}] {turn['verdict']}: {turn['reason']}"
+            for turn in bad
         )
     return reason
 
@@ -193,6 +192,7 @@ class TrajectoryJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
             ``"trajectory_judge_with_reference"`` unless ``name=`` is given).
     """
 
+    yes_no: ClassVar[bool] = True
     name: str = "trajectory_judge"
     reference: bool = False
 
@@ -273,10 +273,10 @@ class KnowledgeRetention(JudgedMetric[MultiTurnSample], MultiTurnMetric):
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """Share of retained turns / AI turns; the worst turn first in the reason."""
-        value, turns, bad = _per_turn(replies, "retained", "retained")
-        bad.sort(key=lambda turn: -_SEVERITY[turn.verdict])
+        value, turns, bad = _per_turn(replies, ai_turns(self, sample), "retained")
+        bad.sort(key=lambda turn: -_SEVERITY[turn["verdict"]])
         reason = _turn_reason("retained", len(turns) - len(bad), len(turns), value, bad)
-        worst = bad[0].model_dump() if bad else None
+        worst = bad[0] if bad else None
         return Explained(value, reason, {"turns": turns, "worst": worst})
 
 
@@ -337,7 +337,7 @@ class RoleAdherence(JudgedMetric[MultiTurnSample], MultiTurnMetric):
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """in-role turns / AI turns, the out-of-role ones in the reason."""
-        value, turns, bad = _per_turn(replies, "in_role", "in_role")
+        value, turns, bad = _per_turn(replies, ai_turns(self, sample), "in_role")
         reason = _turn_reason("in_role", len(turns) - len(bad), len(turns), value, bad)
         return Explained(value, reason, {"turns": turns, "role": self._role(sample)})
 
@@ -392,8 +392,8 @@ class TurnRelevancy(JudgedMetric[MultiTurnSample], MultiTurnMetric):
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """Share of relevant turns / AI turns; per-turn verdicts (with windows) in the details."""
-        value, turns, bad = _per_turn(replies, "relevant", "relevant")
         windows = self.windows(sample)
+        value, turns, bad = _per_turn(replies, list(windows), "relevant")
         for turn in turns:
             turn["window"] = list(windows[turn["message_index"]])
         reason = _turn_reason("relevant", len(turns) - len(bad), len(turns), value, bad)

@@ -64,6 +64,7 @@ def _outcome(verdict: GoalVerdict | InferredGoalVerdict) -> Explained:
 class AgentGoalAccuracyWithReference(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """1 if the conversation's end state achieves ``reference`` (the desired outcome), else 0."""
 
+    yes_no: ClassVar[bool] = True
     name: str = "agent_goal_accuracy_with_reference"
     categorical: ClassVar[bool] = True  # achieved or not: repeated votes take the majority
     ragas_names: ClassVar[tuple[str, ...]] = ("agent_goal_accuracy",)
@@ -85,6 +86,7 @@ class AgentGoalAccuracyWithReference(JudgedMetric[MultiTurnSample], MultiTurnMet
 class AgentGoalAccuracyWithoutReference(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """1 if the end state achieves the user's goal, inferred from the human turns, else 0."""
 
+    yes_no: ClassVar[bool] = True
     name: str = "agent_goal_accuracy_without_reference"
     categorical: ClassVar[bool] = True  # achieved or not: repeated votes take the majority
     ragas_names: ClassVar[tuple[str, ...]] = ("agent_goal_accuracy",)

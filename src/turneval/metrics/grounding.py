@@ -3,6 +3,9 @@
 Both are judged metrics with an offline fallback: with a judge (the metric's ``llm`` or the
 ``llm`` given to ``evaluate``) every answer is checked by the LLM backend through the judge
 layer (limiter, cache, usage, retries); with none, the offline backend checks it.
+
+The grounding engine (:mod:`turneval.grounding`, with numpy) is imported when a metric first
+checks an answer, so that ``import turneval.metrics`` stays light.
 """
 
 from __future__ import annotations
@@ -10,24 +13,18 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from turneval.grounding import (
-    MAX_FACT_CHARS,
-    CitedChunk,
-    Fact,
-    GroundingResult,
-    grounding_request,
-    grounding_result,
-    offline_grounding,
-)
 from turneval.judge import JudgeReply, JudgeRequest
 from turneval.messages import AIMessage, ToolMessage
 from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, MultiTurnMetric, SampleT, SingleTurnMetric, require
 from turneval.samples import MultiTurnSample, SingleTurnSample
+
+if TYPE_CHECKING:
+    from turneval.grounding import Fact, GroundingResult
 
 __all__ = ["Groundedness", "ToolOutputGroundedness"]
 
@@ -62,6 +59,8 @@ class _GroundingOptions(JudgedMetric[SampleT]):
 
     def requests(self, sample: SampleT) -> list[JudgeRequest[Any]]:
         """One LLM-backend question per answer; none when grounding offline."""
+        from turneval.grounding import grounding_request
+
         answers = self._answers(sample)
         if self.default_llm() is None:
             return []
@@ -70,6 +69,8 @@ class _GroundingOptions(JudgedMetric[SampleT]):
     def _results(
         self, sample: SampleT, replies: Sequence[JudgeReply[Any]]
     ) -> list[tuple[_Answer, GroundingResult]]:
+        from turneval.grounding import grounding_result, offline_grounding
+
         answers = self._answers(sample)
         if not replies:
             return [
@@ -102,8 +103,11 @@ class _GroundingOptions(JudgedMetric[SampleT]):
         ]
 
 
-def _pieces(text: str, size: int = MAX_FACT_CHARS) -> list[str]:
-    """``text`` in pieces of at most ``size`` characters, cut after a line or a space if any."""
+def _pieces(text: str) -> list[str]:
+    """``text`` in pieces of at most the fact limit, cut after a line or a space if any."""
+    from turneval.grounding import MAX_FACT_CHARS
+
+    size = MAX_FACT_CHARS
     pieces = []
     while len(text) > size:
         cut = max(text.rfind("\n", 0, size), text.rfind(" ", 0, size)) + 1 or size
@@ -126,6 +130,8 @@ class Groundedness(_GroundingOptions[SingleTurnSample], SingleTurnMetric):
     name: str = "groundedness"
 
     def _answers(self, sample: SingleTurnSample) -> list[_Answer]:
+        from turneval.grounding import Fact
+
         response = require(self, sample, "response")
         contexts = require(self, sample, "retrieved_contexts")
         pieces = (piece for text in contexts for piece in _pieces(text))  # long ones: several
@@ -133,6 +139,8 @@ class Groundedness(_GroundingOptions[SingleTurnSample], SingleTurnMetric):
 
     def verdict(self, sample: SingleTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """The support score, with the claims and citations (indices of the contexts)."""
+        from turneval.grounding import CitedChunk
+
         [(_, result)] = self._results(sample, replies)
         contexts = sample.retrieved_contexts or []
         owner = [number for number, text in enumerate(contexts) for _ in _pieces(text)]
@@ -174,6 +182,8 @@ class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric
     name: str = "tool_output_groundedness"
 
     def _answers(self, sample: MultiTurnSample) -> list[_Answer]:
+        from turneval.grounding import Fact
+
         facts: list[Fact] = []
         calls: dict[str, str] = {}
         pending: list[str] = []  # names of calls not yet answered, in order

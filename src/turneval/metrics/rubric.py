@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from turneval.aggregate import _PAIRWISE_VALUES, _pairwise_rates, _pairwise_reason
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, rubric_score_model, tagged
 from turneval.messages import AIMessage
@@ -195,7 +196,10 @@ class PointwiseMetric(JudgedMetric[Sample], SingleTurnScoring, MultiTurnScoring)
                     )
                     questions.append((f"turn {index}", question))
             if not questions:
-                raise ConfigError(f"metric {self.name!r}: the conversation has no AI turn to rate")
+                raise InvalidSampleError(
+                    f"metric {self.name!r}: the conversation has no AI turn to rate",
+                    field="user_input",
+                )
             return questions
         names = self.inputs
         if self.use_reference and "reference" not in names:
@@ -324,20 +328,7 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
         (the share of pairs whose two orders agree). Win rates are read from the values (1.0 CANDIDATE, 0.5 TIE, 0.0 BASELINE), so they
         are there with ``details=False`` too.
         """
-        if not results:
-            return {}
-        n = len(results)
-        figures = {
-            "candidate_win_rate": sum(r.value == 1.0 for r in results) / n,
-            "baseline_win_rate": sum(r.value == 0.0 for r in results) / n,
-            "tie_rate": sum(r.value == 0.5 for r in results) / n,
-        }
-        orders = [
-            (r.details.get("baseline_first"), r.details.get("candidate_first")) for r in results
-        ]
-        if all(first is not None for first, _ in orders):
-            figures["position_consistency"] = sum(a == b for a, b in orders) / n
-        return figures
+        return _pairwise_rates(results)
 
     def verdict(self, sample: Any, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """CANDIDATE, BASELINE or (when the two orders disagree) TIE."""
@@ -345,12 +336,7 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
         as_baseline_first = {"A": "BASELINE", "B": "CANDIDATE", "TIE": "TIE"}[first.choice]
         as_candidate_first = {"A": "CANDIDATE", "B": "BASELINE", "TIE": "TIE"}[second.choice]
         choice = as_baseline_first if as_baseline_first == as_candidate_first else "TIE"
-        value = {"CANDIDATE": 1.0, "TIE": 0.5, "BASELINE": 0.0}[choice]
-        agree = (
-            "both orders agree"
-            if as_baseline_first == as_candidate_first
-            else (f"orders disagree ({as_baseline_first} vs {as_candidate_first}): TIE")
-        )
+        value = _PAIRWISE_VALUES[choice]
         details = {
             "choice": choice,
             "baseline_first": as_baseline_first,
@@ -358,7 +344,8 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
             "explanation": first.explanation,
             "confidence": 1.0 if as_baseline_first == as_candidate_first else 0.5,
         }
-        return Explained(value, f"{choice} ({agree}): {first.explanation}", details)
+        reason = _pairwise_reason(choice, as_baseline_first, as_candidate_first, first.explanation)
+        return Explained(value, reason, details)
 
 
 # -- the built-in judges: a table -----------------------------------------------------------------

@@ -5,11 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
-from rapidfuzz import distance, fuzz
 
 from turneval.errors import ConfigError
 from turneval.metrics.base import Explained, SingleTurnMetric, require
@@ -97,26 +96,31 @@ def _from_ratio(ratio: Callable[..., float]) -> Callable[[str, str], float]:
     return similarity
 
 
-_MEASURES: dict[DistanceMeasure, Callable[[str, str], float]] = {
-    DistanceMeasure.LEVENSHTEIN: _from_distance(distance.Levenshtein),
-    DistanceMeasure.HAMMING: _from_distance(distance.Hamming),
-    DistanceMeasure.JARO: _from_distance(distance.Jaro),
-    DistanceMeasure.JARO_WINKLER: _from_distance(distance.JaroWinkler),
-    DistanceMeasure.INDEL: _from_distance(distance.Indel),
-    DistanceMeasure.TOKEN_SET_RATIO: _from_ratio(fuzz.token_set_ratio),
-    DistanceMeasure.TOKEN_SORT_RATIO: _from_ratio(fuzz.token_sort_ratio),
-    DistanceMeasure.PARTIAL_RATIO: _from_ratio(fuzz.partial_ratio),
-}
+@cache
+def _measures() -> dict[DistanceMeasure, Callable[[str, str], float]]:
+    """Each measure's similarity (rapidfuzz is imported on first use, not with the metrics)."""
+    from rapidfuzz import distance, fuzz
+
+    return {
+        DistanceMeasure.LEVENSHTEIN: _from_distance(distance.Levenshtein),
+        DistanceMeasure.HAMMING: _from_distance(distance.Hamming),
+        DistanceMeasure.JARO: _from_distance(distance.Jaro),
+        DistanceMeasure.JARO_WINKLER: _from_distance(distance.JaroWinkler),
+        DistanceMeasure.INDEL: _from_distance(distance.Indel),
+        DistanceMeasure.TOKEN_SET_RATIO: _from_ratio(fuzz.token_set_ratio),
+        DistanceMeasure.TOKEN_SORT_RATIO: _from_ratio(fuzz.token_sort_ratio),
+        DistanceMeasure.PARTIAL_RATIO: _from_ratio(fuzz.partial_ratio),
+    }
+
 
 _IDENTICAL_ONE = frozenset(
-    _MEASURES[measure]
-    for measure in (
+    {
         DistanceMeasure.LEVENSHTEIN,
         DistanceMeasure.HAMMING,
         DistanceMeasure.JARO,
         DistanceMeasure.JARO_WINKLER,
         DistanceMeasure.INDEL,
-    )
+    }
 )
 """Measures of ``1 - normalized_distance``: identical strings are at distance 0, score 1.0."""
 
@@ -135,14 +139,14 @@ class NonLLMStringSimilarity(StringMetric):
     @cached_property
     def _similarity(self) -> Callable[[str, str], float]:
         # Cleared by Metric.__setattr__ when distance_measure is reassigned.
-        return _MEASURES[self.distance_measure]
+        return _measures()[self.distance_measure]
 
     def compare(self, reference: str, prediction: str) -> float:
         """Similarity of the two strings under ``distance_measure``."""
         return self._similarity(reference, prediction)
 
     def _identical_scores_one(self) -> bool:
-        return self._similarity in _IDENTICAL_ONE
+        return self.distance_measure in _IDENTICAL_ONE
 
 
 def _extra(module: str) -> Any:

@@ -51,6 +51,29 @@ def kind(span: Span) -> str | None:
     return "tool" if attributes.get(g.TRACELOOP_SPAN_KIND) == "tool" else None
 
 
+NO_LLM_SPAN = "no_llm_span"
+"""A skip reason: the trace's GenAI spans record no model call (e.g. OpenLLMetry's agent creation)."""
+
+NO_GENAI_SPAN = "no_genai_span"
+"""A skip reason: no span of the trace is a GenAI one (an HTTP or database trace, say)."""
+
+_GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.", "traceloop.")
+
+
+def skip_reason(spans: Sequence[Span]) -> str | None:
+    """Why the spans of a trace (or session) are not a conversation; None when they may be one.
+
+    A trace with no LLM span records no model call: :data:`NO_LLM_SPAN` when some span carries
+    GenAI attributes (``gen_ai.*``, OpenInference's or OpenLLMetry's; e.g. OpenLLMetry's
+    ``create_agent`` trace), else :data:`NO_GENAI_SPAN`. A trace with a span that could not be
+    read is never skipped: its error row says why.
+    """
+    if any(span.error is not None or kind(span) == "llm" for span in spans):
+        return None
+    genai = any(key.startswith(_GENAI_PREFIXES) for span in spans for key in span.attributes)
+    return NO_LLM_SPAN if genai else NO_GENAI_SPAN
+
+
 def _first(attributes: dict[str, Any], keys: Sequence[str]) -> Any:
     for key in keys:
         value = attributes.get(key)

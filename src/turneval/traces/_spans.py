@@ -12,7 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from turneval.dataset import _refuse_compressed
+from turneval.dataset import _refuse_compressed, _utf8_problem
 from turneval.errors import ConfigError
 
 try:  # orjson (a langsmith dependency, so nearly always present) parses about 2x faster
@@ -48,6 +48,8 @@ class Span:
     status_message: str | None = None
     line: int | None = None  # the OTLP/JSON line it came from
     error: str | None = None  # why the span could not be read (its trace then fails alone)
+    # A span read with ``trace_id == ""`` had no valid trace id: it is an error row of its
+    # own (``error`` says why), never part of a trace.
 
 
 def from_readable(span: Any) -> Span:
@@ -89,6 +91,44 @@ def _hex_id(value: Any) -> str:
         return text
 
 
+def _trace_id(value: Any) -> tuple[str, str | None]:
+    """``(trace id in hex, None)``, or ``("", why it is no trace id)``.
+
+    OTLP/JSON writes a trace id as 32 hex digits (16 bytes; all zeros is the invalid id); the
+    base64 that protobuf's JSON mapping gives bytes is accepted too.
+    """
+    if value is None or value == "":
+        return "", "traceId missing"
+    if not isinstance(value, str):
+        return "", f"traceId is {type(value).__name__} {value!r}, not a string"
+    if len(value) == 32 and _HEX.fullmatch(value):
+        trace_id = value.lower()
+    else:
+        try:
+            decoded = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            decoded = b""
+        if len(decoded) != 16:
+            shown = value if len(value) <= 40 else value[:40] + "..."
+            return "", f"traceId {shown!r} is not 32 hex digits"
+        trace_id = decoded.hex()
+    if trace_id == "0" * 32:
+        return "", "traceId is all zeros (the invalid trace id)"
+    return trace_id, None
+
+
+def _without_trace(raw: dict[str, Any], line: int | None, position: int, why: str) -> Span:
+    """A span that belongs to no trace: its own error row, never part of a sample."""
+    span_id = _hex_id(raw.get("spanId")) if isinstance(raw.get("spanId"), str) else ""
+    name = raw.get("name")
+    named = f" ({name!r})" if isinstance(name, str) and name else ""
+    where = f"span {span_id}" if span_id else f"span #{position} of the line"
+    problem = f"{where}{named} without a trace id ({why})"
+    return Span(
+        "", span_id or f"#{position}", None, str(name or ""), 0, 0, {}, line=line, error=problem
+    )
+
+
 def any_value(value: dict[str, Any]) -> Any:
     """Decode an OTLP ``AnyValue`` (``{"stringValue": ...}``, ``{"intValue": "3"}``, ...)."""
     text = value.get("stringValue")
@@ -119,12 +159,19 @@ def _attributes(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def from_otlp_span(raw: dict[str, Any], line: int | None = None) -> Span:
-    """Read one span of an OTLP/JSON ``ExportTraceServiceRequest``."""
+def from_otlp_span(raw: dict[str, Any], line: int | None = None, position: int = 1) -> Span:
+    """Read one span of an OTLP/JSON ``ExportTraceServiceRequest``.
+
+    A span without a valid trace id is read as one with ``trace_id == ""`` and an ``error``
+    naming the span and why (``position``: its place on the line, naming a span without id).
+    """
+    trace_id, why = _trace_id(raw.get("traceId"))
+    if why is not None:
+        return _without_trace(raw, line, position, why)
     status = raw.get("status") or {}
     parent = raw.get("parentSpanId")
     return Span(
-        trace_id=_hex_id(raw.get("traceId")),
+        trace_id=trace_id,
         span_id=_hex_id(raw.get("spanId")),
         parent_id=_hex_id(parent) if parent else None,
         name=str(raw.get("name", "")),
@@ -148,26 +195,30 @@ def spans_of_request(document: Any, line: int | None = None) -> Iterator[Span]:
     if "resourceSpans" not in document:  # e.g. a sample line in a file detected as OTLP
         keys = ", ".join(repr(key) for key in list(document)[:5]) or "none"
         raise ValueError(f"expected an object with 'resourceSpans', got one with keys {keys}")
+    position = 0
     for resource in document.get("resourceSpans") or ():
         for scope in (
             resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or ()
         ):
             for raw in scope.get("spans") or ():
+                position += 1
                 try:
-                    yield from_otlp_span(raw, line)
+                    yield from_otlp_span(raw, line, position)
                 except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                    yield _unreadable(raw, line, exc)
+                    yield _unreadable(raw, line, position, exc)
 
 
-def _unreadable(raw: Any, line: int | None, exc: Exception) -> Span:
+def _unreadable(raw: Any, line: int | None, position: int, exc: Exception) -> Span:
     """A span that could not be read, kept as its trace's error (the line's other traces stay).
 
-    Raises the error again when not even the span's trace can be told (then the whole line is
-    one error row, as a line that is not OTLP/JSON is).
+    Raises the error again when the span is not even an object (then the whole line is one
+    error row, as a line that is not OTLP/JSON is).
     """
-    trace_id = _hex_id(raw.get("traceId")) if isinstance(raw, dict) else ""
-    if not trace_id:
+    if not isinstance(raw, dict):
         raise exc
+    trace_id, why = _trace_id(raw.get("traceId"))
+    if why is not None:
+        return _without_trace(raw, line, position, why)
     span_id = _hex_id(raw.get("spanId"))
     problem = f"span {span_id or '?'} could not be read ({type(exc).__name__}: {exc})"
     return Span(
@@ -175,38 +226,54 @@ def _unreadable(raw: Any, line: int | None, exc: Exception) -> Span:
     )
 
 
-def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str]]:
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """A line of an OTLP/JSON file that is not UTF-8: what :func:`documents` gives for it."""
+
+    problem: str  # "not valid UTF-8 in FILE (byte 0xff at byte offset 12)"
+
+
+def _undecodable(raw: bytes, path: str | PathLike[str]) -> Undecodable | None:
+    """None if ``raw`` is UTF-8; else the problem, naming the file and the first bad byte."""
+    where = _utf8_problem(raw)
+    return None if where is None else Undecodable(f"not valid UTF-8 in {path} ({where})")
+
+
+def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str | Undecodable]]:
     """``(line number, text)`` of each request: one per line, or the whole file as one.
 
     The file is one pretty-printed document when its first line does not end an object and
     the next non-blank line does not start one (a torn first line of a JSONL file is followed
-    by whole requests: it is one bad line, and the others are read).
+    by whole requests: it is one bad line, and the others are read). A line that is not UTF-8
+    gives :class:`Undecodable` instead of its text (a whole document: the line of its first bad
+    byte), so that one bad byte costs one row, never the file.
     """
     source = Path(path)
     _refuse_compressed(source)
-    with source.open(encoding="utf-8") as handle:
-        first = handle.readline()
-        ahead: list[str] = []
-        if first.strip() and not first.rstrip().endswith("}"):
+    with source.open("rb") as handle:
+        first = handle.readline().removeprefix(b"\xef\xbb\xbf")
+        ahead: list[bytes] = []
+        if first.strip() and not first.rstrip().endswith(b"}"):
             line = handle.readline()
             while line and not line.strip():
                 ahead.append(line)
                 line = handle.readline()
             ahead.append(line)
-            if not line.lstrip().startswith("{"):  # one pretty-printed document
-                yield 1, first + "".join(ahead) + handle.read()
+            if not line.lstrip().startswith(b"{"):  # one pretty-printed document
+                whole = [first, *ahead, *handle]
+                for number, raw in enumerate(whole, start=1):
+                    bad = _undecodable(raw, path)
+                    if bad is not None:
+                        yield number, bad
+                        return
+                yield 1, b"".join(whole).decode("utf-8")
                 return
         number = 1
-        for line in (first, *ahead):
-            if line.strip():
-                yield number, line
+        for raw in (first, *ahead, *handle):
+            if raw.strip():
+                bad = _undecodable(raw, path)
+                yield number, raw.decode("utf-8") if bad is None else bad
             number += 1
-        line = handle.readline()
-        while line:
-            if line.strip():
-                yield number, line
-            number += 1
-            line = handle.readline()
 
 
 def is_contiguous(path: str | PathLike[str]) -> bool:
@@ -214,6 +281,8 @@ def is_contiguous(path: str | PathLike[str]) -> bool:
     done: set[str] = set()
     current: str | None = None
     for _, text in documents(path):
+        if isinstance(text, Undecodable):
+            continue
         for trace_id in _TRACE_ID.findall(text):
             if trace_id != current:
                 if trace_id in done:

@@ -1,0 +1,224 @@
+"""``run.json``: what a streamed run was started with, so that ``resume`` checks it continues it.
+
+Written into the run folder before the first row, and again before each chunk's rows are
+written (the input's digest grows as the file is read)::
+
+    {
+      "turneval_version": "0.1.0",
+      "metrics": [{"name": "tool_call_f1", "class": "turneval.metrics...ToolCallF1",
+                   "config": {...}}],
+      "judge": {"model": "gpt-4o-mini", "prompt_version": null},
+      "dataset": {"path": "data.jsonl", "sha256": "...", "lines_read": 1000,
+                  "bytes_read": 123456}
+    }
+
+``config`` is the metric's full ``model_dump`` (a judge model object is written as its model
+name). ``sha256`` is the digest of the input's first ``lines_read`` lines (``bytes_read``
+bytes): the part of the file the run has read. A resumed run refuses to continue when the
+metrics, their configurations, the judge model or that part of the input differ, naming the
+first difference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from turneval._files import naming
+from turneval.errors import ConfigError
+from turneval.metrics import Evaluator
+
+__all__ = ["RUN_FILE", "RunFile", "judge_model"]
+
+try:
+    _VERSION = version("turneval")
+except PackageNotFoundError:  # pragma: no cover - run from a source tree, never installed
+    _VERSION = "unknown"
+
+RUN_FILE = "run.json"
+"""The name of the run folder's record of what the run was started with."""
+
+
+def judge_model(llm: Any) -> str | None:
+    """The model name of a judge (a LangChain chat model, or a wrapper of one); None: no judge."""
+    if llm is None:
+        return None
+    inner = getattr(llm, "langchain_llm", None) or getattr(llm, "llm", None)
+    for candidate in (llm, inner):
+        for attribute in ("model_name", "model", "deployment_name", "model_id"):
+            name = getattr(candidate, attribute, None)
+            if isinstance(name, str) and name:
+                return name
+    return type(llm).__name__
+
+
+def _config(metric: Evaluator) -> dict[str, Any]:
+    """The metric's configuration as JSON values: its full ``model_dump``, its judge by name."""
+    try:
+        config = metric.model_dump(mode="json", exclude={"llm"})
+    except Exception:  # a field JSON cannot hold (an object): compared by its repr
+        config = metric.model_dump(exclude={"llm"})
+    if getattr(metric, "llm", None) is not None:
+        config["llm"] = judge_model(getattr(metric, "llm", None))
+    loaded: dict[str, Any] = json.loads(json.dumps(config, sort_keys=True, default=repr))
+    return loaded
+
+
+def _metrics(metrics: Sequence[Evaluator]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": metric.name,
+            "class": f"{type(metric).__module__}.{type(metric).__qualname__}",
+            "config": _config(metric),
+        }
+        for metric in metrics
+    ]
+
+
+def _changed(before: Any, after: Any, path: str = "") -> str:
+    """The first key (dotted) whose value differs, with both values, or ``""``."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(set(before) | set(after), key=str):
+            missing = object()
+            old, new = before.get(key, missing), after.get(key, missing)
+            if old is missing or new is missing or old != new:
+                where = f"{path}.{key}" if path else str(key)
+                if old is not missing and new is not missing:
+                    deeper = _changed(old, new, where)
+                    if deeper:
+                        return deeper
+                shown = ["(unset)" if v is missing else json.dumps(v) for v in (old, new)]
+                return f"{where} {_clip(shown[0])} -> {_clip(shown[1])}"
+        return ""
+    if before != after:
+        return f"{path} {_clip(json.dumps(before))} -> {_clip(json.dumps(after))}"
+    return ""
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class RunFile:
+    """A run folder's ``run.json``: written at the start, checked on resume, kept up to date.
+
+    Args:
+        folder: The run folder (``out_dir``).
+        source: The input file.
+        metrics: The run's metrics, in order.
+        llm: The run's default judge (None: none).
+    """
+
+    def __init__(self, folder: Path, source: Path, metrics: Sequence[Evaluator], llm: Any) -> None:
+        """Describe the run; nothing is read or written yet."""
+        self.path = folder / RUN_FILE
+        self.source = source
+        self.document: dict[str, Any] = {
+            "turneval_version": _VERSION,
+            "metrics": _metrics(metrics),
+            "judge": {"model": judge_model(llm), "prompt_version": None},
+            "dataset": {"path": str(source), "sha256": "", "lines_read": 0, "bytes_read": 0},
+        }
+        self._digest = hashlib.sha256()
+        self._handle: Any = None
+        self._lines = self._bytes = 0
+
+    def start(self) -> None:
+        """A new run: write run.json (before the first row)."""
+        self._save()
+
+    def resume(self) -> bool:
+        """Check that the run in the folder is this one; False when it has no run.json.
+
+        Raises:
+            ConfigError: one line naming the first difference (metrics, a metric's
+                configuration, the judge, or the input read so far).
+        """
+        try:
+            stored = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            self._save()  # from now on the folder records this run
+            return False
+        except ValueError as exc:
+            raise ConfigError(f"{self.path} is not a run record ({exc}); cannot resume") from exc
+        if not isinstance(stored, dict):
+            raise ConfigError(f"{self.path} is not a run record; cannot resume")
+        problem = self._difference(stored)
+        if problem:
+            raise ConfigError(
+                f"cannot resume {self.path.parent}: {problem}; rerun without --resume "
+                "(--overwrite) or into another --out folder"
+            )
+        self.document["turneval_version"] = stored.get("turneval_version", _VERSION)
+        self._save()
+        return True
+
+    def _difference(self, stored: dict[str, Any]) -> str:
+        here = self.document
+        names = [m.get("name") for m in stored.get("metrics") or [] if isinstance(m, dict)]
+        now = [m["name"] for m in here["metrics"]]
+        if names != now:
+            return (
+                f"the metrics changed: the run has {', '.join(map(str, names)) or 'none'}; "
+                f"this one has {', '.join(now) or 'none'}"
+            )
+        for old, new in zip(stored["metrics"], here["metrics"], strict=True):
+            change = _changed(
+                {"class": old.get("class"), **(old.get("config") or {})},
+                {"class": new["class"], **new["config"]},
+            )
+            if change:
+                return f"metric {new['name']}'s configuration changed: {change}"
+        old_judge = (stored.get("judge") or {}).get("model")
+        if old_judge != here["judge"]["model"]:
+            return f"the judge changed: {old_judge or 'none'} -> {here['judge']['model'] or 'none'}"
+        dataset = stored.get("dataset") or {}
+        lines = int(dataset.get("lines_read") or 0)
+        self._advance(lines)
+        if self._lines < lines or self._digest.hexdigest() != dataset.get("sha256"):
+            short = "it has fewer lines" if self._lines < lines else "they differ"
+            return (
+                f"the input changed: the run had read lines 1-{lines} of "
+                f"{dataset.get('path', '?')}; {short} in {self.source}"
+            )
+        return ""
+
+    def read_to(self, line: int) -> None:
+        """The run has read the input up to ``line`` (1-based): record its digest so far."""
+        if line > self._lines:
+            self._advance(line)
+            self._save()
+
+    def close(self) -> None:
+        """Close the input handle the digest reads with."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def _advance(self, line: int) -> None:
+        if self._handle is None:
+            self._handle = self.source.open("rb")
+        while self._lines < line:
+            raw = self._handle.readline()
+            if not raw:
+                break
+            self._digest.update(raw)
+            self._lines += 1
+            self._bytes += len(raw)
+        dataset = self.document["dataset"]
+        dataset["lines_read"], dataset["bytes_read"] = self._lines, self._bytes
+        dataset["sha256"] = self._digest.hexdigest()
+
+    def _save(self) -> None:
+        """Write run.json whole (a temporary file renamed over it: never half written)."""
+        if not self.document["dataset"]["sha256"]:
+            self.document["dataset"]["sha256"] = self._digest.hexdigest()
+        partial = self.path.with_name(RUN_FILE + ".tmp")
+        with naming(self.path):
+            partial.write_text(json.dumps(self.document, indent=2) + "\n", encoding="utf-8")
+            os.replace(partial, self.path)
