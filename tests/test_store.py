@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +110,12 @@ def test_a_stopped_run_is_interrupted_and_resume_continues_it(
     with store.engine.begin() as connection:
         connection.execute(delete(rows).where(rows.c.run_id == run.id, rows.c.idx == 1))
     monkeypatch.setattr(_JsonlSink, "absorb", absorb)
-    evaluate_jsonl(
-        data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=store_url, resume=True
-    )
+    stop = threading.Event()
+    stop.set()  # SIGTERM before the next chunk (as the CLI sets it): the run stops again
+    options: dict[str, Any] = {"chunk_size": 2, "workers": 1, "store": store_url, "resume": True}
+    assert evaluate_jsonl(data, ["tool_call_f1"], out, stop=stop, **options).stopped
+    assert store.run(run.id).status == "interrupted"
+    evaluate_jsonl(data, ["tool_call_f1"], out, **options)
     (again,) = store.runs()
     assert (again.id, again.status, again.rows) == (run.id, "finished", 6)
     lines = (out / "results.jsonl").read_text().splitlines()
