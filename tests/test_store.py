@@ -77,6 +77,15 @@ def test_rows_reach_the_store_as_they_finish(store_url: str) -> None:
     assert run.summary["failed_rows"] == 0
     # the rows are the results.jsonl rows, with the sample beside them
     assert list(reader.records(run.id)) == json.loads(json.dumps(result.records(details=True)))
+    # pages: keyset by index, failed rows only, text in the sample
+    page = reader.rows_page(run.id, limit=4)
+    assert [row.index for row in page] == [0, 1, 2, 3]
+    assert [row.index for row in reader.rows_page(run.id, after=page[-1].index)] == [4, 5]
+    assert reader.rows_page(run.id, failed=True) == []  # a wrong call is a 0, not a failure
+    found = reader.rows_page(run.id, search="<b>4</b>")
+    assert [(row.index, row.sample_id, row.record["tool_call_f1"]) for row in found] == [
+        (4, "s4", 0.0)
+    ]
     stored = reader.samples(run.id, [4])[4]
     assert stored["user_input"][0]["content"] == "find x <b>4</b>"
     assert stored["metadata"] == {"id": "s4"}
@@ -242,6 +251,8 @@ def test_simulate_and_eval_task_keep_their_runs(store_url: str) -> None:
         task = store.runs()[0]
         assert (task.name, task.status, task.rows) == ("EvalTask", "finished", 4)
         assert task.summary is not None and task.summary["failed_rows"] == 4
+        assert [row.index for row in store.rows_page(task.id, failed=True)] == [0, 1, 2, 3]
+        assert store.rows_page(task.id, failed=False) == []
         assert list(store.records(task.id)) == json.loads(json.dumps(result.records(details=True)))
 
 

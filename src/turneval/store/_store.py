@@ -34,6 +34,7 @@ __all__ = [
     "RunRecorder",
     "RunStore",
     "StoredLabel",
+    "StoredRow",
     "StoredRun",
     "file_digest",
     "judge_model",
@@ -94,6 +95,25 @@ class StoredRun:
     def metric_names(self) -> list[str]:
         """The names of the run's metrics, in order."""
         return [str(metric["name"]) for metric in self.metrics]
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One stored row of a run (its sample is read apart: :meth:`RunStore.samples`).
+
+    Attributes:
+        index: The row's index in the run.
+        line: Its 1-based input line (None for samples given in memory).
+        sample_id: Its sample's id (``metadata["id"]``), if any.
+        failed: Whether a metric (or the agent) failed on it.
+        record: The results.jsonl row.
+    """
+
+    index: int
+    line: int | None
+    sample_id: str | None
+    failed: bool
+    record: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -581,6 +601,47 @@ class RunStore:
             if len(page) < batch:
                 return
             after = page[-1][0]
+
+    def rows_page(
+        self,
+        run_id: str,
+        *,
+        after: int | None = None,
+        limit: int = 50,
+        failed: bool | None = None,
+        search: str | None = None,
+    ) -> list[StoredRow]:
+        """One page of a run's rows in index order, from the row after index ``after``.
+
+        Keyset pagination (the next page starts after the last index of this one), so any page
+        of a large run costs the same. ``failed`` keeps only failed (or only clean) rows;
+        ``search`` only rows whose sample contains the text (case-sensitive on PostgreSQL).
+
+        Raises:
+            ConfigError: the run is unknown, or ``limit`` is not between 1 and 1000.
+        """
+        from sqlalchemy import select
+
+        from turneval.store._schema import rows
+
+        if not 1 <= limit <= 1000:
+            raise ConfigError(f"limit must be between 1 and 1000, got {limit}")
+        with self.engine.connect() as connection:
+            full = self._resolve(connection, run_id)
+            query = select(
+                rows.c.idx, rows.c.line, rows.c.sample_id, rows.c.failed, rows.c.record
+            ).where(rows.c.run_id == full)
+            if after is not None:
+                query = query.where(rows.c.idx > after)
+            if failed is not None:
+                query = query.where(rows.c.failed.is_(failed))
+            if search:
+                query = query.where(rows.c.sample.contains(search, autoescape=True))
+            found = connection.execute(query.order_by(rows.c.idx).limit(limit)).all()
+        return [
+            StoredRow(int(idx), line, sample_id, bool(is_failed), _loads(record))
+            for idx, line, sample_id, is_failed, record in found
+        ]
 
     def samples(self, run_id: str, indexes: Iterable[int]) -> dict[int, Any]:
         """The stored samples (parsed JSON) of some rows of a run, by row index."""
