@@ -59,7 +59,7 @@ wheel-check: install
 	rm -rf $(WHEEL_DIR)
 
 demo: install
-	$(BIN)/turneval demo --out demo-output $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
+	$(BIN)/turneval demo --out demo-output --store demo-output/runs.db $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
 	$(BIN)/python examples/tool_world.py
 
 bench: install

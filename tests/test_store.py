@@ -14,6 +14,7 @@ import pytest
 
 from turneval import EvalTask, MultiTurnSample, evaluate
 from turneval.cli import main
+from turneval.demo import DOMAINS
 from turneval.errors import ConfigError
 from turneval.metrics import ToolCallF1
 from turneval.results import SampleResult
@@ -71,6 +72,7 @@ def test_rows_reach_the_store_as_they_finish(store_url: str) -> None:
         assert status == "running"
         assert done - done % 2 <= stored <= done
     (run,) = reader.runs()
+    assert result.store_run == run.id
     assert (run.status, run.rows, run.metric_names) == ("finished", 6, ["tool_call_f1"])
     assert run.summary is not None
     assert run.summary["metrics"]["tool_call_f1"]["mean"] == pytest.approx(4 / 6)
@@ -124,8 +126,9 @@ def test_a_stopped_run_is_interrupted_and_resume_continues_it(
     options: dict[str, Any] = {"chunk_size": 2, "workers": 1, "store": store_url, "resume": True}
     assert evaluate_jsonl(data, ["tool_call_f1"], out, stop=stop, **options).stopped
     assert store.run(run.id).status == "interrupted"
-    evaluate_jsonl(data, ["tool_call_f1"], out, **options)
+    finished = evaluate_jsonl(data, ["tool_call_f1"], out, **options)
     (again,) = store.runs()
+    assert finished.store_run == run.id
     assert (again.id, again.status, again.rows) == (run.id, "finished", 6)
     lines = (out / "results.jsonl").read_text().splitlines()
     assert list(store.record_lines(run.id)) == lines
@@ -324,3 +327,17 @@ def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> No
     with engine.connect() as connection:  # the migrations build exactly the tables declared
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
     engine.dispose()
+
+
+def test_demo_keeps_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    url = str(tmp_path / "demo.db")
+    assert main(["demo", "--out", str(tmp_path / "out"), "--store", url]) == 0
+    assert f"turneval store list --store {url}" in capsys.readouterr().out
+    with RunStore(url) as store:
+        runs = store.runs()
+        assert sorted(run.name for run in runs) == sorted(f"demo: {d.name}" for d in DOMAINS)
+        for run in runs:
+            folder = tmp_path / "out" / run.name.removeprefix("demo: ")
+            lines = (folder / "results.jsonl").read_text().splitlines()
+            assert [json.loads(line) for line in lines] == list(store.records(run.id))

@@ -579,7 +579,7 @@ def _metrics(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from turneval.demo import run_demo
 
-    return run_demo(Path(args.out), llm=_judge(args), cache=args.cache)
+    return run_demo(Path(args.out), llm=_judge(args), cache=args.cache, store=args.store)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -919,6 +919,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="evaluate the bundled example datasets")
     demo.add_argument("--out", default="turneval-demo", help="output folder")
     _add_judge_options(demo)
+    demo.add_argument(
+        "--store",
+        nargs="?",
+        const=".turneval/runs.db",
+        metavar="URL",
+        help="keep the three runs in a run store too (alone: .turneval/runs.db)",
+    )
     demo.set_defaults(handler=_demo)
 
     diff = commands.add_parser("compare", help="compare two runs of one dataset")

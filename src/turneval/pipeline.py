@@ -594,7 +594,10 @@ def recording(
 def finish_recording(
     recorder: RunRecorder | None, result: EvaluationResult, aborted: Sequence[str] = ()
 ) -> None:
-    """End a recorded run: its summary, and ``failed`` when ``fail_on_error`` stopped it."""
+    """End a recorded run: its summary, and ``failed`` when ``fail_on_error`` stopped it.
+
+    The run's id in the store becomes ``result.store_run``.
+    """
     if recorder is None:
         return
     from turneval.aggregate import summary_document
@@ -612,3 +615,4 @@ def finish_recording(
         status="failed" if aborted else "finished",
         error=aborted[0] if aborted else None,
     )
+    result.store_run = recorder.run_id

@@ -422,6 +422,7 @@ class EvaluationResult:
         self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
         self.skipped_traces: dict[str, int] = {}  # traces that were no conversation, by reason
         self.early_stops: EarlyStops | None = None  # what stop_early saved, when trials stopped
+        self.store_run: str | None = None  # the run's id in the run store it was kept in
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""

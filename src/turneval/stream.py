@@ -112,7 +112,8 @@ class StreamResult:
     ({} without agent runs); ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input
     that were no conversation (None for samples input);
     ``stopped`` is True when the run was stopped early (``evaluate_jsonl(stop=...)``, the CLI's
-    SIGTERM): the rows cover the input read until then.
+    SIGTERM): the rows cover the input read until then; ``store_run`` is the run's id in the
+    run store it was kept in (``store=``), else None.
     """
 
     metric_names: list[str]
@@ -127,6 +128,7 @@ class StreamResult:
     aggregates: dict[str, float] = field(default_factory=dict)
     aggregate_errors: dict[str, str] = field(default_factory=dict)
     agent_summaries: dict[str, MetricSummary] = field(default_factory=dict)
+    store_run: str | None = None
     stopped: bool = False  # ``stop`` was set: the rest of the input was not read
     skipped_traces: dict[str, int] | None = None
 
@@ -1021,6 +1023,7 @@ def evaluate_jsonl(
                     sink.absorb(chunk)
         result = sink.finish(target, title or f"turneval: {source.name}", skipped)
         result.stopped = stop is not None and stop.is_set()
+        result.store_run = None if recorder is None else recorder.run_id
         if recorder is not None and result.stopped:  # the stored run is not done either
             recorder.finish(None, status="interrupted", error="stopped early; --resume continues")
         return result

@@ -560,6 +560,16 @@ class RunStore:
             rows=int(count),
         )
 
+    def rename_run(self, run_id: str, name: str) -> None:
+        """Give a run another name."""
+        from sqlalchemy import update
+
+        from turneval.store._schema import runs
+
+        with self.writing() as connection:
+            full = self._resolve(connection, run_id)
+            connection.execute(update(runs).where(runs.c.id == full).values(name=name))
+
     def delete_run(self, run_id: str) -> None:
         """Delete a run with its rows and its labels."""
         from sqlalchemy import delete
