@@ -436,7 +436,7 @@ def _store_command(args: argparse.Namespace) -> int:
             print(f"imported {args.run_dir} as run {run.id} ({run.rows} rows) into {store.url}")
         elif args.store_command == "export":
             out = store.export_run(args.run, args.out)
-            print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'}, {out / 'run.json'}")
+            print(f"wrote {out / 'results.jsonl'} and {out / 'summary.json'}")
         else:
             for run in store.runs(limit=args.limit):
                 created = run.created.strftime("%Y-%m-%d %H:%M")

@@ -997,7 +997,7 @@ def evaluate_jsonl(
     recorder: RunRecorder | None = None
     try:
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
-        recorder = _recorder(store, source, resolved, llm, target, resume=resume, details=details)
+        recorder = _recorder(store, source, run_file, resolved, llm, resume=resume, details=details)
         if resume and results_path.exists() and results_path.stat().st_size:
             if not run_file.resume():  # a run folder from before run.json: not checked
                 warnings.warn(
@@ -1044,14 +1044,17 @@ class ResumeWarning(UserWarning):
 def _recorder(
     store: RunStore | str | os.PathLike[str] | None,
     source: Path,
+    run_file: RunFile,
     metrics: list[Evaluator],
     llm: Any,
-    target: Path,
     *,
     resume: bool,
     details: bool,
 ) -> RunRecorder | None:
-    """The store's writer of this run (None without a store): a new run, or the resumed one."""
+    """The store's writer of this run (None without a store): a new run, or the resumed one.
+
+    The metrics' configurations are those run.json records.
+    """
     if store is None:
         return None
     from turneval.store import RunStore, file_digest
@@ -1064,9 +1067,10 @@ def _recorder(
         llm=llm,
         dataset_path=source.resolve(),
         dataset_digest=file_digest(source),
-        out_dir=target,
+        out_dir=run_file.path.parent,
         resume=resume,
         details=details,
+        configs=run_file.document["metrics"],
     )
 
 

@@ -439,11 +439,14 @@ class RunStore:
         out_dir: str | os.PathLike[str] | None = None,
         resume: bool = False,
         details: bool = True,
+        configs: list[dict[str, Any]] | None = None,
     ) -> RunRecorder:
         """Record a new run (status ``running``) and return the writer of its rows.
 
         With ``resume`` and an ``out_dir``, the newest stored run of that folder is continued
         instead (status back to ``running``); a new one is recorded when there is none.
+        ``configs`` are the metrics' configurations as recorded elsewhere (a run folder's
+        run.json), else :func:`metric_configs` of ``metrics``.
         """
         from sqlalchemy import insert, select, update
 
@@ -476,7 +479,7 @@ class RunStore:
                     git_commit=_git_commit(),
                     dataset_path=None if dataset_path is None else os.fspath(dataset_path),
                     dataset_digest=dataset_digest,
-                    metrics=json.dumps(metric_configs(metrics)),
+                    metrics=json.dumps(configs if configs is not None else metric_configs(metrics)),
                     judge_model=judge_model(llm),
                     status="running",
                     out_dir=folder,
@@ -891,10 +894,11 @@ class RunStore:
             )
 
     def export_run(self, run_id: str, out_dir: str | os.PathLike[str]) -> Path:
-        """Write a stored run's folder: results.jsonl, summary.json and run.json.
+        """Write a stored run's folder: results.jsonl (the rows as written) and summary.json.
 
         ``turneval compare``, ``plan`` and ``calibrate`` read the folder as they read the
-        run's own. Returns the folder.
+        run's own. No run.json: the folder is a record of the run, not a run to resume (what
+        the run was started with stays in the store). Returns the folder.
         """
         run = self.run(run_id)
         target = Path(out_dir)
@@ -905,14 +909,6 @@ class RunStore:
         if run.summary is not None:
             text = json.dumps(run.summary, indent=2) + "\n"
             (target / "summary.json").write_text(text, encoding="utf-8")
-        document = {
-            "turneval_version": run.turneval_version,
-            "metrics": run.metrics,
-            "judge": {"model": run.judge_model},
-            "dataset": {"path": run.dataset_path, "sha256": run.dataset_digest},
-            "store": {"run": run.id, "name": run.name, "status": run.status},
-        }
-        (target / "run.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         return target
 
 
