@@ -342,3 +342,17 @@ def test_demo_keeps_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca
             folder = tmp_path / "out" / run.name.removeprefix("demo: ")
             lines = (folder / "results.jsonl").read_text().splitlines()
             assert [json.loads(line) for line in lines] == list(store.records(run.id))
+
+
+def test_a_run_fail_on_error_stops_is_failed_with_its_reason(tmp_path: Path) -> None:
+    from turneval.errors import EvaluationAbortedError
+
+    broken = MultiTurnSample.model_validate(_row(0, True) | {"reference_tool_calls": None})
+    url = str(tmp_path / "runs.db")
+    with pytest.raises(EvaluationAbortedError):
+        evaluate([broken], ["tool_call_f1"], store=url, fail_on_error=True)
+    with RunStore(url) as store:
+        (run,) = store.runs()
+        assert (run.status, run.rows) == ("failed", 1)
+        assert run.error is not None and run.error.startswith("fail_on_error=True: 1 of 1 rows")
+        assert run.summary is not None and run.summary["failed_rows"] == 1
