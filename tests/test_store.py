@@ -198,6 +198,9 @@ def test_cli_run_import_and_export_give_back_the_files(
     assert listed[-1].startswith(runs["data.jsonl"].id[:12])  # newest first
     # compare reads an exported folder as it reads the run's own
     assert main(["compare", str(out), str(tmp_path / "export-imported")]) == 0
+    assert main(["store", "delete", runs["imported"].id[:9]]) == 0
+    with RunStore(store_url) as store:
+        assert [run.name for run in store.runs()] == ["data.jsonl"]
 
 
 def test_labels_export_and_calibrate_from_the_store(

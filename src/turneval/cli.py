@@ -434,6 +434,10 @@ def _store_command(args: argparse.Namespace) -> int:
             run_id = store.import_run(args.run_dir, name=args.name)
             run = store.run(run_id)
             print(f"imported {args.run_dir} as run {run.id} ({run.rows} rows) into {store.url}")
+        elif args.store_command == "delete":
+            run = store.run(args.run)
+            store.delete_run(run.id)
+            print(f"deleted run {run.id} ({run.name}, {run.rows} rows, its labels too)")
         elif args.store_command == "export":
             out = store.export_run(args.run, args.out)
             print(f"wrote {out / 'results.jsonl'} and {out / 'summary.json'}")
@@ -1003,7 +1007,9 @@ def build_parser() -> argparse.ArgumentParser:
     exporting.add_argument("--out", required=True, help="the folder to write")
     listing_runs = store_commands.add_parser("list", help="the stored runs, newest first")
     listing_runs.add_argument("--limit", type=_count, default=None, help="at most this many")
-    for command in (importing, exporting, listing_runs):
+    deleting = store_commands.add_parser("delete", help="delete a run, its rows and labels")
+    deleting.add_argument("run", help="the run's id (or a unique prefix)")
+    for command in (importing, exporting, listing_runs, deleting):
         _add_store_option(command)
     stored.set_defaults(handler=_store_command)
 
