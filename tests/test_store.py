@@ -264,7 +264,7 @@ def test_simulate_and_eval_task_keep_their_runs(store_url: str) -> None:
 
 
 def test_bad_stores_and_runs_are_one_line_errors(
-    tmp_path: Path, capsys: Any, postgres_server: Any
+    tmp_path: Path, capsys: Any, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = str(tmp_path / "runs.db")
     RunStore(url).close()
@@ -287,6 +287,13 @@ def test_bad_stores_and_runs_are_one_line_errors(
     closed = postgres_server.url("nowhere").replace(str(postgres_server.port), "1")
     with pytest.raises(ConfigError, match=r"cannot open the run store postgresql://.*:1/nowhere"):
         RunStore(closed.replace("turneval@", "turneval:secret@"))
+    with monkeypatch.context() as patch:  # without the store extra's packages
+        patch.setitem(sys.modules, "psycopg", None)
+        with pytest.raises(ConfigError, match=r"needs psycopg 3: pip install 'turneval\[store\]'"):
+            RunStore(postgres_server.url())
+        patch.setitem(sys.modules, "alembic", None)
+        with pytest.raises(ConfigError, match="needs Alembic"):
+            RunStore(tmp_path / "other.db")
     good = str(tmp_path / "good.db")
     assert main(["store", "export", "abc123", "--out", str(tmp_path / "x"), "--store", good]) == 2
     assert "run 'abc123' is not in the run store" in capsys.readouterr().err

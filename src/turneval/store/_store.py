@@ -347,10 +347,22 @@ class RunStore:
                 write = connection.get_execution_options().get("turneval_write", False)
                 connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
         else:
-            engine = create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 10})
+            try:
+                engine = create_engine(
+                    parsed, pool_pre_ping=True, connect_args={"connect_timeout": 10}
+                )
+            except ImportError:
+                raise ConfigError(
+                    "a PostgreSQL run store needs psycopg 3: pip install 'turneval[store]'"
+                ) from None
         self.engine: Engine = engine
         try:
             self._migrate()
+        except ImportError:
+            engine.dispose()
+            raise ConfigError(
+                "the run store needs Alembic (its migrations): pip install 'turneval[store]'"
+            ) from None
         except ConfigError:
             engine.dispose()
             raise
