@@ -812,7 +812,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_fraction,
         default=None,
         metavar="P",
-        help="exit 5 when a gated metric's power to find a drop of --mde is below P (e.g. 0.8), "
+        help=f"exit {UNDERPOWERED} when a gated metric's power to find a drop of --mde is below P "
+        "(e.g. 0.8), "
         "instead of passing an under-powered comparison",
     )
     diff.set_defaults(handler=_compare)
