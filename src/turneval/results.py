@@ -264,7 +264,9 @@ class SampleResult:
         ``id`` follows ``index`` when the sample has ``metadata["id"]``. Values are None where
         the metric failed; ``details=True`` adds ``<name>_details`` and,
         for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`); ``line`` comes last when
-        the row was read from a file.
+        the row was read from a file. Without details, a judged metric's vote record
+        (``repeats`` > 1) is still kept, as ``<name>_details: {"repeats": ...}``: a file read
+        back (``from_jsonl``, ``--resume``, ``compare``) then counts the same unstable rows.
         """
         record: dict[str, Any] = {"index": self.index}
         sample_id = self.sample_id
@@ -280,6 +282,9 @@ class SampleResult:
                 record[f"{name}_details"] = result.details
                 if result.usage is not None:
                     record[f"{name}_usage"] = result.usage.to_dict()
+            elif result is not None and "repeats" in result.details:
+                votes = {k: v for k, v in result.details["repeats"].items() if k != "votes"}
+                record[f"{name}_details"] = {"repeats": votes}
         if self.agent is not None:
             usage = self.agent.usage
             record.update(
