@@ -119,6 +119,10 @@ NEITHER: list[tuple[str, str, bool, bool]] = [
     ("Paris has 18 degrees.", "Rome: 24 degrees, cloudy.", False, False),
     ("Titanic was directed by James Cameron.", "Titanic was directed by Cameron.", False, False),
     ("The movie won 11 Oscars.", "The movie was released on December 19, 1997.", False, False),
+    # more precise than the fact, or a number the fact spells out: unstated, not contradicted
+    ("The store opened on 2021-03-03.", "The store opened in 2021.", False, False),
+    ("The event was held on 2021-03-03.", "The event was held in March 2021.", False, False),
+    ("The team has 12 members.", "The team has twelve members.", False, False),
 ]
 
 CASES = DIFFERENT + SAME_VALUE + STAYS_GROUNDED + NEITHER
@@ -136,3 +140,17 @@ def test_values_in_claims(claim: str, fact: str, grounded: bool, anti: bool) -> 
 def test_the_table_is_large_and_balanced() -> None:
     assert len(CASES) >= 40
     assert len(DIFFERENT) >= 15 and len(SAME_VALUE) >= 15 and len(STAYS_GROUNDED) >= 8
+
+
+def test_values_listed_in_one_slot_may_come_from_several_facts() -> None:
+    facts = ["Marie Curie won the Nobel Prize in 1903.", "She won it again in 1911."]
+    result = check_grounding(
+        "Marie Curie won the Nobel Prize in 1903 and 1911.", facts, enable_anti_citations=True
+    )
+    [claim] = result.claims
+    assert (claim.citation_indices, claim.anti_citation_indices) == ([0, 1], [])
+    # a listed value no fact states is still caught
+    wrong = check_grounding(
+        "Marie Curie won the Nobel Prize in 1903 and 1912.", facts, enable_anti_citations=True
+    )
+    assert wrong.support_score == 0.0 and wrong.claims[0].anti_citation_indices == [0]
