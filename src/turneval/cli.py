@@ -301,12 +301,29 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
         dataset = from_otlp_json(args.data)
     else:
         dataset = EvaluationDataset.from_jsonl(args.data)
-    result = estimate(dataset, resolve_metrics(metrics))
+    result = estimate(dataset, resolve_metrics(metrics), llm=_dry_run_judge(args))
     print(result)
     if args.price_input is not None:
         cost = result.input_cost(Prices(args.price_input, args.price_output or 0.0))
         print(f"estimated prompt cost: {cost:.4f} (at {args.price_input} per 1M input tokens)")
     return 0
+
+
+def _dry_run_judge(args: argparse.Namespace) -> Any:
+    """The judge a run with these flags would have (never called; a dry run needs no key).
+
+    Metrics with an offline fallback (grounding) send judge requests only when there is a
+    judge, so the estimate counts them only with one.
+    """
+    key = os.environ.get(args.judge_api_key_env or API_KEY_ENV)
+    model = args.judge_model or (
+        key and os.environ.get("TURNEVAL_JUDGE_MODEL", DEFAULT_JUDGE_MODEL)
+    )
+    if not model:
+        return None
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=model, base_url=args.judge_base_url, api_key="unused")
 
 
 def _rate_limit(args: argparse.Namespace) -> Any:
