@@ -615,6 +615,9 @@ class EvaluationResult:
         import pandas as pd
 
         records = self.records()
+        for record in records:  # a vote record (repeats) is not a column
+            for name in self.metric_names:
+                record.pop(f"{name}_details", None)
         frame: pd.DataFrame = pd.DataFrame(records)
         for position, (column, values) in enumerate(self.sample_columns().items(), start=1):
             if column not in frame.columns:

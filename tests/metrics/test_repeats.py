@@ -286,6 +286,7 @@ def test_cli_repeats_estimates_runs_and_counts_unstable_rows(
     back = EvaluationResult.from_jsonl(out / "results.jsonl")
     assert back.summary()["fluency"].extra == summary["extra"]
     assert sorted(back.rows[0].results["fluency"].details["repeats"]["values"]) == [2, 2, 4]
+    assert "fluency_details" not in back.to_pandas().columns  # values, reasons, errors only
     assert main([*base, "--repeats", "3", *judge, "--out", str(out), "--resume"]) == 1
     resumed = json.loads((out / "summary.json").read_text())["metrics"]["fluency"]
     assert resumed["extra"] == summary["extra"] and len(openai_stub.requests) == 3
