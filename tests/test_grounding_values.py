@@ -35,6 +35,12 @@ DIFFERENT: list[tuple[str, str, bool, bool]] = [
     ),
     ("The movie won 12 Academy Awards.", "The movie won 11 Academy Awards.", False, True),
     ("The ticket costs $25.", "The ticket costs $21.50.", False, True),
+    (
+        "The U.S. population was 331 million in 2021.",
+        "In 2020, the United States had a population of 331 million.",
+        False,
+        True,
+    ),
     ("The ticket costs 21.50 EUR.", "The ticket costs $21.50.", False, True),
     ("Revenue grew 15% last year.", "Revenue grew 12 percent last year.", False, True),
     ("The company has 3.5 million users.", "The company has 3,700,000 users.", False, True),
@@ -74,6 +80,15 @@ SAME_VALUE: list[tuple[str, str, bool, bool]] = [
     ("The race is 5 km long.", "The race is 5 kilometers long.", True, False),
     ("The race is 5 kilometres long.", "The race is 5000 m long.", True, False),
     ("The parcel weighs 2 kg.", "The parcel weighs 2000 g.", True, False),
+    # initials either way, dotted or not ("us" is also a stop word)
+    ("The United States has 50 states.", "The US has 50 states.", True, False),
+    ("She moved to the United States in 2019.", "She moved to the U.S. in 2019.", True, False),
+    (
+        "The U.S. population was 331 million in 2020.",
+        "In 2020, the United States had a population of 331 million.",
+        True,
+        False,
+    ),
 ]
 
 STAYS_GROUNDED: list[tuple[str, str, bool, bool]] = [

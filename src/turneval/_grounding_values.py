@@ -50,7 +50,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Literal
 
-__all__ = ["UNITS", "Value", "conflicts", "equal", "stem", "values"]
+__all__ = ["UNITS", "Value", "conflicts", "equal", "stem", "undotted", "values"]
 
 STOP = frozenset(
     """a an the and or but if of to in on at by for with from as into onto over under about
@@ -312,8 +312,12 @@ def _names(text: str, taken: list[tuple[int, int]]) -> list[Value]:
     run: list[re.Match[str]] = []
 
     def close() -> None:
-        kept = tuple(
-            w for w in (re.sub(r"['’]s$", "", m.group().lower()) for m in run) if w not in STOP
+        kept = tuple(  # an acronym is a name even when it spells a stop word ("US", "IT")
+            w
+            for w, acronym in (
+                (re.sub(r"['’]s$", "", m.group().lower()), m.group().isupper()) for m in run
+            )
+            if acronym or w not in STOP
         )
         if kept:
             names.append(Value("name", run[0].start(), run[-1].end(), words=kept))
@@ -348,8 +352,25 @@ def _names(text: str, taken: list[tuple[int, int]]) -> list[Value]:
     return names
 
 
+_DOTTED = re.compile(r"(?<![\w.])[A-Z](?:\.[A-Z])+\.?(?!\w)")  # U.S., U.K.
+
+
+def _undotted_one(match: re.Match[str]) -> str:
+    text = match.group()
+    return text.replace(".", "").ljust(len(text))
+
+
+def undotted(text: str) -> str:
+    """``text`` with dotted acronyms as one word, padded to keep every position.
+
+    "U.S." is read as "US": the initials of "United States", not two one-letter names.
+    """
+    return _DOTTED.sub(_undotted_one, text) if "." in text else text
+
+
 def values(text: str) -> list[Value]:
     """The values in ``text``, in order, each with its slot (see the module docs)."""
+    text = undotted(text)
     found: list[Value] = []
     taken: list[tuple[int, int]] = []
     for match in _date_regex().finditer(text):

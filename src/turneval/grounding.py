@@ -55,7 +55,7 @@ from pydantic import BaseModel, Field, create_model, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from turneval._grounding_values import STOP as _STOP
-from turneval._grounding_values import Value, conflicts, equal, values
+from turneval._grounding_values import Value, conflicts, equal, undotted, values
 from turneval._grounding_values import stem as _stem
 from turneval._sync import run_sync
 from turneval.errors import ConfigError
@@ -266,6 +266,7 @@ def _number(token: str) -> str:
 def _token_spans(sentence: str) -> list[tuple[str, bool, int, int]]:
     """Every token of a claim ``(key, critical, start, end)``, in order, repeats included."""
     found = []
+    sentence = undotted(sentence)
     for position, match in enumerate(_TOKEN.finditer(sentence)):
         raw = match.group()
         lower = raw.lower()
