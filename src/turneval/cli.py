@@ -926,6 +926,14 @@ _DISK_FULL = frozenset(
 )
 
 
+_DISK_FULL_HINT = {
+    "evaluate": " or write elsewhere (--out), then resume (--resume)",
+    "demo": " or write elsewhere (--out)",
+    "calibrate": " or write the report elsewhere (--html)",
+}
+"""What a command can do about a full disk, after "free some space"."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (errors are printed on one line)."""
     parser = build_parser()
@@ -944,7 +952,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f"writing {exc.filename}" if exc.filename else "writing the output"
             print(
                 f"turneval: error: no space left on the device {where} ({exc.strerror}); "
-                "free some space or write elsewhere (--out), then resume (--resume)",
+                f"free some space{_DISK_FULL_HINT.get(args.command, '')}",
                 file=sys.stderr,
             )
             return EXIT_DISK_FULL

@@ -11,6 +11,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from turneval._files import naming
 from turneval.errors import ConfigError
 from turneval.usage import Usage
 
@@ -632,7 +633,7 @@ class EvaluationResult:
 
     def to_jsonl(self, path: str | PathLike[str], *, details: bool = True) -> None:
         """Write one JSON object per row (failed values as ``null``), with details by default."""
-        with Path(path).open("w", encoding="utf-8") as handle:
+        with naming(path), Path(path).open("w", encoding="utf-8") as handle:
             for record in self.records(details=details):
                 handle.write(json_line(record))
                 handle.write("\n")
@@ -679,4 +680,5 @@ class EvaluationResult:
         from turneval.report import render_html
 
         html = render_html(self, title=title)
-        Path(path).write_text(html, encoding="utf-8", errors="backslashreplace")
+        with naming(path):
+            Path(path).write_text(html, encoding="utf-8", errors="backslashreplace")
