@@ -5,8 +5,9 @@ met; 2 bad usage or input (every error is one line, never a traceback); 3 more f
 ``--max-failed`` allows (default 0); 4 ``compare --min-power``: the comparison passed its gates
 but had too little power to see a drop of ``--mde``; 5 (:data:`EXIT_DISK_FULL`) an output file
 could not be written for lack of space; 143 (:data:`EXIT_TERMINATED`) ``evaluate`` was stopped
-by SIGTERM after writing the chunks in flight. When rows failed beyond the allowance, 3 wins
-over 1; a bar not met (1) wins over 4.
+by SIGTERM after writing the chunks in flight; 130 (:data:`EXIT_INTERRUPTED`) Ctrl-C: ``evaluate``
+stops as on SIGTERM (a second Ctrl-C stops at once). When rows failed beyond the allowance, 3
+wins over 1; a bar not met (1) wins over 4.
 """
 
 from __future__ import annotations
@@ -353,11 +354,14 @@ def _aggregates(names: Sequence[str]) -> list[Any]:
 def _evaluate_here(
     args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any, rate_limit: Any
 ) -> Any:
-    """``evaluate`` in this process (and its workers); SIGTERM stops it between chunks."""
+    """``evaluate`` in this process (and its workers); SIGTERM or Ctrl-C stop it between chunks.
+
+    Returns the run and the signal that stopped it (None when it ran to the end).
+    """
     from turneval.stream import evaluate_jsonl
 
-    with _stop_on_sigterm() as stop:
-        return evaluate_jsonl(
+    with _stop_on_signals() as (stop, received):
+        result = evaluate_jsonl(
             args.data,
             metrics,
             out,
@@ -379,20 +383,38 @@ def _evaluate_here(
             aggregates=_aggregates(args.aggregate),
             stop=stop,
         )
+        return result, (received[0] if received else None)
 
 
 @contextmanager
-def _stop_on_sigterm() -> Iterator[threading.Event | None]:
-    """An event set by SIGTERM while the block runs (None outside the main thread)."""
+def _stop_on_signals() -> Iterator[tuple[threading.Event | None, list[int]]]:
+    """An event set by SIGTERM or a first Ctrl-C (SIGINT) while the block runs, and the signals.
+
+    A second Ctrl-C interrupts at once. Outside the main thread the event is None.
+    """
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield None
+        yield None, received
         return
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and received:
+            raise KeyboardInterrupt
+        received.append(signum)
+        stop.set()
+        if signum == signal.SIGINT:
+            print(
+                "\nturneval: stopping after the chunks in flight (Ctrl-C again to stop now)",
+                file=sys.stderr,
+            )
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        yield stop
+        yield stop, received
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _evaluate_on_ray(
@@ -449,18 +471,20 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     llm = _judge(args, needed=any(m.uses_llm for m in resolve_metrics(metrics)))
     _require_judge(metrics, llm)
+    received = None
     if args.engine == "ray":
         result = _evaluate_on_ray(args, metrics, out, llm is not None, rate_limit)
     else:
-        result = _evaluate_here(args, metrics, out, llm, rate_limit)
+        result, received = _evaluate_here(args, metrics, out, llm, rate_limit)
     _print_summary(result, out)
     if getattr(result, "stopped", False):
+        by = "Ctrl-C (SIGINT)" if received == signal.SIGINT else "SIGTERM"
         print(
-            f"turneval: stopped by SIGTERM after {result.total_rows} rows (the chunks in flight "
+            f"turneval: stopped by {by} after {result.total_rows} rows (the chunks in flight "
             f"were finished and written); continue with the same command and --resume",
             file=sys.stderr,
         )
-        return EXIT_TERMINATED
+        return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_TERMINATED
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
         from turneval.results import Prices
 
@@ -918,6 +942,10 @@ EXIT_TERMINATED = 143
 """Exit code of ``evaluate`` stopped by SIGTERM (128 + 15, as a shell reports a process it
 ended): the chunks in flight were finished and written; ``--resume`` continues the run."""
 
+EXIT_INTERRUPTED = 130
+"""Exit code of a command interrupted by Ctrl-C (SIGINT; 128 + 2). ``evaluate`` stops as on
+SIGTERM, finishing and writing the chunks in flight (a second Ctrl-C stops at once)."""
+
 EXIT_DISK_FULL = 5
 """Exit code when an output file (results, summary, report) could not be written: no space."""
 
@@ -961,6 +989,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, TurnevalError) as exc:
         print(f"turneval: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C (a second one, in evaluate): no traceback
+        print("\nturneval: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:  # never a traceback; TURNEVAL_DEBUG=1 shows it
         if os.environ.get("TURNEVAL_DEBUG"):
             raise
