@@ -126,6 +126,9 @@ STAYS_GROUNDED: list[tuple[str, str, bool, bool]] = [
         False,
     ),
     ("Rome has 24 degrees.", "Paris: 18 degrees, Rome: 24 degrees.", True, False),
+    # a year and an amount are not one list: "$12" is said of the price, not "in" anything
+    ("The price was $12 in 2021.", "The price was $10 in 2020 and $12 in 2021.", True, False),
+    ("The price was $11 in 2021.", "The price was $10 in 2020 and $12 in 2021.", False, True),
     ("It costs 21.50 dollars.", "It costs 21.5 dollars.", True, False),
 ]
 
