@@ -174,6 +174,7 @@ def test_unstable_rows_in_the_summary_report_and_assertions(tmp_path: Path) -> N
     assert back.summary()["fluency"].extra == extra
     html = (out / "report.html").read_text()
     assert html.count("unstable' title='unstable: votes") == 1  # the shaky row alone
+    assert "unstable 1 · unstable_share 0.500" in html  # a count, then a share
     # assert_scores takes its threshold as the pass threshold and says the row is unstable.
     with pytest.raises(ScoreAssertionError, match=r"fluency = 2\.667 < 3 \(unstable: its votes"):
         assert_scores(
