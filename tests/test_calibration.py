@@ -48,6 +48,15 @@ def result_of(name: str, values: Sequence[float | None]) -> EvaluationResult:
     return EvaluationResult(rows, [name])
 
 
+def test_confusion_matrix_columns_stay_apart_with_long_labels() -> None:
+    # the mean of three votes: 1/3 and 2/3 are written 0.333333 and 0.666667
+    report = agreement(result_of("knowledge_retention", [1 / 3, 2 / 3, 1.0]), [0, 1, 1])
+    lines = str(report).splitlines()
+    header = lines.index("  confusion (rows: human, columns: judge)") + 1
+    assert lines[header].split() == ["0", "0.333333", "0.666667", "1"]
+    assert lines[header + 1].split() == ["0", "0", "1", "0", "0"]
+
+
 def test_binary_statistics_by_hand_and_equal_to_scikit_learn() -> None:
     report = agreement(result_of("judge", JUDGE_BINARY), HUMAN_BINARY)
     # Confusion (rows human 0/1, columns judge 0/1): human 0 -> judge 0,0,1,0,1; human 1 -> six 1s

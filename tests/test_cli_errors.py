@@ -41,6 +41,31 @@ def test_disk_full_names_the_file_and_exits_with_its_own_code(
     assert "--out" in err
 
 
+@needs_dev_full
+def test_disk_full_in_demo_and_calibrate_names_the_file_and_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "on_device" / "results.jsonl"  # the first domain written
+    results.parent.mkdir()
+    results.symlink_to(FULL)
+    assert main(["demo", "--out", str(tmp_path)]) == EXIT_DISK_FULL
+    err = capsys.readouterr().err
+    assert f"no space left on the device writing {results} " in err  # was: "the output"
+    assert err.rstrip().endswith("free some space or write elsewhere (--out)")
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(ROW) + "\n")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"index": 0, "label": 1}\n')
+    html = tmp_path / "calibration.html"
+    html.symlink_to(FULL)
+    assert main(["calibrate", str(good), str(labels), "--metric", "a"]) == EXIT_DISK_FULL
+    err = capsys.readouterr().err  # calibrate has no --out or --resume to suggest
+    assert err.rstrip().endswith(
+        f"writing {html} (No space left on device); free some space "
+        "or write the report elsewhere (--html)"
+    )
+
+
 def test_disk_full_without_a_file_name_still_exits_with_its_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -77,6 +77,27 @@ def test_a_judged_metric_without_a_judge_names_the_flags(
     assert "not estimated" not in out
 
 
+def test_a_dry_run_with_a_judge_counts_the_requests_of_offline_fallbacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        '{"user_input": [{"type": "human", "content": "weather?"}, {"type": "ai", "content": "",'
+        ' "tool_calls": [{"name": "weather", "args": {}}]}, {"type": "tool", "content": "sunny"},'
+        ' {"type": "ai", "content": "It is sunny."}]}\n'
+    )
+    run = ["evaluate", str(data), "--metric", "tool_output_groundedness", "--dry-run"]
+
+    def calls() -> str:
+        out = capsys.readouterr().out
+        return next(line for line in out.splitlines() if line.startswith("tool_output")).split()[1]
+
+    assert main(run) == 0 and calls() == "0"  # no judge: grounded offline, nothing to pay
+    judge = ["--judge-model", "m", "--judge-base-url", "http://127.0.0.1:9/v1"]
+    assert main([*run, *judge]) == 0 and calls() == "1"  # one answer, one request, as a run
+
+
 def test_comparators_are_chosen_by_name() -> None:
     metric = parse_metric("tool_call_accuracy:arg_comparison_metric=levenshtein")
     assert isinstance(metric, ToolCallAccuracy)

@@ -35,6 +35,12 @@ DIFFERENT: list[tuple[str, str, bool, bool]] = [
     ),
     ("The movie won 12 Academy Awards.", "The movie won 11 Academy Awards.", False, True),
     ("The ticket costs $25.", "The ticket costs $21.50.", False, True),
+    (
+        "The U.S. population was 331 million in 2021.",
+        "In 2020, the United States had a population of 331 million.",
+        False,
+        True,
+    ),
     ("The ticket costs 21.50 EUR.", "The ticket costs $21.50.", False, True),
     ("Revenue grew 15% last year.", "Revenue grew 12 percent last year.", False, True),
     ("The company has 3.5 million users.", "The company has 3,700,000 users.", False, True),
@@ -74,6 +80,15 @@ SAME_VALUE: list[tuple[str, str, bool, bool]] = [
     ("The race is 5 km long.", "The race is 5 kilometers long.", True, False),
     ("The race is 5 kilometres long.", "The race is 5000 m long.", True, False),
     ("The parcel weighs 2 kg.", "The parcel weighs 2000 g.", True, False),
+    # initials either way, dotted or not ("us" is also a stop word)
+    ("The United States has 50 states.", "The US has 50 states.", True, False),
+    ("She moved to the United States in 2019.", "She moved to the U.S. in 2019.", True, False),
+    (
+        "The U.S. population was 331 million in 2020.",
+        "In 2020, the United States had a population of 331 million.",
+        True,
+        False,
+    ),
 ]
 
 STAYS_GROUNDED: list[tuple[str, str, bool, bool]] = [
@@ -111,6 +126,9 @@ STAYS_GROUNDED: list[tuple[str, str, bool, bool]] = [
         False,
     ),
     ("Rome has 24 degrees.", "Paris: 18 degrees, Rome: 24 degrees.", True, False),
+    # a year and an amount are not one list: "$12" is said of the price, not "in" anything
+    ("The price was $12 in 2021.", "The price was $10 in 2020 and $12 in 2021.", True, False),
+    ("The price was $11 in 2021.", "The price was $10 in 2020 and $12 in 2021.", False, True),
     ("It costs 21.50 dollars.", "It costs 21.5 dollars.", True, False),
 ]
 
@@ -119,6 +137,10 @@ NEITHER: list[tuple[str, str, bool, bool]] = [
     ("Paris has 18 degrees.", "Rome: 24 degrees, cloudy.", False, False),
     ("Titanic was directed by James Cameron.", "Titanic was directed by Cameron.", False, False),
     ("The movie won 11 Oscars.", "The movie was released on December 19, 1997.", False, False),
+    # more precise than the fact, or a number the fact spells out: unstated, not contradicted
+    ("The store opened on 2021-03-03.", "The store opened in 2021.", False, False),
+    ("The event was held on 2021-03-03.", "The event was held in March 2021.", False, False),
+    ("The team has 12 members.", "The team has twelve members.", False, False),
 ]
 
 CASES = DIFFERENT + SAME_VALUE + STAYS_GROUNDED + NEITHER
@@ -136,3 +158,17 @@ def test_values_in_claims(claim: str, fact: str, grounded: bool, anti: bool) -> 
 def test_the_table_is_large_and_balanced() -> None:
     assert len(CASES) >= 40
     assert len(DIFFERENT) >= 15 and len(SAME_VALUE) >= 15 and len(STAYS_GROUNDED) >= 8
+
+
+def test_values_listed_in_one_slot_may_come_from_several_facts() -> None:
+    facts = ["Marie Curie won the Nobel Prize in 1903.", "She won it again in 1911."]
+    result = check_grounding(
+        "Marie Curie won the Nobel Prize in 1903 and 1911.", facts, enable_anti_citations=True
+    )
+    [claim] = result.claims
+    assert (claim.citation_indices, claim.anti_citation_indices) == ([0, 1], [])
+    # a listed value no fact states is still caught
+    wrong = check_grounding(
+        "Marie Curie won the Nobel Prize in 1903 and 1912.", facts, enable_anti_citations=True
+    )
+    assert wrong.support_score == 0.0 and wrong.claims[0].anti_citation_indices == [0]

@@ -151,7 +151,7 @@ def test_plan_refuses_bad_levels_and_unknown_metrics() -> None:
         plan(result, mde=0)
     with pytest.raises(ConfigError, match="power"):
         plan(result, mde=0.1, power=1.5)
-    with pytest.raises(ConfigError, match="'x'"):
+    with pytest.raises(ConfigError, match=r"no metric named 'x' in the run; its metrics: \['m'\]"):
         plan(result, mde=0.1, metric="x")
 
 
@@ -197,7 +197,7 @@ def write_runs(tmp_path: Path, base: list[float], cand: list[float]) -> tuple[st
     return str(paths[0]), str(paths[1])
 
 
-def test_min_power_refuses_an_underpowered_comparison_with_exit_5(
+def test_min_power_refuses_an_underpowered_comparison_with_exit_4(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, cand = write_runs(
@@ -211,6 +211,12 @@ def test_min_power_refuses_an_underpowered_comparison_with_exit_5(
     # a failed bar wins over the power refusal
     worse = write_runs(tmp_path, [1.0] * 6, [0.0] * 6)
     assert main(["compare", *worse, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 1
+    # the help and the CLI how-to name the code the command exits with
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert "exit 4 when a gated metric's power" in " ".join(capsys.readouterr().out.split())
+    how_to = (Path(__file__).parents[1] / "docs" / "how-to" / "cli.md").read_text("utf-8")
+    assert "under-powered comparison with exit 4" in " ".join(how_to.split())
 
 
 def test_min_power_passes_a_comparison_with_enough_rows(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Worker processes never outlive the CLI: kill -9 ends them at once; SIGTERM finishes the
-chunks in flight, writes them and exits 143, and --resume continues the run."""
+"""Worker processes never outlive the CLI: kill -9 ends them at once; SIGTERM (or Ctrl-C)
+finishes the chunks in flight, writes them and exits 143 (130), and --resume continues the run."""
 
 import json
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from turneval.cli import EXIT_TERMINATED, main
+from turneval.cli import EXIT_INTERRUPTED, EXIT_TERMINATED, main
 
 from ._builders import call, conversation
 
@@ -83,14 +83,21 @@ def test_kill_9_of_the_cli_ends_its_workers_within_a_second(tmp_path: Path) -> N
     wait_for(lambda: not any(map(alive, workers)), 1.0, f"workers {workers} ended")
 
 
-def test_sigterm_finishes_the_chunks_in_flight_writes_them_and_exits_143(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("sent", "code", "by"),
+    [
+        (signal.SIGTERM, EXIT_TERMINATED, "SIGTERM"),
+        (signal.SIGINT, EXIT_INTERRUPTED, "Ctrl-C (SIGINT)"),  # was: a traceback, rows lost
+    ],
+)
+def test_sigterm_or_ctrl_c_finishes_the_chunks_in_flight_writes_them_and_exits(
+    tmp_path: Path, sent: signal.Signals, code: int, by: str
 ) -> None:
     cli, workers, data = start(tmp_path)
-    cli.send_signal(signal.SIGTERM)
+    cli.send_signal(sent)
     _, err = cli.communicate(timeout=30)
-    assert cli.returncode == EXIT_TERMINATED == 143
-    assert "turneval: stopped by SIGTERM after" in err.decode()
+    assert cli.returncode == code and code in (143, 130)
+    assert f"turneval: stopped by {by} after" in err.decode() and "Traceback" not in err.decode()
     wait_for(lambda: not any(map(alive, workers)), 1.0, f"workers {workers} ended")
     out = tmp_path / "out"
     rows = [json.loads(text) for text in (out / "results.jsonl").read_text().splitlines()]

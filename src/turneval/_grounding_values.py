@@ -36,9 +36,11 @@ the table are not read.
 The **slot** of a value is the word it is said of: the nearest word before it that is not a stop
 word or a qualifier ("about", "nearly"), with the preposition between them if there is one
 ("by", "of", "to", "for", "from", "with", "into", "as"; "in", "on" and "at" are one). A name
-counts as that word, a number or date does not. In "founded by Larry Page and Sergey Brin in
-1998" the names' slot is "found by" (a value listed after ",", "and", "or" or "&" shares the
-slot of the one before) and the year's is "brin in"; in "Kate Winslet starred in Titanic" the
+counts as that word, a number or date does not, and a preposition belongs to the value right
+after it. In "founded by Larry Page and Sergey Brin in 1998" the names' slot is "found by" (a
+value listed after ",", "and", "or" or "&" shares the slot of the one before when both are
+names, dates and years, or amounts of one unit) and the year's is "brin in"; in "The price was
+$10 in 2020 and $12 in 2021" both amounts' slot is "price"; in "Kate Winslet starred in Titanic" the
 slot of "Titanic" is "star in", not the "star" of "Titanic stars Kate Winslet".
 """
 
@@ -50,7 +52,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Literal
 
-__all__ = ["UNITS", "Value", "conflicts", "equal", "stem", "values"]
+__all__ = ["UNITS", "Value", "conflicts", "equal", "stem", "undotted", "values"]
 
 STOP = frozenset(
     """a an the and or but if of to in on at by for with from as into onto over under about
@@ -312,8 +314,12 @@ def _names(text: str, taken: list[tuple[int, int]]) -> list[Value]:
     run: list[re.Match[str]] = []
 
     def close() -> None:
-        kept = tuple(
-            w for w in (re.sub(r"['’]s$", "", m.group().lower()) for m in run) if w not in STOP
+        kept = tuple(  # an acronym is a name even when it spells a stop word ("US", "IT")
+            w
+            for w, acronym in (
+                (re.sub(r"['’]s$", "", m.group().lower()), m.group().isupper()) for m in run
+            )
+            if acronym or w not in STOP
         )
         if kept:
             names.append(Value("name", run[0].start(), run[-1].end(), words=kept))
@@ -348,8 +354,25 @@ def _names(text: str, taken: list[tuple[int, int]]) -> list[Value]:
     return names
 
 
+_DOTTED = re.compile(r"(?<![\w.])[A-Z](?:\.[A-Z])+\.?(?!\w)")  # U.S., U.K.
+
+
+def _undotted_one(match: re.Match[str]) -> str:
+    text = match.group()
+    return text.replace(".", "").ljust(len(text))
+
+
+def undotted(text: str) -> str:
+    """``text`` with dotted acronyms as one word, padded to keep every position.
+
+    "U.S." is read as "US": the initials of "United States", not two one-letter names.
+    """
+    return _DOTTED.sub(_undotted_one, text) if "." in text else text
+
+
 def values(text: str) -> list[Value]:
     """The values in ``text``, in order, each with its slot (see the module docs)."""
+    text = undotted(text)
     found: list[Value] = []
     taken: list[tuple[int, int]] = []
     for match in _date_regex().finditer(text):
@@ -368,6 +391,15 @@ def values(text: str) -> list[Value]:
     return _with_slots(text, found)
 
 
+def _list_kind(value: Value) -> str:
+    """What values listed together share: names, dates (and years), or one unit's amounts."""
+    if value.kind == "name":
+        return "name"
+    if value.kind == "date" or (value.year is not None and value.unit is None):
+        return "date"
+    return value.unit or ""
+
+
 def _with_slots(text: str, found: list[Value]) -> list[Value]:
     """``found`` with each value's slot (the word before it; see the module docs)."""
     result: list[Value] = []
@@ -382,7 +414,7 @@ def _with_slots(text: str, found: list[Value]) -> list[Value]:
                 anchor, relation = stem(re.sub(r"'s$", "", low)), ""
         listed = (
             previous is not None
-            and (previous.kind == "name") == (value.kind == "name")
+            and _list_kind(previous) == _list_kind(value)
             and _LIST_GAP.fullmatch(text[previous.end : value.start]) is not None
         )
         if listed and previous is not None:
@@ -393,6 +425,8 @@ def _with_slots(text: str, found: list[Value]) -> list[Value]:
         result.append(value)
         if value.kind == "name":
             anchor, relation = stem(value.words[-1]), ""
+        else:  # "in" before "2020" is not said of what follows: "$10 in 2020 and $12 in 2021"
+            relation = ""
         position, previous = value.end, value
     return result
 

@@ -388,9 +388,9 @@ class AgreementReport:
         labels = [f"{value:g}" for value in self.scale]
         width = max(6, *(len(label) for label in labels))
         lines.append("  confusion (rows: human, columns: judge)")
-        lines.append("  " + " " * width + "".join(f"{label:>{width}}" for label in labels))
+        lines.append("  " + " " * width + "".join(f" {label:>{width}}" for label in labels))
         for label, row in zip(labels, self.confusion, strict=True):
-            lines.append(f"  {label:>{width}}" + "".join(f"{count:>{width}}" for count in row))
+            lines.append(f"  {label:>{width}}" + "".join(f" {count:>{width}}" for count in row))
         return "\n".join(lines)
 
 

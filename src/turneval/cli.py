@@ -5,8 +5,9 @@ met; 2 bad usage or input (every error is one line, never a traceback); 3 more f
 ``--max-failed`` allows (default 0); 4 ``compare --min-power``: the comparison passed its gates
 but had too little power to see a drop of ``--mde``; 5 (:data:`EXIT_DISK_FULL`) an output file
 could not be written for lack of space; 143 (:data:`EXIT_TERMINATED`) ``evaluate`` was stopped
-by SIGTERM after writing the chunks in flight. When rows failed beyond the allowance, 3 wins
-over 1; a bar not met (1) wins over 4.
+by SIGTERM after writing the chunks in flight; 130 (:data:`EXIT_INTERRUPTED`) Ctrl-C: ``evaluate``
+stops as on SIGTERM (a second Ctrl-C stops at once). When rows failed beyond the allowance, 3
+wins over 1; a bar not met (1) wins over 4.
 """
 
 from __future__ import annotations
@@ -329,12 +330,29 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
         )
     else:
         dataset = EvaluationDataset.from_jsonl(args.data, lenient_json=args.lenient_json)
-    result = estimate(dataset, resolve_metrics(metrics))
+    result = estimate(dataset, resolve_metrics(metrics), llm=_dry_run_judge(args))
     print(result)
     if args.price_input is not None:
         cost = result.input_cost(Prices(args.price_input, args.price_output or 0.0))
         print(f"estimated prompt cost: {cost:.4f} (at {args.price_input} per 1M input tokens)")
     return 0
+
+
+def _dry_run_judge(args: argparse.Namespace) -> Any:
+    """The judge a run with these flags would have (never called; a dry run needs no key).
+
+    Metrics with an offline fallback (grounding) send judge requests only when there is a
+    judge, so the estimate counts them only with one.
+    """
+    key = os.environ.get(args.judge_api_key_env or API_KEY_ENV)
+    model = args.judge_model or (
+        key and os.environ.get("TURNEVAL_JUDGE_MODEL", DEFAULT_JUDGE_MODEL)
+    )
+    if not model:
+        return None
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=model, base_url=args.judge_base_url, api_key="unused")
 
 
 def _rate_limit(args: argparse.Namespace) -> Any:
@@ -364,11 +382,14 @@ def _aggregates(names: Sequence[str]) -> list[Any]:
 def _evaluate_here(
     args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any, rate_limit: Any
 ) -> Any:
-    """``evaluate`` in this process (and its workers); SIGTERM stops it between chunks."""
+    """``evaluate`` in this process (and its workers); SIGTERM or Ctrl-C stop it between chunks.
+
+    Returns the run and the signal that stopped it (None when it ran to the end).
+    """
     from turneval.stream import evaluate_jsonl
 
-    with _stop_on_sigterm() as stop:
-        return evaluate_jsonl(
+    with _stop_on_signals() as (stop, received):
+        result = evaluate_jsonl(
             args.data,
             metrics,
             out,
@@ -393,20 +414,38 @@ def _evaluate_here(
             stop=stop,
             store=_store_url(args),
         )
+        return result, (received[0] if received else None)
 
 
 @contextmanager
-def _stop_on_sigterm() -> Iterator[threading.Event | None]:
-    """An event set by SIGTERM while the block runs (None outside the main thread)."""
+def _stop_on_signals() -> Iterator[tuple[threading.Event | None, list[int]]]:
+    """An event set by SIGTERM or a first Ctrl-C (SIGINT) while the block runs, and the signals.
+
+    A second Ctrl-C interrupts at once. Outside the main thread the event is None.
+    """
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield None
+        yield None, received
         return
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and received:
+            raise KeyboardInterrupt
+        received.append(signum)
+        stop.set()
+        if signum == signal.SIGINT:
+            print(
+                "\nturneval: stopping after the chunks in flight (Ctrl-C again to stop now)",
+                file=sys.stderr,
+            )
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        yield stop
+        yield stop, received
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _store_url(args: argparse.Namespace) -> str | None:
@@ -532,18 +571,20 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     llm = _judge(args, needed=any(m.uses_llm for m in resolve_metrics(metrics)))
     _require_judge(metrics, llm)
+    received = None
     if args.engine == "ray":
         result = _evaluate_on_ray(args, metrics, out, llm is not None, rate_limit)
     else:
-        result = _evaluate_here(args, metrics, out, llm, rate_limit)
+        result, received = _evaluate_here(args, metrics, out, llm, rate_limit)
     _print_summary(result, out)
     if getattr(result, "stopped", False):
+        by = "Ctrl-C (SIGINT)" if received == signal.SIGINT else "SIGTERM"
         print(
-            f"turneval: stopped by SIGTERM after {result.total_rows} rows (the chunks in flight "
+            f"turneval: stopped by {by} after {result.total_rows} rows (the chunks in flight "
             f"were finished and written); continue with the same command and --resume",
             file=sys.stderr,
         )
-        return EXIT_TERMINATED
+        return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_TERMINATED
     if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
         from turneval.results import Prices
 
@@ -957,7 +998,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_fraction,
         default=None,
         metavar="P",
-        help="exit 5 when a gated metric's power to find a drop of --mde is below P (e.g. 0.8), "
+        help=f"exit {UNDERPOWERED} when a gated metric's power to find a drop of --mde is below P "
+        "(e.g. 0.8), "
         "instead of passing an under-powered comparison",
     )
     diff.set_defaults(handler=_compare)
@@ -1092,12 +1134,24 @@ EXIT_TERMINATED = 143
 """Exit code of ``evaluate`` stopped by SIGTERM (128 + 15, as a shell reports a process it
 ended): the chunks in flight were finished and written; ``--resume`` continues the run."""
 
+EXIT_INTERRUPTED = 130
+"""Exit code of a command interrupted by Ctrl-C (SIGINT; 128 + 2). ``evaluate`` stops as on
+SIGTERM, finishing and writing the chunks in flight (a second Ctrl-C stops at once)."""
+
 EXIT_DISK_FULL = 5
 """Exit code when an output file (results, summary, report) could not be written: no space."""
 
 _DISK_FULL = frozenset(
     code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None
 )
+
+
+_DISK_FULL_HINT = {
+    "evaluate": " or write elsewhere (--out), then resume (--resume)",
+    "demo": " or write elsewhere (--out)",
+    "calibrate": " or write the report elsewhere (--html)",
+}
+"""What a command can do about a full disk, after "free some space"."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1118,7 +1172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f"writing {exc.filename}" if exc.filename else "writing the output"
             print(
                 f"turneval: error: no space left on the device {where} ({exc.strerror}); "
-                "free some space or write elsewhere (--out), then resume (--resume)",
+                f"free some space{_DISK_FULL_HINT.get(args.command, '')}",
                 file=sys.stderr,
             )
             return EXIT_DISK_FULL
@@ -1127,6 +1181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, TurnevalError) as exc:
         print(f"turneval: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C (a second one, in evaluate): no traceback
+        print("\nturneval: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:  # never a traceback; TURNEVAL_DEBUG=1 shows it
         if os.environ.get("TURNEVAL_DEBUG"):
             raise

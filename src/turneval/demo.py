@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from turneval._files import naming
 from turneval.dataset import EvaluationDataset
 
 __all__ = ["DOMAINS", "Domain", "build_rows", "run_demo", "write_datasets"]
@@ -222,9 +223,10 @@ def run_demo(
         result.to_jsonl(folder / "results.jsonl")
         result.to_html(folder / "report.html", title=f"turneval demo: {domain.name}")
         document = summary_document(len(result), result.summary(), result.usage)
-        (folder / "summary.json").write_text(
-            json.dumps(document, indent=2) + "\n", encoding="utf-8"
-        )
+        with naming(folder / "summary.json"):
+            (folder / "summary.json").write_text(
+                json.dumps(document, indent=2) + "\n", encoding="utf-8"
+            )
         print(f"\n{domain.name}: {len(dataset)} samples")
         width = max(map(len, result.metric_names))
         for name, s in result.summary().items():

@@ -27,12 +27,14 @@ the fact passage it otherwise matches ("founded by Larry Page and Sergey Brin in
 "... in 1998") is not grounded, whatever its score (which counts that value as not found), and
 with anti-citations on it anti-cites that fact once that share (below) reaches
 ``anti_citation_threshold``. Differs means the passage states another value of the same kind in the value's
-slot (the word it is said of: "founded by", "opened on") and no passage states the claim's
+slot (the word it is said of: "founded by", "opened on"; one of the claim's own listed values
+does not count when another passage states the value) and no passage states the claim's
 value there, or, for a number or date no passage states at all, the passage states one of its
 kind the claim does not; otherwise matches means that, with the differing values set aside,
 the passage holds at least ``citation_threshold`` of the claim's weight (and 2 at least).
 A claim that shares a passage's frame (its other words) but names a different person,
-number or date also contradicts it. It cannot see paraphrases with other words ("passed away" for
+number or date also contradicts it (not a passage whose values the claim all states, e.g.
+"2021" for "2021-03-03"). It cannot see paraphrases with other words ("passed away" for
 "died"), negation ("was not directed by"), relations between the right words in a wrong order
 ("Cameron starred in a film directed by DiCaprio" reads as supported), spelled-out numbers
 ("eleven" for 11), aliases ("Oscars" for "Academy Awards"), or coreference beyond
@@ -53,7 +55,7 @@ from pydantic import BaseModel, Field, create_model, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from turneval._grounding_values import STOP as _STOP
-from turneval._grounding_values import Value, conflicts, equal, values
+from turneval._grounding_values import Value, conflicts, equal, undotted, values
 from turneval._grounding_values import stem as _stem
 from turneval._sync import run_sync
 from turneval.errors import ConfigError
@@ -264,6 +266,7 @@ def _number(token: str) -> str:
 def _token_spans(sentence: str) -> list[tuple[str, bool, int, int]]:
     """Every token of a claim ``(key, critical, start, end)``, in order, repeats included."""
     found = []
+    sentence = undotted(sentence)
     for position, match in enumerate(_TOKEN.finditer(sentence)):
         raw = match.group()
         lower = raw.lower()
@@ -947,13 +950,22 @@ def _compare(
     result = _Comparison(dict.fromkeys(passages, 0))
     for passage, stated in found.items():
         for number, (value, bits) in enumerate(claim_values):
-            in_slot = [w for w in stated if value.slot is not None and w.slot == value.slot]
             if any(equal(value, w) for w in stated):
                 result.equal_bits[passage] |= bits
                 result.anywhere.add(number)
+    listed: dict[str | None, list[Value]] = {}  # the claim's values by slot
+    for value, _ in claim_values:
+        listed.setdefault(value.slot, []).append(value)
+    for passage, stated in found.items():
+        for number, (value, _) in enumerate(claim_values):
+            in_slot = [w for w in stated if value.slot is not None and w.slot == value.slot]
             if any(equal(value, w) for w in in_slot):
                 result.stated.add(number)
-            elif any(conflicts(value, w) for w in in_slot):
+                continue
+            if number in result.anywhere:  # "in 1903 and 1911" against "in 1903" and, in
+                # another passage, "again in 1911": the slot's other value is the list's own
+                in_slot = [w for w in in_slot if not any(equal(v, w) for v in listed[value.slot])]
+            if any(conflicts(value, w) for w in in_slot):
                 result.conflicting.setdefault(number, set()).add(passage)
     for passage, stated in found.items():  # a number or date no passage states...
         unclaimed = [w for w in stated if not any(equal(v, w) for v, _ in claim_values)]
@@ -1018,12 +1030,19 @@ def _check_values(
 _CRITICAL_IN_PASSAGE = re.compile(r"\d[\d,.]*|(?<=\s)[A-Z][\w'’]+")
 
 
-def _contradiction(tokens: Sequence[_Token], index: _Index, threshold: float) -> dict[int, float]:
+def _contradiction(
+    tokens: Sequence[_Token],
+    index: _Index,
+    threshold: float,
+    claim_values: Sequence[tuple[Value, int]] = (),
+) -> dict[int, float]:
     """``{fact: strength}`` of the facts a claim contradicts.
 
     A fact is contradicted when one of its passages shares the claim's frame (at least
     ``threshold`` of its other words, in lower case) and states a name, number or date the
-    claim does not, while the claim states one that no fact has.
+    claim does not, while the claim states one that no fact has. When the claim has values
+    (``claim_values``), a passage whose every value the claim states is no contradiction: a
+    less precise date ("2021" for "2021-03-03"), a number spelled out ("twelve" for "12").
     """
     frame = [t for t in tokens if not t.critical]
     if not frame or all(len(index.passages_with(t)) for t in tokens if t.critical):
@@ -1035,7 +1054,13 @@ def _contradiction(tokens: Sequence[_Token], index: _Index, threshold: float) ->
             text = " " + index.passage_text(passage)
             found = (m.group().lower().rstrip(".,") for m in _CRITICAL_IN_PASSAGE.finditer(text))
             others = {_number(word) if word[:1].isdigit() else word for word in found}
-            if others - claim_keys:
+            if others - claim_keys and not (
+                claim_values
+                and all(
+                    any(equal(w, value) for value, _ in claim_values)
+                    for w in index.passage_values(passage)
+                )
+            ):
                 result[fact] = -negative
                 break
     return result
@@ -1097,7 +1122,7 @@ def _offline(
             claim.citation_indices = sorted({index.fact_of(p) for p in passages})
             cited.update(claim.citation_indices)
         elif anti_citations:
-            found = _contradiction(tokens, index, anti_citation_threshold)
+            found = _contradiction(tokens, index, anti_citation_threshold, claim_values)
             found.update((f, o) for f, o in against.items() if o >= anti_citation_threshold)
             claim.anti_citation_indices = sorted(found)
             contradicted += bool(claim.anti_citation_indices)

@@ -173,6 +173,14 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     )
 
 
+def _figure(value: float) -> str:
+    """A run-level figure: whole numbers (counts: unstable rows, flaky scenarios) as such.
+
+    Shares and rates keep three decimals.
+    """
+    return f"{value:.0f}" if float(value).is_integer() else _fmt(value)
+
+
 def _shade(value: float | None, neutral: bool = False) -> str:
     if value is None or math.isnan(value) or not 0.0 <= value <= 1.0:
         return ""
@@ -452,7 +460,7 @@ def render_report(
             if s.usage is None
             else f"{s.usage.total_tokens:,} ({s.usage.calls} requests, {s.usage.cached_calls} cached)"
         )
-        figures = " · ".join(f"{key} {_fmt(value)}" for key, value in (s.extra or {}).items())
+        figures = " · ".join(f"{key} {_figure(value)}" for key, value in (s.extra or {}).items())
         summary_rows.append(
             f"<tr><td>{_e(name)}</td><td class='num {_shade(s.mean, name in tools)}'>{_fmt(s.mean)}</td>"
             f"<td class='num'>{ci}</td><td class='num'>{_fmt(s.std)}</td>"

@@ -11,6 +11,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from turneval._files import naming
 from turneval.errors import ConfigError
 from turneval.usage import Usage
 
@@ -264,7 +265,9 @@ class SampleResult:
         ``id`` follows ``index`` when the sample has ``metadata["id"]``. Values are None where
         the metric failed; ``details=True`` adds ``<name>_details`` and,
         for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`); ``line`` comes last when
-        the row was read from a file.
+        the row was read from a file. Without details, a judged metric's vote record
+        (``repeats`` > 1) is still kept, as ``<name>_details: {"repeats": ...}``: a file read
+        back (``from_jsonl``, ``--resume``, ``compare``) then counts the same unstable rows.
         """
         record: dict[str, Any] = {"index": self.index}
         sample_id = self.sample_id
@@ -280,6 +283,9 @@ class SampleResult:
                 record[f"{name}_details"] = result.details
                 if result.usage is not None:
                     record[f"{name}_usage"] = result.usage.to_dict()
+            elif result is not None and "repeats" in result.details:
+                votes = {k: v for k, v in result.details["repeats"].items() if k != "votes"}
+                record[f"{name}_details"] = {"repeats": votes}
         if self.agent is not None:
             usage = self.agent.usage
             record.update(
@@ -621,6 +627,9 @@ class EvaluationResult:
         import pandas as pd
 
         records = self.records()
+        for record in records:  # a vote record (repeats) is not a column
+            for name in self.metric_names:
+                record.pop(f"{name}_details", None)
         frame: pd.DataFrame = pd.DataFrame(records)
         for position, (column, values) in enumerate(self.sample_columns().items(), start=1):
             if column not in frame.columns:
@@ -635,7 +644,7 @@ class EvaluationResult:
 
     def to_jsonl(self, path: str | PathLike[str], *, details: bool = True) -> None:
         """Write one JSON object per row (failed values as ``null``), with details by default."""
-        with Path(path).open("w", encoding="utf-8") as handle:
+        with naming(path), Path(path).open("w", encoding="utf-8") as handle:
             for record in self.records(details=details):
                 handle.write(json_line(record))
                 handle.write("\n")
@@ -695,4 +704,5 @@ class EvaluationResult:
         from turneval.report import render_html
 
         html = render_html(self, title=title)
-        Path(path).write_text(html, encoding="utf-8", errors="backslashreplace")
+        with naming(path):
+            Path(path).write_text(html, encoding="utf-8", errors="backslashreplace")

@@ -260,7 +260,7 @@ def plan(
     _check_levels(mde, alpha, power)
     names = run.metric_names if metric is None else [metric]
     if metric is not None and metric not in run.metric_names:
-        raise ConfigError(f"no metric named {metric!r} in the run; its metrics: {names}")
+        raise ConfigError(f"no metric named {metric!r} in the run; its metrics: {run.metric_names}")
     order = None
     if baseline is not None:
         order = _pairing(baseline, run)

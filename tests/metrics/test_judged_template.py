@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import pytest
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, conlist, create_model
 
 from turneval import (
     AIMessage,
@@ -467,6 +467,13 @@ def test_a_list_that_cannot_be_per_item_is_a_config_error_naming_the_field() -> 
                 list[Mark],
                 Field(description="d", json_schema_extra={"minItems": 3, "maxItems": 3}),
             ),
+        )
+
+    with pytest.raises(ConfigError, match=r"verdict Pinned, field 'marks': a list of exactly 2"):
+        create_model(  # pydantic's conlist: one Len(2, 2), not MinLen and MaxLen
+            "Pinned",
+            __base__=StrictVerdict,
+            marks=(conlist(Mark, min_length=2, max_length=2), Field(description="d")),
         )
 
     class Loose(BaseModel):  # not a StrictVerdict: refused when a request is built with it

@@ -174,6 +174,7 @@ def test_unstable_rows_in_the_summary_report_and_assertions(tmp_path: Path) -> N
     assert back.summary()["fluency"].extra == extra
     html = (out / "report.html").read_text()
     assert html.count("unstable' title='unstable: votes") == 1  # the shaky row alone
+    assert "unstable 1 · unstable_share 0.500" in html  # a count, then a share
     # assert_scores takes its threshold as the pass threshold and says the row is unstable.
     with pytest.raises(ScoreAssertionError, match=r"fluency = 2\.667 < 3 \(unstable: its votes"):
         assert_scores(
@@ -281,6 +282,15 @@ def test_cli_repeats_estimates_runs_and_counts_unstable_rows(
     summary = json.loads((out / "summary.json").read_text())["metrics"]["fluency"]
     assert summary["mean"] == pytest.approx(8 / 3)
     assert summary["extra"] == {"unstable": 1.0, "unstable_share": 1.0}
+    # Without --details, results.jsonl still keeps the votes: read back, and resumed, the
+    # row is unstable (compare reads it so to list it apart).
+    back = EvaluationResult.from_jsonl(out / "results.jsonl")
+    assert back.summary()["fluency"].extra == summary["extra"]
+    assert sorted(back.rows[0].results["fluency"].details["repeats"]["values"]) == [2, 2, 4]
+    assert "fluency_details" not in back.to_pandas().columns  # values, reasons, errors only
+    assert main([*base, "--repeats", "3", *judge, "--out", str(out), "--resume"]) == 1
+    resumed = json.loads((out / "summary.json").read_text())["metrics"]["fluency"]
+    assert resumed["extra"] == summary["extra"] and len(openai_stub.requests) == 3
     with pytest.raises(SystemExit) as exited:
         main([*base, "--repeats", "0", "--dry-run"])
     assert exited.value.code == 2

@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache, partial
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from annotated_types import MaxLen, MinLen
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -71,11 +70,12 @@ class StrictVerdict(BaseModel):
         for name, info in cls.model_fields.items():
             if get_origin(info.annotation) is not list or _PER_ITEM in info.metadata:
                 continue
-            low = [m.min_length for m in info.metadata if isinstance(m, MinLen)]
-            high = [m.max_length for m in info.metadata if isinstance(m, MaxLen)]
+            # MinLen and MaxLen (Field(min_length=...)), or Len (conlist, Annotated[..., Len])
+            low = [getattr(m, "min_length", None) for m in info.metadata]
+            high = [getattr(m, "max_length", None) for m in info.metadata]
             extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-            low.append(extra.get("minItems"))  # type: ignore[arg-type]
-            high.append(extra.get("maxItems"))  # type: ignore[arg-type]
+            low.append(extra.get("minItems"))
+            high.append(extra.get("maxItems"))
             fixed = {n for n in low if isinstance(n, int)} & {n for n in high if isinstance(n, int)}
             if any(n >= 1 for n in fixed):
                 raise ConfigError(
