@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install browser test lint typecheck unit wheel-check demo bench docs clean check-constraints
+.PHONY: install browser postgres test lint typecheck unit wheel-check demo bench docs clean check-constraints
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,15 @@ browser:
 		echo "installing Debian's chromium for the report tests"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The run store is tested on a real PostgreSQL too: the tests start a throwaway server with
+# Debian's binaries (initdb, pg_ctl), installed when missing (in CI, missing ones fail the tests).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "installing Debian's postgresql for the run store tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
 # tests/test_api_reference.py reads the site the docs step has just built (else builds its own).
-unit: install browser docs
+unit: install browser postgres docs
 	TURNEVAL_DOCS_SITE=$(CURDIR)/site $(BIN)/pytest
 
 test: lint typecheck docs unit wheel-check
@@ -52,7 +59,7 @@ wheel-check: install
 	rm -rf $(WHEEL_DIR)
 
 demo: install
-	$(BIN)/turneval demo --out demo-output $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
+	$(BIN)/turneval demo --out demo-output --store demo-output/runs.db $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
 	$(BIN)/python examples/tool_world.py
 
 bench: install

@@ -48,3 +48,20 @@ def openai_stub_server() -> Any:
 def openai_stub(openai_stub_server: Any) -> Any:
     openai_stub_server.reset()
     return openai_stub_server
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Any:
+    """A throwaway PostgreSQL server (Debian's binaries); skipped without them, but not in CI."""
+    import os
+
+    from ._postgres import PostgresServer, binaries
+
+    found = binaries()
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI needs PostgreSQL's binaries (apt-get install postgresql)")
+        pytest.skip("PostgreSQL is not installed (/usr/lib/postgresql/*/bin)")
+    server = PostgresServer(found)
+    yield server
+    server.stop()

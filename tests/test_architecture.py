@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.dataset_schema",
         "turneval.traces",
         "turneval.integrations",
+        "turneval.store",
     ),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
     ("turneval.grounding", "turneval._grounding_values"),

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
     from turneval.sequential import StopEarly
     from turneval.simulation import BaseUser, Scenario
+    from turneval.store import RunStore
 
 __all__ = ["AgentRun", "EvalTask", "arun_agent"]
 
@@ -506,6 +507,7 @@ class EvalTask:
         on_row: Callable[[SampleResult], None] | None = None,
         rate_limit: RateLimit | RateLimiter | None = None,
         stop_early: StopEarly | bool | None = None,
+        store: RunStore | str | PathLike[str] | None = None,
     ) -> EvaluationResult:
         """Run ``runnable`` on every sample (if given), then score; one row per sample, in order.
 
@@ -526,6 +528,8 @@ class EvalTask:
         for any metric (True: all ``trials`` must succeed, so the first failure settles it);
         ``result.early_stops`` counts the conversations saved, and the summary keeps only the
         figures the stop leaves exact (see :mod:`turneval.sequential`).
+        ``store`` (a :class:`~turneval.store.RunStore`, or its URL or path) keeps the run,
+        each row written as it finishes.
         """
         options = self.options.replace(
             timeout=timeout,
@@ -533,6 +537,7 @@ class EvalTask:
             on_row=on_row,
             seed=seed,
             rate_limit=rate_limit,
+            store=store,
         )
         if self.scenarios is not None or user is not None or trials != 1 or stop_early:
             from turneval.simulation import _evaluate_scenarios
@@ -555,6 +560,7 @@ class EvalTask:
             lambda index: self._row(index, samples[index], runnable, options, max_steps),
             self.metrics,
             options,
+            name="EvalTask",
         )
 
     def evaluate(
@@ -571,6 +577,7 @@ class EvalTask:
         on_row: Callable[[SampleResult], None] | None = None,
         rate_limit: RateLimit | RateLimiter | None = None,
         stop_early: StopEarly | bool | None = None,
+        store: RunStore | str | PathLike[str] | None = None,
     ) -> EvaluationResult:
         """Sync form of :meth:`aevaluate`."""
         return run_sync(
@@ -587,5 +594,6 @@ class EvalTask:
                 on_row=on_row,
                 rate_limit=rate_limit,
                 stop_early=stop_early,
+                store=store,
             )
         )

@@ -47,6 +47,7 @@ __all__ = [
     "agreement",
     "align",
     "krippendorff_alpha",
+    "label_from_record",
     "load_labels",
     "render_agreement_html",
     "verdict_text",
@@ -141,23 +142,37 @@ def load_labels(path: str | PathLike[str]) -> list[Label]:
                 ) from None
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{where}: not JSON ({exc.msg}, column {exc.colno})") from None
-            if not isinstance(record, dict):
-                raise ConfigError(f"{where}: expected an object with index|id, metric and label")
-            if "label" in record and record["label"] is None:
-                continue  # null: not labeled (as None in a label column)
-            row = record.get("index", record.get("id"))
-            if isinstance(row, float) and row.is_integer():
-                row = int(row)  # 3.0: pandas writes an index column with gaps as floats
-            if isinstance(row, bool) or not isinstance(row, int | str):
-                raise ConfigError(f"{where}: needs an integer 'index' or a string 'id' of the row")
-            if "label" not in record:
-                raise ConfigError(f"{where}: has no 'label'")
-            metric = record.get("metric")
-            if metric is not None and not isinstance(metric, str):
-                raise ConfigError(f"{where}: 'metric' must be a metric name, got {metric!r}")
-            value = _coerce(record["label"], where)
-            labels.append(Label(row, value, metric, where, str(record.get("reason") or "")))
+            label = label_from_record(record, where)
+            if label is not None:
+                labels.append(label)
     return labels
+
+
+def label_from_record(record: Any, where: str) -> Label | None:
+    """The label a labels-file line holds (``{"index"|"id", "metric", "label", "reason"}``).
+
+    None for a ``null`` label (not labeled). ``where`` names the line in errors.
+
+    Raises:
+        ConfigError: naming ``where``, when the record lacks ``index``/``id`` or ``label``, or
+            the label is not a score or a known word.
+    """
+    if not isinstance(record, dict):
+        raise ConfigError(f"{where}: expected an object with index|id, metric and label")
+    if "label" in record and record["label"] is None:
+        return None  # null: not labeled (as None in a label column)
+    row = record.get("index", record.get("id"))
+    if isinstance(row, float) and row.is_integer():
+        row = int(row)  # 3.0: pandas writes an index column with gaps as floats
+    if isinstance(row, bool) or not isinstance(row, int | str):
+        raise ConfigError(f"{where}: needs an integer 'index' or a string 'id' of the row")
+    if "label" not in record:
+        raise ConfigError(f"{where}: has no 'label'")
+    metric = record.get("metric")
+    if metric is not None and not isinstance(metric, str):
+        raise ConfigError(f"{where}: 'metric' must be a metric name, got {metric!r}")
+    value = _coerce(record["label"], where)
+    return Label(row, value, metric, where, str(record.get("reason") or ""))
 
 
 def _missing(value: Any) -> bool:

@@ -412,6 +412,7 @@ def _evaluate_here(
             rate_limit=rate_limit,
             aggregates=_aggregates(args.aggregate),
             stop=stop,
+            store=_store_url(args),
         )
         return result, (received[0] if received else None)
 
@@ -445,6 +446,72 @@ def _stop_on_signals() -> Iterator[tuple[threading.Event | None, list[int]]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _store_url(args: argparse.Namespace) -> str | None:
+    """The store ``--store`` or ``TURNEVAL_STORE`` names (None: no store)."""
+    return str(args.store or os.environ.get("TURNEVAL_STORE") or "") or None
+
+
+def _run_store(args: argparse.Namespace, *, default: bool = False) -> Any:
+    """The store ``--store`` (or ``TURNEVAL_STORE``) names, opened; None when neither does.
+
+    With ``default``, the default store (``.turneval/runs.db``) when neither names one.
+    """
+    url = args.store or os.environ.get("TURNEVAL_STORE") or None
+    if url is None and not default:
+        return None
+    from turneval.store import RunStore
+
+    return RunStore(url)
+
+
+def _store_command(args: argparse.Namespace) -> int:
+    store = _run_store(args, default=True)
+    try:
+        if args.store_command == "import":
+            run_id = store.import_run(args.run_dir, name=args.name)
+            run = store.run(run_id)
+            print(f"imported {args.run_dir} as run {run.id} ({run.rows} rows) into {store.url}")
+        elif args.store_command == "delete":
+            run = store.run(args.run)
+            store.delete_run(run.id)
+            print(f"deleted run {run.id} ({run.name}, {run.rows} rows, its labels too)")
+        elif args.store_command == "export":
+            out = store.export_run(args.run, args.out)
+            print(f"wrote {out / 'results.jsonl'} and {out / 'summary.json'}")
+        else:
+            for run in store.runs(limit=args.limit):
+                created = run.created.strftime("%Y-%m-%d %H:%M")
+                judge = f"  judge {run.judge_model}" if run.judge_model else ""
+                print(
+                    f"{run.id[:12]}  {created}  {run.status:<11} {run.rows:>9} rows  "
+                    f"{run.name}  [{', '.join(run.metric_names)}]{judge}"
+                )
+    finally:
+        store.close()
+    return 0
+
+
+def _stored_labels(store: Any, run: str, metric: str | None) -> list[Any]:
+    """A stored run's labels, as calibrate reads them from a labels file."""
+    from turneval.calibration import label_from_record
+
+    labels = [
+        label_from_record(record, f"stored label {number} of run {run}")
+        for number, record in enumerate(store.label_records(run, metric), start=1)
+    ]
+    return [label for label in labels if label is not None]
+
+
+def _labels_command(args: argparse.Namespace) -> int:
+    store = _run_store(args, default=True)
+    try:
+        count = store.export_labels(args.run, args.out, metric=args.metric)
+    finally:
+        store.close()
+    print(f"wrote {count} labels to {args.out}")
+    return 0
 
 
 def _evaluate_on_ray(
@@ -484,6 +551,7 @@ def _evaluate_on_ray(
         resume=args.resume,
         overwrite=args.overwrite,
         aggregates=_aggregates(args.aggregate),
+        store=_store_url(args),
     ).stream
 
 
@@ -556,7 +624,7 @@ def _metrics(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from turneval.demo import run_demo
 
-    return run_demo(Path(args.out), llm=_judge(args), cache=args.cache)
+    return run_demo(Path(args.out), llm=_judge(args), cache=args.cache, store=args.store)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -700,13 +768,31 @@ def _calibrate(args: argparse.Namespace) -> int:
     from turneval.calibration import agreement, render_agreement_html
     from turneval.results import EvaluationResult
 
-    results = Path(args.results)
-    if results.is_dir():  # a run's --out folder, as compare takes
-        results = results / "results.jsonl"
-    result = EvaluationResult.from_jsonl(results)
-    report = agreement(result, args.labels, args.metric)
-    print(report)
-    out = Path(args.html) if args.html else results.with_name("calibration.html")
+    if args.run is not None:  # the run and its labels from the store
+        if args.results is not None or args.labels is not None:
+            raise UsageError(
+                "calibrate --run reads the run and its labels from the store: "
+                "give no RESULTS or LABELS"
+            )
+        store = _run_store(args, default=True)
+        try:
+            result = store.result(args.run)
+            labels = _stored_labels(store, args.run, args.metric)
+        finally:
+            store.close()
+        report = agreement(result, labels, args.metric)
+        print(report)
+        out = Path(args.html) if args.html else Path("calibration.html")
+    else:
+        if args.results is None or args.labels is None:
+            raise UsageError("calibrate needs RESULTS and LABELS (or --run RUN with --store)")
+        results = Path(args.results)
+        if results.is_dir():  # a run's --out folder, as compare takes
+            results = results / "results.jsonl"
+        result = EvaluationResult.from_jsonl(results)
+        report = agreement(result, args.labels, args.metric)
+        print(report)
+        out = Path(args.html) if args.html else results.with_name("calibration.html")
     page = render_agreement_html(report, title=f"Can I trust {report.metric}?")
     with naming(out):
         out.write_text(page, encoding="utf-8")
@@ -838,6 +924,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="replace an existing OUT/results.jsonl"
     )
     run.add_argument(
+        "--store",
+        nargs="?",
+        const=".turneval/runs.db",
+        metavar="URL",
+        help="keep the run in a run store too: a SQLite file or postgresql://... (alone: "
+        ".turneval/runs.db; default: $TURNEVAL_STORE when set)",
+    )
+    run.add_argument(
         "--chunk-mb",
         type=_positive,
         default=64.0,
@@ -870,6 +964,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="evaluate the bundled example datasets")
     demo.add_argument("--out", default="turneval-demo", help="output folder")
     _add_judge_options(demo)
+    demo.add_argument(
+        "--store",
+        nargs="?",
+        const=".turneval/runs.db",
+        metavar="URL",
+        help="keep the three runs in a run store too (alone: .turneval/runs.db)",
+    )
     demo.set_defaults(handler=_demo)
 
     diff = commands.add_parser("compare", help="compare two runs of one dataset")
@@ -918,16 +1019,63 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate = commands.add_parser(
         "calibrate", help="agreement of a judged metric with human labels (kappa, confusion)"
     )
-    calibrate.add_argument("results", help="results.jsonl of a run (or the run's --out folder)")
     calibrate.add_argument(
-        "labels", help='JSONL of {"index"|"id": ..., "metric": ..., "label": ...}'
+        "results", nargs="?", help="results.jsonl of a run (or the run's --out folder)"
     )
+    calibrate.add_argument(
+        "labels", nargs="?", help='JSONL of {"index"|"id": ..., "metric": ..., "label": ...}'
+    )
+    calibrate.add_argument(
+        "--run", help="a stored run (id or prefix): its rows and labels from the store"
+    )
+    _add_store_option(calibrate)
     calibrate.add_argument("--metric", help="the metric to check (default: the only one labeled)")
     calibrate.add_argument(
         "--html", help="HTML report to write (default: calibration.html beside the results)"
     )
     calibrate.set_defaults(handler=_calibrate)
+
+    stored = commands.add_parser("store", help="the run store: import, export and list runs")
+    store_commands = stored.add_subparsers(dest="store_command", required=True)
+    importing = store_commands.add_parser(
+        "import", help="bring a run folder (results.jsonl, summary.json, run.json) in"
+    )
+    importing.add_argument("run_dir", help="a run's --out folder")
+    importing.add_argument("--name", help="the run's name (default: the folder's)")
+    exporting = store_commands.add_parser(
+        "export", help="write a stored run's folder (what compare and calibrate read)"
+    )
+    exporting.add_argument("run", help="the run's id (or a unique prefix)")
+    exporting.add_argument("--out", required=True, help="the folder to write")
+    listing_runs = store_commands.add_parser("list", help="the stored runs, newest first")
+    listing_runs.add_argument("--limit", type=_count, default=None, help="at most this many")
+    deleting = store_commands.add_parser("delete", help="delete a run, its rows and labels")
+    deleting.add_argument("run", help="the run's id (or a unique prefix)")
+    for command in (importing, exporting, listing_runs, deleting):
+        _add_store_option(command)
+    stored.set_defaults(handler=_store_command)
+
+    labeling = commands.add_parser("labels", help="human labels kept in the run store")
+    label_commands = labeling.add_subparsers(dest="labels_command", required=True)
+    label_export = label_commands.add_parser(
+        "export", help="write a run's labels as the JSONL file calibrate takes"
+    )
+    label_export.add_argument("--run", required=True, help="the run's id (or a unique prefix)")
+    label_export.add_argument("--metric", help="only this metric's labels")
+    label_export.add_argument("--out", required=True, help="the labels file to write")
+    _add_store_option(label_export)
+    labeling.set_defaults(handler=_labels_command)
     return parser
+
+
+def _add_store_option(parser: argparse.ArgumentParser) -> None:
+    """``--store URL`` (default: ``TURNEVAL_STORE``, else ``.turneval/runs.db``)."""
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="the run store: a SQLite file or sqlite:///PATH, or postgresql://... "
+        "(default: $TURNEVAL_STORE, else .turneval/runs.db)",
+    )
 
 
 def _bounded(

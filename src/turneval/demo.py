@@ -180,14 +180,25 @@ JUDGED = [
 ]
 
 
-def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
-    """Evaluate the three datasets, print each summary, write results and HTML reports."""
+def run_demo(
+    out: Path, *, llm: Any = None, cache: str | None = None, store: str | None = None
+) -> int:
+    """Evaluate the three datasets, print each summary, write results and HTML reports.
+
+    With ``store`` (a run store's URL or path), the three runs are kept there too, named
+    ``demo: <dataset>``.
+    """
     from turneval.aggregate import summary_document
     from turneval.judge import SQLiteCache
     from turneval.metrics import ToolCallAccuracy, TrajectorySingleToolUse
     from turneval.runner import evaluate
 
     out.mkdir(parents=True, exist_ok=True)
+    run_store = None
+    if store is not None:
+        from turneval.store import RunStore
+
+        run_store = RunStore(store)
     for domain in DOMAINS:
         dataset = EvaluationDataset.from_list(build_rows(domain))
         metrics: list[Any] = [
@@ -203,7 +214,10 @@ def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
             llm=llm,
             cache=SQLiteCache(cache) if cache else None,
             show_progress=False,
+            store=run_store,
         )
+        if run_store is not None:
+            run_store.rename_run(str(result.store_run), f"demo: {domain.name}")
         folder = out / domain.name
         folder.mkdir(exist_ok=True)
         result.to_jsonl(folder / "results.jsonl")
@@ -220,6 +234,9 @@ def run_demo(out: Path, *, llm: Any = None, cache: str | None = None) -> int:
             mean = "n/a" if s.mean is None else f"{s.mean:.3f}"
             print(f"  {name:<{width}}  mean {mean}  95% CI {ci}  failed {s.failed}")
         print(f"  report: {folder / 'report.html'}")
+    if run_store is not None:
+        print(f"\nruns kept in {run_store.url}: turneval store list --store {store}")
+        run_store.close()
     if llm is None:
         print(
             "\n(set OPENAI_API_KEY, or pass --judge-model MODEL / --judge-base-url URL "

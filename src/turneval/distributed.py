@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -53,6 +53,9 @@ from turneval.stream import (
     _run_chunk,
     evaluate_jsonl,
 )
+
+if TYPE_CHECKING:
+    from turneval.store import RunStore
 
 __all__ = ["ActorBudget", "DistributedResult", "evaluate_on_ray"]
 
@@ -356,6 +359,7 @@ def evaluate_on_ray(
     group_by: Literal["trace", "session"] = "trace",
     strict_traces: bool = False,
     lenient_json: bool = False,
+    store: RunStore | str | os.PathLike[str] | None = None,
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
 
@@ -408,6 +412,9 @@ def evaluate_on_ray(
             keys, ``NaN``, ``Infinity``, ``1e400``), as for
             :func:`~turneval.stream.evaluate_jsonl`. Parquet and dataset rows are written as
             JSON by turneval and read as they are.
+        store: A run store (:class:`~turneval.store.RunStore`, or its URL or path), written
+            by the driver as the rows come back, as :func:`~turneval.stream.evaluate_jsonl`
+            does.
 
     Raises:
         ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
@@ -437,6 +444,10 @@ def evaluate_on_ray(
         raise InvalidSampleError(f"{data}: no such file or folder", field="path")
     target = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="turneval-"))
     _preflight(target, batch_size, 1, resume, overwrite)
+    if store is not None:  # an unopenable store fails before Ray starts
+        from turneval.store import RunStore
+
+        store = RunStore.coerce(store)
     if not ray.is_initialized():
         ray.init(address=address)
     if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
@@ -480,6 +491,7 @@ def evaluate_on_ray(
         group_by=group_by,
         strict_traces=strict_traces,
         lenient_json=lenient_json,
+        store=store,
     )
     result = DistributedResult(stream, target)
     if output_format == "parquet":

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -44,13 +44,18 @@ from turneval.ratelimit import RateLimiter
 from turneval.results import AgentRun, EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
+if TYPE_CHECKING:
+    from turneval.store import RunRecorder
+
 __all__ = [
     "MIN_ROWS_FOR_FRACTION",
     "Item",
     "RunOptions",
     "arun",
     "ascore_batch",
+    "finish_recording",
     "has_summary_extras",
+    "recording",
     "run_rows",
     "score_batch",
     "score_row",
@@ -101,6 +106,8 @@ class RunOptions(BaseModel):
         aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`)
             computed once the rows are in, into ``result.aggregates`` (a streamed run reads
             its rows back from results.jsonl for them).
+        store: A run store (:class:`~turneval.store.RunStore`, or its URL or path, opened
+            here): the run and its rows are kept there, each row written as it finishes.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -118,6 +125,7 @@ class RunOptions(BaseModel):
     seed: int | None = None
     rate_limit: RateLimiter | None = None
     aggregates: tuple[RunAggregate, ...] = ()
+    store: Any = None
 
     def __init__(self, **options: Any) -> None:
         """Validate ``options``; a bad value raises ConfigError naming the option."""
@@ -156,6 +164,15 @@ class RunOptions(BaseModel):
         if wrong:
             raise ValueError(f"expected RunAggregate objects, got {', '.join(wrong)}")
         return found
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _open_store(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        from turneval.store import RunStore
+
+        return RunStore.coerce(value)  # ConfigError here names the store that cannot open
 
     @field_validator("rate_limit", mode="before")
     @classmethod
@@ -519,19 +536,83 @@ async def arun(
     options: RunOptions,
     *,
     judge: JudgeRun | None = None,
+    name: str = "evaluate",
 ) -> EvaluationResult:
     """Run ``produce`` over rows ``0..count-1`` and keep them: the in-memory sink.
+
+    With ``options.store``, the run (called ``name`` there) is kept in the store too, each
+    row written as it finishes (:func:`recording`).
 
     Raises:
         EvaluationAbortedError: past ``options.fail_on_error``, carrying the rows done.
     """
     judge = judge or options.judge_run()
     aborted: list[str] = []
-    with batch_collection():  # the collector skips the dataset, runs less often (turneval._gc)
-        rows = await run_rows(count, produce, options, judge=judge, aborted=aborted)
-    result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
-    result.metrics = list(metrics)
-    result.aggregates, result.aggregate_errors = compute_aggregates(options.aggregates, result)
+    options, recorder = recording(options, metrics, name=name)
+    try:
+        with batch_collection():  # the collector skips the dataset, runs less often
+            rows = await run_rows(count, produce, options, judge=judge, aborted=aborted)
+        result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
+        result.metrics = list(metrics)
+        result.aggregates, result.aggregate_errors = compute_aggregates(options.aggregates, result)
+    except BaseException as exc:
+        if recorder is not None:
+            recorder.fail(exc)
+        raise
+    finish_recording(recorder, result, aborted)
     if aborted:
         raise EvaluationAbortedError(aborted[0], result=result)
     return result
+
+
+# -- the store sink ---------------------------------------------------------------------------
+
+
+def recording(
+    options: RunOptions, metrics: Sequence[Evaluator], *, name: str
+) -> tuple[RunOptions, RunRecorder | None]:
+    """Start recording a run in ``options.store`` (if any): its rows go there as they finish.
+
+    Returns the options to run with (their ``on_row`` writes each row first, then calls the
+    caller's) and the run's recorder (None without a store).
+    """
+    if options.store is None:
+        return options, None
+    recorder = options.store.start_run(
+        name=name, metrics=metrics, llm=options.llm, details=options.details
+    )
+    user = options.on_row
+
+    def on_row(row: SampleResult) -> None:
+        recorder.add(row)
+        if user is not None:
+            user(row)
+
+    return options.replace(on_row=on_row), recorder
+
+
+def finish_recording(
+    recorder: RunRecorder | None, result: EvaluationResult, aborted: Sequence[str] = ()
+) -> None:
+    """End a recorded run: its summary, and ``failed`` when ``fail_on_error`` stopped it.
+
+    The run's id in the store becomes ``result.store_run``.
+    """
+    if recorder is None:
+        return
+    from turneval.aggregate import summary_document
+
+    summary = summary_document(
+        len(result),
+        dict(result.summary()),
+        result.usage,
+        failed_rows=sum(1 for row in result.rows if row.failures),
+        aggregates=result.aggregates,
+        aggregate_errors=result.aggregate_errors,
+    )
+    recorder.finish(
+        summary,
+        status="failed" if aborted else "finished",
+        error=aborted[0] if aborted else None,
+    )
+    result.store_run = recorder.run_id

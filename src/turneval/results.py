@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
@@ -428,6 +428,7 @@ class EvaluationResult:
         self.aggregate_errors: dict[str, str] = {}  # per aggregate that raised: its error
         self.skipped_traces: dict[str, int] = {}  # traces that were no conversation, by reason
         self.early_stops: EarlyStops | None = None  # what stop_early saved, when trials stopped
+        self.store_run: str | None = None  # the run's id in the run store it was kept in
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
@@ -685,6 +686,17 @@ class EvaluationResult:
                     if named == detail:
                         named = f"not a turneval results row ({type(exc).__name__}: {detail})"
                     raise ConfigError(f"{path} line {number}: {named}") from exc
+        return cls(rows, names, sum((row.usage for row in rows), Usage()))
+
+    @classmethod
+    def from_records(cls, records: Iterable[dict[str, Any]]) -> EvaluationResult:
+        """The rows of results.jsonl records already read (a run store's), as ``from_jsonl``."""
+        rows: list[SampleResult] = []
+        names: list[str] = []
+        for number, record in enumerate(records, start=1):
+            if not names:
+                names = [key for key in record if f"{key}_reason" in record]
+            rows.append(_read_row(record, names, number))
         return cls(rows, names, sum((row.usage for row in rows), Usage()))
 
     def to_html(self, path: str | PathLike[str], *, title: str = "turneval report") -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turneval.aggregate import RunAggregate
 from turneval.dataset import EvaluationDataset
@@ -20,6 +20,9 @@ from turneval.pipeline import MIN_ROWS_FOR_FRACTION, RunOptions, arun, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import EvaluationResult, SampleResult
 from turneval.samples import Sample
+
+if TYPE_CHECKING:
+    from turneval.store import RunStore
 
 __all__ = [
     "MIN_ROWS_FOR_FRACTION",
@@ -114,6 +117,7 @@ async def aevaluate(
     details: bool = True,
     rate_limit: RateLimit | RateLimiter | None = None,
     aggregates: Sequence[RunAggregate] = (),
+    store: RunStore | str | PathLike[str] | None = None,
 ) -> EvaluationResult:
     """Score every sample with every metric; one row per sample, in input order.
 
@@ -146,6 +150,8 @@ async def aevaluate(
         aggregates: Run-level figure sets (:class:`~turneval.aggregate.RunAggregate`, e.g.
             :class:`~turneval.metrics.assessments.DatabricksAggregates`) computed once the rows
             are in: ``result.aggregates``, and ``summary.json``'s ``"aggregates"``.
+        store: A run store (:class:`~turneval.store.RunStore`, or its URL or path): the run
+            is kept there, each row written as it finishes (the ``store`` extra).
     """
     options = RunOptions(
         llm=llm,
@@ -159,6 +165,7 @@ async def aevaluate(
         details=details,
         rate_limit=rate_limit,
         aggregates=aggregates,
+        store=store,
     )
     data = EvaluationDataset.coerce(dataset)
     resolved = resolve_metrics(metrics)
@@ -189,6 +196,7 @@ def evaluate(
     details: bool = True,
     rate_limit: RateLimit | RateLimiter | None = None,
     aggregates: Sequence[RunAggregate] = (),
+    store: RunStore | str | PathLike[str] | None = None,
 ) -> EvaluationResult:
     """Sync form of :func:`aevaluate` (same arguments)."""
     return run_sync(
@@ -207,5 +215,6 @@ def evaluate(
             details=details,
             rate_limit=rate_limit,
             aggregates=aggregates,
+            store=store,
         )
     )

@@ -59,7 +59,13 @@ from turneval.messages import (
 )
 from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
-from turneval.pipeline import RunOptions, run_rows, score_row
+from turneval.pipeline import (
+    RunOptions,
+    finish_recording,
+    recording,
+    run_rows,
+    score_row,
+)
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult, trial_outcome
 from turneval.samples import MultiTurnSample
@@ -70,6 +76,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from turneval.agents import EvalTask
+    from turneval.store import RunStore
 
 __all__ = [
     "BaseUser",
@@ -677,6 +684,7 @@ async def asimulate(
     rate_limit: RateLimit | RateLimiter | None = None,
     config: dict[str, Any] | None = None,
     stop_early: StopEarly | None = None,
+    store: RunStore | str | PathLike[str] | None = None,
 ) -> EvaluationDataset:
     """Let ``user`` talk with ``agent`` in every scenario, ``trials`` times each.
 
@@ -713,6 +721,8 @@ async def asimulate(
             scenario's trials run one after another and stop once its verdict is settled;
             the last trial run of such a scenario has ``skipped_trials`` (the trials not run)
             in its ``metadata``.
+        store: A run store (:class:`~turneval.store.RunStore`, or its URL or path): the
+            conversations are kept there (rows without metrics), each as it ends.
     """
     rule = _stop_rule(stop_early)
     if rule is not None and rule.success is None:
@@ -727,17 +737,23 @@ async def asimulate(
         seed=seed,
         show_progress=show_progress,
         rate_limit=rate_limit,
+        store=store,
     )
-    rows, _ = await _simulated_rows(
-        agent,
-        _check_scenarios(scenarios),
-        options,
-        user=user,
-        trials=trials,
-        max_steps=max_steps,
-        config=config,
-        stop_early=rule,
-    )
+    checked = _check_scenarios(scenarios)
+    options, recorder = recording(options, [], name="simulate")
+    with recorder or nullcontext():
+        rows, _ = await _simulated_rows(
+            agent,
+            checked,
+            options,
+            user=user,
+            trials=trials,
+            max_steps=max_steps,
+            config=config,
+            stop_early=rule,
+        )
+    if recorder is not None:
+        recorder.finish({"samples": len(rows)})
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
 
@@ -756,6 +772,7 @@ def simulate(
     rate_limit: RateLimit | RateLimiter | None = None,
     config: dict[str, Any] | None = None,
     stop_early: StopEarly | None = None,
+    store: RunStore | str | PathLike[str] | None = None,
 ) -> EvaluationDataset:
     """Sync form of :func:`asimulate` (same arguments)."""
     return run_sync(
@@ -774,6 +791,7 @@ def simulate(
             rate_limit=rate_limit,
             config=config,
             stop_early=stop_early,
+            store=store,
         )
     )
 
@@ -887,8 +905,8 @@ async def _simulated_rows(
         )
         return await score_row(index, sample, metrics, options, agent=run)
 
-    if metrics is None:  # simulation alone: no row to report or abort on
-        options = options.replace(on_row=None, fail_on_error=False)
+    if metrics is None:  # simulation alone: no row to abort on (on_row: the store's, if any)
+        options = options.replace(fail_on_error=False)
     elif order is not None and options.on_row is not None:  # a trial not run is no row
         report = options.on_row
         options = options.replace(on_row=lambda row: None if row.index in skipped else report(row))
@@ -955,27 +973,30 @@ async def _evaluate_scenarios(
             "it is done (limit it with the scenario's max_turns)"
         )
     judge, aborted, sequenced = options.judge_run(), list[str](), list[_Sequencer]()
-    rows, user_usage = await _simulated_rows(
-        agent,
-        task.scenarios,
-        options,
-        user=user,
-        trials=trials,
-        max_steps=max_steps,
-        metrics=metrics,
-        judge=judge,
-        aborted=aborted,
-        config=task.config,
-        stop_early=_stop_rule(stop_early),
-        thresholds=thresholds,
-        sequencer=sequenced,
-    )
-    result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
-    if sequenced:
-        result.early_stops = sequenced[0].report()
-    result.metrics = metrics
-    result.success_thresholds = thresholds
-    result.user_usage = user_usage
+    options, recorder = recording(options, metrics, name="EvalTask")
+    with recorder or nullcontext():
+        rows, user_usage = await _simulated_rows(
+            agent,
+            task.scenarios,
+            options,
+            user=user,
+            trials=trials,
+            max_steps=max_steps,
+            metrics=metrics,
+            judge=judge,
+            aborted=aborted,
+            config=task.config,
+            stop_early=_stop_rule(stop_early),
+            thresholds=thresholds,
+            sequencer=sequenced,
+        )
+        result = EvaluationResult(rows, [metric.name for metric in metrics], judge.usage)
+        if sequenced:
+            result.early_stops = sequenced[0].report()
+        result.metrics = metrics
+        result.success_thresholds = thresholds
+        result.user_usage = user_usage
+    finish_recording(recorder, result, aborted)
     if aborted:
         raise EvaluationAbortedError(aborted[0], result=result)
     return result

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 import numpy as np
@@ -78,6 +78,9 @@ from turneval.results import (
 from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
+if TYPE_CHECKING:
+    from turneval.store import RunRecorder, RunStore
+
 _orjson_dumps: Callable[[Any], bytes] | None
 try:  # the "fast" extra (also a langsmith dependency, so nearly always present)
     from orjson import dumps as _orjson_dumps
@@ -109,7 +112,8 @@ class StreamResult:
     ({} without agent runs); ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input
     that were no conversation (None for samples input);
     ``stopped`` is True when the run was stopped early (``evaluate_jsonl(stop=...)``, the CLI's
-    SIGTERM): the rows cover the input read until then.
+    SIGTERM): the rows cover the input read until then; ``store_run`` is the run's id in the
+    run store it was kept in (``store=``), else None.
     """
 
     metric_names: list[str]
@@ -124,6 +128,7 @@ class StreamResult:
     aggregates: dict[str, float] = field(default_factory=dict)
     aggregate_errors: dict[str, str] = field(default_factory=dict)
     agent_summaries: dict[str, MetricSummary] = field(default_factory=dict)
+    store_run: str | None = None
     stopped: bool = False  # ``stop`` was set: the rest of the input was not read
     skipped_traces: dict[str, int] | None = None
 
@@ -871,6 +876,7 @@ def evaluate_jsonl(
     stop: threading.Event | None = None,
     strict_traces: bool = False,
     lenient_json: bool = False,
+    store: RunStore | str | os.PathLike[str] | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -936,6 +942,10 @@ def evaluate_jsonl(
             ``--lenient-json``): duplicate keys (the last wins) and numbers that are not finite
             (``NaN``, ``Infinity``, ``1e400``). By default such a line is an error row naming
             the line and the key.
+        store: A run store (:class:`~turneval.store.RunStore`, or its URL or path): the run
+            is kept there too, each chunk's rows (with their input lines) written as they
+            are written to results.jsonl, in one transaction; with ``resume``, the stored run
+            of ``out_dir`` is continued (its rows made those of results.jsonl first).
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -984,8 +994,10 @@ def evaluate_jsonl(
     )
     target = Path(out_dir)
     run_file = RunFile(target, source, resolved, llm)
+    recorder: RunRecorder | None = None
     try:
         results_path = _preflight(target, chunk_size, chunk_bytes, resume, overwrite)
+        recorder = _recorder(store, source, run_file, resolved, llm, resume=resume, details=details)
         if resume and results_path.exists() and results_path.stat().st_size:
             if not run_file.resume():  # a run folder from before run.json: not checked
                 warnings.warn(
@@ -1001,7 +1013,7 @@ def evaluate_jsonl(
             naming(results_path),
             results_path.open("a" if resume else "w", encoding="utf-8") as handle,
         ):
-            sink = _JsonlSink(resolved, handle, report_rows, options, run_file)
+            sink = _JsonlSink(resolved, handle, report_rows, options, run_file, recorder)
             sink.resume(done)
             chunks = sink.track(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
             if engine is None:
@@ -1011,7 +1023,14 @@ def evaluate_jsonl(
                     sink.absorb(chunk)
         result = sink.finish(target, title or f"turneval: {source.name}", skipped)
         result.stopped = stop is not None and stop.is_set()
+        result.store_run = None if recorder is None else recorder.run_id
+        if recorder is not None and result.stopped:  # the stored run is not done either
+            recorder.finish(None, status="interrupted", error="stopped early; --resume continues")
         return result
+    except BaseException as exc:
+        if recorder is not None:
+            recorder.fail(exc)
+        raise
     finally:
         run_file.close()
         if owns_cache and options.cache is not None:
@@ -1020,6 +1039,39 @@ def evaluate_jsonl(
 
 class ResumeWarning(UserWarning):
     """A run folder is resumed without its ``run.json``, so nothing checks it is the same run."""
+
+
+def _recorder(
+    store: RunStore | str | os.PathLike[str] | None,
+    source: Path,
+    run_file: RunFile,
+    metrics: list[Evaluator],
+    llm: Any,
+    *,
+    resume: bool,
+    details: bool,
+) -> RunRecorder | None:
+    """The store's writer of this run (None without a store): a new run, or the resumed one.
+
+    The metrics' configurations are those run.json records.
+    """
+    if store is None:
+        return None
+    from turneval.store import RunStore, file_digest
+
+    run_store = RunStore.coerce(store)
+    assert run_store is not None
+    return run_store.start_run(
+        name=source.name,
+        metrics=metrics,
+        llm=llm,
+        dataset_path=source.resolve(),
+        dataset_digest=file_digest(source),
+        out_dir=run_file.path.parent,
+        resume=resume,
+        details=details,
+        configs=run_file.document["metrics"],
+    )
 
 
 class ChunkEngine(Protocol):
@@ -1121,8 +1173,10 @@ class _JsonlSink:
         report_rows: int,
         options: RunOptions,
         run_file: RunFile | None = None,
+        recorder: RunRecorder | None = None,
     ) -> None:
         self.metrics, self.handle, self.run_file = metrics, handle, run_file
+        self.recorder = recorder
         self.last_lines: deque[int] = deque()  # each chunk in flight: its last input line
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
         self.names = [metric.name for metric in metrics]
@@ -1157,15 +1211,25 @@ class _JsonlSink:
             self.results,
             self.agent,
         )
+        if self.recorder is not None:  # the stored run's rows: those of the file
+            self.recorder.sync(done.values())
         self.bad = sum(1 for record in done.values() if record.get(UNREADABLE))
         errors = [error for record in done.values() if (error := _row_error(record, names))]
         self.failed_rows = len(errors)
         self.first_errors = _first_errors(errors)
 
     def track(self, chunks: Iterator[list[_Line]]) -> Iterator[list[_Line]]:
-        """``chunks``, each one's last input line noted (chunks are absorbed in this order)."""
+        """``chunks``, each one's last input line noted (chunks are absorbed in this order).
+
+        With a store, the chunk's lines are kept too, as the samples of its rows.
+        """
         for lines in chunks:
             self.last_lines.append(lines[-1][0])
+            if self.recorder is not None:
+                self.recorder.expect(
+                    text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+                    for _, text in lines
+                )
             yield lines
 
     def absorb(self, chunk: _Chunk) -> None:
@@ -1181,6 +1245,9 @@ class _JsonlSink:
         for record in chunk.records:
             self.handle.write(record + "\n")
             self.handle.flush()
+        if self.recorder is not None:  # after the file: a resumed run's file has every row
+            self.recorder.add_lines(chunk.records)
+            self.recorder.flush()
         for name in self.names:
             self.values[name].extend(chunk.values[name])
             self.failed[name] += chunk.failed[name]
@@ -1248,6 +1315,8 @@ class _JsonlSink:
         text = json.dumps(summary, indent=2) + "\n"
         with naming(target / "summary.json"):
             (target / "summary.json").write_text(text, encoding="utf-8")
+        if self.recorder is not None:
+            self.recorder.finish(summary)
         html = render_report(
             title=title,
             metric_names=names,

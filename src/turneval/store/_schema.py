@@ -1,0 +1,71 @@
+"""The store's tables (SQLAlchemy Core): runs, their rows, and human labels.
+
+The migrations in ``migrations/versions`` create exactly these; a change here needs a new
+migration (and the store's schema revision moves with it).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+__all__ = ["labels", "metadata", "rows", "runs"]
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("created", DateTime(timezone=True), nullable=False, index=True),
+    Column("finished", DateTime(timezone=True)),
+    Column("turneval_version", String(64), nullable=False),
+    Column("git_commit", String(64)),
+    Column("dataset_path", Text),
+    Column("dataset_digest", String(128)),
+    Column("metrics", Text, nullable=False),  # JSON: [{"name", "class", "config"}]
+    Column("judge_model", Text),
+    Column("summary", Text),  # JSON: the run's summary.json document
+    Column("status", String(16), nullable=False),  # running | finished | failed | interrupted
+    Column("out_dir", Text, index=True),  # the run folder a streamed run writes (resume)
+    Column("error", Text),  # why it failed or stopped
+)
+
+rows = Table(
+    "rows",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("idx", Integer, primary_key=True, autoincrement=False),
+    Column("line", Integer),
+    Column("sample_id", Text),
+    Column("failed", Boolean, nullable=False),
+    Column("sample", Text),  # JSON: the sample, when the run had it
+    Column("record", Text, nullable=False),  # JSON: the results.jsonl row, as written there
+    Index("ix_rows_run_sample", "run_id", "sample_id"),
+    Index("ix_rows_run_failed", "run_id", "failed", "idx"),  # revision 0002
+)
+
+labels = Table(
+    "labels",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), index=True),
+    Column("row_index", Integer),
+    Column("sample_id", Text, index=True),  # revision 0002
+    Column("metric", Text, nullable=False),
+    Column("label", Text, nullable=False),  # JSON: a number, a bool or a word
+    Column("note", Text),
+    Column("annotator", Text),
+    Column("created", DateTime(timezone=True), nullable=False),
+)
