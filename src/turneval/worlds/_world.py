@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -362,6 +360,8 @@ class ToolWorld:
 
 def _sync_call(coroutine: Callable[..., Any], kwargs: dict[str, Any]) -> str:
     """A tool's sync call: on the sync-call loop, or in a worker thread inside a running loop."""
+    import asyncio  # here: ``import turneval.metrics`` stays free of asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     async def call() -> str:
         result: str = await coroutine(**kwargs)
