@@ -1,0 +1,88 @@
+"""The batch engine against OpenAI's files + batches endpoints on 127.0.0.1 (real SDK)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_openai import ChatOpenAI
+
+from turneval import SingleTurnSample, evaluate
+from turneval.batch import BatchRun, submit
+from turneval.llms import SQLiteCache
+
+from .._batch_stub import BatchStub
+
+
+@pytest.fixture(scope="module")
+def stub_server() -> Iterator[BatchStub]:
+    server = BatchStub()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def stub(stub_server: BatchStub) -> BatchStub:
+    stub_server.inject = lambda custom_id: None
+    stub_server.hold = stub_server.expire_next = False
+    stub_server.submitted.clear()
+    stub_server.sync_requests = 0
+    return stub_server
+
+
+def judge(stub: BatchStub) -> ChatOpenAI:
+    return ChatOpenAI(model="gpt-4o-mini", base_url=stub.url, api_key="test-key", max_retries=0)
+
+
+def samples(count: int) -> list[SingleTurnSample]:
+    return [
+        SingleTurnSample(
+            user_input=f"question {i}",
+            response=f"answer {i}",
+            reference=f"answer {i}" if i % 3 else "other",
+        )
+        for i in range(count)
+    ]
+
+
+METRICS = ["exact_match", "fluency"]
+
+
+def values(result: Any, name: str) -> list[float]:
+    return [row.results[name].value if name in row.results else math.nan for row in result.rows]
+
+
+def test_batch_run_equals_live_run_and_fills_the_cache(stub: BatchStub, tmp_path: Path) -> None:
+    data = samples(40)
+    run = submit(data, METRICS, llm=judge(stub), out=tmp_path / "run")
+    assert stub.sync_requests == 0 and len(stub.submitted) == 40
+    status = run.wait(progress=False, poll_interval=0)
+    assert status.done and status.answered == 40 and status.rounds == 1
+    batch = run.collect()
+    assert stub.sync_requests == 0  # every judged cell came from the batch
+    live = evaluate(data, METRICS, llm=judge(stub))  # same seeded answers, asked one by one
+    assert stub.sync_requests == 40
+    assert values(batch, "fluency") == values(live, "fluency")
+    assert values(batch, "exact_match") == values(live, "exact_match")
+    assert not any(row.failures for row in batch.rows)
+    # The answers are in the cache under the live run's keys: a live re-run pays nothing.
+    stub.sync_requests = 0
+    again = evaluate(data, METRICS, llm=judge(stub), cache=SQLiteCache(tmp_path / "run" / "cache.sqlite"))
+    assert stub.sync_requests == 0 and again.usage.cached_calls == 40
+    assert values(again, "fluency") == values(live, "fluency")
+    assert (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_errors_go_to_a_follow_up_round(stub: BatchStub, tmp_path: Path) -> None:
+    stub.inject = lambda cid: "error" if cid.endswith("-1") and int(cid[:4], 16) % 4 == 0 else None
+    run = submit(samples(40), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+    status = run.wait(progress=False, poll_interval=0)
+    first = [c for c in stub.submitted if c.endswith("-1")]
+    again = [c for c in stub.submitted if c.endswith("-2")]
+    assert len(first) == 40 and 0 < len(again) < 40
+    assert {c[:56] for c in again} == {c[:56] for c in first if int(c[:4], 16) % 4 == 0}
+    assert status.rounds == 2 and status.answered == 40
+    assert not any(row.failures for row in run.collect().rows)
