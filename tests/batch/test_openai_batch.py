@@ -86,3 +86,66 @@ def test_errors_go_to_a_follow_up_round(stub: BatchStub, tmp_path: Path) -> None
     assert {c[:56] for c in again} == {c[:56] for c in first if int(c[:4], 16) % 4 == 0}
     assert status.rounds == 2 and status.answered == 40
     assert not any(row.failures for row in run.collect().rows)
+
+
+class Killed(BaseException):
+    """Stands for the process dying at that point (nothing after it runs)."""
+
+
+def once_submitted(stub: BatchStub) -> None:
+    keys = [c.rsplit("-", 1)[0] for c in stub.submitted]
+    assert len(keys) == len(set(keys)), "a request was submitted twice"
+
+
+@pytest.mark.parametrize("when", ["before_create", "after_create"])
+def test_kill_during_submission_then_restart(
+    stub: BatchStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    from turneval.batch._providers import OpenAIProvider
+
+    monkeypatch.setattr(OpenAIProvider, "max_requests", 15)  # 40 requests: 3 batches
+    real = OpenAIProvider.create
+    calls = []
+
+    def dying(self: OpenAIProvider, requests: Any, metadata: Any) -> str:
+        calls.append(metadata)
+        if len(calls) == 2:  # the second batch: dies before or after the provider has it
+            if when == "after_create":
+                real(self, requests, metadata)
+            raise Killed
+        return real(self, requests, metadata)
+
+    monkeypatch.setattr(OpenAIProvider, "create", dying)
+    with pytest.raises(Killed):
+        submit(samples(40), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+    monkeypatch.setattr(OpenAIProvider, "create", real)
+    before = len(stub.submitted)
+    assert before == (30 if when == "after_create" else 15)
+    run = BatchRun.open(tmp_path / "run", llm=judge(stub))  # reconciles first
+    assert len(stub.submitted) == before  # nothing sent while reconciling
+    status = run.wait(progress=False, poll_interval=0)
+    assert status.answered == 40 and len(stub.submitted) == 40
+    once_submitted(stub)
+    result = run.collect()
+    assert all("fluency" in row.results for row in result.rows)
+
+
+def test_kill_during_polling_then_restart(
+    stub: BatchStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = submit(samples(30), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+    real = SQLiteCache.set_many
+
+    def dying(self: SQLiteCache, *args: Any, **kwargs: Any) -> None:
+        raise Killed  # the results were downloaded, nothing was stored
+
+    monkeypatch.setattr(SQLiteCache, "set_many", dying)
+    with pytest.raises(Killed):
+        run.wait(progress=False, poll_interval=0)
+    monkeypatch.setattr(SQLiteCache, "set_many", real)
+    again = BatchRun.open(tmp_path / "run", llm=judge(stub))
+    assert again.status().answered == 0 and again.status().waiting == 30
+    status = again.wait(progress=False, poll_interval=0)
+    assert status.answered == 30 and len(stub.submitted) == 30 and status.rounds == 1
+    once_submitted(stub)
+    assert all("fluency" in row.results for row in again.collect().rows)

@@ -92,12 +92,16 @@ class OpenAIProvider(Provider):
         """Use ``llm.root_client`` (the model's synchronous OpenAI client)."""
         super().__init__(llm)
         self.client = llm.root_client
+        self._formats: dict[type[BaseModel], dict[str, Any]] = {}
 
     def body(self, messages: list[BaseMessage], schema: type[BaseModel]) -> dict[str, Any]:
         """The chat-completions body with the verdict's strict JSON-schema response format."""
         from openai.lib._parsing._completions import type_to_response_format_param
 
-        response_format = dict(type_to_response_format_param(schema))  # type: ignore[arg-type]
+        response_format = self._formats.get(schema)
+        if response_format is None:
+            response_format = dict(type_to_response_format_param(schema))  # type: ignore[arg-type]
+            self._formats[schema] = response_format
         payload = dict(self.llm._get_request_payload(messages, response_format=response_format))
         payload.pop("stream", None)
         extra = payload.pop("extra_body", None) or {}

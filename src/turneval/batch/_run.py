@@ -489,6 +489,7 @@ class BatchRun:
         }
         usage = Usage()
         updates: list[tuple[str, int, str, str | None, str]] = []
+        answers: list[tuple[str, dict[str, Any]]] = []
         for outcome in outcomes:
             row = rows.pop(outcome.custom_id, None)
             if row is None:  # not ours, or already read
@@ -518,13 +519,13 @@ class BatchRun:
                     )
                     updates.append(("failed", repairs, feedback, message, key))
                 continue
-            value = {"raw": raw, "parsed": parsed.model_dump(mode="json")}
-            self.cache.set(key, value, replace=True)
+            answers.append((key, {"raw": raw, "parsed": parsed.model_dump(mode="json")}))
             updates.append(("answered", repairs, feedback, None, key))
         for key, sends, repairs, feedback in rows.values():  # no result at all
             updates.append(
                 self._retry(key, sends, repairs, feedback, f"no result (batch {remote_status})")
             )
+        self.cache.set_many(answers, replace=True)  # before the state says "answered"
         with self._store.transaction() as db:
             db.executemany(
                 "UPDATE requests SET state = ?, repairs = ?, feedback = ?, error = ? "

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from os import PathLike
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from turneval.errors import ConfigError
@@ -75,6 +76,21 @@ class SQLiteCache:
             self._connection.execute(
                 f"INSERT OR {verb} INTO judge_cache (key, value) VALUES (?, ?)", (key, text)
             )
+
+    def set_many(self, items: Iterable[tuple[str, dict[str, Any]]], *, replace: bool = False) -> None:
+        """Store many answers in one transaction (as :meth:`set` does one)."""
+        rows = [(key, json.dumps(value, ensure_ascii=True)) for key, value in items]
+        verb = "REPLACE" if replace else "IGNORE"
+        with self._lock:
+            self._connection.execute("BEGIN")
+            try:
+                self._connection.executemany(
+                    f"INSERT OR {verb} INTO judge_cache (key, value) VALUES (?, ?)", rows
+                )
+            except BaseException:
+                self._connection.execute("ROLLBACK")
+                raise
+            self._connection.execute("COMMIT")
 
     def __len__(self) -> int:
         """Number of stored answers."""

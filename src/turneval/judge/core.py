@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import json
 import random
@@ -394,7 +395,7 @@ class Judge:
         payload: dict[str, Any] = {
             "model": self.identity,
             "messages": [[m.type, _text_of(m)] for m in messages],
-            "schema": schema.model_json_schema(),
+            "schema": _json_schema(schema),
             "structured": self._supports_structured,
         }
         if extra:
@@ -606,6 +607,12 @@ class Judge:
         if runnable is not None:
             return await runnable.ainvoke(messages)
         return await self.llm.ainvoke(messages)
+
+
+@functools.lru_cache(maxsize=256)
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """``schema``'s JSON schema, built once per verdict class (part of every cache key)."""
+    return schema.model_json_schema()
 
 
 def _cached_verdict(hit: dict[str, Any] | None, schema: type[T]) -> T | None:
