@@ -149,3 +149,58 @@ def test_kill_during_polling_then_restart(
     assert status.answered == 30 and len(stub.submitted) == 30 and status.rounds == 1
     once_submitted(stub)
     assert all("fluency" in row.results for row in again.collect().rows)
+
+
+def test_invalid_answers_are_repaired_in_a_round_of_their_own(
+    stub: BatchStub, tmp_path: Path
+) -> None:
+    stub.inject = lambda cid: "invalid" if cid.endswith("-1") and cid[0] in "0123" else None
+    run = submit(samples(30), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+    status = run.wait(progress=False, poll_interval=0)
+    repaired = [c for c in stub.submitted if c.endswith("-2")]
+    assert repaired and all(c[0] in "0123" for c in repaired)
+    assert status.rounds == 2 and status.answered == 30
+    # The repair shows the model its unusable answer and why, as a live judge does.
+    lines = [line for lines in stub.lines.values() for line in lines]
+    repair = next(line for line in lines if line["custom_id"] == repaired[0])
+    roles = [m["role"] for m in repair["body"]["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert repair["body"]["messages"][2]["content"] == "not json"
+    assert "could not be used" in repair["body"]["messages"][3]["content"]
+
+
+def test_expired_requests_then_fail_or_fall_back_to_live(stub: BatchStub, tmp_path: Path) -> None:
+    stub.inject = lambda cid: "error" if cid[0] in "01234567" else None  # every attempt fails
+    stub.expire_next = True  # the first batch also expires half-way
+    data = samples(20)
+    run = submit(data, ["fluency", "exact_match"], llm=judge(stub), out=tmp_path / "run",
+                 max_attempts=2)
+    status = run.wait(progress=False, poll_interval=0)
+    failing = {c[:56] for c in stub.submitted if c[0] in "01234567"}
+    assert status.rounds == 2 and status.failed == len(failing) > 0
+    assert status.answered == 20 - len(failing)
+    first = stub.submitted[:20]
+    expired = {c[:56] for c in first[1::2]}  # the batch expired before every second request
+    assert sorted(c[:56] for c in stub.submitted[20:]) == sorted(failing | expired)
+    result = run.collect()
+    failed_rows = [row for row in result.rows if "fluency" in row.failures]
+    assert len(failed_rows) == len(failing) and stub.sync_requests == 0
+    assert "batch request failed: HTTP 500: injected server error" in (
+        failed_rows[0].failures["fluency"].message
+    )
+    assert all("exact_match" in row.results for row in result.rows)  # rules are scored here
+    live = run.collect(fallback="sync")  # the failed requests asked live
+    assert stub.sync_requests == len(failing)
+    assert not any(row.failures for row in live.rows)
+
+
+def test_cancel_stops_the_run_and_keeps_nothing_waiting(stub: BatchStub, tmp_path: Path) -> None:
+    stub.hold = True
+    run = submit(samples(10), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+    run.poll()
+    run.cancel()
+    status = run.wait(progress=False, poll_interval=0)
+    assert status.done and status.failed == 10 and len(stub.submitted) == 10
+    assert status.batches[0][1] == "cancelled"
+    rows = run.collect().rows
+    assert all("batch_cancelled" in row.failures["fluency"].message for row in rows)
