@@ -16,6 +16,7 @@ import random
 import re
 import threading
 import time
+from datetime import datetime, timezone
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -281,7 +282,8 @@ class BatchStub:
             "id": batch_id, "type": "message_batch", "processing_status": "in_progress",
             "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0,
                                "canceled": 0, "expired": 0},
-            "created_at": "2026-01-01T00:00:00Z", "expires_at": "2026-01-02T00:00:00Z",
+            "created_at": datetime.now(timezone.utc).isoformat(),
+            "expires_at": "2099-01-02T00:00:00Z",
             "ended_at": None, "cancel_initiated_at": None, "archived_at": None,
             "results_url": None, "steps": 0,
         }

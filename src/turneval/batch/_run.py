@@ -38,6 +38,9 @@ Fallback = Literal["fail", "sync"]
 DEFAULT_MAX_ATTEMPTS = 3
 """Times a request is sent in batches at most (the first and its follow-ups)."""
 
+_CLOCK_SKEW = 600.0
+"""Seconds the provider's clock may lag ours when a message batch is matched by its time."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS requests (
@@ -425,7 +428,7 @@ class BatchRun:
             match = next((b for b in remote if b.metadata.get("turneval_batch") == local), None)
             if match is None and self.provider.name == "anthropic":  # no metadata: time, count
                 match = next(
-                    (b for b in remote if b.created_at >= created - 5 and b.total == count), None
+                    (b for b in remote if b.created_at >= created - _CLOCK_SKEW and b.total == count), None
                 )
             if match is not None:
                 remote.remove(match)
