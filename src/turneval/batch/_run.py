@@ -621,10 +621,7 @@ class BatchRun:
         status = self.status()
         if not status.done:
             raise ConfigError(f"batch run in {self.out} is not finished ({status}): wait first")
-        failed = dict(
-            self._store.db.execute("SELECT key, error FROM requests WHERE state = 'failed'")
-        )
-        cache = _BatchCache(self.cache_path, failed, fallback or self.fallback)
+        cache = _BatchCache(self.cache_path, self.failed_requests(), fallback or self.fallback)
         try:
             result = evaluate(
                 self.samples, self.metrics, llm=self.llm, cache=cache, show_progress=False
@@ -633,6 +630,16 @@ class BatchRun:
             cache.close()
         result.to_jsonl(self.out / "results.jsonl")
         return result
+
+    def failed_requests(self) -> dict[str, str]:
+        """The provider's error (or the parse error) of each request that failed, by key."""
+        return dict(
+            self._store.db.execute("SELECT key, error FROM requests WHERE state = 'failed'")
+        )
+
+    def remember(self, values: dict[str, Any]) -> None:
+        """Keep how the command line built the judge (its flags, never a key) in the folder."""
+        self._store.set_meta("cli", values)
 
     def cost(self, prices: Prices) -> tuple[float, float]:
         """What the batches cost at ``prices`` (their discount applied), and the live price."""
