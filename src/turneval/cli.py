@@ -288,8 +288,13 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     result = estimate(dataset, resolve_metrics(metrics))
     print(result)
     if args.price_input is not None:
-        cost = result.input_cost(Prices(args.price_input, args.price_output or 0.0))
+        prices = Prices(args.price_input, args.price_output or 0.0)
+        cost = result.input_cost(prices)
         print(f"estimated prompt cost: {cost:.4f} (at {args.price_input} per 1M input tokens)")
+        print(
+            f"  live: {cost:.4f}   through a batch API (--engine batch): "
+            f"{result.batch_input_cost(prices):.4f}"
+        )
     return 0
 
 

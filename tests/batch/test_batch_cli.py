@@ -10,6 +10,7 @@ import pytest
 from turneval import EvaluationDataset
 from turneval.batch import BatchRun
 from turneval.cli import main
+from turneval.usage import Usage
 
 from .._batch_stub import BatchStub
 from .test_openai_batch import samples, stub, stub_server  # noqa: F401  (fixtures)
@@ -82,3 +83,22 @@ def test_batch_cancel(stub: BatchStub, tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["batch", "cancel", str(out)]) == 0
     assert main(["batch", "status", str(out)]) == 0
     assert "0/4 answered, 4 failed" in capsys.readouterr().out
+
+
+def test_dry_run_prints_the_live_and_the_batch_price(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from turneval.estimate import estimate
+    from turneval.results import Prices
+    from turneval.runner import resolve_metrics
+
+    data = tmp_path / "data.jsonl"
+    EvaluationDataset(samples(5)).to_jsonl(data)
+    argv = ["evaluate", str(data), "--metric", "fluency", "--dry-run", "--price-input", "3"]
+    assert main(argv) == 0
+    tokens = estimate(samples(5), resolve_metrics(["fluency"])).total_prompt_tokens
+    live, batch = tokens * 3 / 1e6, tokens * 3 / 1e6 / 2
+    assert f"live: {live:.4f}   through a batch API (--engine batch): {batch:.4f}" in (
+        capsys.readouterr().out
+    )
+    assert Prices(3, 0, batch_discount=0.4).batch_cost(Usage(input_tokens=10**6)) == pytest.approx(1.8)
