@@ -16,8 +16,8 @@ import random
 import re
 import threading
 import time
-from datetime import datetime, timezone
 from collections.abc import Callable
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -81,7 +81,9 @@ def anthropic_answer(body: dict[str, Any], invalid: bool = False) -> dict[str, A
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "stub"),
-        "content": [{"type": "tool_use", "id": "toolu_stub", "name": tool["name"], "input": answer}],
+        "content": [
+            {"type": "tool_use", "id": "toolu_stub", "name": tool["name"], "input": answer}
+        ],
         "stop_reason": "tool_use",
         "stop_sequence": None,
         "usage": {"input_tokens": 100, "output_tokens": 20},
@@ -130,58 +132,58 @@ class BatchStub:
                 return self.rfile.read(int(self.headers.get("content-length", 0)))
 
             def do_GET(self) -> None:
-                path = self.path.split("?")[0]
+                base = f"http://{self.headers.get('host')}"
                 with stub.lock:
-                    if m := re.fullmatch(r"/v1/files/([^/]+)/content", path):
-                        return self._send(None, raw=stub.files[m[1]])
-                    if path == "/v1/batches":
-                        data = list(stub.batches.values())[::-1]
-                        return self._send({"object": "list", "data": data, "has_more": False})
-                    if m := re.fullmatch(r"/v1/batches/([^/]+)", path):
-                        return self._send(stub._advance_openai(m[1]))
-                    if path == "/v1/messages/batches":
-                        data = list(stub.message_batches.values())[::-1]
-                        return self._send({"data": data, "has_more": False})
-                    if m := re.fullmatch(r"/v1/messages/batches/([^/]+)/results", path):
-                        return self._send(None, raw=stub.results[m[1]])
-                    if m := re.fullmatch(r"/v1/messages/batches/([^/]+)", path):
-                        return self._send(stub._advance_anthropic(m[1], self._base()))
-                self._send({"error": {"message": f"no route {path}"}}, 404)
-
-            def _base(self) -> str:
-                return f"http://{self.headers.get('host')}"
+                    answer = stub.get(self.path.split("?")[0], base)
+                self._send(None, raw=answer) if isinstance(answer, bytes) else self._send(answer)
 
             def do_POST(self) -> None:
-                path = self.path.split("?")[0]
                 raw = self._body()
-                if path == "/v1/chat/completions":
-                    with stub.lock:
-                        stub.sync_requests += 1
-                    return self._send(openai_answer(json.loads(raw)))
-                if path == "/v1/messages":
-                    with stub.lock:
-                        stub.sync_requests += 1
-                    return self._send(anthropic_answer(json.loads(raw)))
-                with stub.lock:
-                    if path == "/v1/files":
-                        return self._send(stub._upload(raw, self.headers["content-type"]))
-                    if path == "/v1/batches":
-                        return self._send(stub._create_openai(json.loads(raw)))
-                    if m := re.fullmatch(r"/v1/batches/([^/]+)/cancel", path):
-                        batch = stub.batches[m[1]]
-                        batch["status"] = "cancelling"
-                        return self._send(batch)
-                    if path == "/v1/messages/batches":
-                        return self._send(stub._create_anthropic(json.loads(raw)))
-                    if m := re.fullmatch(r"/v1/messages/batches/([^/]+)/cancel", path):
-                        batch = stub.message_batches[m[1]]
-                        batch["processing_status"] = "canceling"
-                        return self._send(batch)
-                self._send({"error": {"message": f"no route {path}"}}, 404)
+                answer = stub.post(self.path.split("?")[0], raw, self.headers["content-type"])
+                self._send(answer)
 
         self.server = _Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def get(self, path: str, base: str) -> Any:
+        """Answer a GET (a JSON value, or the bytes of a file)."""
+        if m := re.fullmatch(r"/v1/files/([^/]+)/content", path):
+            return self.files[m[1]]
+        if path == "/v1/batches":
+            data = list(self.batches.values())[::-1]
+            return {"object": "list", "data": data, "has_more": False}
+        if m := re.fullmatch(r"/v1/batches/([^/]+)", path):
+            return self._advance_openai(m[1])
+        if path == "/v1/messages/batches":
+            return {"data": list(self.message_batches.values())[::-1], "has_more": False}
+        if m := re.fullmatch(r"/v1/messages/batches/([^/]+)/results", path):
+            return self.results[m[1]]
+        if m := re.fullmatch(r"/v1/messages/batches/([^/]+)", path):
+            return self._advance_anthropic(m[1], base)
+        raise AssertionError(f"no route GET {path}")
+
+    def post(self, path: str, raw: bytes, content_type: str | None) -> Any:
+        """Answer a POST."""
+        if path in ("/v1/chat/completions", "/v1/messages"):
+            with self.lock:
+                self.sync_requests += 1
+            answer = openai_answer if path == "/v1/chat/completions" else anthropic_answer
+            return answer(json.loads(raw))
+        with self.lock:
+            if path == "/v1/files":
+                return self._upload(raw, str(content_type))
+            if path == "/v1/batches":
+                return self._create_openai(json.loads(raw))
+            if m := re.fullmatch(r"/v1/batches/([^/]+)/cancel", path):
+                self.batches[m[1]]["status"] = "cancelling"
+                return self.batches[m[1]]
+            if path == "/v1/messages/batches":
+                return self._create_anthropic(json.loads(raw))
+            if m := re.fullmatch(r"/v1/messages/batches/([^/]+)/cancel", path):
+                self.message_batches[m[1]]["processing_status"] = "canceling"
+                return self.message_batches[m[1]]
+        raise AssertionError(f"no route POST {path}")
 
     @property
     def url(self) -> str:
@@ -209,8 +211,15 @@ class BatchStub:
                 content = data[: -len(b"\r\n")] if data.endswith(b"\r\n") else data
         file_id = f"file-{len(self.files)}"
         self.files[file_id] = content
-        return {"id": file_id, "object": "file", "bytes": len(content), "created_at": 0,
-                "filename": "batch.jsonl", "purpose": "batch", "status": "processed"}
+        return {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(content),
+            "created_at": 0,
+            "filename": "batch.jsonl",
+            "purpose": "batch",
+            "status": "processed",
+        }
 
     def _create_openai(self, body: dict[str, Any]) -> dict[str, Any]:
         lines = [json.loads(line) for line in self.files[body["input_file_id"]].splitlines()]
@@ -222,10 +231,17 @@ class BatchStub:
         self.lines[batch_id] = lines
         counts = {"total": len(lines), "completed": 0, "failed": 0}
         self.batches[batch_id] = {
-            "id": batch_id, "object": "batch", "endpoint": body["endpoint"],
-            "input_file_id": body["input_file_id"], "completion_window": "24h",
-            "status": "validating", "created_at": int(time.time()), "output_file_id": None,
-            "error_file_id": None, "request_counts": counts, "metadata": body.get("metadata"),
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": body["endpoint"],
+            "input_file_id": body["input_file_id"],
+            "completion_window": "24h",
+            "status": "validating",
+            "created_at": int(time.time()),
+            "output_file_id": None,
+            "error_file_id": None,
+            "request_counts": counts,
+            "metadata": body.get("metadata"),
         }
         return self.batches[batch_id]
 
@@ -243,32 +259,54 @@ class BatchStub:
             self._finish_openai(batch, cancelled=True)
         return batch
 
-    def _finish_openai(self, batch: dict[str, Any], *, expired: bool = False,
-                       cancelled: bool = False) -> None:
+    def _finish_openai(
+        self, batch: dict[str, Any], *, expired: bool = False, cancelled: bool = False
+    ) -> None:
         out, errors = [], []
         for number, line in enumerate(self.lines[batch["id"]]):
             custom_id = line["custom_id"]
             fate = self.inject(custom_id)
             if cancelled or (expired and number % 2):
                 code = "batch_cancelled" if cancelled else "batch_expired"
-                errors.append({"id": "r", "custom_id": custom_id, "response": None,
-                               "error": {"code": code, "message": f"{code} before it ran"}})
+                errors.append(
+                    {
+                        "id": "r",
+                        "custom_id": custom_id,
+                        "response": None,
+                        "error": {"code": code, "message": f"{code} before it ran"},
+                    }
+                )
             elif fate == "error":
                 body = {"error": {"message": "injected server error", "type": "server_error"}}
-                errors.append({"id": "r", "custom_id": custom_id, "error": None,
-                               "response": {"status_code": 500, "body": body}})
+                errors.append(
+                    {
+                        "id": "r",
+                        "custom_id": custom_id,
+                        "error": None,
+                        "response": {"status_code": 500, "body": body},
+                    }
+                )
             else:
                 answer = openai_answer(line["body"], invalid=fate == "invalid")
-                out.append({"id": "r", "custom_id": custom_id, "error": None,
-                            "response": {"status_code": 200, "request_id": "q", "body": answer}})
+                out.append(
+                    {
+                        "id": "r",
+                        "custom_id": custom_id,
+                        "error": None,
+                        "response": {"status_code": 200, "request_id": "q", "body": answer},
+                    }
+                )
         for name, rows in (("output_file_id", out), ("error_file_id", errors)):
             if rows:
                 file_id = f"file-{len(self.files)}"
                 self.files[file_id] = "".join(json.dumps(r) + "\n" for r in rows).encode()
                 batch[name] = file_id
         batch["status"] = "cancelled" if cancelled else "expired" if expired else "completed"
-        batch["request_counts"] = {"total": len(out) + len(errors), "completed": len(out),
-                                   "failed": len(errors)}
+        batch["request_counts"] = {
+            "total": len(out) + len(errors),
+            "completed": len(out),
+            "failed": len(errors),
+        }
 
     # -- Anthropic ------------------------------------------------------------------------------
 
@@ -279,13 +317,23 @@ class BatchStub:
         self.submitted += [r["custom_id"] for r in requests]
         self.lines[batch_id] = requests
         self.message_batches[batch_id] = {
-            "id": batch_id, "type": "message_batch", "processing_status": "in_progress",
-            "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0,
-                               "canceled": 0, "expired": 0},
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "in_progress",
+            "request_counts": {
+                "processing": len(requests),
+                "succeeded": 0,
+                "errored": 0,
+                "canceled": 0,
+                "expired": 0,
+            },
             "created_at": datetime.now(timezone.utc).isoformat(),
             "expires_at": "2099-01-02T00:00:00Z",
-            "ended_at": None, "cancel_initiated_at": None, "archived_at": None,
-            "results_url": None, "steps": 0,
+            "ended_at": None,
+            "cancel_initiated_at": None,
+            "archived_at": None,
+            "results_url": None,
+            "steps": 0,
         }
         return {k: v for k, v in self.message_batches[batch_id].items() if k != "steps"}
 
@@ -293,8 +341,9 @@ class BatchStub:
         batch = self.message_batches[batch_id]
         status = batch["processing_status"]
         batch["steps"] += 1
-        if status == "canceling" or (status == "in_progress" and not self.hold
-                                     and batch["steps"] > 1):
+        if status == "canceling" or (
+            status == "in_progress" and not self.hold and batch["steps"] > 1
+        ):
             counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
             rows = []
             for number, request in enumerate(self.lines[batch_id]):
@@ -304,8 +353,13 @@ class BatchStub:
                 elif fate == "expired" or (self.expire_next and number % 2):
                     result = {"type": "expired"}
                 elif fate == "error":
-                    result = {"type": "errored", "error": {"type": "error", "error": {
-                        "type": "api_error", "message": "injected server error"}}}
+                    result = {
+                        "type": "errored",
+                        "error": {
+                            "type": "error",
+                            "error": {"type": "api_error", "message": "injected server error"},
+                        },
+                    }
                 else:
                     answer = anthropic_answer(request["params"], invalid=fate == "invalid")
                     result = {"type": "succeeded", "message": answer}
@@ -313,7 +367,10 @@ class BatchStub:
                 rows.append({"custom_id": request["custom_id"], "result": result})
             self.expire_next = False
             self.results[batch_id] = "".join(json.dumps(r) + "\n" for r in rows).encode()
-            batch.update(processing_status="ended", request_counts=counts,
-                         ended_at="2026-01-01T01:00:00Z",
-                         results_url=f"{base}/v1/messages/batches/{batch_id}/results")
+            batch.update(
+                processing_status="ended",
+                request_counts=counts,
+                ended_at="2026-01-01T01:00:00Z",
+                results_url=f"{base}/v1/messages/batches/{batch_id}/results",
+            )
         return {k: v for k, v in batch.items() if k != "steps"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +18,8 @@ from .._batch_stub import BatchStub, anthropic_answer
 from .test_openai_batch import Killed, once_submitted, samples, values
 
 
-@pytest.fixture(scope="module")
-def stub_server() -> Iterator[BatchStub]:
-    server = BatchStub()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def stub(stub_server: BatchStub) -> BatchStub:
-    stub_server.inject = lambda custom_id: None
-    stub_server.hold = stub_server.expire_next = False
-    stub_server.submitted.clear()
-    stub_server.sync_requests = 0
-    return stub_server
-
-
 def claude(stub: BatchStub) -> ChatAnthropic:
-    return ChatAnthropic(  # type: ignore[call-arg]
+    return ChatAnthropic(
         model="claude-stub-1", base_url=stub.anthropic_url, api_key="test-key", max_retries=0
     )
 
@@ -106,5 +89,5 @@ def test_live_chat_anthropic_runs_one_event_loop_after_another(stub: BatchStub) 
         assert stub.sync_requests == 4 * (run + 1)
     # langchain-anthropic shares one HTTP client per base URL across the process; the judge
     # talks through a client of its own run instead, closed with the run's loop.
-    shared = model._async_client._client
+    shared: Any = model._async_client._client
     assert not shared._transport._pool.connections

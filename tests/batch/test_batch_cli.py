@@ -13,7 +13,7 @@ from turneval.cli import main
 from turneval.usage import Usage
 
 from .._batch_stub import BatchStub
-from .test_openai_batch import samples, stub, stub_server  # noqa: F401  (fixtures)
+from .test_openai_batch import samples
 
 
 def flags(stub: BatchStub) -> list[str]:
@@ -101,4 +101,6 @@ def test_dry_run_prints_the_live_and_the_batch_price(
     assert f"live: {live:.4f}   through a batch API (--engine batch): {batch:.4f}" in (
         capsys.readouterr().out
     )
-    assert Prices(3, 0, batch_discount=0.4).batch_cost(Usage(input_tokens=10**6)) == pytest.approx(1.8)
+    assert Prices(3, 0, batch_discount=0.4).batch_cost(Usage(input_tokens=10**6)) == pytest.approx(
+        1.8
+    )

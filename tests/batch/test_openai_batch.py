@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,22 +14,6 @@ from turneval.batch import BatchRun, submit
 from turneval.llms import SQLiteCache
 
 from .._batch_stub import BatchStub
-
-
-@pytest.fixture(scope="module")
-def stub_server() -> Iterator[BatchStub]:
-    server = BatchStub()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def stub(stub_server: BatchStub) -> BatchStub:
-    stub_server.inject = lambda custom_id: None
-    stub_server.hold = stub_server.expire_next = False
-    stub_server.submitted.clear()
-    stub_server.sync_requests = 0
-    return stub_server
 
 
 def judge(stub: BatchStub) -> ChatOpenAI:
@@ -70,7 +53,9 @@ def test_batch_run_equals_live_run_and_fills_the_cache(stub: BatchStub, tmp_path
     assert not any(row.failures for row in batch.rows)
     # The answers are in the cache under the live run's keys: a live re-run pays nothing.
     stub.sync_requests = 0
-    again = evaluate(data, METRICS, llm=judge(stub), cache=SQLiteCache(tmp_path / "run" / "cache.sqlite"))
+    again = evaluate(
+        data, METRICS, llm=judge(stub), cache=SQLiteCache(tmp_path / "run" / "cache.sqlite")
+    )
     assert stub.sync_requests == 0 and again.usage.cached_calls == 40
     assert values(again, "fluency") == values(live, "fluency")
     assert (tmp_path / "run" / "results.jsonl").exists()
@@ -173,8 +158,9 @@ def test_expired_requests_then_fail_or_fall_back_to_live(stub: BatchStub, tmp_pa
     stub.inject = lambda cid: "error" if cid[0] in "01234567" else None  # every attempt fails
     stub.expire_next = True  # the first batch also expires half-way
     data = samples(20)
-    run = submit(data, ["fluency", "exact_match"], llm=judge(stub), out=tmp_path / "run",
-                 max_attempts=2)
+    run = submit(
+        data, ["fluency", "exact_match"], llm=judge(stub), out=tmp_path / "run", max_attempts=2
+    )
     status = run.wait(progress=False, poll_interval=0)
     failing = {c[:56] for c in stub.submitted if c[0] in "01234567"}
     assert status.rounds == 2 and status.failed == len(failing) > 0

@@ -127,9 +127,7 @@ def _finish(run: BatchRun, args: argparse.Namespace, fallback: str | None) -> An
     return result
 
 
-def evaluate_batch(
-    args: argparse.Namespace, metrics: list[Any], out: Path, llm: Any
-) -> Any | None:
+def evaluate_batch(args: argparse.Namespace, metrics: list[Any], out: Path, llm: Any) -> Any | None:
     """``evaluate --engine batch``: submit (or resume), wait with a progress bar, collect.
 
     Returns the run's result, or None when interrupted (Ctrl-C): the batches keep running at

@@ -69,7 +69,7 @@ class Provider(ABC):
         """The batch's current state."""
 
     @abstractmethod
-    def list(self) -> list[RemoteBatch]:
+    def batches(self) -> list[RemoteBatch]:
         """The account's recent batches (newest first)."""
 
     @abstractmethod
@@ -145,7 +145,7 @@ class OpenAIProvider(Provider):
         """``GET /batches/{id}``."""
         return self._remote(self.client.batches.retrieve(batch_id))
 
-    def list(self) -> list[RemoteBatch]:
+    def batches(self) -> list[RemoteBatch]:
         """``GET /batches`` (the first 100: a restart concerns the newest)."""
         return [self._remote(b) for b in self.client.batches.list(limit=100).data]
 
@@ -216,7 +216,7 @@ class AnthropicProvider(Provider):
     def create(self, requests: list[tuple[str, dict[str, Any]]], metadata: dict[str, str]) -> str:
         """``POST /v1/messages/batches`` (``metadata`` cannot be sent: see the class)."""
         batch = self.client.messages.batches.create(
-            requests=[{"custom_id": cid, "params": body} for cid, body in requests]  # type: ignore[misc]
+            requests=[{"custom_id": cid, "params": body} for cid, body in requests]
         )
         return str(batch.id)
 
@@ -238,7 +238,7 @@ class AnthropicProvider(Provider):
         """``GET /v1/messages/batches/{id}``."""
         return self._remote(self.client.messages.batches.retrieve(batch_id))
 
-    def list(self) -> list[RemoteBatch]:
+    def batches(self) -> list[RemoteBatch]:
         """``GET /v1/messages/batches`` (the first 100)."""
         return [self._remote(b) for b in self.client.messages.batches.list(limit=100).data]
 

@@ -211,8 +211,11 @@ def _llm_from(spec: dict[str, Any]) -> Any:
 
 
 class _BatchCache(SQLiteCache):
-    """The run's cache at collect time: a request the batches did not answer never goes live
-    unless the fallback is ``sync``; with ``fail`` its cell fails with the provider's error."""
+    """The run's cache at collect time: answers from the batches, and nothing live.
+
+    A request the batches did not answer is asked live only with the fallback ``sync``; with
+    ``fail`` its cell fails with the provider's error.
+    """
 
     def __init__(
         self, path: str | PathLike[str], failed: dict[str, str], fallback: Fallback
@@ -423,12 +426,17 @@ class BatchRun:
                 "SELECT provider_id FROM batches WHERE provider_id IS NOT NULL"
             )
         }
-        remote = [b for b in self.provider.list() if b.id not in known]
+        remote = [b for b in self.provider.batches() if b.id not in known]
         for local, created, count in pending:
             match = next((b for b in remote if b.metadata.get("turneval_batch") == local), None)
             if match is None and self.provider.name == "anthropic":  # no metadata: time, count
                 match = next(
-                    (b for b in remote if b.created_at >= created - _CLOCK_SKEW and b.total == count), None
+                    (
+                        b
+                        for b in remote
+                        if b.created_at >= created - _CLOCK_SKEW and b.total == count
+                    ),
+                    None,
                 )
             if match is not None:
                 remote.remove(match)
@@ -531,8 +539,7 @@ class BatchRun:
         self.cache.set_many(answers, replace=True)  # before the state says "answered"
         with self._store.transaction() as db:
             db.executemany(
-                "UPDATE requests SET state = ?, repairs = ?, feedback = ?, error = ? "
-                "WHERE key = ?",
+                "UPDATE requests SET state = ?, repairs = ?, feedback = ?, error = ? WHERE key = ?",
                 updates,
             )
             db.execute(
@@ -652,8 +659,7 @@ class BatchRun:
         self._store.set_meta("cancelled", True)
         with self._store.transaction() as db:
             db.execute(
-                "UPDATE requests SET state = 'failed', error = 'cancelled' "
-                "WHERE state = 'pending'"
+                "UPDATE requests SET state = 'failed', error = 'cancelled' WHERE state = 'pending'"
             )
         for (provider_id,) in self._store.db.execute(
             "SELECT provider_id FROM batches WHERE state = 'open'"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any
 
 from turneval.errors import ConfigError
@@ -77,7 +77,9 @@ class SQLiteCache:
                 f"INSERT OR {verb} INTO judge_cache (key, value) VALUES (?, ?)", (key, text)
             )
 
-    def set_many(self, items: Iterable[tuple[str, dict[str, Any]]], *, replace: bool = False) -> None:
+    def set_many(
+        self, items: Iterable[tuple[str, dict[str, Any]]], *, replace: bool = False
+    ) -> None:
         """Store many answers in one transaction (as :meth:`set` does one)."""
         rows = [(key, json.dumps(value, ensure_ascii=True)) for key, value in items]
         verb = "REPLACE" if replace else "IGNORE"
