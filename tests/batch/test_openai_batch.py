@@ -190,3 +190,28 @@ def test_cancel_stops_the_run_and_keeps_nothing_waiting(stub: BatchStub, tmp_pat
     assert status.batches[0][1] == "cancelled"
     rows = run.collect().rows
     assert all("batch_cancelled" in row.failures["fluency"].message for row in rows)
+
+
+def test_two_thousand_rows_in_batches_split_by_bytes_with_a_follow_up(
+    stub: BatchStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The largest run that fits the suite's time budget; benchmarks/batch_engine.py runs
+    # 10,000 rows the same way.
+    from turneval.batch._providers import OpenAIProvider
+
+    monkeypatch.setattr(OpenAIProvider, "max_bytes", 2**20)  # ~1,500 requests a batch
+    stub.inject = lambda cid: "error" if cid.endswith("-1") and cid[:2] == "00" else None
+    data = samples(2000)
+    run = submit(data, METRICS, llm=judge(stub), out=tmp_path / "run")
+    sizes = [len(lines) for lines in list(stub.lines.values())[-2:]]
+    assert len(stub.submitted) == 2000 and len(sizes) == 2 and max(sizes) < 2000
+    status = run.wait(progress=False, poll_interval=0)
+    retried = [c for c in stub.submitted if c.endswith("-2")]
+    assert status.rounds == 2 and status.answered == 2000 and 0 < len(retried) < 30
+    once = {c.rsplit("-", 1)[0] for c in stub.submitted}
+    assert len(once) == 2000 and len(stub.submitted) == 2000 + len(retried)
+    batch = run.collect()
+    assert stub.sync_requests == 0 and not any(row.failures for row in batch.rows)
+    live = evaluate(data[:100], METRICS, llm=judge(stub))  # the same seeded answers, live
+    for name in METRICS:
+        assert values(batch, name)[:100] == values(live, name)
