@@ -104,3 +104,18 @@ def test_dry_run_prints_the_live_and_the_batch_price(
     assert Prices(3, 0, batch_discount=0.4).batch_cost(Usage(input_tokens=10**6)) == pytest.approx(
         1.8
     )
+
+
+def test_the_batch_module_and_cli_load_no_provider_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, turneval.batch\nfrom turneval.cli import build_parser\nbuild_parser()\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules}))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    for sdk in ("openai", "anthropic", "langchain_core", "langchain_anthropic"):
+        assert f"'{sdk}'" not in loaded
