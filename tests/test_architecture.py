@@ -50,6 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.calibration",
         "turneval.stream",
         "turneval.distributed",
+        "turneval.batch",
         "turneval.demo",
     ),
     ("turneval.cli", "turneval"),
@@ -61,6 +62,7 @@ DEFERRED = {
     ("turneval.messages", "turneval.formats"),  # the converters' original import path
     ("turneval.ratelimit", "turneval.estimate"),  # the token estimate of a request
     ("turneval.pipeline", "turneval.stream"),  # the JSONL line reader (belongs in dataset)
+    ("turneval.batch", "turneval.cli"),  # batch._cli uses the CLI's judge flags and summary printer
 }
 
 
