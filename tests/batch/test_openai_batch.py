@@ -215,3 +215,17 @@ def test_two_thousand_rows_in_batches_split_by_bytes_with_a_follow_up(
     live = evaluate(data[:100], METRICS, llm=judge(stub))  # the same seeded answers, live
     for name in METRICS:
         assert values(batch, name)[:100] == values(live, name)
+
+
+def test_a_judge_without_a_batch_api_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from turneval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="needs a ChatOpenAI, AzureChatOpenAI or ChatAnthropic"):
+        submit(samples(2), ["fluency"], llm=FakeListChatModel(responses=["{}"]), out=tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(ConfigError, match="no batch run"):
+        BatchRun.open(tmp_path / "r")

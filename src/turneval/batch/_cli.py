@@ -153,7 +153,7 @@ def evaluate_batch(args: argparse.Namespace, metrics: list[Any], out: Path, llm:
             max_attempts=args.batch_attempts,
             fallback=args.batch_fallback,
         )
-        run.remember({name: getattr(args, name) for name in _JUDGE_FLAGS})
+        run._remember({name: getattr(args, name) for name in _JUDGE_FLAGS})
     try:
         run.wait(progress=not args.quiet, poll_interval=args.poll_interval)
     except KeyboardInterrupt:

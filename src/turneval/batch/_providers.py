@@ -107,11 +107,21 @@ class OpenAIProvider(Provider):
         extra = payload.pop("extra_body", None) or {}
         return {**payload, **extra}
 
+    @property
+    def _endpoint(self) -> str:
+        # Azure OpenAI's batch lines and batches name the endpoint without the version.
+        return (
+            "/chat/completions"
+            if type(self.llm).__name__ == "AzureChatOpenAI"
+            else ("/v1/chat/completions")
+        )
+
     def create(self, requests: list[tuple[str, dict[str, Any]]], metadata: dict[str, str]) -> str:
         """Upload the JSONL file of requests and create the batch on it."""
+        url = self._endpoint
         lines = "".join(
             json.dumps(
-                {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body},
+                {"custom_id": cid, "method": "POST", "url": url, "body": body},
                 ensure_ascii=False,
             )
             + "\n"
@@ -122,7 +132,7 @@ class OpenAIProvider(Provider):
         )
         batch = self.client.batches.create(
             input_file_id=upload.id,
-            endpoint="/v1/chat/completions",
+            endpoint=url,
             completion_window="24h",
             metadata=metadata,
         )

@@ -644,7 +644,7 @@ class BatchRun:
             self._store.db.execute("SELECT key, error FROM requests WHERE state = 'failed'")
         )
 
-    def remember(self, values: dict[str, Any]) -> None:
+    def _remember(self, values: dict[str, Any]) -> None:
         """Keep how the command line built the judge (its flags, never a key) in the folder."""
         self._store.set_meta("cli", values)
 
@@ -736,6 +736,9 @@ def submit(
         raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
     if fallback not in ("fail", "sync"):
         raise ConfigError(f"fallback must be 'fail' or 'sync', got {fallback!r}")
+    if llm is None:
+        raise ConfigError("submit needs llm=: the judge model whose provider runs the batches")
+    provider_for(llm)  # a model without a batch API fails before the folder is written
     folder = Path(out)
     if (folder / "state.sqlite").exists():
         raise ConfigError(
