@@ -88,7 +88,7 @@ def test_kill_during_submission_then_restart(
 ) -> None:
     from turneval.batch._providers import OpenAIProvider
 
-    monkeypatch.setattr(OpenAIProvider, "max_requests", 15)  # 40 requests: 3 batches
+    monkeypatch.setattr(OpenAIProvider, "max_requests", 9)  # 24 requests: 3 batches
     real = OpenAIProvider.create
     calls = []
 
@@ -102,14 +102,14 @@ def test_kill_during_submission_then_restart(
 
     monkeypatch.setattr(OpenAIProvider, "create", dying)
     with pytest.raises(Killed):
-        submit(samples(40), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+        submit(samples(24), ["fluency"], llm=judge(stub), out=tmp_path / "run")
     monkeypatch.setattr(OpenAIProvider, "create", real)
     before = len(stub.submitted)
-    assert before == (30 if when == "after_create" else 15)
+    assert before == (18 if when == "after_create" else 9)
     run = BatchRun.open(tmp_path / "run", llm=judge(stub))  # reconciles first
     assert len(stub.submitted) == before  # nothing sent while reconciling
     status = run.wait(progress=False, poll_interval=0)
-    assert status.answered == 40 and len(stub.submitted) == 40
+    assert status.answered == 24 and len(stub.submitted) == 24
     once_submitted(stub)
     result = run.collect()
     assert all("fluency" in row.results for row in result.rows)
@@ -212,9 +212,9 @@ def test_two_thousand_rows_in_batches_split_by_bytes_with_a_follow_up(
     assert len(once) == 2000 and len(stub.submitted) == 2000 + len(retried)
     batch = run.collect()
     assert stub.sync_requests == 0 and not any(row.failures for row in batch.rows)
-    live = evaluate(data[:100], METRICS, llm=judge(stub))  # the same seeded answers, live
+    live = evaluate(data[:60], METRICS, llm=judge(stub))  # the same seeded answers, live
     for name in METRICS:
-        assert values(batch, name)[:100] == values(live, name)
+        assert values(batch, name)[:60] == values(live, name)
 
 
 def test_a_judge_without_a_batch_api_is_refused_before_anything_is_written(
