@@ -110,6 +110,7 @@ class BatchStub:
         self.created = 0  # batches created
         self.hold = False
         self.expire_next = False
+        self.refuse_next = False  # the next batch fails validation as a whole
         self.inject: Injector = lambda custom_id: None
         self.max_requests = 50_000  # the provider's count limit (refused above)
         stub = self
@@ -248,10 +249,17 @@ class BatchStub:
     def _advance_openai(self, batch_id: str) -> dict[str, Any]:
         batch = self.batches[batch_id]
         status = batch["status"]
-        if status == "validating":
+        if status == "validating" and not self.refuse_next:
             batch["status"] = "in_progress"
         elif status == "in_progress" and not self.hold:
             batch["status"] = "finalizing"
+        elif status == "validating" and self.refuse_next:
+            self.refuse_next = False
+            batch["status"] = "failed"
+            batch["errors"] = {
+                "object": "list",
+                "data": [{"code": "invalid", "message": "refused"}],
+            }
         elif status == "finalizing":
             self._finish_openai(batch, expired=self.expire_next)
             self.expire_next = False

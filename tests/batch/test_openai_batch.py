@@ -229,3 +229,14 @@ def test_a_judge_without_a_batch_api_is_refused_before_anything_is_written(
     assert not (tmp_path / "r").exists()
     with pytest.raises(ConfigError, match="no batch run"):
         BatchRun.open(tmp_path / "r")
+
+
+def test_a_batch_refused_as_a_whole_is_sent_again_then_fails_its_cells(
+    stub: BatchStub, tmp_path: Path
+) -> None:
+    stub.refuse_next = True
+    run = submit(samples(3), ["fluency"], llm=judge(stub), out=tmp_path / "run", max_attempts=1)
+    status = run.wait(progress=False, poll_interval=0)
+    assert status.failed == 3 and status.batches[0][1] == "failed: refused"
+    message = run.collect().rows[0].failures["fluency"].message
+    assert "no result (batch failed: refused) (after 1 attempt(s))" in message

@@ -33,6 +33,7 @@ class RemoteBatch:
     created_at: float = 0.0
     total: int = 0
     done: int = 0
+    error: str | None = None  # why the provider refused the whole batch
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,11 @@ class OpenAIProvider(Provider):
     @staticmethod
     def _remote(batch: Any) -> RemoteBatch:
         counts = batch.request_counts
+        errors = getattr(batch, "errors", None)
+        data = getattr(errors, "data", None) or []
         return RemoteBatch(
             id=batch.id,
+            error="; ".join(str(e.message) for e in data) or None,
             status=batch.status,
             ended=batch.status in ("completed", "failed", "expired", "cancelled"),
             metadata=dict(batch.metadata or {}),
@@ -170,11 +174,7 @@ class OpenAIProvider(Provider):
             for line in text.splitlines():
                 if line.strip():
                     outcomes.append(self._outcome(json.loads(line)))
-        if batch.status == "failed" and not outcomes:  # the whole batch was refused
-            errors = getattr(batch, "errors", None)
-            detail = str(errors.data[0].message) if errors and errors.data else "batch failed"
-            raise ConfigError(f"OpenAI refused batch {batch_id}: {detail}")
-        return outcomes
+        return outcomes  # a refused ("failed") batch has none: its requests have no result
 
     def _outcome(self, row: dict[str, Any]) -> Outcome:
         custom_id = str(row.get("custom_id"))

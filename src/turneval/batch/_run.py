@@ -470,7 +470,8 @@ class BatchRun:
                 "UPDATE batches SET remote_status = ? WHERE local_id = ?", (remote.status, local)
             )
             if remote.ended:
-                self._ingest(local, self.provider.results(provider_id), remote.status)
+                why = remote.status if remote.error is None else f"{remote.status}: {remote.error}"
+                self._ingest(local, self.provider.results(provider_id), why)
         still_open = self._store.db.execute(
             "SELECT COUNT(*) FROM batches WHERE state = 'open'"
         ).fetchone()[0]
