@@ -147,6 +147,17 @@ class BatchStub:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    def reset(self) -> None:
+        """Forget every file, batch and request; default behaviour (for the next test)."""
+        with self.lock:
+            for store in (self.files, self.batches, self.lines, self.message_batches):
+                store.clear()
+            self.results.clear()
+            self.submitted.clear()
+            self.sync_requests = 0
+            self.hold = self.expire_next = self.refuse_next = False
+            self.inject = lambda custom_id: None
+
     def get(self, path: str, base: str) -> Any:
         """Answer a GET (a JSON value, or the bytes of a file)."""
         if m := re.fullmatch(r"/v1/files/([^/]+)/content", path):

@@ -18,8 +18,5 @@ def stub_server() -> Iterator[BatchStub]:
 
 @pytest.fixture
 def stub(stub_server: BatchStub) -> BatchStub:
-    stub_server.inject = lambda custom_id: None
-    stub_server.hold = stub_server.expire_next = stub_server.refuse_next = False
-    stub_server.submitted.clear()
-    stub_server.sync_requests = 0
+    stub_server.reset()
     return stub_server
