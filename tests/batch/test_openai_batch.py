@@ -240,3 +240,24 @@ def test_a_batch_refused_as_a_whole_is_sent_again_then_fails_its_cells(
     assert status.failed == 3 and status.batches[0][1] == "failed: refused"
     message = run.collect().rows[0].failures["fluency"].message
     assert "no result (batch failed: refused) (after 1 attempt(s))" in message
+
+
+def test_open_rebuilds_judge_and_metrics_from_the_folder(
+    stub: BatchStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from turneval.errors import ConfigError
+    from turneval.metrics import Fluency
+
+    stub.hold = True
+    metric = Fluency(repeats=2, repeat_temperature=0.5)
+    submit(samples(3), [metric], llm=judge(stub), out=tmp_path / "run")
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")  # the folder never holds a key
+    assert "test-key" not in (tmp_path / "run" / "state.sqlite").read_bytes().decode("latin-1")
+    again = BatchRun.open(tmp_path / "run")  # judge and metric rebuilt, same requests
+    assert again.metrics[0].repeats == 2 and again.metrics[0].repeat_temperature == 0.5
+    assert again.status().requests == 6
+    with pytest.raises(TimeoutError, match="still running"):
+        again.wait(progress=False, poll_interval=0, timeout=0)
+    other = ChatOpenAI(model="gpt-4o", base_url=stub.url, api_key="k")
+    with pytest.raises(ConfigError, match="6 judge request"):
+        BatchRun.open(tmp_path / "run", llm=other)  # another judge: other requests
