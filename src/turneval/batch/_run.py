@@ -238,6 +238,24 @@ class _BatchCache(SQLiteCache):
         )
 
 
+def _may_ask_unstated(metrics: Sequence[Any]) -> bool:
+    """Whether a metric may ask the judge beyond the requests it states up front.
+
+    A judged metric that keeps the template's ``_evaluate`` and ``ask`` asks exactly its
+    ``judge_requests``; a rule-based metric asks nothing. Any other metric that uses an LLM
+    (a verdict depending on an earlier one, a hand-written judge call) may.
+    """
+    from turneval.metrics._judged import JudgedMetric
+
+    def stated(metric: Any) -> bool:
+        kind = type(metric)
+        return isinstance(metric, JudgedMetric) and (
+            kind._evaluate is JudgedMetric._evaluate and kind.ask is JudgedMetric.ask
+        )
+
+    return any(getattr(m, "uses_llm", False) and not stated(m) for m in metrics)
+
+
 def _plan(samples: Sequence[Sample], metrics: Sequence[Any], llm: Any) -> dict[str, _Planned]:
     """Every judge request of the run, keyed by its cache key (the judge's own)."""
     from turneval.judge import JudgeRun, judge_run
@@ -339,6 +357,9 @@ class BatchRun:
                 f"batch run in {folder}: open it with the judge model and metrics it was "
                 "submitted with"
             )
+        unplanned = run._store.db.execute("SELECT key FROM requests").fetchall()
+        if len(unplanned) > len(run._plan):  # requests found by a scoring pass: find them again
+            run._plan.update(run._find_unstated())
         run.reconcile()
         return run
 
@@ -476,8 +497,57 @@ class BatchRun:
             "SELECT COUNT(*) FROM batches WHERE state = 'open'"
         ).fetchone()[0]
         if not still_open:  # rounds follow one another: the next starts once all ended
-            self._submit_pending()
+            if not self._submit_pending() and not self._store.meta("discovered"):
+                self._discover()
         return self.status()
+
+    def _discover(self) -> int:
+        """Score the run from the cache to find requests no metric stated up front.
+
+        A judge request that depends on an earlier answer (or that a metric makes outside
+        ``judge_requests``) is only known once that answer is in: every such request the
+        cache does not answer becomes part of the next round. Once a pass finds none, the run
+        is complete.
+        """
+        found = self._find_unstated() if _may_ask_unstated(self.metrics) else {}
+        if found:
+            with self._store.transaction() as db:
+                db.executemany(
+                    "INSERT OR IGNORE INTO requests (key, state) VALUES (?, 'pending')",
+                    [(key,) for key in found],
+                )
+            self._plan.update(found)
+            return self._submit_pending()
+        self._store.set_meta("discovered", True)
+        return 0
+
+    def _find_unstated(self) -> dict[str, _Planned]:
+        """The requests a scoring pass would make that the plan lacks (none are sent)."""
+        from turneval.judge.core import _DEFER
+        from turneval.runner import evaluate
+
+        found: dict[str, _Planned] = {}
+
+        def record(judge: Judge, key: str, messages: list[BaseMessage], schema: Any) -> None:
+            if key not in self._plan:
+                found[key] = _Planned(judge, schema, messages)
+            raise JudgeCallError("asked in the next batch round")
+
+        cache = _BatchCache(self.cache_path, {}, "sync")  # answers, or a miss: never raises
+        token = _DEFER.set(record)
+        try:
+            evaluate(
+                self.samples,
+                self.metrics,
+                llm=self.llm,
+                cache=cache,
+                show_progress=False,
+                details=False,
+            )
+        finally:
+            _DEFER.reset(token)
+            cache.close()
+        return found
 
     def _ingest(self, local: str, outcomes: list[Outcome], remote_status: str) -> None:
         """Store the answers of an ended batch; plan follow-ups and repairs."""
@@ -508,7 +578,8 @@ class BatchRun:
                 continue
             key, sends, repairs, feedback = row
             planned = self._plan.get(key)
-            if planned is None:
+            if planned is None:  # never so after open() (it rebuilds every request)
+                updates.append(("failed", repairs, feedback, "request not rebuilt", key))
                 continue
             if outcome.message is None:
                 updates.append(self._retry(key, sends, repairs, feedback, str(outcome.error)))

@@ -27,7 +27,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -120,6 +120,12 @@ class JudgeRun:
             self._limiter = anyio.CapacityLimiter(self.max_concurrency)
         return self._limiter
 
+
+_DEFER: contextvars.ContextVar[Callable[[Judge, str, list[BaseMessage], Any], None] | None] = (
+    contextvars.ContextVar("turneval_batch_defer", default=None)
+)
+"""Set by the batch engine while it looks for requests no metric stated up front: a request
+the cache does not answer is handed to it (with its cache key and messages) instead of sent."""
 
 _RUN: contextvars.ContextVar[JudgeRun | None] = contextvars.ContextVar(
     "turneval_judge_run", default=None
@@ -443,6 +449,9 @@ class Judge:
                 self._record(run, usage)
                 return JudgeReply(cached, str(hit["raw"]), usage, True)  # type: ignore[index]
             stale = hit is not None  # an entry that is no valid verdict is asked again
+            defer = _DEFER.get()
+            if defer is not None:  # the batch engine asks it in its next round (and raises)
+                defer(self, key, messages, schema)
         tally = _Tally()
         try:
             async with client_scope():  # the run's, or one for this call alone
