@@ -44,15 +44,15 @@ async def test_live_judge_through_chat_anthropic_uses_a_forced_tool(stub: BatchS
 
 def test_message_batches_equal_the_live_run(stub: BatchStub, tmp_path: Path) -> None:
     stub.inject = lambda cid: "expired" if cid.endswith("-1") and cid[0] in "0123" else None
-    data = samples(30)
+    data = samples(12)
     run = submit(data, ["fluency", "exact_match"], llm=claude(stub), out=tmp_path / "run")
     status = run.wait(progress=False, poll_interval=0)
-    assert status.rounds == 2 and status.answered == 30
+    assert status.rounds == 2 and status.answered == 12
     assert any(c.endswith("-2") for c in stub.submitted)
     batch = run.collect()
     assert stub.sync_requests == 0
     live = evaluate(data, ["fluency", "exact_match"], llm=claude(stub))
-    assert stub.sync_requests == 30
+    assert stub.sync_requests == 12
     assert values(batch, "fluency") == values(live, "fluency")
     stub.sync_requests = 0
     cache = SQLiteCache(tmp_path / "run" / "cache.sqlite")

@@ -39,15 +39,15 @@ def values(result: Any, name: str) -> list[float]:
 
 
 def test_batch_run_equals_live_run_and_fills_the_cache(stub: BatchStub, tmp_path: Path) -> None:
-    data = samples(40)
+    data = samples(24)
     run = submit(data, METRICS, llm=judge(stub), out=tmp_path / "run")
-    assert stub.sync_requests == 0 and len(stub.submitted) == 40
+    assert stub.sync_requests == 0 and len(stub.submitted) == 24
     status = run.wait(progress=False, poll_interval=0)
-    assert status.done and status.answered == 40 and status.rounds == 1
+    assert status.done and status.answered == 24 and status.rounds == 1
     batch = run.collect()
     assert stub.sync_requests == 0  # every judged cell came from the batch
     live = evaluate(data, METRICS, llm=judge(stub))  # same seeded answers, asked one by one
-    assert stub.sync_requests == 40
+    assert stub.sync_requests == 24
     assert values(batch, "fluency") == values(live, "fluency")
     assert values(batch, "exact_match") == values(live, "exact_match")
     assert not any(row.failures for row in batch.rows)
@@ -56,20 +56,20 @@ def test_batch_run_equals_live_run_and_fills_the_cache(stub: BatchStub, tmp_path
     again = evaluate(
         data, METRICS, llm=judge(stub), cache=SQLiteCache(tmp_path / "run" / "cache.sqlite")
     )
-    assert stub.sync_requests == 0 and again.usage.cached_calls == 40
+    assert stub.sync_requests == 0 and again.usage.cached_calls == 24
     assert values(again, "fluency") == values(live, "fluency")
     assert (tmp_path / "run" / "results.jsonl").exists()
 
 
 def test_errors_go_to_a_follow_up_round(stub: BatchStub, tmp_path: Path) -> None:
     stub.inject = lambda cid: "error" if cid.endswith("-1") and int(cid[:4], 16) % 4 == 0 else None
-    run = submit(samples(40), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+    run = submit(samples(24), ["fluency"], llm=judge(stub), out=tmp_path / "run")
     status = run.wait(progress=False, poll_interval=0)
     first = [c for c in stub.submitted if c.endswith("-1")]
     again = [c for c in stub.submitted if c.endswith("-2")]
-    assert len(first) == 40 and 0 < len(again) < 40
+    assert len(first) == 24 and 0 < len(again) < 24
     assert {c[:56] for c in again} == {c[:56] for c in first if int(c[:4], 16) % 4 == 0}
-    assert status.rounds == 2 and status.answered == 40
+    assert status.rounds == 2 and status.answered == 24
     assert not any(row.failures for row in run.collect().rows)
 
 
@@ -118,7 +118,7 @@ def test_kill_during_submission_then_restart(
 def test_kill_during_polling_then_restart(
     stub: BatchStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = submit(samples(30), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+    run = submit(samples(12), ["fluency"], llm=judge(stub), out=tmp_path / "run")
     real = SQLiteCache.set_many
 
     def dying(self: SQLiteCache, *args: Any, **kwargs: Any) -> None:
@@ -129,9 +129,9 @@ def test_kill_during_polling_then_restart(
         run.wait(progress=False, poll_interval=0)
     monkeypatch.setattr(SQLiteCache, "set_many", real)
     again = BatchRun.open(tmp_path / "run", llm=judge(stub))
-    assert again.status().answered == 0 and again.status().waiting == 30
+    assert again.status().answered == 0 and again.status().waiting == 12
     status = again.wait(progress=False, poll_interval=0)
-    assert status.answered == 30 and len(stub.submitted) == 30 and status.rounds == 1
+    assert status.answered == 12 and len(stub.submitted) == 12 and status.rounds == 1
     once_submitted(stub)
     assert all("fluency" in row.results for row in again.collect().rows)
 
@@ -140,11 +140,11 @@ def test_invalid_answers_are_repaired_in_a_round_of_their_own(
     stub: BatchStub, tmp_path: Path
 ) -> None:
     stub.inject = lambda cid: "invalid" if cid.endswith("-1") and cid[0] in "0123" else None
-    run = submit(samples(30), ["fluency"], llm=judge(stub), out=tmp_path / "run")
+    run = submit(samples(16), ["fluency"], llm=judge(stub), out=tmp_path / "run")
     status = run.wait(progress=False, poll_interval=0)
     repaired = [c for c in stub.submitted if c.endswith("-2")]
     assert repaired and all(c[0] in "0123" for c in repaired)
-    assert status.rounds == 2 and status.answered == 30
+    assert status.rounds == 2 and status.answered == 16
     # The repair shows the model its unusable answer and why, as a live judge does.
     lines = [line for lines in stub.lines.values() for line in lines]
     repair = next(line for line in lines if line["custom_id"] == repaired[0])
@@ -192,24 +192,24 @@ def test_cancel_stops_the_run_and_keeps_nothing_waiting(stub: BatchStub, tmp_pat
     assert all("batch_cancelled" in row.failures["fluency"].message for row in rows)
 
 
-def test_two_thousand_rows_in_batches_split_by_bytes_with_a_follow_up(
+def test_a_thousand_rows_in_batches_split_by_bytes_with_a_follow_up(
     stub: BatchStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The largest run that fits the suite's time budget; benchmarks/batch_engine.py runs
+    # The largest run that fits the suite's time budget; benchmarks/run_batch_bench.py runs
     # 10,000 rows the same way.
     from turneval.batch._providers import OpenAIProvider
 
-    monkeypatch.setattr(OpenAIProvider, "max_bytes", 2**20)  # ~1,500 requests a batch
-    stub.inject = lambda cid: "error" if cid.endswith("-1") and cid[:2] == "00" else None
-    data = samples(2000)
+    monkeypatch.setattr(OpenAIProvider, "max_bytes", 2**19)  # ~750 requests a batch
+    stub.inject = lambda cid: "error" if cid.endswith("-1") and cid[:2] in ("00", "01") else None
+    data = samples(1000)
     run = submit(data, METRICS, llm=judge(stub), out=tmp_path / "run")
     sizes = [len(lines) for lines in list(stub.lines.values())[-2:]]
-    assert len(stub.submitted) == 2000 and len(sizes) == 2 and max(sizes) < 2000
+    assert len(stub.submitted) == 1000 and len(sizes) == 2 and max(sizes) < 1000
     status = run.wait(progress=False, poll_interval=0)
     retried = [c for c in stub.submitted if c.endswith("-2")]
-    assert status.rounds == 2 and status.answered == 2000 and 0 < len(retried) < 30
+    assert status.rounds == 2 and status.answered == 1000 and 0 < len(retried) < 15
     once = {c.rsplit("-", 1)[0] for c in stub.submitted}
-    assert len(once) == 2000 and len(stub.submitted) == 2000 + len(retried)
+    assert len(once) == 1000 and len(stub.submitted) == 1000 + len(retried)
     batch = run.collect()
     assert stub.sync_requests == 0 and not any(row.failures for row in batch.rows)
     live = evaluate(data[:60], METRICS, llm=judge(stub))  # the same seeded answers, live
