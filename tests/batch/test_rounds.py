@@ -50,6 +50,7 @@ class TwoStep(JudgedMetric[SingleTurnSample], SingleTurnMetric):
                     prompt=f"{sample.user_input}: is {claim!r} supported by {sample.reference}?",
                     schema=Check,
                     system="judge",
+                    temperature=0.3,  # another judge than the first question's
                 )
             ]
         )
@@ -66,6 +67,8 @@ def test_dependent_requests_run_as_successive_rounds(stub: BatchStub, tmp_path: 
     assert len(stub.submitted) == 8  # only the first question is known up front
     status = run.wait(progress=False, poll_interval=0)
     assert status.rounds == 2 and status.answered == 16 and len(stub.submitted) == 16
+    second = [line["body"] for line in list(stub.lines.values())[1]]
+    assert {body["temperature"] for body in second} == {0.3}
     result = run.collect()
     assert stub.sync_requests == 0 and not any(row.failures for row in result.rows)
     live = evaluate(data, [TwoStep()], llm=judge(stub))

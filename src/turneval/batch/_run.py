@@ -376,7 +376,10 @@ class BatchRun:
         messages = planned.messages
         for raw, detail in feedback:  # a repair round: the model sees its earlier answers
             messages = _with_feedback(messages, raw, detail)
-        return self._providers[id(planned.judge)].body(messages, planned.schema)
+        provider = self._providers.get(id(planned.judge))
+        if provider is None:  # a judge first seen in a scoring pass (another temperature)
+            provider = self._providers[id(planned.judge)] = provider_for(planned.judge.llm)
+        return provider.body(messages, planned.schema)
 
     def _submit_pending(self) -> int:
         """Send every pending request in batches within the provider's limits (one round)."""
