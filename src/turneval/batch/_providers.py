@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +71,8 @@ class Provider(ABC):
         """The batch's current state."""
 
     @abstractmethod
-    def batches(self) -> list[RemoteBatch]:
-        """The account's recent batches (newest first)."""
+    def batches(self, since: float) -> list[RemoteBatch]:
+        """The account's batches created at ``since`` (a POSIX time) or later."""
 
     @abstractmethod
     def results(self, batch_id: str) -> list[Outcome]:
@@ -159,9 +160,9 @@ class OpenAIProvider(Provider):
         """``GET /batches/{id}``."""
         return self._remote(self.client.batches.retrieve(batch_id))
 
-    def batches(self) -> list[RemoteBatch]:
-        """``GET /batches`` (the first 100: a restart concerns the newest)."""
-        return [self._remote(b) for b in self.client.batches.list(limit=100).data]
+    def batches(self, since: float) -> list[RemoteBatch]:
+        """``GET /batches``, page after page (newest first) until one older than ``since``."""
+        return _newer(map(self._remote, self.client.batches.list(limit=100)), since)
 
     def results(self, batch_id: str) -> list[Outcome]:
         """Read the output file (answers) and the error file (errors, expired requests)."""
@@ -248,9 +249,9 @@ class AnthropicProvider(Provider):
         """``GET /v1/messages/batches/{id}``."""
         return self._remote(self.client.messages.batches.retrieve(batch_id))
 
-    def batches(self) -> list[RemoteBatch]:
-        """``GET /v1/messages/batches`` (the first 100)."""
-        return [self._remote(b) for b in self.client.messages.batches.list(limit=100).data]
+    def batches(self, since: float) -> list[RemoteBatch]:
+        """``GET /v1/messages/batches``, page after page until one older than ``since``."""
+        return _newer(map(self._remote, self.client.messages.batches.list(limit=100)), since)
 
     def results(self, batch_id: str) -> list[Outcome]:
         """The results file, one result per request."""
@@ -273,6 +274,16 @@ class AnthropicProvider(Provider):
     def cancel(self, batch_id: str) -> None:
         """``POST /v1/messages/batches/{id}/cancel``."""
         self.client.messages.batches.cancel(batch_id)
+
+
+def _newer(batches: Iterable[RemoteBatch], since: float) -> list[RemoteBatch]:
+    """The batches (newest first, pages fetched as needed) up to the first older than ``since``."""
+    found = []
+    for batch in batches:
+        if batch.created_at < since:
+            break
+        found.append(batch)
+    return found
 
 
 def provider_for(llm: Any) -> Provider:

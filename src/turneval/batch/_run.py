@@ -450,7 +450,8 @@ class BatchRun:
                 "SELECT provider_id FROM batches WHERE provider_id IS NOT NULL"
             )
         }
-        remote = [b for b in self.provider.batches() if b.id not in known]
+        since = min(created for _, created, _ in pending) - _CLOCK_SKEW
+        remote = [b for b in self.provider.batches(since) if b.id not in known]
         for local, created, count in pending:
             match = next((b for b in remote if b.metadata.get("turneval_batch") == local), None)
             if match is None and self.provider.name == "anthropic":  # no metadata: time, count
