@@ -261,3 +261,15 @@ def test_open_rebuilds_judge_and_metrics_from_the_folder(
     other = ChatOpenAI(model="gpt-4o", base_url=stub.url, api_key="k")
     with pytest.raises(ConfigError, match="6 judge request"):
         BatchRun.open(tmp_path / "run", llm=other)  # another judge: other requests
+
+
+def test_judges_of_two_servers_are_refused(stub: BatchStub, tmp_path: Path) -> None:
+    from turneval.errors import ConfigError
+    from turneval.metrics import Fluency
+
+    other = ChatOpenAI(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", api_key="k")
+    metrics = [Fluency(), Fluency(name="fluency_elsewhere", llm=other)]
+    with pytest.raises(ConfigError, match="share one provider and server"):
+        submit(samples(2), metrics, llm=judge(stub), out=tmp_path / "run")
+    assert stub.submitted == [] and not (tmp_path / "run" / "state.sqlite").exists()
+    submit(samples(2), metrics[:1], llm=judge(stub), out=tmp_path / "run")  # the folder is free

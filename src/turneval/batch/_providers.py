@@ -58,6 +58,13 @@ class Provider(ABC):
         """Talk through ``llm``'s own client (its base URL, key and headers)."""
         self.llm = llm
 
+    @property
+    def server(self) -> str:
+        """The provider and the server its client talks to (one per batch run)."""
+        return f"{self.name} at {getattr(self.client, 'base_url', '?')}"
+
+    client: Any
+
     @abstractmethod
     def body(self, messages: list[BaseMessage], schema: type[BaseModel]) -> dict[str, Any]:
         """The request's body, as the model would send it live."""

@@ -318,9 +318,16 @@ class BatchRun:
         self.fallback: Fallback = store.meta("fallback")
         self._plan = _plan(self.samples, self.metrics, llm)
         judges = {id(p.judge): p.judge for p in self._plan.values()}
-        first = next(iter(judges.values()), None)
-        self.provider: Provider | None = None if first is None else provider_for(first.llm)
         self._providers = {jid: provider_for(judge.llm) for jid, judge in judges.items()}
+        first = next(iter(self._providers.values()), None)
+        self.provider: Provider | None = first or (None if llm is None else provider_for(llm))
+        servers = {p.server for p in self._providers.values()}
+        if len(servers) > 1:
+            raise ConfigError(
+                "the judges of a batch run must share one provider and server, got "
+                + ", ".join(sorted(servers))
+                + ": submit one batch run per judge"
+            )
 
     # -- opening --------------------------------------------------------------------------------
 
@@ -833,21 +840,27 @@ def submit(
     )
     dataset.to_jsonl(folder / "samples.jsonl")
     store = _Store(folder / "state.sqlite")
-    with store.transaction():
-        store.set_meta("run_id", uuid.uuid4().hex)
-        store.set_meta("metrics", _metric_spec(resolved))
-        store.set_meta("llm", _llm_spec(llm))
-        store.set_meta("cache", str(Path(cache_path).resolve()))
-        store.set_meta("max_attempts", max_attempts)
-        store.set_meta("fallback", fallback)
-    run = BatchRun(folder, dataset.samples, resolved, llm, Path(cache_path), store)
-    with store.transaction() as db:
-        db.executemany(
-            "INSERT OR IGNORE INTO requests (key, state) VALUES (?, ?)",
-            [
-                (key, "answered" if run.cache.get(key) is not None else "pending")
-                for key in run._plan
-            ],
-        )
+    try:  # until the requests are recorded, a refused run leaves the folder as it was
+        with store.transaction():
+            store.set_meta("run_id", uuid.uuid4().hex)
+            store.set_meta("metrics", _metric_spec(resolved))
+            store.set_meta("llm", _llm_spec(llm))
+            store.set_meta("cache", str(Path(cache_path).resolve()))
+            store.set_meta("max_attempts", max_attempts)
+            store.set_meta("fallback", fallback)
+        run = BatchRun(folder, dataset.samples, resolved, llm, Path(cache_path), store)
+        with store.transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO requests (key, state) VALUES (?, ?)",
+                [
+                    (key, "answered" if run.cache.get(key) is not None else "pending")
+                    for key in run._plan
+                ],
+            )
+    except Exception:
+        store.db.close()
+        for name in ("state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "samples.jsonl"):
+            (folder / name).unlink(missing_ok=True)
+        raise
     run._submit_pending()
     return run
