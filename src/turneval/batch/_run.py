@@ -294,6 +294,16 @@ class BatchRun:
     :meth:`collect`. The folder holds the samples, the metrics' configuration, the judge's
     model (never its key), the cache of answers (unless another was given) and ``state.sqlite``:
     every request's ``custom_id`` and every batch, written before the batch is created.
+
+    Attributes:
+        out: The run's folder.
+        samples: The samples, as submitted.
+        metrics: The metrics.
+        llm: The judge model.
+        cache_path: The judge cache the answers go to.
+        provider: The batch API the requests go through (None when nothing is judged).
+        max_attempts: Times a request that errors or expires is sent at most.
+        fallback: What :meth:`collect` does with a request every attempt failed.
     """
 
     def __init__(
