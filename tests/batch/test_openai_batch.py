@@ -273,3 +273,12 @@ def test_judges_of_two_servers_are_refused(stub: BatchStub, tmp_path: Path) -> N
         submit(samples(2), metrics, llm=judge(stub), out=tmp_path / "run")
     assert stub.submitted == [] and not (tmp_path / "run" / "state.sqlite").exists()
     submit(samples(2), metrics[:1], llm=judge(stub), out=tmp_path / "run")  # the folder is free
+
+
+def test_a_judge_on_the_responses_api_is_refused(stub: BatchStub, tmp_path: Path) -> None:
+    from turneval.errors import ConfigError
+
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=stub.url, api_key="k", use_responses_api=True)
+    with pytest.raises(ConfigError, match="use_responses_api=False"):
+        submit(samples(2), ["fluency"], llm=model, out=tmp_path / "run")
+    assert stub.submitted == [] and not (tmp_path / "run" / "state.sqlite").exists()

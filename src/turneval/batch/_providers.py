@@ -112,6 +112,11 @@ class OpenAIProvider(Provider):
             response_format = dict(type_to_response_format_param(schema))  # type: ignore[arg-type]
             self._formats[schema] = response_format
         payload = dict(self.llm._get_request_payload(messages, response_format=response_format))
+        if "messages" not in payload:  # the model is set to use the Responses API
+            raise ConfigError(
+                "the batch engine sends Chat Completions requests: build the judge with "
+                "ChatOpenAI(..., use_responses_api=False)"
+            )
         payload.pop("stream", None)
         extra = payload.pop("extra_body", None) or {}
         return {**payload, **extra}
@@ -262,14 +267,11 @@ class AnthropicProvider(Provider):
 
     def results(self, batch_id: str) -> list[Outcome]:
         """The results file, one result per request."""
-        from anthropic.types import Message
-
         outcomes = []
         for row in self.client.messages.batches.results(batch_id):
             result = row.result
             if result.type == "succeeded":
-                message = Message.model_validate(result.message.model_dump())
-                chat = self.llm._format_output(message)
+                chat = self.llm._format_output(result.message)
                 outcomes.append(Outcome(row.custom_id, message=chat.generations[0].message))
             elif result.type == "errored":
                 error = result.error.error

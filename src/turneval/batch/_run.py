@@ -859,6 +859,8 @@ def submit(
             store.set_meta("max_attempts", max_attempts)
             store.set_meta("fallback", fallback)
         run = BatchRun(folder, dataset.samples, resolved, llm, Path(cache_path), store)
+        for key in list(run._plan)[:1]:  # a request the provider cannot take fails here
+            run._body(key, [])
         with store.transaction() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO requests (key, state) VALUES (?, ?)",
