@@ -282,3 +282,16 @@ def test_a_judge_on_the_responses_api_is_refused(stub: BatchStub, tmp_path: Path
     with pytest.raises(ConfigError, match="use_responses_api=False"):
         submit(samples(2), ["fluency"], llm=model, out=tmp_path / "run")
     assert stub.submitted == [] and not (tmp_path / "run" / "state.sqlite").exists()
+
+
+def test_requests_the_cache_answers_are_not_sent(stub: BatchStub, tmp_path: Path) -> None:
+    data = samples(10)
+    cache = SQLiteCache(tmp_path / "cache.sqlite")
+    live = evaluate(data[:4], ["fluency"], llm=judge(stub), cache=cache)  # 4 answered live
+    run = submit(data, ["fluency"], llm=judge(stub), out=tmp_path / "run", cache=cache)
+    assert len(stub.submitted) == 6
+    status = run.wait(progress=False, poll_interval=0)
+    assert status.requests == 10 and status.answered == 10
+    result = run.collect()
+    assert values(result, "fluency")[:4] == values(live, "fluency")
+    assert len(cache) == 10  # the batch answers joined the live ones
