@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.stream",
         "turneval._runfile",  # the run folder's run.json (resume checks it)
         "turneval.distributed",
+        "turneval.batch",
         "turneval.demo",
         "turneval.worlds.domains",  # ready-made worlds with their scenarios
     ),
@@ -65,6 +66,7 @@ DEFERRED = {
     ("turneval.messages", "turneval.formats"),  # the converters' original import path
     ("turneval.ratelimit", "turneval.estimate"),  # the token estimate of a request
     ("turneval.pipeline", "turneval.stream"),  # the JSONL line reader (belongs in dataset)
+    ("turneval.batch", "turneval.cli"),  # batch._cli uses the CLI's judge flags and summary printer
 }
 
 

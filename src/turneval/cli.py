@@ -333,8 +333,13 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     result = estimate(dataset, resolve_metrics(metrics), llm=_dry_run_judge(args))
     print(result)
     if args.price_input is not None:
-        cost = result.input_cost(Prices(args.price_input, args.price_output or 0.0))
+        prices = Prices(args.price_input, args.price_output or 0.0)
+        cost = result.input_cost(prices)
         print(f"estimated prompt cost: {cost:.4f} (at {args.price_input} per 1M input tokens)")
+        print(
+            f"  live: {cost:.4f}   through a batch API (--engine batch): "
+            f"{result.batch_input_cost(prices):.4f}"
+        )
     return 0
 
 
@@ -574,6 +579,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     received = None
     if args.engine == "ray":
         result = _evaluate_on_ray(args, metrics, out, llm is not None, rate_limit)
+    elif args.engine == "batch":
+        result = _evaluate_batch(args, metrics, out, llm)
+        if result is None:  # Ctrl-C: the batches keep running
+            return 130
+        missed = _check_bars(bars, result.summaries)
+        return _check_failed(result, allowed, args.max_failed) or missed
     else:
         result, received = _evaluate_here(args, metrics, out, llm, rate_limit)
     _print_summary(result, out)
@@ -595,6 +606,22 @@ def _evaluate(args: argparse.Namespace) -> int:
                 print(f"  {name}: {prices.cost(summary.usage):.4f}")
     missed = _check_bars(bars, result.summaries)
     return _check_failed(result, allowed, args.max_failed) or missed
+
+
+def _evaluate_batch(
+    args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any
+) -> Any:
+    """``evaluate --engine batch`` (see :mod:`turneval.batch`)."""
+    from turneval.batch._cli import evaluate_batch
+
+    return evaluate_batch(args, metrics, out, llm)
+
+
+def _add_batch_command(commands: Any) -> None:
+    """``turneval batch status|collect|cancel DIR`` and ``evaluate``'s batch options."""
+    from turneval.batch._cli import add_batch_command
+
+    add_batch_command(commands, _add_judge_options)
 
 
 def _check_bars(bars: dict[str, float], summaries: Any) -> int:
@@ -800,6 +827,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_batch_options(parser: argparse.ArgumentParser) -> None:
+    from turneval.batch._cli import add_batch_options
+
+    add_batch_options(parser)
+
+
 def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-model", help="judge model name (OpenAI-compatible chat API)")
     parser.add_argument(
@@ -875,10 +908,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--engine",
-        choices=("local", "ray"),
+        choices=("local", "ray", "batch"),
         default="local",
-        help="score here (local) or on a Ray cluster (ray; needs the ray extra)",
+        help="score here (local), on a Ray cluster (ray; needs the ray extra), or ask the "
+        "judge through the provider's batch API at about half price (batch; answers within "
+        "24 h; needs --out for the run's folder)",
     )
+    _add_batch_options(run)
     run.add_argument(
         "--ray-address",
         default=None,
@@ -957,6 +993,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_judge_options(run)
     run.set_defaults(handler=_evaluate)
+    _add_batch_command(commands)
 
     listing = commands.add_parser("metrics", help="list metric names")
     listing.set_defaults(handler=_metrics)

@@ -49,6 +49,10 @@ class Estimate:
         """The estimated cost of the prompt tokens."""
         return self.total_prompt_tokens * prices.input_per_million / 1e6
 
+    def batch_input_cost(self, prices: Prices) -> float:
+        """The estimated cost of the prompt tokens through a batch API (``--engine batch``)."""
+        return self.input_cost(prices) * (1 - prices.batch_discount)
+
     def __str__(self) -> str:
         """A table of the estimate."""
         lines = [

@@ -379,10 +379,19 @@ def json_line(record: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """Judge prices per one million tokens, to turn usage into cost."""
+    """Judge prices per one million tokens, to turn usage into cost.
+
+    ``batch_discount`` is the share a provider's batch API takes off those prices (OpenAI's
+    Batch API and Anthropic's Message Batches: half).
+    """
 
     input_per_million: float
     output_per_million: float
+    batch_discount: float = 0.5
+
+    def batch_cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` through a batch API (the discount applied)."""
+        return self.cost(usage) * (1 - self.batch_discount)
 
     def cost(self, usage: Usage) -> float:
         """The cost of ``usage``."""

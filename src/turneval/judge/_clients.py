@@ -1,4 +1,4 @@
-"""Judge HTTP clients that belong to the event loop they run in.
+"""Judge HTTP clients that belong to the event loop they run in (OpenAI and Anthropic models).
 
 langchain-openai shares one ``httpx.AsyncClient`` per base URL across the process, and its pooled
 connections belong to the event loop that opened them: used from a second loop (a second sync
@@ -72,9 +72,9 @@ class _Scope:
     def client_for(self, root: Any) -> Any:
         entry = self.clients.get(id(root))
         if entry is None:
-            import openai
-
-            http = openai.DefaultAsyncHttpxClient(
+            # The SDK's own default HTTP client (OpenAI's or Anthropic's: each has its own).
+            sdk = importlib.import_module(type(root).__module__.split(".")[0])
+            http = sdk.DefaultAsyncHttpxClient(
                 **_shared_tls(), event_hooks={"request": [_end_turn_when_written]}
             )
             self.http.append(http)
@@ -212,7 +212,18 @@ class _ScopedClient:
 
 
 def loop_bound(llm: Any) -> Any:
-    """``llm`` itself, or a copy whose async OpenAI client is private to each client scope."""
+    """``llm`` itself, or a copy whose async OpenAI client is private to each client scope.
+
+    A ``ChatAnthropic`` gets the same treatment: langchain-anthropic also shares one HTTP
+    client per base URL across the process (its ``_async_client``).
+    """
+    if type(llm).__name__ == "ChatAnthropic" and "_async_client" in dir(type(llm)):
+        root = llm._async_client
+        if isinstance(root, _ScopedClient) or not hasattr(root, "with_options"):
+            return llm
+        copy = llm.model_copy()
+        copy.__dict__["_async_client"] = _ScopedClient(root)  # the cached property's slot
+        return copy
     root = getattr(llm, "root_async_client", None)
     if (
         root is None

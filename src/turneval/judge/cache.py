@@ -6,6 +6,7 @@ import json
 import sqlite3
 import threading
 import warnings
+from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,28 @@ class SQLiteCache:
                 self._connection.execute(
                     f"INSERT OR {verb} INTO judge_cache (key, value) VALUES (?, ?)", (key, text)
                 )
+        except sqlite3.Error as exc:
+            self._fail("cannot be written", exc, reads=False)
+
+    def set_many(
+        self, items: Iterable[tuple[str, dict[str, Any]]], *, replace: bool = False
+    ) -> None:
+        """Store many answers in one transaction (as :meth:`set` does one; a failure warns once)."""
+        if not self.writable:
+            return
+        rows = [(key, json.dumps(value, ensure_ascii=True)) for key, value in items]
+        verb = "REPLACE" if replace else "IGNORE"
+        try:
+            with self._lock:
+                self._connection.execute("BEGIN")
+                try:
+                    self._connection.executemany(
+                        f"INSERT OR {verb} INTO judge_cache (key, value) VALUES (?, ?)", rows
+                    )
+                except BaseException:
+                    self._connection.execute("ROLLBACK")
+                    raise
+                self._connection.execute("COMMIT")
         except sqlite3.Error as exc:
             self._fail("cannot be written", exc, reads=False)
 

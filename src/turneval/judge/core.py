@@ -22,11 +22,12 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import json
 import random
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -119,6 +120,12 @@ class JudgeRun:
             self._limiter = anyio.CapacityLimiter(self.max_concurrency)
         return self._limiter
 
+
+_DEFER: contextvars.ContextVar[Callable[[Judge, str, list[BaseMessage], Any], None] | None] = (
+    contextvars.ContextVar("turneval_batch_defer", default=None)
+)
+"""Set by the batch engine while it looks for requests no metric stated up front: a request
+the cache does not answer is handed to it (with its cache key and messages) instead of sent."""
 
 _RUN: contextvars.ContextVar[JudgeRun | None] = contextvars.ContextVar(
     "turneval_judge_run", default=None
@@ -394,7 +401,7 @@ class Judge:
         payload: dict[str, Any] = {
             "model": self.identity,
             "messages": [[m.type, _text_of(m)] for m in messages],
-            "schema": schema.model_json_schema(),
+            "schema": _json_schema(schema),
             "structured": self._supports_structured,
         }
         if extra:
@@ -442,6 +449,9 @@ class Judge:
                 self._record(run, usage)
                 return JudgeReply(cached, str(hit["raw"]), usage, True)  # type: ignore[index]
             stale = hit is not None  # an entry that is no valid verdict is asked again
+            defer = _DEFER.get()
+            if defer is not None:  # the batch engine asks it in its next round (and raises)
+                defer(self, key, messages, schema)
         tally = _Tally()
         try:
             async with client_scope():  # the run's, or one for this call alone
@@ -606,6 +616,12 @@ class Judge:
         if runnable is not None:
             return await runnable.ainvoke(messages)
         return await self.llm.ainvoke(messages)
+
+
+@functools.lru_cache(maxsize=256)
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """``schema``'s JSON schema, built once per verdict class (part of every cache key)."""
+    return schema.model_json_schema()
 
 
 def _cached_verdict(hit: dict[str, Any] | None, schema: type[T]) -> T | None:
