@@ -32,6 +32,7 @@ from typing import Any
 from turneval._files import naming
 from turneval.errors import ConfigError
 from turneval.metrics import Evaluator
+from turneval.store import judge_model  # one rule for naming a judge, shared with the store
 
 __all__ = ["RUN_FILE", "RunFile", "judge_model"]
 
@@ -42,19 +43,6 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree, never
 
 RUN_FILE = "run.json"
 """The name of the run folder's record of what the run was started with."""
-
-
-def judge_model(llm: Any) -> str | None:
-    """The model name of a judge (a LangChain chat model, or a wrapper of one); None: no judge."""
-    if llm is None:
-        return None
-    inner = getattr(llm, "langchain_llm", None) or getattr(llm, "llm", None)
-    for candidate in (llm, inner):
-        for attribute in ("model_name", "model", "deployment_name", "model_id"):
-            name = getattr(candidate, attribute, None)
-            if isinstance(name, str) and name:
-                return name
-    return type(llm).__name__
 
 
 def _config(metric: Evaluator) -> dict[str, Any]:
