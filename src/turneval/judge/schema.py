@@ -24,7 +24,7 @@ invalid answer (the judge shows the model the error and asks again, then raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache, partial
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -279,6 +279,21 @@ def rubric_score_model(
 _UNSUPPORTED = ("default", "patternProperties", "unevaluatedProperties", "propertyNames")
 
 
+def _schema_nodes(node: Any, where: str = "$") -> Iterator[tuple[dict[str, Any], str]]:
+    """Every object of a JSON schema with its place (``$.turns/items``), depth first."""
+    if isinstance(node, dict):
+        yield node, where
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, sub in value.items():
+                    yield from _schema_nodes(sub, f"{where}.{name}")
+            elif key != "properties":
+                yield from _schema_nodes(value, f"{where}/{key}")
+    elif isinstance(node, Sequence) and not isinstance(node, str):
+        for index, item in enumerate(node):
+            yield from _schema_nodes(item, f"{where}[{index}]")
+
+
 def strict_schema_problems(schema: dict[str, Any] | type[BaseModel]) -> list[str]:
     """Why a JSON schema (or a model's) is not strict-compatible; empty when it is.
 
@@ -288,28 +303,15 @@ def strict_schema_problems(schema: dict[str, Any] | type[BaseModel]) -> list[str
     if isinstance(schema, type):
         schema = schema.model_json_schema()
     problems: list[str] = []
-
-    def walk(node: Any, where: str) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "object" or "properties" in node:
-                properties = node.get("properties", {})
-                if node.get("additionalProperties") is not False:
-                    problems.append(f"{where}: additionalProperties is not false")
-                missing = sorted(set(properties) - set(node.get("required", [])))
-                if missing:
-                    problems.append(f"{where}: properties not required: {missing}")
-            problems.extend(f"{where}: unsupported {k!r}" for k in _UNSUPPORTED if k in node)
-            for key, value in node.items():
-                if key == "properties" and isinstance(value, dict):
-                    for name, sub in value.items():
-                        walk(sub, f"{where}.{name}")
-                elif key != "properties":
-                    walk(value, f"{where}/{key}")
-        elif isinstance(node, Sequence) and not isinstance(node, str):
-            for index, item in enumerate(node):
-                walk(item, f"{where}[{index}]")
-
-    walk(schema, "$")
+    for node, where in _schema_nodes(schema):
+        if node.get("type") == "object" or "properties" in node:
+            properties = node.get("properties", {})
+            if node.get("additionalProperties") is not False:
+                problems.append(f"{where}: additionalProperties is not false")
+            missing = sorted(set(properties) - set(node.get("required", [])))
+            if missing:
+                problems.append(f"{where}: properties not required: {missing}")
+        problems.extend(f"{where}: unsupported {k!r}" for k in _UNSUPPORTED if k in node)
     return problems
 
 
@@ -324,30 +326,17 @@ def per_item_problems(schema: dict[str, Any] | type[BaseModel]) -> list[str]:
     if isinstance(schema, type):
         schema = schema.model_json_schema()
     problems: list[str] = []
-
-    def walk(node: Any, where: str) -> None:
-        if isinstance(node, dict):
-            low, high = node.get("minItems"), node.get("maxItems")
-            if (
-                isinstance(low, int)
-                and low >= 1
-                and low == high
-                and "prefixItems" not in node
-                and node.get("type", "array") == "array"
-            ):
-                problems.append(
-                    f"{where}: a list of exactly {low} items is not per item (use list_field "
-                    "with length= or keys=: one required property per item)"
-                )
-            for key, value in node.items():
-                if key == "properties" and isinstance(value, dict):
-                    for name, sub in value.items():
-                        walk(sub, f"{where}.{name}")
-                elif key != "properties":
-                    walk(value, f"{where}/{key}")
-        elif isinstance(node, list):
-            for index, item in enumerate(node):
-                walk(item, f"{where}[{index}]")
-
-    walk(schema, "$")
+    for node, where in _schema_nodes(schema):
+        low, high = node.get("minItems"), node.get("maxItems")
+        if (
+            isinstance(low, int)
+            and low >= 1
+            and low == high
+            and "prefixItems" not in node
+            and node.get("type", "array") == "array"
+        ):
+            problems.append(
+                f"{where}: a list of exactly {low} items is not per item (use list_field "
+                "with length= or keys=: one required property per item)"
+            )
     return problems
