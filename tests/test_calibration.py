@@ -550,3 +550,30 @@ def test_a_repeats_run_is_calibrated_on_the_judges_own_scale(tmp_path: Path) -> 
     # a fraction without votes to reduce is still refused
     with pytest.raises(ConfigError, match=r"row 1: the judge's 'trajectory_judge' score 0.5"):
         agreement(result_of(name, [1, 0.5]), [1, 1], name)
+
+
+def test_a_judge_with_a_declared_scale_refuses_labels_off_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from turneval.calibration import _scale_of
+    from turneval.metrics import UserFrustration
+
+    assert _scale_of(UserFrustration) == (0.0, 0.5, 1.0)  # none / resolved / unresolved
+    results = tmp_path / "results.jsonl"
+    result_of("user_frustration", [1, 0.5, 0, 1]).to_jsonl(results)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"index": 0, "label": 1}\n{"index": 1, "label": 7}\n')
+    assert main(["calibrate", str(results), str(labels), "--metric", "user_frustration"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "labels.jsonl line 2: label 7 is outside the scale of 'user_frustration' (0, 0.5, 1)" in err
+    )
+    labels.write_text(
+        '{"index": 0, "label": 1}\n{"index": 1, "label": 0.5}\n{"index": 2, "label": 0.5}\n'
+    )
+    assert main(["calibrate", str(results), str(labels), "--metric", "user_frustration"]) == 0
+    # the three points are the confusion matrix's classes, even those no row uses
+    report = agreement(
+        result_of("user_frustration", [1, 1]), [1, 1], "user_frustration", resamples=20
+    )
+    assert report.scale == (0.0, 0.5, 1.0) and report.confusion[2] == (0, 0, 2)

@@ -219,7 +219,7 @@ def _metric_class(metric: Metric | str) -> Any:
 
 
 def _scale_of(metric: Any) -> tuple[float, ...] | None:
-    """The metric's own scale: rubric scores, pairwise choices, or None (inferred from data)."""
+    """The metric's own scale (rubric, pairwise, yes/no, ``scale_points``), or None."""
     if metric is None:
         return None
     if getattr(metric, "pairwise", False):
@@ -232,6 +232,9 @@ def _scale_of(metric: Any) -> tuple[float, ...] | None:
         return tuple(sorted({float(score) for score in rubric}))
     if getattr(metric, "yes_no", False):
         return (0.0, 1.0)
+    points = getattr(metric, "scale_points", None)
+    if points:
+        return tuple(sorted(float(point) for point in points))
     return None
 
 
@@ -595,7 +598,7 @@ def _verdict(metric: Any, value: float, details: Any, scale: tuple[float, ...] |
     A row judged ``repeats`` times holds the mean of its votes (say 0.333) unless the metric
     is categorical. Compared with a human label, it is the votes' majority for categorical
     and yes/no judges (ties: the lowest value, as ``repeats`` takes it), and the scale point
-    nearest the mean of the votes for a rubric (ties: the lower point). Any other value off
+    nearest the mean of the votes for a rubric or another scale (ties: the lower point). Any other value off
     the scale is returned as it is (the caller refuses it).
     """
     if scale is None or value in scale:
