@@ -112,7 +112,8 @@ class TrialPlan:
 
     Attributes:
         k: Trials per scenario (pass^k is the chance that all k succeed).
-        scenarios: Scenarios with at least k known outcomes.
+        scenarios: Scenarios with at least k known outcomes (or, stopped early under
+            pass^k, a known failure).
         pass_hat_k: pass^k over those scenarios.
         sd: Standard deviation of the paired per-scenario pass^k differences (as for rows).
         scenarios_needed: Scenarios that find a drop of ``mde`` in pass^k (None: no spread).
@@ -303,12 +304,20 @@ def plan(
 
 
 def _per_scenario_pass_hat(run: EvaluationResult, name: str, k: int) -> dict[str, float]:
-    """Each scenario's unbiased pass^k estimate C(c, k) / C(n, k) (n >= k known outcomes)."""
+    """Each scenario's unbiased pass^k estimate C(c, k) / C(n, k) (n >= k known outcomes).
+
+    A scenario whose trials stopped early under pass^k (``stop_early``, all k needed) failed
+    for sure: its estimate is 0, as the full run's would be.
+    """
+    stops = run.early_stops
+    settled = stops is not None and stops.needed == stops.trials == k
     estimates = {}
     for scenario, outcomes in run.trial_outcomes(name).items():
         known = [o for o in outcomes if o is not None]
         if len(known) >= k:
             estimates[scenario] = math.comb(sum(known), k) / math.comb(len(known), k)
+        elif settled and known and None not in outcomes and not all(known):
+            estimates[scenario] = 0.0
     return estimates
 
 
@@ -323,6 +332,8 @@ def _trial_plan(
 ) -> TrialPlan | None:
     outcomes = run.trial_outcomes(name)
     k = max((len([o for o in trials if o is not None]) for trials in outcomes.values()), default=0)
+    if run.early_stops is not None:  # trials asked for, though a stopped scenario ran fewer
+        k = max(k, run.early_stops.trials)
     if k < 2:  # one trial per scenario: the rows' plan says it all
         return None
     estimates = _per_scenario_pass_hat(run, name, k)
