@@ -17,8 +17,9 @@ written (the input's digest grows as the file is read)::
 name). The judge's ``base_url`` is the server it calls (None: the provider's default), with no
 user, password or query: an API key is never written. ``sha256`` is the digest of the input's
 first ``lines_read`` lines (``bytes_read`` bytes): the part of the file the run has read. A
-resumed run refuses to continue when the metrics, their configurations, the judge model or
-server, or that part of the input differ, naming the first difference.
+resumed run refuses to continue when the metrics, their configurations (but for fields that
+change no score: :data:`NOT_SCORING`), the judge model or server, or that part of the input
+differ, naming the first difference.
 """
 
 from __future__ import annotations
@@ -102,6 +103,16 @@ def _metrics(metrics: Sequence[Evaluator]) -> list[dict[str, Any]]:
         }
         for metric in metrics
     ]
+
+
+NOT_SCORING = frozenset({"pass_threshold", "timeout", "max_retries", "max_retry_after"})
+"""Fields of a metric's configuration that change no score, left out of the resume check:
+the pass bar (``--fail-under``: which rows are unstable is marked again from their votes) and
+how judge calls are retried."""
+
+
+def _scoring(config: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in config.items() if key not in NOT_SCORING}
 
 
 def _changed(before: Any, after: Any, path: str = "") -> str:
@@ -197,8 +208,8 @@ class RunFile:
             )
         for old, new in zip(stored["metrics"], here["metrics"], strict=True):
             change = _changed(
-                {"class": old.get("class"), **(old.get("config") or {})},
-                {"class": new["class"], **new["config"]},
+                {"class": old.get("class"), **_scoring(old.get("config") or {})},
+                {"class": new["class"], **_scoring(new["config"])},
             )
             if change:
                 return f"metric {new['name']}'s configuration changed: {change}"
