@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pydantic import ValidationError
 
 from turneval._files import naming
+from turneval._hidden import shown
 from turneval.errors import ConfigError, TurnevalError
 from turneval.judge.cache import CacheWarning
 
@@ -206,7 +207,7 @@ def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> in
         file=sys.stderr,
     )
     for error in result.first_errors[:SHOWN_ERRORS]:
-        print(f"  {error}", file=sys.stderr)
+        print(f"  {shown(error)}", file=sys.stderr)
     if failed > SHOWN_ERRORS:
         print(
             f"  ... and {failed - SHOWN_ERRORS} more failed rows (see results.jsonl)",
@@ -310,7 +311,7 @@ def _print_summary(result: Any, out: Path | None) -> None:
     for figure, value in result.aggregates.items():
         print(f"{figure}: {value:.4f}")
     for name, error in result.aggregate_errors.items():
-        print(f"aggregate {name} failed: {error}", file=sys.stderr)
+        print(shown(f"aggregate {name} failed: {error}"), file=sys.stderr)
     if out is not None:
         print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'}, {out / 'report.html'}")
 
@@ -536,7 +537,7 @@ def _check_bars(bars: dict[str, float], summaries: Any) -> int:
         if mean is None or mean < bar:
             missed.append(f"{name} mean {'n/a' if mean is None else f'{mean:.4f}'} < {bar}")
     for line in missed:
-        print(f"FAIL: {line}", file=sys.stderr)
+        print(f"FAIL: {shown(line)}", file=sys.stderr)
     return 1 if missed else 0
 
 
@@ -1056,11 +1057,12 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     """Show a warning as one line on stderr (``turneval: warning: ...``), without source."""
-    print(f"turneval: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    print(f"turneval: warning: {shown(' '.join(str(message).split()))}", file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """The error's message on one line, hidden characters shown as ``<U+202E>``."""
+    return shown(" ".join(str(exc).split()) or type(exc).__name__)
 
 
 if __name__ == "__main__":  # pragma: no cover
