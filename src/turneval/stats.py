@@ -147,6 +147,9 @@ class MetricPlan:
         achieved_power: The power a comparison over ``rows`` rows has against ``mde``.
         min_detectable_drop: The smallest drop ``rows`` rows find with the power.
         trials: The pass^k plan when the run holds trials of scenarios, else None.
+        span: The width of the metric's scale (4 for a 1-5 rubric, 1 for a value in [0, 1]),
+            None when unknown: a minimum detectable drop wider than it is printed as not
+            detectable with these rows.
     """
 
     name: str
@@ -158,6 +161,7 @@ class MetricPlan:
     achieved_power: float | None
     min_detectable_drop: float | None
     trials: TrialPlan | None = None
+    span: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +201,7 @@ class Plan:
                 _fmt(m.correlation, ".3f"),
                 "n/a" if m.samples_needed is None else str(m.samples_needed),
                 _fmt(m.achieved_power, ".3f"),
-                _fmt(m.min_detectable_drop),
+                _drop(m.min_detectable_drop, m.span, "rows"),
             ]
             lines.append("| " + " | ".join(cells) + " |")
         for m in self.metrics.values():
@@ -213,7 +217,7 @@ class Plan:
             lines.append(
                 f"pass^{t.k} of {m.name}: {t.pass_hat_k:.4f} over {t.scenarios} scenarios; "
                 f"needed: {needed}; power now {_fmt(t.achieved_power, '.3f')}, "
-                f"min. detectable drop {_fmt(t.min_detectable_drop)}"
+                f"min. detectable drop {_drop(t.min_detectable_drop, 1.0, 'scenarios')}"
             )
         lines += [
             f"note: {m.name} has no spread: every paired difference is equal, nothing to plan from"
@@ -225,6 +229,31 @@ class Plan:
 
 def _fmt(value: float | None, spec: str = ".4f") -> str:
     return "n/a" if value is None else format(value, spec)
+
+
+def _beyond(drop: float | None, span: float | None) -> bool:
+    """Whether a minimum detectable drop is wider than the metric's scale (cannot happen)."""
+    return drop is not None and span is not None and drop > span
+
+
+def _drop(drop: float | None, span: float | None, units: str) -> str:
+    """A minimum detectable drop, or why none is (``units``: "rows", "scenarios")."""
+    if _beyond(drop, span):
+        return f"not detectable with these {units} ({drop:.4f} > the scale's {span:g})"
+    return _fmt(drop)
+
+
+def _span(name: str, values: np.ndarray) -> float | None:
+    """The width of metric ``name``'s scale: its own, else 1 for values in [0, 1], or None."""
+    from turneval.calibration import _metric_class, _scale_of
+
+    scale = _scale_of(_metric_class(name))
+    if scale:
+        return scale[-1] - scale[0]
+    known = values[~np.isnan(values)]
+    if known.size and known.min() >= 0 and known.max() <= 1:
+        return 1.0
+    return None
 
 
 def _sd(values: np.ndarray) -> float:
@@ -299,6 +328,7 @@ def plan(
             achieved_power(sd, mde, rows, alpha=alpha),
             detectable_drop(sd, rows, alpha=alpha, power=power),
             _trial_plan(run, baseline, name, mde=mde, alpha=alpha, power=power),
+            _span(name, values),
         )
     return Plan(mde, alpha, power, metrics, baseline is not None)
 
