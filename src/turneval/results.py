@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from turneval.aggregate import FlakyScenario, MetricSummary, SummaryTable
     from turneval.messages import Message
     from turneval.samples import Sample
-    from turneval.sequential import EarlyStops
 
 __all__ = [
     "AGENT_FIGURES",
     "AgentRun",
+    "EarlyStops",
     "EvaluationResult",
     "MetricFailure",
     "MetricResult",
@@ -415,6 +415,37 @@ def trial_outcome(row: SampleResult, name: str, threshold: float) -> bool | None
     return False if failed else None
 
 
+@dataclass(frozen=True, slots=True)
+class EarlyStops:
+    """What stopping early saved in a run (``result.early_stops``).
+
+    Attributes:
+        trials: Trials per scenario asked for.
+        needed: Successes a scenario needs to pass.
+        ran: Conversations run.
+        skipped: Per scenario id stopped early, the trials not run.
+    """
+
+    trials: int
+    needed: int
+    ran: int
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def saved(self) -> int:
+        """Conversations not run."""
+        return sum(self.skipped.values())
+
+    def __str__(self) -> str:
+        """``stop_early: 7 of 30 conversations not run (23%), 4 scenarios settled early``."""
+        total = self.ran + self.saved
+        share = self.saved / total if total else 0.0
+        return (
+            f"stop_early: {self.saved} of {total} conversations not run ({share:.0%}), "
+            f"{len(self.skipped)} scenario{'s' if len(self.skipped) != 1 else ''} settled early"
+        )
+
+
 class EvaluationResult:
     """The rows of a run, in input order, and their summaries.
 
@@ -720,8 +751,6 @@ class EvaluationResult:
                     raise ConfigError(f"{path} line {number}: {named}") from exc
         result = cls(rows, names, sum((row.usage for row in rows), Usage()))
         if stopped:
-            from turneval.sequential import EarlyStops
-
             trials, needed = stopped[0]
             ran = sum(1 for row in rows if row.trial_info)
             result.early_stops = EarlyStops(trials, needed, ran, skipped)
