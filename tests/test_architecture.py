@@ -18,7 +18,14 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first. A module belongs to the first entry naming it or a package above it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("turneval.errors", "turneval.usage", "turneval._sync", "turneval._gc", "turneval._files"),
+    (
+        "turneval.errors",
+        "turneval.usage",
+        "turneval._sync",
+        "turneval._gc",
+        "turneval._files",
+        "turneval._hidden",
+    ),
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),

@@ -509,3 +509,71 @@ def test_the_yes_no_judges_know_their_scale() -> None:
         assert _scale_of(yes_no) == (0.0, 1.0)
     assert _scale_of(ChunkRelevance) is None  # a share of the chunks: any value in [0, 1]
     assert _scale_of(Fluency) == (1.0, 2.0, 3.0, 4.0, 5.0)
+
+
+def test_a_repeats_run_is_calibrated_on_the_judges_own_scale(tmp_path: Path) -> None:
+    from turneval.metrics import TrajectoryJudge
+    from turneval.metrics._votes import Voted, combine_votes
+
+    # A rubric judge asked 3 times: the row holds the mean of its votes; calibration compares
+    # the scale point nearest that mean (4.667 -> 5, 2.333 -> 2, 3.5 -> 3: ties go down).
+    votes = {"hello #0#": [5, 5, 4], "hello #1#": [2, 3, 2], "hello #2#": [3, 4, 4, 3]}
+    asked: dict[str, int] = {}
+
+    def answer(messages: list[BaseMessage]) -> str:
+        response = next(r for r in votes if r in text_of(messages[-1]))
+        asked[response] = asked.get(response, 0) + 1
+        return json.dumps({"explanation": "e", "score": votes[response][asked[response] - 1]})
+
+    samples = [SingleTurnSample(user_input="Say hello.", response=r) for r in votes]
+    rows = evaluate(samples[:2], [Fluency(llm=ScriptedChatModel(responses=[answer]), repeats=3)])
+    assert [row.results["fluency"].value for row in rows.rows] == pytest.approx([14 / 3, 7 / 3])
+    report = agreement(rows, [5, 3], "fluency", resamples=20)
+    assert report.n == 2 and report.confusion[4][4] == 1 and report.confusion[2][1] == 1
+    four = evaluate(samples[2:], [Fluency(llm=ScriptedChatModel(responses=[answer]), repeats=4)])
+    assert agreement(four, [3], "fluency", resamples=20).confusion[2][2] == 1
+    # A yes/no judge that is not categorical holds the mean (1/3): calibration takes the
+    # majority of its votes, also read back from a results file (the CLI's path).
+    name = TrajectoryJudge().name
+    result = result_of(name, [1, 0])
+    result.rows[0].results[name] = MetricResult(
+        name,
+        1 / 3,
+        details=combine_votes(
+            [Voted(v, "r", {}) for v in (1.0, 0.0, 0.0)], majority=False, pass_threshold=None
+        ).details,
+    )
+    saved = tmp_path / "results.jsonl"
+    result.to_jsonl(saved)
+    back = agreement(EvaluationResult.from_jsonl(saved), [0, 0], name, resamples=20)
+    assert back.confusion == ((2, 0), (0, 0)) and back.agreement == 1.0
+    # a fraction without votes to reduce is still refused
+    with pytest.raises(ConfigError, match=r"row 1: the judge's 'trajectory_judge' score 0.5"):
+        agreement(result_of(name, [1, 0.5]), [1, 1], name)
+
+
+def test_a_judge_with_a_declared_scale_refuses_labels_off_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from turneval.calibration import _scale_of
+    from turneval.metrics import UserFrustration
+
+    assert _scale_of(UserFrustration) == (0.0, 0.5, 1.0)  # none / resolved / unresolved
+    results = tmp_path / "results.jsonl"
+    result_of("user_frustration", [1, 0.5, 0, 1]).to_jsonl(results)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"index": 0, "label": 1}\n{"index": 1, "label": 7}\n')
+    assert main(["calibrate", str(results), str(labels), "--metric", "user_frustration"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "labels.jsonl line 2: label 7 is outside the scale of 'user_frustration' (0, 0.5, 1)" in err
+    )
+    labels.write_text(
+        '{"index": 0, "label": 1}\n{"index": 1, "label": 0.5}\n{"index": 2, "label": 0.5}\n'
+    )
+    assert main(["calibrate", str(results), str(labels), "--metric", "user_frustration"]) == 0
+    # the three points are the confusion matrix's classes, even those no row uses
+    report = agreement(
+        result_of("user_frustration", [1, 1]), [1, 1], "user_frustration", resamples=20
+    )
+    assert report.scale == (0.0, 0.5, 1.0) and report.confusion[2] == (0, 0, 2)

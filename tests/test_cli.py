@@ -298,3 +298,30 @@ def test_cli_table_and_report_show_the_agent_figures_of_traces(
     assert table[1].startswith("latency_in_seconds")  # first, as in the text summary
     page = (out / "report.html").read_text(encoding="utf-8")
     assert '<table id="agent">' in page and "<td class='num'>22.500</td>" in page
+
+
+def test_ragas_metric_names_work_wherever_a_metric_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "single.jsonl"
+    data.write_text(
+        '{"response": "the cat sat", "reference": "the cat sat"}\n'
+        '{"response": "a dog ran", "reference": "the cat sat"}\n'
+    )
+    run = ["evaluate", str(data), "--metric", "bleu_score", "--quiet", "--out"]
+    # bleu is 1 and 0: a bar of 0.6 on the mean 0.5 fails (exit 1), named either way
+    assert main([*run, str(tmp_path / "a"), "--fail-under", "bleu_score=0.6"]) == 1
+    assert main([*run, str(tmp_path / "b"), "--fail-under", "bleu=0.6"]) == 1
+    assert main([*run, str(tmp_path / "c"), "--fail-under", "bleu_score=0.4"]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(tmp_path / "a"), "--metric", "bleu_score", "--mde", "0.1"]) == 0
+    assert "| bleu | 2 |" in capsys.readouterr().out
+    both = [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert main(["compare", *both, "--fail-on-regression", "bleu_score=0"]) == 0
+    assert main(["compare", *both, "--pass-threshold", "bleu_score=2"]) == 0
+    from turneval.cli import _pass_thresholds
+
+    assert _pass_thresholds(["bleu_score=0.7", "rouge_score=0.2"]) == (
+        0.5,
+        {"bleu": 0.7, "rouge": 0.2},
+    )

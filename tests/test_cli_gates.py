@@ -217,3 +217,19 @@ def test_a_regression_gate_fails_on_rows_the_candidate_could_not_score(
         "FAIL: tool_call_f1 failed in the candidate on 3 rows the baseline scored: "
         "line 1, line 2, line 3",
     ]
+
+
+def test_row_errors_on_the_terminal_show_hidden_characters_as_code_points(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.jsonl"
+    evil = '{"user_input": [{"type": "human", "content": "hi"}], "evil\\u202etxt\\u0000": 1}'
+    data.write_text(evil + "\n")
+    assert run(tmp_path, data) == 3
+    err = capsys.readouterr().err
+    assert "evil<U+202E>txt<U+0000>: Extra inputs are not permitted" in err
+    assert "\u202e" not in err and "\x00" not in err
+    # the report's helper and the terminal's agree (one table of hidden characters)
+    from turneval._hidden import shown
+
+    assert shown("a\u2066b\x7fc\td") == "a<U+2066>b<U+007F>c\td"

@@ -57,6 +57,19 @@ DIFFERENT: list[tuple[str, str, bool, bool]] = [
     ),
     ("Sales rose to $4.2 billion in 2020.", "Sales rose to $4.2 billion in 2019.", False, True),
     ("The town has 12,000 residents.", "The town has 1,200 residents.", False, True),
+    # a different name outside any slot, the rest equal in other forms (it was grounded)
+    (
+        "The Munich team meets on 2021-03-03 with 3.7 million users.",
+        "The Berlin team meets on March 3, 2021 with 3,700,000 users.",
+        False,
+        True,
+    ),
+    (
+        "The Munich office hosts the meeting on March 3, 2021.",
+        "The Berlin office hosts the meeting on March 3, 2021.",
+        False,
+        True,
+    ),
 ]
 
 SAME_VALUE: list[tuple[str, str, bool, bool]] = [
@@ -130,6 +143,20 @@ STAYS_GROUNDED: list[tuple[str, str, bool, bool]] = [
     ("The price was $12 in 2021.", "The price was $10 in 2020 and $12 in 2021.", True, False),
     ("The price was $11 in 2021.", "The price was $10 in 2020 and $12 in 2021.", False, True),
     ("It costs 21.50 dollars.", "It costs 21.5 dollars.", True, False),
+    # a name the fact holds as words (not read as a name there) is stated; a name the fact
+    # adds is no difference
+    (
+        "Titanic stars Kate Winslet.",
+        "Kate Winslet starred in Titanic, directed by James Cameron.",
+        True,
+        False,
+    ),
+    (
+        "The Berlin office hosts the meeting on 2021-03-03.",
+        "On March 3, 2021, the Berlin office hosts the meeting with Anna Schmidt.",
+        True,
+        False,
+    ),
 ]
 
 # Still not grounded, but not contradicted either: a different subject, or nothing to compare.

@@ -63,7 +63,11 @@ def test_run_json_records_the_run_before_the_first_row(
             "config": metric.model_dump(mode="json"),
         }
     ]
-    assert first["judge"] == {"model": "gpt-4o-mini", "prompt_version": None}
+    assert first["judge"] == {
+        "model": "gpt-4o-mini",
+        "base_url": "http://127.0.0.1:9/v1",
+        "prompt_version": None,
+    }
     import hashlib
 
     raw = data.read_bytes()
@@ -160,3 +164,29 @@ def test_a_folder_without_run_json_resumes_with_a_note_and_its_rows_count_as_fai
     with pytest.warns(ResumeWarning):
         (out / "run.json").unlink()
         evaluate_jsonl(data, ["tool_call_f1", "trajectory_in_order_match"], out, resume=True)
+
+
+def test_resume_refuses_another_judge_server_and_never_records_a_key(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in LINES))
+    out = tmp_path / "out"
+
+    def judge(url: str) -> ChatOpenAI:
+        return ChatOpenAI(model="m", api_key="sk-secret", base_url=url)
+
+    evaluate_jsonl(data, ["tool_call_f1"], out, llm=judge("http://u:pw@127.0.0.1:9/v1?key=k"))
+    recorded = (out / "run.json").read_text()
+    assert json.loads(recorded)["judge"]["base_url"] == "http://127.0.0.1:9/v1"
+    assert not any(secret in recorded for secret in ("sk-secret", "pw", "key=k"))
+    with pytest.raises(
+        ConfigError,
+        match=r"^cannot resume .*: the judge's server changed: http://127.0.0.1:9/v1 -> "
+        r"http://127.0.0.1:10/v1;",
+    ):
+        evaluate_jsonl(
+            data, ["tool_call_f1"], out, llm=judge("http://127.0.0.1:10/v1"), resume=True
+        )
+    resumed = evaluate_jsonl(
+        data, ["tool_call_f1"], out, llm=judge("http://127.0.0.1:9/v1"), resume=True
+    )
+    assert resumed.total_rows == 6  # the same server: it continues

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from turneval import AIMessage, EvalTask, MultiTurnSample, SampleResult
+from turneval import AIMessage, EvalTask, EvaluationResult, MultiTurnSample, SampleResult
 from turneval.aggregate import pass_at_k, pass_hat_k
 from turneval.errors import ConfigError
 from turneval.metrics import CustomMetric
 from turneval.sequential import StopEarly
 from turneval.simulation import Scenario, ScriptedUser, simulate
+from turneval.stats import plan
 
 
 def echo(messages: list[Any]) -> list[Any]:
@@ -136,3 +139,33 @@ def test_simulate_stops_on_its_own_success_test() -> None:
     )
     assert len(data) == 2 and len(calls) == 2  # each scenario failed at once: 6 runs saved
     assert [(s.metadata or {}).get("skipped_trials") for s in data.samples] == [3, 3]
+
+
+def test_a_run_that_stopped_early_reads_back_with_its_stops_and_summary(tmp_path: Path) -> None:
+    task = EvalTask(
+        [Scenario(id=name, goal="g") for name in "abc"],
+        [CustomMetric(name="strict", metric_function=lambda i: SCORES[_key(i)])],
+        show_progress=False,
+    )
+    result = task.evaluate(runnable=echo, user=ScriptedUser(["hi"]), trials=3, stop_early=True)
+    path = tmp_path / "results.jsonl"
+    result.to_jsonl(path)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["scenario_id"], r["trials_of"], r["skipped_trials"]) for r in rows][2:5] == [
+        ("a", 3, 0),
+        ("b", 3, 2),
+        ("c", 3, 0),
+    ]
+    back = EvaluationResult.from_jsonl(path)
+    assert back.early_stops == result.early_stops
+    assert back.summary()["strict"].extra == result.summary()["strict"].extra
+    assert (back.summary()["strict"].extra or {})["pass^3"] == pytest.approx(1 / 3)
+    # plan counts the stopped scenario with its settled pass^3 (0), as the full run would
+    trials = plan(back, mde=0.1).metrics["strict"].trials
+    assert trials is not None and (trials.k, trials.scenarios) == (3, 3)
+    assert trials.pass_hat_k == pytest.approx(1 / 3)
+    assert plan(result, mde=0.1).metrics["strict"].trials == trials
+
+
+def _key(instance: dict[str, Any]) -> tuple[str, int]:
+    return instance["metadata"]["scenario_id"], instance["metadata"]["trial"]

@@ -326,3 +326,35 @@ def test_min_power_without_rows_is_refused(
     assert main(["compare", *paths, "--fail-on-regression", "0.05"]) == 0
     assert main(["compare", *paths, "--fail-on-regression", "0.05", "--min-power", "0.8"]) == 4
     assert "no paired rows" in capsys.readouterr().err
+
+
+def test_a_drop_wider_than_the_scale_is_not_detectable() -> None:
+    def run(name: str, values: list[float], trials: int = 1) -> EvaluationResult:
+        rows = []
+        for index, value in enumerate(values):
+            row = SampleResult(index, None)
+            if trials > 1:
+                row.stored_trial = {"scenario_id": str(index // trials), "trial": index % trials}
+            row.results[name] = MetricResult(name, value)
+            rows.append(row)
+        return EvaluationResult(rows, [name])
+
+    # 3 rows of a [0, 1] metric: the drop the test would find (sd 0.816 x effect) is over 1
+    small = plan(run("m", [0.0, 1.0, 0.0]), mde=0.1)
+    drop = small.metrics["m"].min_detectable_drop
+    sd = np.std([0.0, 1.0, 0.0], ddof=1) * math.sqrt(2)
+    effect = TTestPower().solve_power(nobs=3, alpha=0.05, power=0.8, alternative="two-sided")
+    assert drop is not None and drop == pytest.approx(effect * sd) and drop > 1
+    assert f"| not detectable with these rows ({drop:.4f} > the scale's 1) |" in str(small)
+    # the same spread on a 1-5 rubric (span 4) is a drop it can show
+    rubric = plan(run("fluency", [1.0, 2.0, 1.0]), mde=0.1)
+    assert f"| {rubric.metrics['fluency'].min_detectable_drop:.4f} |" in str(rubric)
+    # pass^4 over 3 scenarios (one fails a trial): a probability, at most 1
+    trials = plan(run("m", [1.0] * 4 + [0.0] + [1.0] * 7, trials=4), mde=0.1)
+    pass_k = trials.metrics["m"].trials
+    assert pass_k is not None and pass_k.min_detectable_drop is not None
+    assert pass_k.min_detectable_drop > 1
+    assert (
+        f"min. detectable drop not detectable with these scenarios "
+        f"({pass_k.min_detectable_drop:.4f} > the scale's 1)" in str(trials)
+    )

@@ -7,16 +7,19 @@ written (the input's digest grows as the file is read)::
       "turneval_version": "0.1.0",
       "metrics": [{"name": "tool_call_f1", "class": "turneval.metrics...ToolCallF1",
                    "config": {...}}],
-      "judge": {"model": "gpt-4o-mini", "prompt_version": null},
+      "judge": {"model": "gpt-4o-mini", "base_url": "http://localhost:8000/v1",
+                "prompt_version": null},
       "dataset": {"path": "data.jsonl", "sha256": "...", "lines_read": 1000,
                   "bytes_read": 123456}
     }
 
 ``config`` is the metric's full ``model_dump`` (a judge model object is written as its model
-name). ``sha256`` is the digest of the input's first ``lines_read`` lines (``bytes_read``
-bytes): the part of the file the run has read. A resumed run refuses to continue when the
-metrics, their configurations, the judge model or that part of the input differ, naming the
-first difference.
+name). The judge's ``base_url`` is the server it calls (None: the provider's default), with no
+user, password or query: an API key is never written. ``sha256`` is the digest of the input's
+first ``lines_read`` lines (``bytes_read`` bytes): the part of the file the run has read. A
+resumed run refuses to continue when the metrics, their configurations (but for fields that
+change no score: :data:`NOT_SCORING`), the judge model or server, or that part of the input
+differ, naming the first difference.
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from turneval._files import naming
 from turneval.errors import ConfigError
 from turneval.metrics import Evaluator
 from turneval.store import judge_model  # one rule for naming a judge, shared with the store
 
-__all__ = ["RUN_FILE", "RunFile", "judge_model"]
+__all__ = ["RUN_FILE", "RunFile", "judge_base_url", "judge_model"]
 
 try:
     _VERSION = version("turneval")
@@ -43,6 +47,27 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree, never
 
 RUN_FILE = "run.json"
 """The name of the run folder's record of what the run was started with."""
+
+
+def judge_base_url(llm: Any) -> str | None:
+    """The server a judge calls (``base_url`` of ``ChatOpenAI``), None: the provider's default.
+
+    Only the scheme, host, port and path are kept: a user, password or query (where a key
+    could hide) never reaches run.json.
+    """
+    if llm is None:
+        return None
+    inner = getattr(llm, "langchain_llm", None) or getattr(llm, "llm", None)
+    for candidate in (llm, inner):
+        for attribute in ("openai_api_base", "base_url", "azure_endpoint"):
+            url = getattr(candidate, attribute, None)
+            if isinstance(url, str) and url:
+                parts = urlsplit(url)
+                host = parts.hostname or ""
+                if parts.port is not None:
+                    host = f"{host}:{parts.port}"
+                return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return None
 
 
 def _config(metric: Evaluator) -> dict[str, Any]:
@@ -66,6 +91,16 @@ def _metrics(metrics: Sequence[Evaluator]) -> list[dict[str, Any]]:
         }
         for metric in metrics
     ]
+
+
+NOT_SCORING = frozenset({"pass_threshold", "timeout", "max_retries", "max_retry_after"})
+"""Fields of a metric's configuration that change no score, left out of the resume check:
+the pass bar (``--fail-under``: which rows are unstable is marked again from their votes) and
+how judge calls are retried."""
+
+
+def _scoring(config: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in config.items() if key not in NOT_SCORING}
 
 
 def _changed(before: Any, after: Any, path: str = "") -> str:
@@ -109,7 +144,11 @@ class RunFile:
         self.document: dict[str, Any] = {
             "turneval_version": _VERSION,
             "metrics": _metrics(metrics),
-            "judge": {"model": judge_model(llm), "prompt_version": None},
+            "judge": {
+                "model": judge_model(llm),
+                "base_url": judge_base_url(llm),
+                "prompt_version": None,
+            },
             "dataset": {"path": str(source), "sha256": "", "lines_read": 0, "bytes_read": 0},
         }
         self._digest = hashlib.sha256()
@@ -157,14 +196,20 @@ class RunFile:
             )
         for old, new in zip(stored["metrics"], here["metrics"], strict=True):
             change = _changed(
-                {"class": old.get("class"), **(old.get("config") or {})},
-                {"class": new["class"], **new["config"]},
+                {"class": old.get("class"), **_scoring(old.get("config") or {})},
+                {"class": new["class"], **_scoring(new["config"])},
             )
             if change:
                 return f"metric {new['name']}'s configuration changed: {change}"
         old_judge = (stored.get("judge") or {}).get("model")
         if old_judge != here["judge"]["model"]:
             return f"the judge changed: {old_judge or 'none'} -> {here['judge']['model'] or 'none'}"
+        judge = stored.get("judge") or {}
+        if "base_url" in judge and judge["base_url"] != here["judge"]["base_url"]:  # recorded
+            return (
+                f"the judge's server changed: {judge['base_url'] or 'the default'} -> "
+                f"{here['judge']['base_url'] or 'the default'}"
+            )
         dataset = stored.get("dataset") or {}
         lines = int(dataset.get("lines_read") or 0)
         self._advance(lines)

@@ -23,6 +23,7 @@ import math
 import numbers
 import secrets
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -233,7 +234,7 @@ def _metric_class(metric: Metric | str) -> Any:
 
 
 def _scale_of(metric: Any) -> tuple[float, ...] | None:
-    """The metric's own scale: rubric scores, pairwise choices, or None (inferred from data)."""
+    """The metric's own scale (rubric, pairwise, yes/no, ``scale_points``), or None."""
     if metric is None:
         return None
     if getattr(metric, "pairwise", False):
@@ -246,6 +247,9 @@ def _scale_of(metric: Any) -> tuple[float, ...] | None:
         return tuple(sorted({float(score) for score in rubric}))
     if getattr(metric, "yes_no", False):
         return (0.0, 1.0)
+    points = getattr(metric, "scale_points", None)
+    if points:
+        return tuple(sorted(float(point) for point in points))
     return None
 
 
@@ -603,6 +607,31 @@ def _on_scale(value: float, scale: tuple[float, ...] | None) -> bool:
     return scale is None or value in scale
 
 
+def _verdict(metric: Any, value: float, details: Any, scale: tuple[float, ...] | None) -> float:
+    """The judge's verdict on its own scale: a repeated row's votes reduced onto the scale.
+
+    A row judged ``repeats`` times holds the mean of its votes (say 0.333) unless the metric
+    is categorical. Compared with a human label, it is the votes' majority for categorical
+    and yes/no judges (ties: the lowest value, as ``repeats`` takes it), and the scale point
+    nearest the mean of the votes for a rubric or another scale (ties: the lower point). Any other value off
+    the scale is returned as it is (the caller refuses it).
+    """
+    if scale is None or value in scale:
+        return value
+    record = details.get("repeats") if isinstance(details, dict) else None
+    votes = record.get("values") if isinstance(record, dict) else None
+    if not isinstance(votes, list) or not votes:
+        return value
+    if not all(isinstance(v, (int, float)) and float(v) in scale for v in votes):
+        return value
+    if getattr(metric, "categorical", False) or getattr(metric, "yes_no", False):
+        counts = Counter(float(v) for v in votes)
+        top = max(counts.values())
+        return min(v for v, count in counts.items() if count == top)
+    mean = sum(float(v) for v in votes) / len(votes)
+    return min(scale, key=lambda point: (abs(point - mean), point))
+
+
 def agreement(
     result: EvaluationResult,
     labels: Any,
@@ -664,12 +693,13 @@ def agreement(
         if scored is None:
             skipped += 1
             continue
-        if not _on_scale(scored.value, scale):
+        verdict = _verdict(known, scored.value, scored.details, scale)
+        if not _on_scale(verdict, scale):
             raise ConfigError(
                 f"row {row}: the judge's {name!r} score {scored.value:g} is not on its scale"
             )
         human.append(label.value)
-        judge.append(scored.value)
+        judge.append(verdict)
     if not human:
         why = f": the judge failed on all {skipped} labeled rows" if skipped else ""
         if others and not seen:
@@ -1006,10 +1036,12 @@ async def aalign(
     train, held_out = sorted(order[:cut]), sorted(order[cut:])
     options = {"llm": llm, "cache": cache, "max_concurrency": max_concurrency}
     original = await aevaluate([item.sample for item in items], [metric], **options)
-    scores = {
-        i: (row.results[metric.name].value if metric.name in row.results else None)
-        for i, row in enumerate(original.rows)
-    }
+
+    def verdict(row: Any) -> float | None:
+        scored = row.results.get(metric.name)
+        return None if scored is None else _verdict(metric, scored.value, scored.details, scale)
+
+    scores = {i: verdict(row) for i, row in enumerate(original.rows)}
     shown = _choose(train, items, scores, k)
     examples = tuple(
         metric.example(items[i].sample, verdict_text(metric, items[i].value, items[i].reason))
@@ -1022,7 +1054,7 @@ async def aalign(
         sorted(
             {item.value for item in items}
             | {v for v in scores.values() if v is not None}
-            | {r.value for row in after_run.rows for r in row.results.values()}
+            | {v for v in map(verdict, after_run.rows) if v is not None}
         )
     )
 
@@ -1043,12 +1075,7 @@ async def aalign(
         )
 
     before = report([scores[i] for i in held_out])
-    after = report(
-        [
-            row.results[metric.name].value if metric.name in row.results else None
-            for row in after_run.rows
-        ]
-    )
+    after = report([verdict(row) for row in after_run.rows])
     return AlignedMetric(aligned, before, after, train, held_out, shown)
 
 

@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pydantic import ValidationError
 
 from turneval._files import naming
+from turneval._hidden import shown
 from turneval.errors import ConfigError, TurnevalError
 from turneval.judge.cache import CacheWarning
 
@@ -93,6 +94,23 @@ def _known_name(name: str, known: dict[str, type[Evaluator]]) -> str:
     raise UsageError(f"unknown metric {name!r}; {hint}run 'turneval metrics' for the list")
 
 
+def _run_name(name: str, names: Iterable[str] | None = None) -> str:
+    """``name`` as turneval calls the metric (``bleu`` for ragas' ``bleu_score``).
+
+    ``names`` are the run's metrics (None: every built-in). A name among them stays as it is;
+    ragas' name of exactly one of them is mapped to it; anything else is returned as it is
+    (the caller says what is wrong with it).
+    """
+    from turneval.metrics import builtin_metrics
+
+    known = builtin_metrics()
+    among = set(known if names is None else names)
+    if name in among:
+        return name
+    meant = [key for key, cls in known.items() if name in cls.ragas_names and key in among]
+    return meant[0] if len(meant) == 1 else name
+
+
 def parse_metric(spec: str) -> Evaluator | str:
     """``NAME`` or ``NAME:key=value,key=value`` (values parsed as JSON when they can be)."""
     from turneval.metrics import builtin_metrics
@@ -134,6 +152,7 @@ def _fail_under(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str,
         name, equals, value = item.partition("=")
         if not equals:
             raise UsageError(f"--fail-under {item!r} is not NAME=VALUE")
+        name = _run_name(name, scales)
         if name not in scales:
             raise UsageError(
                 f"--fail-under names {name!r}, which is not among the metrics {list(scales)}"
@@ -206,7 +225,7 @@ def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> in
         file=sys.stderr,
     )
     for error in result.first_errors[:SHOWN_ERRORS]:
-        print(f"  {error}", file=sys.stderr)
+        print(f"  {shown(error)}", file=sys.stderr)
     if failed > SHOWN_ERRORS:
         print(
             f"  ... and {failed - SHOWN_ERRORS} more failed rows (see results.jsonl)",
@@ -310,7 +329,7 @@ def _print_summary(result: Any, out: Path | None) -> None:
     for figure, value in result.aggregates.items():
         print(f"{figure}: {value:.4f}")
     for name, error in result.aggregate_errors.items():
-        print(f"aggregate {name} failed: {error}", file=sys.stderr)
+        print(shown(f"aggregate {name} failed: {error}"), file=sys.stderr)
     if out is not None:
         print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'}, {out / 'report.html'}")
 
@@ -631,7 +650,7 @@ def _check_bars(bars: dict[str, float], summaries: Any) -> int:
         if mean is None or mean < bar:
             missed.append(f"{name} mean {'n/a' if mean is None else f'{mean:.4f}'} < {bar}")
     for line in missed:
-        print(f"FAIL: {line}", file=sys.stderr)
+        print(f"FAIL: {shown(line)}", file=sys.stderr)
     return 1 if missed else 0
 
 
@@ -732,16 +751,17 @@ def _power_lines(args: argparse.Namespace, comparison: Any, gated: list[str]) ->
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from turneval.stats import plan_files
+    from turneval.stats import _read_run, plan
 
+    run = _read_run(args.run)
     print(
-        plan_files(
-            args.run,
+        plan(
+            run,
             mde=args.mde,
-            metric=args.metric,
+            metric=None if args.metric is None else _run_name(args.metric, run.metric_names),
             alpha=args.alpha,
             power=args.power,
-            baseline=args.baseline,
+            baseline=None if args.baseline is None else _read_run(args.baseline),
         )
     )
     return 0
@@ -770,7 +790,7 @@ def _pass_thresholds(items: Sequence[str]) -> tuple[float, dict[str, float]]:
         if name is None:
             default = number
         else:
-            named[name] = number
+            named[_run_name(name)] = number
     return default, named
 
 
@@ -782,6 +802,8 @@ def _regression_gates(items: Sequence[str], comparison: Any) -> dict[str, float]
         name, drop = _named_number("--fail-on-regression", item, form)
         if drop < 0:
             raise UsageError(f"--fail-on-regression {item!r}: MAX_DROP must be >= 0")
+        if name is not None:
+            name = _run_name(name, comparison.metrics)
         if name is None:
             gates.update(dict.fromkeys(comparison.metrics, drop))
         elif name not in comparison.metrics:
@@ -804,10 +826,11 @@ def _calibrate(args: argparse.Namespace) -> int:
         store = _run_store(args, default=True)
         try:
             result = store.result(args.run)
-            labels = _stored_labels(store, args.run, args.metric)
+            metric = None if args.metric is None else _run_name(args.metric, result.metric_names)
+            labels = _stored_labels(store, args.run, metric)
         finally:
             store.close()
-        report = agreement(result, labels, args.metric)
+        report = agreement(result, labels, metric)
         print(report)
         out = Path(args.html) if args.html else Path("calibration.html")
     else:
@@ -817,7 +840,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         if results.is_dir():  # a run's --out folder, as compare takes
             results = results / "results.jsonl"
         result = EvaluationResult.from_jsonl(results)
-        report = agreement(result, args.labels, args.metric)
+        metric = None if args.metric is None else _run_name(args.metric, result.metric_names)
+        report = agreement(result, args.labels, metric)
         print(report)
         out = Path(args.html) if args.html else results.with_name("calibration.html")
     page = render_agreement_html(report, title=f"Can I trust {report.metric}?")
@@ -1241,11 +1265,12 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     """Show a warning as one line on stderr (``turneval: warning: ...``), without source."""
-    print(f"turneval: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    print(f"turneval: warning: {shown(' '.join(str(message).split()))}", file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """The error's message on one line, hidden characters shown as ``<U+202E>``."""
+    return shown(" ".join(str(exc).split()) or type(exc).__name__)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -943,11 +943,14 @@ def _settled(
 
 
 def _compare(
-    claim_values: Sequence[tuple[Value, int]], passages: Sequence[int], index: _Index
+    claim_values: Sequence[tuple[Value, int]], masks: dict[int, int], index: _Index
 ) -> _Comparison:
-    """Which passage states which value, in its slot or not, and which states another."""
-    found = {passage: index.passage_values(passage) for passage in passages}
-    result = _Comparison(dict.fromkeys(passages, 0))
+    """Which passage states which value, in its slot or not, and which states another.
+
+    ``masks`` maps each passage compared to the claim's tokens it holds.
+    """
+    found = {passage: index.passage_values(passage) for passage in masks}
+    result = _Comparison(dict.fromkeys(masks, 0))
     for passage, stated in found.items():
         for number, (value, bits) in enumerate(claim_values):
             if any(equal(value, w) for w in stated):
@@ -967,10 +970,15 @@ def _compare(
                 in_slot = [w for w in in_slot if not any(equal(v, w) for v in listed[value.slot])]
             if any(conflicts(value, w) for w in in_slot):
                 result.conflicting.setdefault(number, set()).add(passage)
-    for passage, stated in found.items():  # a number or date no passage states...
+    named = {  # a name whose words some passage holds is stated ("Titanic stars ...")
+        number
+        for number, (value, bits) in enumerate(claim_values)
+        if value.kind == "name" and any(masks[passage] & bits == bits for passage in found)
+    }
+    for passage, stated in found.items():  # a value no passage states...
         unclaimed = [w for w in stated if not any(equal(v, w) for v, _ in claim_values)]
         for number, (value, _) in enumerate(claim_values):
-            if value.kind != "name" and number not in result.anywhere:
+            if number not in result.anywhere and number not in named:
                 if any(conflicts(value, w) for w in unclaimed):  # ...where one states another
                     result.conflicting.setdefault(number, set()).add(passage)
     return result
@@ -987,8 +995,9 @@ def _check_values(
 
     A value equal to one a passage states (in any surface form) counts as covered by it. A value
     *differs* from a passage that states other values of its kind in its slot and none equal to
-    it, unless some passage states it in that slot; a number or date no passage states also
-    differs from a passage stating one of its kind that the claim does not state. A passage the
+    it, unless some passage states it in that slot; a value no passage states (a name: whose
+    words no passage holds) also differs from a passage stating one of its kind that the claim
+    does not state. A passage the
     claim otherwise matches (with the differing values set aside, the passage covers at least
     ``threshold`` of the claim's weight, and at least 2) is stated against the claim: the claim
     is not grounded, and those values count as not covered. Compared: the support's passages,
@@ -1002,7 +1011,7 @@ def _check_values(
         for _, bits in claim_values:
             frame &= ~bits
         masks.update(_frame_passages(tokens, index, frame, threshold, support.passages))
-    comparison = _compare(claim_values, list(masks), index)
+    comparison = _compare(claim_values, masks, index)
     equal_bits = comparison.equal_bits
     against: dict[int, float] = {}
     differing = 0

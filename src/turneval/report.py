@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -20,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from turneval._hidden import HIDDEN as _HIDDEN
+from turneval._hidden import code as _code
+from turneval._hidden import text as _text
 from turneval.aggregate import unstable
 from turneval.messages import AIMessage, ToolCall, ToolMessage
 from turneval.results import AGENT_FIGURES
@@ -105,28 +107,6 @@ _FULL = 200_000  # characters of the full value kept in the page (bounds the rep
 def _count(number: int, noun: str) -> str:
     """``1 metric``, ``2 metrics``."""
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
-# Characters that change how the text around them reads without being seen: bidirectional
-# controls (an override can make ``evil.exe\u202etxt.py`` read as ``evil.exepy.txt``), and
-# NUL, the other C0 controls (tab and line breaks excepted), DEL and the C1 controls.
-_HIDDEN = re.compile(
-    "([\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069])"
-)
-
-
-def _text(value: object) -> str:
-    """``str(value)``, lone surrogates shown escaped (never an encoding error)."""
-    text = str(value)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def _code(char: str) -> str:
-    return f"<U+{ord(char):04X}>"
 
 
 def _e(value: object) -> str:

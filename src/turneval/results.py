@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from turneval.aggregate import FlakyScenario, MetricSummary, SummaryTable
     from turneval.messages import Message
     from turneval.samples import Sample
-    from turneval.sequential import EarlyStops
 
 __all__ = [
     "AGENT_FIGURES",
     "AgentRun",
+    "EarlyStops",
     "EvaluationResult",
     "MetricFailure",
     "MetricResult",
@@ -355,6 +355,19 @@ def _number(record: dict[str, Any], key: str, default: int | None = None) -> int
         raise ValueError(f"{key!r} must be a number, got {value!r}") from None
 
 
+def _read_stops(record: dict[str, Any], skipped: dict[str, int]) -> tuple[int, int]:
+    """``(trials, needed)`` of a row of a run that stopped trials early.
+
+    Its scenario's skipped trials go into ``skipped`` (by scenario id, when some were).
+    """
+    trials, needed, left = (
+        _number(record, key, 0) for key in ("trials_of", "trials_needed", "skipped_trials")
+    )
+    if left:
+        skipped[str(record.get("scenario_id"))] = int(left)
+    return int(trials), int(needed)
+
+
 def _read_usage(data: Any, name: str, line: int) -> Usage | None:
     """The ``<name>_usage`` object of a results line, None when absent."""
     if data is None:
@@ -409,6 +422,37 @@ def trial_outcome(row: SampleResult, name: str, threshold: float) -> bool | None
         return bool(result.value >= threshold)
     failed = row.trial_info.get("stop_reason") in ("agent_error", "timeout")
     return False if failed else None
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyStops:
+    """What stopping early saved in a run (``result.early_stops``).
+
+    Attributes:
+        trials: Trials per scenario asked for.
+        needed: Successes a scenario needs to pass.
+        ran: Conversations run.
+        skipped: Per scenario id stopped early, the trials not run.
+    """
+
+    trials: int
+    needed: int
+    ran: int
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def saved(self) -> int:
+        """Conversations not run."""
+        return sum(self.skipped.values())
+
+    def __str__(self) -> str:
+        """``stop_early: 7 of 30 conversations not run (23%), 4 scenarios settled early``."""
+        total = self.ran + self.saved
+        share = self.saved / total if total else 0.0
+        return (
+            f"stop_early: {self.saved} of {total} conversations not run ({share:.0%}), "
+            f"{len(self.skipped)} scenario{'s' if len(self.skipped) != 1 else ''} settled early"
+        )
 
 
 class EvaluationResult:
@@ -595,8 +639,24 @@ class EvaluationResult:
         return prices.cost(self.usage)
 
     def records(self, *, details: bool = False) -> list[dict[str, Any]]:
-        """One flat dict per row (see :meth:`SampleResult.record`)."""
-        return [row.record(self.metric_names, details=details) for row in self.rows]
+        """One flat dict per row (see :meth:`SampleResult.record`).
+
+        When trials stopped early (:attr:`early_stops`), each simulated conversation's row
+        also says how its scenario was tried: ``trials_of`` (trials asked for),
+        ``trials_needed`` (successes a scenario needs) and ``skipped_trials`` (its trials not
+        run, 0 when it was not stopped), so a file read back gives the same summary.
+        """
+        records = [row.record(self.metric_names, details=details) for row in self.rows]
+        stops = self.early_stops
+        if stops is not None:
+            for record in records:
+                if "scenario_id" in record:
+                    record.update(
+                        trials_of=stops.trials,
+                        trials_needed=stops.needed,
+                        skipped_trials=stops.skipped.get(str(record["scenario_id"]), 0),
+                    )
+        return records
 
     def __getitem__(self, name: str) -> list[float]:
         """``result["tool_call_f1"]``: the column of scores, as ragas' results give it.
@@ -676,6 +736,8 @@ class EvaluationResult:
         """
         rows: list[SampleResult] = []
         names: list[str] = []
+        stopped: list[tuple[int, int]] = []  # per row with trial info: (trials, needed)
+        skipped: dict[str, int] = {}
         with Path(path).open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 if not raw.strip():
@@ -687,6 +749,8 @@ class EvaluationResult:
                     if not names:
                         names = [key for key in record if f"{key}_reason" in record]
                     rows.append(_read_row(record, names, number))
+                    if record.get("trials_of") is not None:  # trials stopped early
+                        stopped.append(_read_stops(record, skipped))
                 except (ValueError, TypeError, KeyError) as exc:  # JSON, UTF-8, a field's type
                     detail = " ".join(str(exc).split())
                     if isinstance(exc, json.JSONDecodeError):  # its line is the text's own
@@ -695,7 +759,12 @@ class EvaluationResult:
                     if named == detail:
                         named = f"not a turneval results row ({type(exc).__name__}: {detail})"
                     raise ConfigError(f"{path} line {number}: {named}") from exc
-        return cls(rows, names, sum((row.usage for row in rows), Usage()))
+        result = cls(rows, names, sum((row.usage for row in rows), Usage()))
+        if stopped:
+            trials, needed = stopped[0]
+            ran = sum(1 for row in rows if row.trial_info)
+            result.early_stops = EarlyStops(trials, needed, ran, skipped)
+        return result
 
     @classmethod
     def from_records(cls, records: Iterable[dict[str, Any]]) -> EvaluationResult:

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
 
 from turneval.errors import ConfigError
+from turneval.results import EarlyStops
 
 if TYPE_CHECKING:
     from turneval.samples import MultiTurnSample
@@ -81,37 +82,6 @@ def _stop_rule(stop_early: StopEarly | bool | None) -> StopEarly | None:
             f"stop_early must be True, False or a StopEarly(...), got {type(stop_early).__name__}"
         )
     return stop_early
-
-
-@dataclass(frozen=True, slots=True)
-class EarlyStops:
-    """What stopping early saved in a run (``result.early_stops``).
-
-    Attributes:
-        trials: Trials per scenario asked for.
-        needed: Successes a scenario needs to pass.
-        ran: Conversations run.
-        skipped: Per scenario id stopped early, the trials not run.
-    """
-
-    trials: int
-    needed: int
-    ran: int
-    skipped: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def saved(self) -> int:
-        """Conversations not run."""
-        return sum(self.skipped.values())
-
-    def __str__(self) -> str:
-        """``stop_early: 7 of 30 conversations not run (23%), 4 scenarios settled early``."""
-        total = self.ran + self.saved
-        share = self.saved / total if total else 0.0
-        return (
-            f"stop_early: {self.saved} of {total} conversations not run ({share:.0%}), "
-            f"{len(self.skipped)} scenario{'s' if len(self.skipped) != 1 else ''} settled early"
-        )
 
 
 class _Sequencer:

@@ -112,7 +112,8 @@ class TrialPlan:
 
     Attributes:
         k: Trials per scenario (pass^k is the chance that all k succeed).
-        scenarios: Scenarios with at least k known outcomes.
+        scenarios: Scenarios with at least k known outcomes (or, stopped early under
+            pass^k, a known failure).
         pass_hat_k: pass^k over those scenarios.
         sd: Standard deviation of the paired per-scenario pass^k differences (as for rows).
         scenarios_needed: Scenarios that find a drop of ``mde`` in pass^k (None: no spread).
@@ -146,6 +147,9 @@ class MetricPlan:
         achieved_power: The power a comparison over ``rows`` rows has against ``mde``.
         min_detectable_drop: The smallest drop ``rows`` rows find with the power.
         trials: The pass^k plan when the run holds trials of scenarios, else None.
+        span: The width of the metric's scale (4 for a 1-5 rubric, 1 for a value in [0, 1]),
+            None when unknown: a minimum detectable drop wider than it is printed as not
+            detectable with these rows.
     """
 
     name: str
@@ -157,6 +161,7 @@ class MetricPlan:
     achieved_power: float | None
     min_detectable_drop: float | None
     trials: TrialPlan | None = None
+    span: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +201,7 @@ class Plan:
                 _fmt(m.correlation, ".3f"),
                 "n/a" if m.samples_needed is None else str(m.samples_needed),
                 _fmt(m.achieved_power, ".3f"),
-                _fmt(m.min_detectable_drop),
+                _drop(m.min_detectable_drop, m.span, "rows"),
             ]
             lines.append("| " + " | ".join(cells) + " |")
         for m in self.metrics.values():
@@ -212,7 +217,7 @@ class Plan:
             lines.append(
                 f"pass^{t.k} of {m.name}: {t.pass_hat_k:.4f} over {t.scenarios} scenarios; "
                 f"needed: {needed}; power now {_fmt(t.achieved_power, '.3f')}, "
-                f"min. detectable drop {_fmt(t.min_detectable_drop)}"
+                f"min. detectable drop {_drop(t.min_detectable_drop, 1.0, 'scenarios')}"
             )
         lines += [
             f"note: {m.name} has no spread: every paired difference is equal, nothing to plan from"
@@ -224,6 +229,31 @@ class Plan:
 
 def _fmt(value: float | None, spec: str = ".4f") -> str:
     return "n/a" if value is None else format(value, spec)
+
+
+def _beyond(drop: float | None, span: float | None) -> bool:
+    """Whether a minimum detectable drop is wider than the metric's scale (cannot happen)."""
+    return drop is not None and span is not None and drop > span
+
+
+def _drop(drop: float | None, span: float | None, units: str) -> str:
+    """A minimum detectable drop, or why none is (``units``: "rows", "scenarios")."""
+    if _beyond(drop, span):
+        return f"not detectable with these {units} ({drop:.4f} > the scale's {span:g})"
+    return _fmt(drop)
+
+
+def _span(name: str, values: np.ndarray) -> float | None:
+    """The width of metric ``name``'s scale: its own, else 1 for values in [0, 1], or None."""
+    from turneval.calibration import _metric_class, _scale_of
+
+    scale = _scale_of(_metric_class(name))
+    if scale:
+        return scale[-1] - scale[0]
+    known = values[~np.isnan(values)]
+    if known.size and known.min() >= 0 and known.max() <= 1:
+        return 1.0
+    return None
 
 
 def _sd(values: np.ndarray) -> float:
@@ -298,17 +328,26 @@ def plan(
             achieved_power(sd, mde, rows, alpha=alpha),
             detectable_drop(sd, rows, alpha=alpha, power=power),
             _trial_plan(run, baseline, name, mde=mde, alpha=alpha, power=power),
+            _span(name, values),
         )
     return Plan(mde, alpha, power, metrics, baseline is not None)
 
 
 def _per_scenario_pass_hat(run: EvaluationResult, name: str, k: int) -> dict[str, float]:
-    """Each scenario's unbiased pass^k estimate C(c, k) / C(n, k) (n >= k known outcomes)."""
+    """Each scenario's unbiased pass^k estimate C(c, k) / C(n, k) (n >= k known outcomes).
+
+    A scenario whose trials stopped early under pass^k (``stop_early``, all k needed) failed
+    for sure: its estimate is 0, as the full run's would be.
+    """
+    stops = run.early_stops
+    settled = stops is not None and stops.needed == stops.trials == k
     estimates = {}
     for scenario, outcomes in run.trial_outcomes(name).items():
         known = [o for o in outcomes if o is not None]
         if len(known) >= k:
             estimates[scenario] = math.comb(sum(known), k) / math.comb(len(known), k)
+        elif settled and known and None not in outcomes and not all(known):
+            estimates[scenario] = 0.0
     return estimates
 
 
@@ -323,6 +362,8 @@ def _trial_plan(
 ) -> TrialPlan | None:
     outcomes = run.trial_outcomes(name)
     k = max((len([o for o in trials if o is not None]) for trials in outcomes.values()), default=0)
+    if run.early_stops is not None:  # trials asked for, though a stopped scenario ran fewer
+        k = max(k, run.early_stops.trials)
     if k < 2:  # one trial per scenario: the rows' plan says it all
         return None
     estimates = _per_scenario_pass_hat(run, name, k)

@@ -27,7 +27,7 @@ import time
 import warnings
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -63,6 +63,7 @@ from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
 from turneval.messages import ToolCall
 from turneval.metrics import Evaluator
+from turneval.metrics._votes import rethreshold
 from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras, score_sample
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
@@ -799,8 +800,13 @@ def _absorb_finished(
     report_rows: int,
     extras: dict[str, list[MetricResult]],
     agent: _AgentFigures,
+    thresholds: Mapping[str, float | None],
 ) -> int:
-    """Count the finished rows of a resumed run into the totals; returns how many there are."""
+    """Count the finished rows of a resumed run into the totals; returns how many there are.
+
+    A row's vote record is marked again with this run's pass threshold (``thresholds``), which
+    may differ from the one the row was written with: it changes no score.
+    """
     for record in done.values():
         if record.get("latency_in_seconds") is not None:
             agent.add(_read_agent(record))
@@ -811,7 +817,7 @@ def _absorb_finished(
             else:
                 values[name].append(float(value))
                 if name in extras:
-                    details = record.get(f"{name}_details") or {}
+                    details = rethreshold(record.get(f"{name}_details") or {}, thresholds[name])
                     extras[name].append(MetricResult(name, float(value), "", details))
         if len(kept) < report_rows:
             kept.append(_resumed_row(record, names))
@@ -1210,6 +1216,7 @@ class _JsonlSink:
             self.report_rows,
             self.results,
             self.agent,
+            {metric.name: getattr(metric, "pass_threshold", None) for metric in self.metrics},
         )
         if self.recorder is not None:  # the stored run's rows: those of the file
             self.recorder.sync(done.values())

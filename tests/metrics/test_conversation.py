@@ -247,3 +247,32 @@ def test_every_judge_through_the_real_client(openai_stub: OpenAIStub) -> None:
     retention = formats[1]["json_schema"]["schema"]
     assert retention["properties"]["turns"]["required"] == ["message_4", "message_6"]
     assert retention["properties"]["turns"]["additionalProperties"] is False
+
+
+def test_topic_adherence_refuses_a_conversation_no_ai_answered_as_the_others_do() -> None:
+    from turneval.metrics import TopicAdherenceScore
+
+    topics = ["billing"]
+    no_ai = MultiTurnSample(
+        user_input=[HumanMessage(content="Refund me.")], reference_topics=topics
+    )
+    no_human = MultiTurnSample(user_input=[AIMessage(content="Hello.")], reference_topics=topics)
+    answer = json.dumps({"topics": [{"topic": "refund", "answered": True, "on_topic": True}]})
+    model = ScriptedChatModel(responses=[answer])
+    result = evaluate(
+        [no_ai, no_human], [TopicAdherenceScore(llm=model), UserFrustration(llm=model)]
+    )
+    for row, missing in zip(result.rows, ("AI", "human"), strict=True):
+        for name in ("topic_adherence", "user_frustration"):  # the same refusal
+            failure = row.failures[name]
+            assert failure.error_type == "InvalidSampleError", failure
+            assert f"needs at least one {missing} message" in failure.message
+    assert model.calls == 0  # the judge is never asked to guess
+    acted = MultiTurnSample(  # an AI that acted with a tool call is an answer
+        user_input=[
+            HumanMessage(content="Refund me."),
+            AIMessage(content="", tool_calls=[ToolCall(name="refund", args={})]),
+        ],
+        reference_topics=topics,
+    )
+    assert TopicAdherenceScore(llm=model).score(acted).value == 1.0

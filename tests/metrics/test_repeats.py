@@ -295,3 +295,30 @@ def test_cli_repeats_estimates_runs_and_counts_unstable_rows(
         main([*base, "--repeats", "0", "--dry-run"])
     assert exited.value.code == 2
     assert "--repeats: must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_resume_takes_a_new_fail_under_and_marks_the_finished_rows_again(
+    openai_stub: OpenAIStub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps(pair("Hi.").model_dump()) + "\n")
+    answers = iter([4, 2, 2])
+    openai_stub.reset(responder=lambda body: Reply(content=rating(next(answers))))
+    base = ["evaluate", str(data), "--metric", "fluency", "--repeats", "3", "--quiet"]
+    judge = ["--judge-base-url", openai_stub.url, "--judge-model", "m", "--out", str(tmp_path)]
+    assert main([*base, *judge]) == 0  # no pass bar: nothing is unstable
+    first = json.loads((tmp_path / "summary.json").read_text())["metrics"]["fluency"]
+    assert not (first.get("extra") or {})
+    capsys.readouterr()
+    # A pass bar changes no score: the run continues, and its finished row is unstable at 3
+    assert main([*base, *judge, "--resume", "--fail-under", "fluency=3"]) == 1  # 8/3 < 3
+    assert "cannot resume" not in capsys.readouterr().err and len(openai_stub.requests) == 3
+    summary = json.loads((tmp_path / "summary.json").read_text())["metrics"]["fluency"]
+    assert summary["extra"] == {"unstable": 1.0, "unstable_share": 1.0}
+    assert main([*base, *judge, "--resume", "--fail-under", "fluency=2"]) == 0  # votes 2, 2, 4
+    summary = json.loads((tmp_path / "summary.json").read_text())["metrics"]["fluency"]
+    assert summary["extra"] == {"unstable": 0.0, "unstable_share": 0.0}

@@ -19,7 +19,7 @@ from typing import Any
 from turneval.errors import ConfigError
 from turneval.metrics.base import Evaluator, Explained
 
-__all__ = ["check_repeats", "combine_votes", "with_vote_options"]
+__all__ = ["check_repeats", "combine_votes", "rethreshold", "with_vote_options"]
 
 
 def check_repeats(name: str, repeats: object, temperature: object) -> None:
@@ -113,6 +113,25 @@ def combine_votes(
         if record["unstable"]:
             reason += f" [unstable: votes on both sides of {pass_threshold:g}]"
     return Voted(value, reason, {**chosen.details, "repeats": record})
+
+
+def rethreshold(details: Mapping[str, Any], threshold: float | None) -> dict[str, Any]:
+    """``details`` whose vote record says ``pass_threshold`` and ``unstable`` for ``threshold``.
+
+    A pass threshold changes no score, only which rows are unstable: a resumed run whose
+    ``--fail-under`` changed marks its finished rows again from their votes' min and max
+    (without a threshold, neither key). Details without a vote record are returned as given.
+    """
+    record = details.get("repeats")
+    if not isinstance(record, dict) or not all(
+        isinstance(record.get(key), (int, float)) for key in ("min", "max")
+    ):
+        return dict(details)
+    marked = {k: v for k, v in record.items() if k not in ("pass_threshold", "unstable")}
+    if threshold is not None:
+        marked["pass_threshold"] = threshold
+        marked["unstable"] = float(record["min"]) < threshold <= float(record["max"])
+    return {**details, "repeats": marked}
 
 
 def with_vote_options(

@@ -478,6 +478,7 @@ _FRUSTRATION_VALUE = {"none": 1.0, "resolved": 0.5, "unresolved": 0.0}
 class UserFrustration(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """1 when the user shows no frustration, 0.5 when it was resolved, 0 when unresolved."""
 
+    scale_points: ClassVar[tuple[float, ...] | None] = tuple(sorted(_FRUSTRATION_VALUE.values()))
     name: str = "user_frustration"
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from turneval.errors import InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape
+from turneval.messages import AIMessage, HumanMessage
 from turneval.metrics._judged import SYSTEM_PROMPT, JudgedMetric, render_conversation
 from turneval.metrics.base import Explained, MultiTurnMetric, missing_field
 from turneval.results import ratio
@@ -52,7 +53,9 @@ class TopicAdherenceScore(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     The judge lists the topics the human raised and marks each answered/refused and
     on/off-topic. TP = answered and on-topic, FP = answered and off-topic, FN = refused and
     on-topic; precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2TP/(2TP+FP+FN) (exact; 0 where
-    undefined).
+    undefined). A conversation without a human or an AI message is an
+    :class:`~turneval.errors.InvalidSampleError` (``field="user_input"``): no topic was raised,
+    or none was answered or refused, so the judge is not asked.
 
     Attributes:
         mode: ``"f1"``, ``"precision"`` or ``"recall"``.
@@ -71,6 +74,14 @@ class TopicAdherenceScore(JudgedMetric[MultiTurnSample], MultiTurnMetric):
                 f"metric {self.name!r} needs at least one topic in 'reference_topics', got []",
                 field="reference_topics",
             )
+        for kind, name in ((HumanMessage, "human"), (AIMessage, "AI")):  # as the other
+            # conversation judges: topics answered or refused by no AI would be a guess
+            if not any(isinstance(message, kind) for message in sample.user_input):
+                raise InvalidSampleError(
+                    f"metric {self.name!r} needs at least one {name} message in user_input, "
+                    "found none",
+                    field="user_input",
+                )
         prompt = PROMPT.format(
             reference_topics=escape(str(topics)), conversation=render_conversation(sample)
         )
