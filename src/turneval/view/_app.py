@@ -83,10 +83,11 @@ class _Viewer:
         from starlette.responses import HTMLResponse
 
         nonce = _hash_nonce()
-        tag = f'<script nonce="{nonce}">{script}</script>' if script else ""
+        ready = "document.body.dataset.ready='1';"  # what the browser tests wait for
+        tag = f'<script nonce="{nonce}">{script}{ready}</script>'
         text = (
             "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-            f'<meta name="csrf-token" content="{self.csrf}">'
+            f'<meta name="csrf-token" content="{self.csrf}"><link rel="icon" href="data:,">'
             f"<title>{_a(title)} · turneval view</title><style>{_CSS}</style></head><body>"
             "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a>"
             f"</header><main><h1>{_e(title)}</h1>{body}</main>{tag}</body></html>"
@@ -569,10 +570,14 @@ class _Viewer:
             current = self._row(run.id, order[position]) if position < total else None
             place = position
         if current is None:
+            back = self._link(request, pos=max(position - 1, 0))
             return self.page(
                 f"Label {metric}",
-                head + f"<p id='done'>queue done ({total} rows). <a href='/runs/{_a(run.id)}/"
-                f"labels.jsonl?metric={_a(metric)}'>export the labels</a></p>",
+                head + f"<p id='done' data-prev='{_a(back)}'>queue done ({total} rows). "
+                f"<a href='/runs/{_a(run.id)}/labels.jsonl?metric={_a(metric)}'>export the "
+                "labels</a> · <kbd>←</kbd> the last row</p>",
+                script="document.addEventListener('keydown',e=>{if(e.key==='ArrowLeft')"
+                "location.href=document.getElementById('done').dataset.prev;});",
             )
         given = [
             label
@@ -615,7 +620,6 @@ class _Viewer:
             "else if(e.key==='ArrowRight'){location.href=box.dataset.next;}"
             "else if(e.key==='ArrowLeft'&&box.dataset.prev){location.href=box.dataset.prev;}"
             "else if(e.key==='n'){e.preventDefault();note.focus();}});"
-            "document.body.dataset.ready='1';"
         )
         return self.page(
             f"Label {metric}", head + panel + self.conversation(run, current), script=script
