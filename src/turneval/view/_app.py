@@ -18,6 +18,7 @@ import random
 import secrets
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import date
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -41,6 +42,7 @@ _SCAN = 1000  # rows read at a time when a filter needs the row's values
 _SCAN_MAX = 20_000  # rows one filtered page reads at most before it stops and offers "more"
 _FULL_RUN = 50_000  # runs up to this many rows get distributions and the trials grid
 _QUEUE = 50  # rows a random labeling queue draws
+_KEEP_RUN = 30.0  # seconds an ended run's record (its row count) is reused
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f7f8fa}
@@ -76,6 +78,7 @@ class _Viewer:
         self.token = token
         self.csrf = secrets.token_urlsafe(32)
         self.annotator = annotator
+        self.ended: dict[str, tuple[StoredRun, float]] = {}  # ended runs by the id asked for
 
     # -- page frame --------------------------------------------------------------------------
 
@@ -114,7 +117,14 @@ class _Viewer:
         )
 
     def find_run(self, run_id: str) -> StoredRun:
-        return self.store.run(run_id)
+        """The run ``run_id`` names; an ended run is kept 30 s (counting a large run's rows costs)."""
+        known = self.ended.get(run_id)
+        if known is not None and monotonic() - known[1] < _KEEP_RUN:
+            return known[0]
+        run = self.store.run(run_id)
+        if run.status != "running":
+            self.ended[run_id] = (run, monotonic())
+        return run
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -189,6 +199,7 @@ class _Viewer:
             return refused
         run_id = str(request.path_params["run"])
         await run_in_threadpool(self.store.delete_run, run_id)
+        self.ended.clear()
         return RedirectResponse("/", status_code=303)
 
     # -- one run -----------------------------------------------------------------------------
@@ -1026,7 +1037,13 @@ def serve(
         ConfigError: ``host`` is not a loopback address and no ``token`` is given, or the
             store cannot be opened.
     """
-    import uvicorn
+    try:
+        import starlette  # noqa: F401
+        import uvicorn
+    except ImportError as exc:
+        raise ImportError(
+            f"turneval view needs the view extra: pip install 'turneval[view]' ({exc})"
+        ) from exc
 
     from turneval.store import RunStore
 
