@@ -112,9 +112,14 @@ def add_run(
     return recorder.run_id
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.db") as opened:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
+    """The same pages on SQLite and on a real PostgreSQL server."""
+    if request.param == "sqlite":
+        url = str(tmp_path / "runs.db")
+    else:
+        url = str(request.getfixturevalue("postgres_server").database())
+    with RunStore(url) as opened:
         yield opened
 
 
