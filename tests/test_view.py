@@ -300,6 +300,9 @@ def test_labels_are_saved_at_once_and_export_as_calibrate_reads_them(store: RunS
     ]
     bad = client.post("/api/labels", json={"run": run}, headers={"X-CSRF-Token": token})
     assert bad.status_code == 400
+    absent = client.post("/api/labels", json={**body, "index": 9}, headers={"X-CSRF-Token": token})
+    assert absent.status_code == 404 and "no row 9" in absent.text
+    assert len(store.labels(run_id=run)) == 2
     # the "all" queue walks rows in order; the labeled row shows its label
     one = client.get(f"/runs/{run}/label?metric=judge&mode=all&pos=1").text
     assert "data-index='1'" in one and "labeled <b>1</b> (fine &lt;really&gt;)" in one

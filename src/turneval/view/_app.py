@@ -66,7 +66,7 @@ border-radius:3px;padding:0 4px;background:#fff}.saved{color:#1d7a3a;font-weight
 """
 
 
-def _hash_nonce() -> str:
+def _nonce() -> str:
     return secrets.token_urlsafe(16)
 
 
@@ -85,7 +85,7 @@ class _Viewer:
     def page(self, title: str, body: str, *, script: str = "", status: int = 200) -> Response:
         from starlette.responses import HTMLResponse
 
-        nonce = _hash_nonce()
+        nonce = _nonce()
         ready = "document.body.dataset.ready='1';"  # what the browser tests wait for
         tag = f'<script nonce="{nonce}">{script}{ready}</script>'
         text = (
@@ -656,6 +656,8 @@ class _Viewer:
         note = str(body.get("note") or "").strip() or None
 
         def add() -> int:
+            if self._row(run_id, index) is None:
+                raise ConfigError(f"run {run_id[:12]} has no row {index}")
             return self.store.add_label(
                 metric=metric,
                 label=label,
