@@ -15,6 +15,7 @@ pytest.importorskip("starlette")
 
 from starlette.testclient import TestClient
 
+from turneval.cli import main
 from turneval.compare import compare
 from turneval.errors import ConfigError
 from turneval.store import RunStore
@@ -267,9 +268,11 @@ def test_a_dns_rebinding_host_is_refused(store: RunStore) -> None:
     assert client.get("/", headers={"Host": "127.0.0.1:8765"}).status_code == 200
 
 
-def test_serving_another_host_needs_a_token(tmp_path: Path) -> None:
+def test_serving_another_host_needs_a_token(tmp_path: Path, capsys: Any) -> None:
     with pytest.raises(ConfigError, match="--token"):
         serve(str(tmp_path / "runs.db"), host="0.0.0.0")
+    assert main(["view", "--store", str(tmp_path / "runs.db"), "--host", "192.0.2.7"]) == 2
+    assert "--host 192.0.2.7 serves the store to other machines" in capsys.readouterr().err
 
 
 def test_labels_are_saved_at_once_and_export_as_calibrate_reads_them(store: RunStore) -> None:
