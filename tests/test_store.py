@@ -344,7 +344,9 @@ def test_demo_keeps_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     url = str(tmp_path / "demo.db")
     assert main(["demo", "--out", str(tmp_path / "out"), "--store", url]) == 0
-    assert f"turneval store list --store {url}" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"turneval store list --store {url}" in printed
+    assert f"turneval view --store {url}" in printed
     with RunStore(url) as store:
         runs = store.runs()
         assert sorted(run.name for run in runs) == sorted(f"demo: {d.name}" for d in DOMAINS)

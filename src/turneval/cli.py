@@ -1126,7 +1126,38 @@ def build_parser() -> argparse.ArgumentParser:
     label_export.add_argument("--out", required=True, help="the labels file to write")
     _add_store_option(label_export)
     labeling.set_defaults(handler=_labels_command)
+    _add_view_command(commands)
     return parser
+
+
+def _add_view_command(commands: Any) -> None:
+    """``turneval view``: the local web app over the run store."""
+    viewing = commands.add_parser(
+        "view", help="browse, compare and label stored runs in a local web app"
+    )
+    _add_store_option(viewing)
+    viewing.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    viewing.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    viewing.add_argument(
+        "--token", help="a secret every request must carry (needed for any other host)"
+    )
+    viewing.add_argument("--annotator", help="the name labels are saved under (default: $USER)")
+    viewing.set_defaults(handler=_view_command)
+
+
+def _view_command(args: argparse.Namespace) -> int:
+    from turneval.view import serve
+
+    serve(
+        _store_url(args),
+        host=args.host,
+        port=args.port,
+        token=args.token or None,
+        annotator=args.annotator,
+    )
+    return 0
 
 
 def _add_store_option(parser: argparse.ArgumentParser) -> None:

@@ -236,6 +236,7 @@ def run_demo(
         print(f"  report: {folder / 'report.html'}")
     if run_store is not None:
         print(f"\nruns kept in {run_store.url}: turneval store list --store {store}")
+        print(f"browse, compare and label them: turneval view --store {store}")
         run_store.close()
     if llm is None:
         print(

@@ -1,0 +1,330 @@
+"""``turneval view``: its pages, filters, labels, compare and safety, through Starlette's client."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("sqlalchemy")
+pytest.importorskip("starlette")
+
+from starlette.testclient import TestClient
+
+from turneval.cli import main
+from turneval.compare import compare
+from turneval.errors import ConfigError
+from turneval.store import RunStore
+from turneval.view import create_app, serve
+from turneval.view._app import _SCAN
+
+HOSTILE = "<script>alert('x')</script> evil\u202etxt.exe\x00 <img src=x onerror=alert(1)>"
+CITED = "refunds are paid within 30 days"
+TRACEBACK = 'Traceback (most recent call last):\n  File "judge.py", line 3\nTimeoutError: slow'
+
+
+def _sample(number: int, text: str = "") -> str:
+    return json.dumps(
+        {
+            "user_input": [
+                {"type": "human", "content": text or f"question {number}"},
+                {
+                    "type": "ai",
+                    "content": "",
+                    "tool_calls": [{"name": "lookup", "args": {"q": f"<q{number}>"}}],
+                },
+                {"type": "tool", "content": f"result {number}", "tool_call_id": "c1"},
+                {"type": "ai", "content": f"Yes: {CITED}, said row {number}."},
+            ],
+            "metadata": {"id": f"s{number}"},
+        }
+    )
+
+
+def _record(number: int, value: float | None, **extra: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "index": number,
+        "id": f"s{number}",
+        "judge": value,
+        "judge_reason": None if value is None else f"because {number}",
+        "judge_error": TRACEBACK if value is None else None,
+    }
+    record.update(extra)
+    return record
+
+
+def add_run(
+    store: RunStore,
+    values: list[float | None],
+    *,
+    name: str = "run",
+    judge: str | None = "gpt-test",
+    dataset: str | None = "data/support.jsonl",
+    unstable: tuple[int, ...] = (),
+    hostile: int | None = None,
+) -> str:
+    """A stored run of metric ``judge`` with the given values (None: the metric failed)."""
+    recorder = store.start_run(
+        name=name,
+        dataset_path=dataset,
+        configs=[{"name": "judge", "class": "Judge", "config": None}],
+    )
+    recorder.names = ["judge"]
+    if judge is not None:
+        from sqlalchemy import update
+
+        from turneval.store._schema import runs
+
+        with store.writing() as connection:
+            connection.execute(
+                update(runs).where(runs.c.id == recorder.run_id).values(judge_model=judge)
+            )
+    for number, value in enumerate(values):
+        details: dict[str, Any] = {"citations": [{"text": CITED}]}
+        if number in unstable:
+            details["repeats"] = {
+                "votes": [0.0, 1.0, 1.0],
+                "min": 0.0,
+                "max": 1.0,
+                "unstable": True,
+            }
+        record = _record(number, value, judge_details=details)
+        text = _sample(number, HOSTILE if number == hostile else "")
+        recorder.add_record(json.dumps(record), record, text)
+    scored = [v for v in values if v is not None]
+    mean = sum(scored) / len(scored)
+    summary = {
+        "metrics": {
+            "judge": {
+                "mean": mean,
+                "ci_low": mean - 0.1,
+                "ci_high": mean + 0.1,
+                "count": len(scored),
+                "failed": len(values) - len(scored),
+                "usage": {"calls": 7, "input_tokens": 1234, "output_tokens": 56},
+            }
+        }
+    }
+    recorder.finish(summary)
+    return recorder.run_id
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
+    """The same pages on SQLite and on a real PostgreSQL server."""
+    if request.param == "sqlite":
+        url = str(tmp_path / "runs.db")
+    else:
+        url = str(request.getfixturevalue("postgres_server").database())
+    with RunStore(url) as opened:
+        yield opened
+
+
+def _csrf(page: str) -> str:
+    found = re.search(r'name="csrf-token" content="([^"]+)"', page)
+    assert found is not None
+    return found.group(1)
+
+
+def _indexes(page: str) -> list[int]:
+    return [int(i) for i in re.findall(r"<tr class='row' data-index='(\d+)'", page)]
+
+
+def test_a_conversation_shows_turns_votes_citations_and_errors_all_escaped(
+    store: RunStore,
+) -> None:
+    run = add_run(store, [0.9, None, 0.2], unstable=(2,), hostile=2)
+    client = TestClient(create_app(store))
+    page = client.get(f"/runs/{run}/rows/2")
+    assert page.status_code == 200
+    text = page.text
+    # hostile text is escaped, the bidi override and NUL are shown as marked codes
+    assert "<script>alert" not in text and "<img src=x" not in text
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in text
+    assert "&lt;U+202E&gt;" in text and "&lt;U+0000&gt;" in text
+    assert "\u202e" not in text and "\x00" not in text
+    # the only script is the page's own, nonce'd, and the policy runs nothing else
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'nonce-" in policy and "unsafe-inline" not in policy.split("script-src")[1]
+    # turns, the tool call with its arguments, the cited passage marked in the answer
+    assert "<span class='role'>tool</span>" in text
+    assert "lookup({&quot;q&quot;: &quot;&lt;q2&gt;&quot;})" in text
+    assert f"<mark class='cite'>{CITED}</mark>" in text
+    # the judge's explanation and its votes
+    assert "because 2" in text and "votes: <span class='vote'>0.000</span>" in text
+    # a failed row shows its error with the traceback
+    failed = client.get(f"/runs/{run}/rows/1").text
+    assert "TimeoutError: slow" in failed and "File &quot;judge.py&quot;, line 3" in failed
+    assert client.get(f"/runs/{run}/rows/9").status_code == 404
+    assert client.get("/runs/nope/rows/0").status_code == 404
+
+
+def test_rows_page_with_keyset_pages_filters_and_sort(store: RunStore) -> None:
+    values: list[float | None] = [(i % 10) / 10 for i in range(120)]
+    values[7] = None
+    run = add_run(store, values, unstable=(3, 77))
+    client = TestClient(create_app(store))
+    first = client.get(f"/runs/{run}/rows").text
+    assert _indexes(first) == list(range(50))
+    following = re.search(r"id='next' href='([^']+)'", first)
+    assert following is not None and "after=49" in following.group(1)
+    second = client.get(following.group(1).replace("&amp;", "&")).text
+    assert _indexes(second) == list(range(50, 100))
+    last = client.get(f"/runs/{run}/rows?after=99").text
+    assert _indexes(last) == list(range(100, 120)) and "id='next'" not in last
+
+    below = client.get(f"/runs/{run}/rows?metric=judge&below=0.2").text
+    expected = [i for i, v in enumerate(values) if v is not None and v < 0.2]
+    assert _indexes(below) == expected[:50]
+    ranged = client.get(f"/runs/{run}/rows?min=0.4&max=0.5").text
+    assert _indexes(ranged) == [
+        i for i, v in enumerate(values) if v is not None and 0.4 <= v <= 0.5
+    ]
+    assert _indexes(client.get(f"/runs/{run}/rows?failed=1").text) == [7]
+    assert _indexes(client.get(f"/runs/{run}/rows?unstable=1").text) == [3, 77]
+    # text search in the conversation: "said row 11." is only in row 11's answer
+    assert _indexes(client.get(f"/runs/{run}/rows?q=said+row+11.").text) == [11]
+    ordered = sorted(
+        (i for i, v in enumerate(values) if v is not None), key=lambda i: (-(values[i] or 0), i)
+    )
+    down = client.get(f"/runs/{run}/rows?sort=-value").text
+    assert _indexes(down) == ordered[:50]
+    up = client.get(f"/runs/{run}/rows?sort=value&offset=50").text
+    rising = sorted(
+        (i for i, v in enumerate(values) if v is not None), key=lambda i: (values[i] or 0, i)
+    )
+    assert _indexes(up) == rising[50:100]
+
+
+def test_a_filtered_page_reads_past_one_scan_batch(store: RunStore) -> None:
+    count = _SCAN + 30
+    values: list[float | None] = [1.0] * count
+    values[_SCAN + 5] = 0.0  # the one low row lies past the first batch read
+    run = add_run(store, values)
+    page = TestClient(create_app(store)).get(f"/runs/{run}/rows?below=0.5").text
+    assert _indexes(page) == [_SCAN + 5]
+
+
+def test_runs_list_filters_and_run_summary(store: RunStore) -> None:
+    first = add_run(store, [1.0, 0.0], name="support-old", judge="gpt-a", dataset="a.jsonl")
+    second = add_run(store, [1.0, 1.0], name="travel-new", judge="claude-b", dataset="b.jsonl")
+    client = TestClient(create_app(store))
+
+    def listed(query: str) -> set[str]:
+        return set(re.findall(r"data-run='([0-9a-f]+)'", client.get("/" + query).text))
+
+    assert listed("") == {first, second}
+    assert listed("?q=travel") == {second}
+    assert listed("?dataset=a.jsonl") == {first}
+    assert listed("?model=claude") == {second}
+    assert listed("?metric=judge") == {first, second} and listed("?metric=other") == set()
+    assert listed("?since=2999-01-01") == set() and listed("?until=2000-01-01") == set()
+    page = client.get(f"/runs/{first}").text
+    # the summary's mean with its interval, the usage, a distribution of the two values
+    assert "<td>0.500</td><td>[0.400, 0.600]</td>" in page
+    assert "judge: 7 requests, 1,234 input + 56 output tokens" in page
+    assert "judge histogram" in page and page.count("<rect ") == 10
+
+
+def test_delete_needs_the_csrf_token_and_the_same_origin(store: RunStore) -> None:
+    run = add_run(store, [1.0])
+    client = TestClient(create_app(store))
+    token = _csrf(client.get("/").text)
+    assert client.post(f"/runs/{run}/delete", data={"csrf": "guess"}).status_code == 403
+    evil = client.post(
+        f"/runs/{run}/delete", data={"csrf": token}, headers={"Origin": "http://evil.example"}
+    )
+    assert evil.status_code == 403 and store.runs()[0].id == run
+    done = client.post(
+        f"/runs/{run}/delete",
+        data={"csrf": token},
+        headers={"Origin": "http://testserver"},
+        follow_redirects=False,
+    )
+    assert done.status_code == 303 and store.runs() == []
+
+
+def test_a_token_guards_every_request(store: RunStore) -> None:
+    run = add_run(store, [1.0])
+    client = TestClient(create_app(store, token="s3cret"))
+    assert client.get("/").status_code == 401
+    assert client.get(f"/runs/{run}/rows/0").status_code == 401
+    assert client.get("/?token=wrong").status_code == 401
+    assert client.get("/", headers={"X-Turneval-Token": "s3cret"}).status_code == 200
+    first = client.get(f"/runs/{run}?token=s3cret&x=1", follow_redirects=False)
+    assert first.status_code == 303 and first.headers["location"] == f"/runs/{run}?x=1"
+    cookie = first.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert client.get(f"/runs/{run}").status_code == 200  # the cookie now carries it
+
+
+def test_a_dns_rebinding_host_is_refused(store: RunStore) -> None:
+    client = TestClient(create_app(store, allowed_hosts=["127.0.0.1", "localhost"]))
+    assert client.get("/", headers={"Host": "attacker.example"}).status_code == 400
+    assert client.get("/", headers={"Host": "127.0.0.1:8765"}).status_code == 200
+
+
+def test_serving_another_host_needs_a_token(tmp_path: Path, capsys: Any) -> None:
+    with pytest.raises(ConfigError, match="--token"):
+        serve(str(tmp_path / "runs.db"), host="0.0.0.0")
+    assert main(["view", "--store", str(tmp_path / "runs.db"), "--host", "192.0.2.7"]) == 2
+    assert "--host 192.0.2.7 serves the store to other machines" in capsys.readouterr().err
+
+
+def test_labels_are_saved_at_once_and_export_as_calibrate_reads_them(store: RunStore) -> None:
+    run = add_run(store, [0.9, 0.1, 0.8, 0.6], unstable=(3,))
+    store.add_label(metric="judge", label=0, run_id=run, row_index=2)  # disagrees with 0.8
+    client = TestClient(create_app(store, annotator="ana"))
+    page = client.get(f"/runs/{run}/label?metric=judge&mode=disagree").text
+    # disagreements first: row 2 (labeled 0, judged 0.8), then the unstable row 3
+    assert "data-index='2'" in page and "row 1 of 4" in page
+    second = client.get(f"/runs/{run}/label?metric=judge&mode=disagree&pos=1").text
+    assert "data-index='3'" in second
+    token = _csrf(page)
+    body = {"run": run, "index": 1, "metric": "judge", "label": 1, "note": "fine <really>"}
+    assert client.post("/api/labels", json=body).status_code == 403
+    saved = client.post("/api/labels", json=body, headers={"X-CSRF-Token": token})
+    assert saved.status_code == 200
+    stored = store.labels(run_id=run)[-1]
+    assert (stored.row_index, stored.label, stored.note, stored.annotator) == (
+        1,
+        1,
+        "fine <really>",
+        "ana",
+    )
+    exported = client.get(f"/runs/{run}/labels.jsonl?metric=judge").text
+    assert [json.loads(line) for line in exported.splitlines()] == [
+        {"index": 2, "metric": "judge", "label": 0},
+        {"index": 1, "metric": "judge", "label": 1, "reason": "fine <really>"},
+    ]
+    bad = client.post("/api/labels", json={"run": run}, headers={"X-CSRF-Token": token})
+    assert bad.status_code == 400
+    absent = client.post("/api/labels", json={**body, "index": 9}, headers={"X-CSRF-Token": token})
+    assert absent.status_code == 404 and "no row 9" in absent.text
+    assert len(store.labels(run_id=run)) == 2
+    # the "all" queue walks rows in order; the labeled row shows its label
+    one = client.get(f"/runs/{run}/label?metric=judge&mode=all&pos=1").text
+    assert "data-index='1'" in one and "labeled <b>1</b> (fine &lt;really&gt;)" in one
+    assert "id='done'" in client.get(f"/runs/{run}/label?metric=judge&pos=4").text
+    picked = client.get(f"/runs/{run}/label?metric=judge&mode=random&seed=3").text
+    assert "row 1 of 4" in picked
+
+
+def test_compare_lists_regressions_first_with_the_paired_p_value(store: RunStore) -> None:
+    base = add_run(store, [1.0, 1.0, 0.0, 1.0, 1.0, 1.0], name="base")
+    cand = add_run(store, [1.0, 0.0, 1.0, 0.0, 1.0, 1.0], name="cand")
+    client = TestClient(create_app(store))
+    page = client.get(f"/compare?a={base}&b={cand}").text
+    expected = compare(store.result(base), store.result(cand)).metrics["judge"]
+    assert expected.p_value is not None
+    assert f"<td class='p'>{expected.p_value:.4f}</td>" in page
+    kinds = re.findall(r"<tr class='flip \w+'><td>([^<]+)</td><td>judge</td><td>(s\d)</td>", page)
+    assert kinds == [("regression", "s1"), ("regression", "s3"), ("improvement", "s2")]
+    assert f"href='/runs/{cand}/rows/3'" in page
+    assert "Compare two runs" in client.get("/compare").text
+    unknown = client.get(f"/compare?a={base}&b=nope")
+    assert unknown.status_code == 400 and "nope" in unknown.text
