@@ -25,7 +25,7 @@ from turneval.aggregate import (
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
-__all__ = ["Comparison", "MetricComparison", "compare", "compare_files"]
+__all__ = ["Comparison", "MetricComparison", "compare", "compare_files", "pair_rows"]
 
 _LISTED = 10  # rows (or ids) named in a note or an error before "(+N more)"
 
@@ -233,7 +233,7 @@ def compare(
         ConfigError: the runs hold different samples (other ids, or another number of rows),
             share no metric, or ``pass_thresholds`` names a metric they do not share.
     """
-    order = _pairing(baseline, candidate)
+    order = pair_rows(baseline, candidate)
     shared = [name for name in baseline.metric_names if name in candidate.metric_names]
     if not shared:
         raise ConfigError(
@@ -342,18 +342,27 @@ def _thresholds(pass_thresholds: Mapping[str, float] | None, shared: list[str]) 
     return {name: float(value) for name, value in (pass_thresholds or {}).items()}
 
 
-def _pairing(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:
-    """For each baseline row, the position of its candidate row."""
+def pair_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:
+    """For each baseline row, the position of its candidate row.
+
+    Rows pair by sample id (``metadata["id"]``) when every row of both runs has a distinct
+    one, so runs in different orders compare; otherwise by position.
+
+    Raises:
+        ConfigError: the runs hold different ids, or (paired by position) differ in length or
+            name different ids at one position.
+    """
     ids = [[row.sample_id for row in run.rows] for run in (baseline, candidate)]
     if all(None not in run and len(set(run)) == len(run) for run in ids):
         first, second = ids
-        if set(first) != set(second):
+        in_first, in_second = set(first), set(second)
+        if in_first != in_second:
             missing = [
                 ", ".join(repr(i) for i in only[:_LISTED])
                 + ("" if len(only) <= _LISTED else ", ...")
                 for only in (
-                    [i for i in first if i not in set(second)],
-                    [i for i in second if i not in set(first)],
+                    [i for i in first if i not in in_second],
+                    [i for i in second if i not in in_first],
                 )
             ]
             raise ConfigError(

@@ -32,7 +32,15 @@ if TYPE_CHECKING:
     from turneval.aggregate import MetricSummary
     from turneval.results import EvaluationResult, SampleResult
 
-__all__ = ["render_html", "render_report"]
+__all__ = [
+    "escape_attribute",
+    "escape_text",
+    "format_value",
+    "histogram_html",
+    "render_html",
+    "render_report",
+    "trials_grid_html",
+]
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2433;background:#fafbfc}
@@ -109,7 +117,7 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-def _e(value: object) -> str:
+def escape_text(value: object) -> str:
     """``value`` as escaped HTML text, hidden characters shown as a marked ``<U+202E>``.
 
     Lone surrogates are shown escaped; bidirectional controls, NUL and the other control
@@ -127,7 +135,7 @@ def _e(value: object) -> str:
     )
 
 
-def _a(value: object) -> str:
+def escape_attribute(value: object) -> str:
     """``value`` escaped for an attribute or a ``<title>``: hidden characters as ``<U+202E>``."""
     return html.escape(_HIDDEN.sub(lambda m: _code(m.group()), _text(value)), quote=True)
 
@@ -136,16 +144,17 @@ def _clip(value: object) -> str:
     """Escaped text, cut at ``_CLIP`` characters with the full value one click away."""
     text = str(value)
     if len(text) <= _CLIP:
-        return _e(text)
+        return escape_text(text)
     full = text[:_FULL]
     note = f"\n[{len(text) - _FULL:,} more characters not shown]" if len(text) > _FULL else ""
     return (
-        f"{_e(text[:_CLIP])}<details class='more'><summary>show all {len(text):,} characters"
-        f"</summary>{_e(full)}{_e(note)}</details>"
+        f"{escape_text(text[:_CLIP])}<details class='more'><summary>show all {len(text):,} characters"
+        f"</summary>{escape_text(full)}{escape_text(note)}</details>"
     )
 
 
-def _fmt(value: float | None, digits: int = 3) -> str:
+def format_value(value: float | None, digits: int = 3) -> str:
+    """A figure as the report shows it: ``digits`` decimals, ``n/a`` for a missing value."""
     return (
         "n/a"
         if value is None or (isinstance(value, float) and math.isnan(value))
@@ -158,7 +167,7 @@ def _figure(value: float) -> str:
 
     Shares and rates keep three decimals.
     """
-    return f"{value:.0f}" if float(value).is_integer() else _fmt(value)
+    return f"{value:.0f}" if float(value).is_integer() else format_value(value)
 
 
 def _shade(value: float | None, neutral: bool = False) -> str:
@@ -202,10 +211,11 @@ def _label(row: SampleResult) -> str:
     return sample_id(row.sample, row.index)
 
 
-def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
+def histogram_html(name: str, values: np.ndarray, bins: int = 10) -> str:
+    """An inline SVG histogram of a metric's scored values (no script, no external file)."""
     width, height, pad = 260, 110, 18
     if values.size == 0:
-        return f'<div class="hist"><b>{_e(name)}</b><div class="muted">no scored rows</div></div>'
+        return f'<div class="hist"><b>{escape_text(name)}</b><div class="muted">no scored rows</div></div>'
     low, high = (
         (0.0, 1.0)
         if values.min() >= 0 and values.max() <= 1
@@ -224,7 +234,7 @@ def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
         label = f"{edges[index]:.2f}–{edges[index + 1]:.2f}: {int(count)}"
         rects.append(
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" fill="#4f7cd8">'
-            f"<title>{_a(label)}</title></rect>"
+            f"<title>{escape_attribute(label)}</title></rect>"
         )
     axis = (
         f'<text x="{pad}" y="{height - 4}" font-size="10">{low:g}</text>'
@@ -232,17 +242,17 @@ def _histogram(name: str, values: np.ndarray, bins: int = 10) -> str:
         f'<text x="{pad}" y="12" font-size="10">tallest bar: {top} row{"s" if top != 1 else ""}</text>'
     )
     svg = (
-        f'<svg width="{width}" height="{height}" role="img" aria-label="{_a(name)} histogram">'
+        f'<svg width="{width}" height="{height}" role="img" aria-label="{escape_attribute(name)} histogram">'
         + "".join(rects)
         + axis
         + "</svg>"
     )
-    return f'<div class="hist"><b>{_e(name)}</b><br>{svg}</div>'
+    return f'<div class="hist"><b>{escape_text(name)}</b><br>{svg}</div>'
 
 
 def _call(call: ToolCall) -> str:
     args = json.dumps(call.args, ensure_ascii=False)
-    return f'<div class="call">{_e(call.name)}({_clip(args)})</div>'
+    return f'<div class="call">{escape_text(call.name)}({_clip(args)})</div>'
 
 
 def _conversation(sample: Any) -> str:
@@ -257,9 +267,9 @@ def _conversation(sample: Any) -> str:
             )
             extra = ""
             if isinstance(message, ToolMessage) and message.tool_call_id:
-                extra = f' <span class="muted">(call {_e(message.tool_call_id)})</span>'
+                extra = f' <span class="muted">(call {escape_text(message.tool_call_id)})</span>'
             parts.append(
-                f'<div class="msg {message.type}"><span class="role">{_e(message.type)}</span>'
+                f'<div class="msg {message.type}"><span class="role">{escape_text(message.type)}</span>'
                 f"{extra}{body}{calls}</div>"
             )
         if sample.reference_tool_calls is not None:
@@ -277,7 +287,7 @@ def _conversation(sample: Any) -> str:
     if isinstance(sample, SingleTurnSample):
         fields = sample.model_dump(exclude_none=True)
         return "".join(
-            f'<div class="msg tool"><span class="role">{_e(k)}</span>{_clip(v)}</div>'
+            f'<div class="msg tool"><span class="role">{escape_text(k)}</span>{_clip(v)}</div>'
             for k, v in fields.items()
         )
     return '<div class="muted">sample not kept</div>'
@@ -289,11 +299,11 @@ def _drill(row: SampleResult, names: Sequence[str]) -> str:
         result, failure = row.results.get(name), row.failures.get(name)
         if result is not None:
             metrics.append(
-                f'<div class="metric"><b>{_e(name)}</b> = {_fmt(result.value)}<br>{_clip(result.reason)}</div>'
+                f'<div class="metric"><b>{escape_text(name)}</b> = {format_value(result.value)}<br>{_clip(result.reason)}</div>'
             )
         elif failure is not None:
             metrics.append(
-                f'<div class="metric err"><b>{_e(name)}</b> failed<div class="error">{_clip(failure)}</div></div>'
+                f'<div class="metric err"><b>{escape_text(name)}</b> failed<div class="error">{_clip(failure)}</div></div>'
             )
     return (
         f'<div class="grid"><div class="conv">{_conversation(row.sample)}</div>'
@@ -317,7 +327,7 @@ def _usage_line(
     )
 
 
-def _trials_grid(result: EvaluationResult) -> str:
+def trials_grid_html(result: EvaluationResult) -> str:
     """Simulated runs: one row per scenario, one cell per trial (stop reason, pass/fail marks)."""
     grid: dict[str, dict[int, SampleResult]] = {}
     for row in result.rows:
@@ -345,11 +355,13 @@ def _trials_grid(result: EvaluationResult) -> str:
             for name in names:
                 value = cell.results.get(name)
                 if value is None:
-                    marks.append(f'<span class="err" title="{_a(name)}: failed">&#x2715;</span>')
+                    marks.append(
+                        f'<span class="err" title="{escape_attribute(name)}: failed">&#x2715;</span>'
+                    )
                 else:
                     ok = value.value >= result.success_threshold(name)
                     marks.append(
-                        f'<span class="{"good" if ok else "bad"}" title="{_a(name)}={_fmt(value.value)}">'
+                        f'<span class="{"good" if ok else "bad"}" title="{escape_attribute(name)}={format_value(value.value)}">'
                         f"{'&#x2713;' if ok else '&#x2717;'}</span>"
                     )
             failed = cell.agent_error is not None or bool(
@@ -357,16 +369,16 @@ def _trials_grid(result: EvaluationResult) -> str:
             )
             reason = cell.trial_info.get("stop_reason") or ("user model failed" if failed else "")
             tds.append(
-                f'<td class="trial"><a href="#sample-{cell.index}">{_e(reason)}</a> {"".join(marks)}</td>'
+                f'<td class="trial"><a href="#sample-{cell.index}">{escape_text(reason)}</a> {"".join(marks)}</td>'
             )
-        marked = "<br>".join(_e(entry) for entry in flaky.get(scenario, []))
+        marked = "<br>".join(escape_text(entry) for entry in flaky.get(scenario, []))
         tds.append(f'<td class="flaky">{marked}</td>' if flaky else "")
-        body.append(f"<tr><td>{_e(scenario)}</td>{''.join(tds)}</tr>")
+        body.append(f"<tr><td>{escape_text(scenario)}</td>{''.join(tds)}</tr>")
     heads = "".join(f"<th>trial {t}</th>" for t in range(trials))
     if flaky:
         heads += '<th title="mixed outcomes: pass rate and 95% exact interval">flaky</th>'
     count = f"; {len(flaky)} flaky (mixed outcomes)" if flaky else ""
-    legend = ", ".join(_e(n) for n in names)
+    legend = ", ".join(escape_text(n) for n in names)
     return (
         f'<h2>Trials <span class="muted">(marks per metric: {legend}; success = value at or '
         f"above its threshold{count})</span></h2>"
@@ -390,11 +402,11 @@ def _agent_table(summaries: Mapping[str, MetricSummary], names: Sequence[str]) -
         s = summaries.get(name)
         if s is None or name in names:
             continue
-        ci = "n/a" if s.ci_low is None else f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]"
+        ci = "n/a" if s.ci_low is None else f"[{format_value(s.ci_low)}, {format_value(s.ci_high)}]"
         rows.append(
-            f'<tr><td title="{_a(_AGENT_HELP[name])}">{_e(name)}</td>'
-            f"<td class='num'>{_fmt(s.mean)}</td><td class='num'>{ci}</td>"
-            f"<td class='num'>{_fmt(s.std)}</td><td class='num'>{s.count}</td>"
+            f'<tr><td title="{escape_attribute(_AGENT_HELP[name])}">{escape_text(name)}</td>'
+            f"<td class='num'>{format_value(s.mean)}</td><td class='num'>{ci}</td>"
+            f"<td class='num'>{format_value(s.std)}</td><td class='num'>{s.count}</td>"
             f"<td class='num'>{s.failed}</td></tr>"
         )
     if not rows:
@@ -434,7 +446,7 @@ def render_report(
     summary_rows = []
     for name in names:
         s = summaries[name]
-        ci = "n/a" if s.ci_low is None else f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]"
+        ci = "n/a" if s.ci_low is None else f"[{format_value(s.ci_low)}, {format_value(s.ci_high)}]"
         tokens = (
             ""
             if s.usage is None
@@ -442,14 +454,14 @@ def render_report(
         )
         figures = " · ".join(f"{key} {_figure(value)}" for key, value in (s.extra or {}).items())
         summary_rows.append(
-            f"<tr><td>{_e(name)}</td><td class='num {_shade(s.mean, name in tools)}'>{_fmt(s.mean)}</td>"
-            f"<td class='num'>{ci}</td><td class='num'>{_fmt(s.std)}</td>"
-            f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{_e(tokens)}</td>"
-            f"<td>{_e(figures)}</td></tr>"
+            f"<tr><td>{escape_text(name)}</td><td class='num {_shade(s.mean, name in tools)}'>{format_value(s.mean)}</td>"
+            f"<td class='num'>{ci}</td><td class='num'>{format_value(s.std)}</td>"
+            f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{escape_text(tokens)}</td>"
+            f"<td>{escape_text(figures)}</td></tr>"
         )
     heads = "".join(
-        f'<th data-sort="k{i}" title="{_a(n)}">{_e(n).replace("_", "_<wbr>")}'
-        + (f'<span class="toolname">tool: {_e(tools[n])}</span>' if n in tools else "")
+        f'<th data-sort="k{i}" title="{escape_attribute(n)}">{escape_text(n).replace("_", "_<wbr>")}'
+        + (f'<span class="toolname">tool: {escape_text(tools[n])}</span>' if n in tools else "")
         + "</th>"
         for i, n in enumerate(names)
     )
@@ -469,17 +481,17 @@ def render_report(
                 if unstable(result):  # repeated votes straddle the pass threshold
                     votes = ", ".join(f"{v:g}" for v in result.details["repeats"]["values"])
                     cells.append(
-                        f"<td class='num {shade} unstable' title='unstable: votes {_e(votes)}'>"
-                        f"{_fmt(result.value)} ~</td>"
+                        f"<td class='num {shade} unstable' title='unstable: votes {escape_text(votes)}'>"
+                        f"{format_value(result.value)} ~</td>"
                     )
                     continue
-                cells.append(f"<td class='num {shade}'>{_fmt(result.value)}</td>")
+                cells.append(f"<td class='num {shade}'>{format_value(result.value)}</td>")
         label = _label(row)
         groups.append(
             f'<tbody class="sample" id="sample-{row.index}" {" ".join(attrs)}>'
             f'<tr><td class="line"><button class="open" type="button" aria-expanded="false">open</button> '
             f"{row.line if row.line is not None else row.index + 1}</td>"
-            f'<td class="id" title="{_a(label)}">{_e(label)}</td>'
+            f'<td class="id" title="{escape_attribute(label)}">{escape_text(label)}</td>'
             f"{''.join(cells)}<td class='num'>{len(row.failures)}</td></tr>"
             f'<tr class="drill" hidden><td colspan="{len(names) + 3}">{_drill(row, names)}</td></tr></tbody>'
         )
@@ -497,17 +509,17 @@ def render_report(
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_a(title)}</title><style>{_CSS}</style></head>
+<title>{escape_attribute(title)}</title><style>{_CSS}</style></head>
 <body>
-<h1>{_e(title)}</h1>
-<div class="muted">{_count(total_rows, "sample")} · {_count(len(names), "metric")}{_e(usage_line)} · generated {generated}</div>
+<h1>{escape_text(title)}</h1>
+<div class="muted">{_count(total_rows, "sample")} · {_count(len(names), "metric")}{escape_text(usage_line)} · generated {generated}</div>
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th><th title="pass^k and pass@k of simulated trials, pairwise win rates, ...">more figures</th></tr></thead>
 <tbody>{"".join(summary_rows)}</tbody></table>
 {_agent_table(summaries, names)}
 {trials_grid}
 <h2>Distributions</h2>
-<div class="hists">{"".join(_histogram(n, values.get(n, np.empty(0))) for n in names)}</div>
+<div class="hists">{"".join(histogram_html(n, values.get(n, np.empty(0))) for n in names)}</div>
 <h2>Samples <span class="muted">({shown}; click a column to sort, "open" to see the conversation)</span></h2>
 {_LEGEND}
 <table id="samples"><colgroup><col class="line"><col class="id">{"<col>" * len(names)}<col class="errors"></colgroup>
@@ -537,5 +549,5 @@ def render_html(
         rows=result.rows[:max_rows],
         total_rows=len(result.rows),
         usage=result.usage,
-        trials_grid=_trials_grid(result),
+        trials_grid=trials_grid_html(result),
     )

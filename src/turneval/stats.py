@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval.compare import _pairing
+from turneval.compare import pair_rows
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
@@ -293,7 +293,7 @@ def plan(
         raise ConfigError(f"no metric named {metric!r} in the run; its metrics: {run.metric_names}")
     order = None
     if baseline is not None:
-        order = _pairing(baseline, run)
+        order = pair_rows(baseline, run)
         missing = [name for name in names if name not in baseline.metric_names]
         if metric is not None and missing:
             raise ConfigError(

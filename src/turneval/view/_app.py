@@ -1,7 +1,7 @@
 """The viewer's Starlette application: pages rendered on the server, every text escaped.
 
 Safety: every page carries a Content-Security-Policy that only runs its own nonce'd script;
-every piece of stored text goes through :func:`turneval.report._e` (HTML-escaped, bidi and
+every piece of stored text goes through :func:`turneval.report.escape_text` (HTML-escaped, bidi and
 control characters shown as ``<U+202E>``); a label or a delete is a POST that must carry the
 process's CSRF token (a form field or the ``X-CSRF-Token`` header) and, when the browser sends
 one, a same-origin ``Origin``; with ``token`` set, every request must carry it (the
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from turneval.errors import ConfigError
-from turneval.report import _a, _e, _fmt, _histogram
+from turneval.report import escape_attribute, escape_text, format_value, histogram_html
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -91,9 +91,9 @@ class _Viewer:
         text = (
             "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f'<meta name="csrf-token" content="{self.csrf}"><link rel="icon" href="data:,">'
-            f"<title>{_a(title)} · turneval view</title><style>{_CSS}</style></head><body>"
+            f"<title>{escape_attribute(title)} · turneval view</title><style>{_CSS}</style></head><body>"
             "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a>"
-            f"</header><main><h1>{_e(title)}</h1>{body}</main>{tag}</body></html>"
+            f"</header><main><h1>{escape_text(title)}</h1>{body}</main>{tag}</body></html>"
         )
         policy = (
             "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
@@ -113,7 +113,9 @@ class _Viewer:
 
     def error(self, message: str, status: int = 404) -> Response:
         return self.page(
-            "Not found" if status == 404 else "Error", f"<p>{_e(message)}</p>", status=status
+            "Not found" if status == 404 else "Error",
+            f"<p>{escape_text(message)}</p>",
+            status=status,
         )
 
     def find_run(self, run_id: str) -> StoredRun:
@@ -150,28 +152,28 @@ class _Viewer:
             shown.append(run)
         metrics = sorted({name for run in runs for name in run.metric_names})
         options = "".join(
-            f"<option value='{_a(m)}'{' selected' if m == metric else ''}>{_e(m)}</option>"
+            f"<option value='{escape_attribute(m)}'{' selected' if m == metric else ''}>{escape_text(m)}</option>"
             for m in metrics
         )
         filters = (
             "<form class='filters' method='get' action='/'>"
-            f"<label>search<input name='q' value='{_a(text)}'></label>"
-            f"<label>dataset<input name='dataset' value='{_a(dataset)}'></label>"
+            f"<label>search<input name='q' value='{escape_attribute(text)}'></label>"
+            f"<label>dataset<input name='dataset' value='{escape_attribute(dataset)}'></label>"
             f"<label>metric<select name='metric'><option value=''>any</option>{options}</select>"
-            f"</label><label>judge model<input name='model' value='{_a(model)}'></label>"
-            f"<label>from<input type='date' name='since' value='{_a(query.get('since', ''))}'>"
+            f"</label><label>judge model<input name='model' value='{escape_attribute(model)}'></label>"
+            f"<label>from<input type='date' name='since' value='{escape_attribute(query.get('since', ''))}'>"
             f"</label><label>to<input type='date' name='until' "
-            f"value='{_a(query.get('until', ''))}'></label><button>filter</button></form>"
+            f"value='{escape_attribute(query.get('until', ''))}'></label><button>filter</button></form>"
         )
         rows = []
         for run in shown:
             rows.append(
-                f"<tr class='run' data-run='{_a(run.id)}'><td><a href='/runs/{_a(run.id)}'>"
-                f"{_e(run.name)}</a><br><span class='muted'>{_e(run.id[:12])}</span></td>"
-                f"<td>{_e(run.created.strftime('%Y-%m-%d %H:%M'))}</td><td>{_e(run.status)}</td>"
-                f"<td>{run.rows:,}</td><td>{_e(run.dataset_path or '')}</td>"
-                f"<td>{_e(', '.join(run.metric_names))}</td><td>{_e(run.judge_model or '')}</td>"
-                f"<td><form method='post' action='/runs/{_a(run.id)}/delete' class='delete'>"
+                f"<tr class='run' data-run='{escape_attribute(run.id)}'><td><a href='/runs/{escape_attribute(run.id)}'>"
+                f"{escape_text(run.name)}</a><br><span class='muted'>{escape_text(run.id[:12])}</span></td>"
+                f"<td>{escape_text(run.created.strftime('%Y-%m-%d %H:%M'))}</td><td>{escape_text(run.status)}</td>"
+                f"<td>{run.rows:,}</td><td>{escape_text(run.dataset_path or '')}</td>"
+                f"<td>{escape_text(', '.join(run.metric_names))}</td><td>{escape_text(run.judge_model or '')}</td>"
+                f"<td><form method='post' action='/runs/{escape_attribute(run.id)}/delete' class='delete'>"
                 f"<input type='hidden' name='csrf' value='{self.csrf}'>"
                 "<button>delete</button></form></td></tr>"
             )
@@ -205,24 +207,24 @@ class _Viewer:
     # -- one run -----------------------------------------------------------------------------
 
     def run_page(self, request: Request) -> Response:
-        from turneval.report import _trials_grid
+        from turneval.report import trials_grid_html
 
         run = self.find_run(str(request.path_params["run"]))
         summary = run.summary or {}
         stats = summary.get("metrics") if isinstance(summary.get("metrics"), dict) else {}
         head = (
-            f"<p>{_e(run.status)} · {run.rows:,} rows · started "
-            f"{_e(run.created.strftime('%Y-%m-%d %H:%M:%S'))} · turneval "
-            f"{_e(run.turneval_version)}"
-            + (f" · commit {_e(run.git_commit[:12])}" if run.git_commit else "")
-            + (f" · judge {_e(run.judge_model)}" if run.judge_model else "")
-            + (f" · dataset {_e(run.dataset_path)}" if run.dataset_path else "")
+            f"<p>{escape_text(run.status)} · {run.rows:,} rows · started "
+            f"{escape_text(run.created.strftime('%Y-%m-%d %H:%M:%S'))} · turneval "
+            f"{escape_text(run.turneval_version)}"
+            + (f" · commit {escape_text(run.git_commit[:12])}" if run.git_commit else "")
+            + (f" · judge {escape_text(run.judge_model)}" if run.judge_model else "")
+            + (f" · dataset {escape_text(run.dataset_path)}" if run.dataset_path else "")
             + "</p>"
-            + (f"<pre class='error'>{_e(run.error)}</pre>" if run.error else "")
-            + f"<p><a href='/runs/{_a(run.id)}/rows'>rows</a> · "
-            f"<a href='/runs/{_a(run.id)}/label'>label rows</a> · "
-            f"<a href='/compare?a={_a(run.id)}'>compare with another run</a> · "
-            f"<a href='/runs/{_a(run.id)}/labels.jsonl'>export labels</a></p>"
+            + (f"<pre class='error'>{escape_text(run.error)}</pre>" if run.error else "")
+            + f"<p><a href='/runs/{escape_attribute(run.id)}/rows'>rows</a> · "
+            f"<a href='/runs/{escape_attribute(run.id)}/label'>label rows</a> · "
+            f"<a href='/compare?a={escape_attribute(run.id)}'>compare with another run</a> · "
+            f"<a href='/runs/{escape_attribute(run.id)}/labels.jsonl'>export labels</a></p>"
         )
         lines = []
         calls = inputs = outputs = 0
@@ -241,12 +243,12 @@ class _Viewer:
                     f"{int(usage.get('output_tokens') or 0):,} out tokens"
                 )
             low, high = item.get("ci_low"), item.get("ci_high")
-            interval = f"[{_fmt(low)}, {_fmt(high)}]" if low is not None else "n/a"
+            interval = f"[{format_value(low)}, {format_value(high)}]" if low is not None else "n/a"
             lines.append(
-                f"<tr><td><a href='/runs/{_a(run.id)}/rows?metric={_a(name)}&amp;sort=value'>"
-                f"{_e(name)}</a></td><td>{_fmt(item.get('mean'))}</td><td>{interval}</td>"
+                f"<tr><td><a href='/runs/{escape_attribute(run.id)}/rows?metric={escape_attribute(name)}&amp;sort=value'>"
+                f"{escape_text(name)}</a></td><td>{format_value(item.get('mean'))}</td><td>{interval}</td>"
                 f"<td>{item.get('count', '')}</td><td>{item.get('failed', '')}</td>"
-                f"<td>{_e(spent)}</td></tr>"
+                f"<td>{escape_text(spent)}</td></tr>"
             )
         table = (
             "<h2>Summary</h2><table id='summary'><thead><tr><th>metric</th><th>mean</th>"
@@ -270,11 +272,13 @@ class _Viewer:
                 values = np.asarray(
                     [r.results[name].value for r in result.rows if name in r.results], dtype=float
                 )
-                plots.append(_histogram(name, values[np.isfinite(values)]))
+                plots.append(histogram_html(name, values[np.isfinite(values)]))
             extra = (
                 "<h2>Distributions</h2>"
                 + "".join(plots)
-                + _trials_grid(result).replace('href="#sample-', f'href="/runs/{_a(run.id)}/rows/')
+                + trials_grid_html(result).replace(
+                    'href="#sample-', f'href="/runs/{escape_attribute(run.id)}/rows/'
+                )
             )
         else:
             extra = (
@@ -329,7 +333,7 @@ class _Viewer:
             if len(page) == _PAGE:
                 more = self._link(request, after=page[-1].index)
         options = "".join(
-            f"<option value='{_a(n)}'{' selected' if n == metric else ''}>{_e(n)}</option>"
+            f"<option value='{escape_attribute(n)}'{' selected' if n == metric else ''}>{escape_text(n)}</option>"
             for n in names
         )
         sorts = "".join(
@@ -337,16 +341,16 @@ class _Viewer:
             for k, label in (("index", "row"), ("value", "value ↑"), ("-value", "value ↓"))
         )
         filters = (
-            f"<form class='filters' method='get' action='/runs/{_a(run.id)}/rows'>"
+            f"<form class='filters' method='get' action='/runs/{escape_attribute(run.id)}/rows'>"
             f"<label>metric<select name='metric'>{options}</select></label>"
             f"<label>sort<select name='sort'>{sorts}</select></label>"
-            f"<label>below<input name='below' size='5' value='{_a(query.get('below', ''))}'>"
-            f"</label><label>min<input name='min' size='5' value='{_a(query.get('min', ''))}'>"
-            f"</label><label>max<input name='max' size='5' value='{_a(query.get('max', ''))}'>"
+            f"<label>below<input name='below' size='5' value='{escape_attribute(query.get('below', ''))}'>"
+            f"</label><label>min<input name='min' size='5' value='{escape_attribute(query.get('min', ''))}'>"
+            f"</label><label>max<input name='max' size='5' value='{escape_attribute(query.get('max', ''))}'>"
             f"</label><label>failed<input type='checkbox' name='failed' value='1'"
             f"{' checked' if failed else ''}></label><label>unstable<input type='checkbox' "
             f"name='unstable' value='1'{' checked' if shaky else ''}></label>"
-            f"<label>text in the conversation<input name='q' value='{_a(search or '')}'></label>"
+            f"<label>text in the conversation<input name='q' value='{escape_attribute(search or '')}'></label>"
             "<button>filter</button></form>"
         )
         body = []
@@ -355,20 +359,20 @@ class _Viewer:
             error = row.record.get(f"{metric}_error") or row.record.get("agent_error")
             shade = "err" if error else _shade(value)
             body.append(
-                f"<tr class='row' data-index='{row.index}'><td><a href='/runs/{_a(run.id)}/rows/"
-                f"{row.index}'>{row.index}</a></td><td>{_e(row.sample_id or '')}</td>"
-                f"<td class='{shade}'>{_fmt(value) if value is not None else 'error'}</td>"
-                f"<td>{_e(_cut(error or row.record.get(f'{metric}_reason') or ''))}</td></tr>"
+                f"<tr class='row' data-index='{row.index}'><td><a href='/runs/{escape_attribute(run.id)}/rows/"
+                f"{row.index}'>{row.index}</a></td><td>{escape_text(row.sample_id or '')}</td>"
+                f"<td class='{shade}'>{format_value(value) if value is not None else 'error'}</td>"
+                f"<td>{escape_text(_cut(error or row.record.get(f'{metric}_reason') or ''))}</td></tr>"
             )
         table = (
-            f"<table id='rows'><thead><tr><th>row</th><th>id</th><th>{_e(metric)}</th>"
+            f"<table id='rows'><thead><tr><th>row</th><th>id</th><th>{escape_text(metric)}</th>"
             f"<th>reason or error</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
             if body
             else "<p class='muted' id='rows'>no rows match</p>"
         )
-        nav = f"<p><a id='next' href='{_a(more)}'>next page →</a></p>" if more else ""
-        head = f"<p><a href='/runs/{_a(run.id)}'>← {_e(run.name)}</a></p>"
-        muted = f"<p class='muted'>{_e(note)}</p>" if note else ""
+        nav = f"<p><a id='next' href='{escape_attribute(more)}'>next page →</a></p>" if more else ""
+        head = f"<p><a href='/runs/{escape_attribute(run.id)}'>← {escape_text(run.name)}</a></p>"
+        muted = f"<p class='muted'>{escape_text(note)}</p>" if note else ""
         return self.page(f"Rows of {run.name}", head + filters + muted + table + nav)
 
     def _filtered(
@@ -467,24 +471,26 @@ class _Viewer:
             details = row.record.get(f"{name}_details")
             votes = details.get("repeats") if isinstance(details, dict) else None
             text = (
-                f"<div class='metric' data-metric='{_a(name)}'><b>{_e(name)}</b> = "
+                f"<div class='metric' data-metric='{escape_attribute(name)}'><b>{escape_text(name)}</b> = "
                 f"<span class='{'err' if error else _shade(value)}'>"
-                f"{_fmt(value) if value is not None else 'failed'}</span>"
+                f"{format_value(value) if value is not None else 'failed'}</span>"
             )
             if reason:
-                text += f"<div class='reason'>{_e(reason)}</div>"
+                text += f"<div class='reason'>{escape_text(reason)}</div>"
             if isinstance(votes, dict):
                 text += "<div class='votes'><b>votes</b> " + _votes(votes) + "</div>"
             if error:
-                text += f"<pre class='error'>{_e(error)}</pre>"
+                text += f"<pre class='error'>{escape_text(error)}</pre>"
             if isinstance(details, dict) and details:
                 dump = json.dumps(details, indent=1, ensure_ascii=False, default=str)
-                text += f"<details><summary>details</summary><pre>{_e(dump)}</pre></details>"
+                text += (
+                    f"<details><summary>details</summary><pre>{escape_text(dump)}</pre></details>"
+                )
             parts.append(text + "</div>")
         agent = row.record.get("agent_error")
         if agent:
             parts.append(
-                f"<div class='metric'><b>agent error</b><pre class='error'>{_e(agent)}</pre></div>"
+                f"<div class='metric'><b>agent error</b><pre class='error'>{escape_text(agent)}</pre></div>"
             )
         figures = {
             k: row.record[k]
@@ -493,7 +499,9 @@ class _Viewer:
         }
         if figures:
             parts.append(
-                "<p class='muted'>" + _e(", ".join(f"{k} {v}" for k, v in figures.items())) + "</p>"
+                "<p class='muted'>"
+                + escape_text(", ".join(f"{k} {v}" for k, v in figures.items()))
+                + "</p>"
             )
         return (
             f"<div class='grid'><div class='conv' id='conversation'>{turns}</div>"
@@ -508,9 +516,13 @@ class _Viewer:
             return self.error(f"run {run.id[:12]} has no row {index}")
         title = f"Row {index}" + (f" ({row.sample_id})" if row.sample_id else "")
         nav = (
-            f"<p><a href='/runs/{_a(run.id)}/rows'>← rows of {_e(run.name)}</a>"
-            + (f" · <a href='/runs/{_a(run.id)}/rows/{index - 1}'>previous</a>" if index else "")
-            + f" · <a href='/runs/{_a(run.id)}/rows/{index + 1}'>next</a></p>"
+            f"<p><a href='/runs/{escape_attribute(run.id)}/rows'>← rows of {escape_text(run.name)}</a>"
+            + (
+                f" · <a href='/runs/{escape_attribute(run.id)}/rows/{index - 1}'>previous</a>"
+                if index
+                else ""
+            )
+            + f" · <a href='/runs/{escape_attribute(run.id)}/rows/{index + 1}'>next</a></p>"
         )
         return self.page(title, nav + self.conversation(run, row))
 
@@ -551,7 +563,7 @@ class _Viewer:
         seed = _integer(query.get("seed")) or 0
         position = _integer(query.get("pos")) or 0
         picks = "".join(
-            f"<a href='{_a(self._link(request, metric=metric, mode=key, pos=0))}'"
+            f"<a href='{escape_attribute(self._link(request, metric=metric, mode=key, pos=0))}'"
             f"{' class=current' if key == mode else ''}>{label}</a> "
             for key, label in (
                 ("all", "all"),
@@ -560,10 +572,11 @@ class _Viewer:
             )
         )
         metric_links = " ".join(
-            f"<a href='{_a(self._link(request, metric=n, pos=0))}'>{_e(n)}</a>" for n in names
+            f"<a href='{escape_attribute(self._link(request, metric=n, pos=0))}'>{escape_text(n)}</a>"
+            for n in names
         )
         head = (
-            f"<p><a href='/runs/{_a(run.id)}'>← {_e(run.name)}</a> · metric: {metric_links} · "
+            f"<p><a href='/runs/{escape_attribute(run.id)}'>← {escape_text(run.name)}</a> · metric: {metric_links} · "
             f"queue: {picks}</p>"
         )
         if mode == "all":
@@ -584,8 +597,9 @@ class _Viewer:
             back = self._link(request, pos=max(position - 1, 0))
             return self.page(
                 f"Label {metric}",
-                head + f"<p id='done' data-prev='{_a(back)}'>queue done ({total} rows). "
-                f"<a href='/runs/{_a(run.id)}/labels.jsonl?metric={_a(metric)}'>export the "
+                head
+                + f"<p id='done' data-prev='{escape_attribute(back)}'>queue done ({total} rows). "
+                f"<a href='/runs/{escape_attribute(run.id)}/labels.jsonl?metric={escape_attribute(metric)}'>export the "
                 "labels</a> · <kbd>←</kbd> the last row</p>",
                 script="document.addEventListener('keydown',e=>{if(e.key==='ArrowLeft')"
                 "location.href=document.getElementById('done').dataset.prev;});",
@@ -597,21 +611,21 @@ class _Viewer:
         ]
         latest = given[-1] if given else None
         state = (
-            f"labeled <b>{_e(json.dumps(latest.label))}</b>"
-            + (f" ({_e(latest.note)})" if latest.note else "")
+            f"labeled <b>{escape_text(json.dumps(latest.label))}</b>"
+            + (f" ({escape_text(latest.note)})" if latest.note else "")
             if latest
             else "not labeled yet"
         )
         previous = self._link(request, pos=max(place - 1, 0)) if place else ""
         following = self._link(request, pos=place + 1)
         panel = (
-            f"<div id='labeling' data-run='{_a(run.id)}' data-index='{current.index}' "
-            f"data-metric='{_a(metric)}' data-next='{_a(following)}' "
-            f"data-prev='{_a(previous)}'><p>row {place + 1} of {total} · "
+            f"<div id='labeling' data-run='{escape_attribute(run.id)}' data-index='{current.index}' "
+            f"data-metric='{escape_attribute(metric)}' data-next='{escape_attribute(following)}' "
+            f"data-prev='{escape_attribute(previous)}'><p>row {place + 1} of {total} · "
             f"<span id='state'>{state}</span></p>"
             "<p class='keys'><kbd>0</kbd>–<kbd>9</kbd> label the row (saved at once, then the "
             "next row) · <kbd>←</kbd> <kbd>→</kbd> move · <kbd>n</kbd> the note</p>"
-            f"<label>note <input id='note' size='60' value='{_a(latest.note or '') if latest else ''}'>"
+            f"<label>note <input id='note' size='60' value='{escape_attribute(latest.note or '') if latest else ''}'>"
             "</label></div>"
         )
         script = (
@@ -690,15 +704,15 @@ class _Viewer:
     # -- compare -----------------------------------------------------------------------------
 
     def compare_page(self, request: Request) -> Response:
-        from turneval.compare import _pairing, compare
+        from turneval.compare import compare, pair_rows
 
         runs = self.store.runs()
         first, second = request.query_params.get("a", ""), request.query_params.get("b", "")
 
         def choose(field: str, picked: str) -> str:
             items = "".join(
-                f"<option value='{_a(r.id)}'{' selected' if r.id == picked else ''}>"
-                f"{_e(r.name)} · {_e(r.created.strftime('%Y-%m-%d %H:%M'))} · {r.id[:8]}</option>"
+                f"<option value='{escape_attribute(r.id)}'{' selected' if r.id == picked else ''}>"
+                f"{escape_text(r.name)} · {escape_text(r.created.strftime('%Y-%m-%d %H:%M'))} · {r.id[:8]}</option>"
                 for r in runs
             )
             return f"<label>{field}<select name='{field[0]}'>{items}</select></label>"
@@ -714,15 +728,17 @@ class _Viewer:
             base, cand = self.find_run(first), self.find_run(second)
             before, after = self.store.result(base.id), self.store.result(cand.id)
             found = compare(before, after)
-            pairing = _pairing(before, after)
+            pairing = pair_rows(before, after)
         except ConfigError as exc:
-            return self.page("Compare two runs", form + f"<p class='err'>{_e(exc)}</p>", status=400)
+            return self.page(
+                "Compare two runs", form + f"<p class='err'>{escape_text(exc)}</p>", status=400
+            )
         lines, flips = [], []
         for name, item in found.metrics.items():
             p = "n/a" if item.p_value is None else f"{item.p_value:.4f}"
             lines.append(
-                f"<tr><td>{_e(name)}</td><td>{_fmt(item.baseline_mean)}</td>"
-                f"<td>{_fmt(item.candidate_mean)}</td><td>{_fmt(item.difference)}</td>"
+                f"<tr><td>{escape_text(name)}</td><td>{format_value(item.baseline_mean)}</td>"
+                f"<td>{format_value(item.candidate_mean)}</td><td>{format_value(item.difference)}</td>"
                 f"<td class='p'>{p}</td><td>{item.pairs}</td><td>{len(item.regressions)}</td>"
                 f"<td>{len(item.improvements)}</td></tr>"
             )
@@ -742,13 +758,14 @@ class _Viewer:
             values = [r.results[name].value if name in r.results else None for r in (brow, crow)]
             rows.append(
                 f"<tr class='flip {'bad' if kind != 'improvement' else 'good'}'>"
-                f"<td>{_e(kind)}</td><td>{_e(name)}</td><td>{_e(brow.sample_id or '')}</td>"
-                f"<td><a href='/runs/{_a(base.id)}/rows/{brow.index}'>{_fmt(values[0])}</a></td>"
-                f"<td><a href='/runs/{_a(cand.id)}/rows/{crow.index}'>{_fmt(values[1])}</a></td>"
+                f"<td>{escape_text(kind)}</td><td>{escape_text(name)}</td><td>{escape_text(brow.sample_id or '')}</td>"
+                f"<td><a href='/runs/{escape_attribute(base.id)}/rows/{brow.index}'>{format_value(values[0])}</a></td>"
+                f"<td><a href='/runs/{escape_attribute(cand.id)}/rows/{crow.index}'>{format_value(values[1])}</a></td>"
                 "</tr>"
             )
         body = (
-            form + f"<p>{_e(base.name)} ({base.id[:8]}) → {_e(cand.name)} ({cand.id[:8]}); rows "
+            form
+            + f"<p>{escape_text(base.name)} ({base.id[:8]}) → {escape_text(cand.name)} ({cand.id[:8]}); rows "
             "paired by id (by position without ids); p: two-sided paired permutation test</p>"
             "<table id='metrics'><thead><tr><th>metric</th><th>baseline</th><th>candidate</th>"
             "<th>difference</th><th>p-value</th><th>pairs</th><th>regressions</th>"
@@ -835,12 +852,14 @@ def _votes(record: Mapping[str, Any]) -> str:
     for key, value in record.items():
         if key == "votes" and isinstance(value, list):
             marks = " ".join(
-                f"<span class='vote'>{_e(_fmt(v) if isinstance(v, float) else v)}</span>"
+                f"<span class='vote'>{escape_text(format_value(v) if isinstance(v, float) else v)}</span>"
                 for v in value
             )
             parts.append(f"votes: {marks}")
         else:
-            parts.append(f"{_e(key)} {_e(_fmt(value) if isinstance(value, float) else value)}")
+            parts.append(
+                f"{escape_text(key)} {escape_text(format_value(value) if isinstance(value, float) else value)}"
+            )
     return " · ".join(parts)
 
 
@@ -885,9 +904,12 @@ def _marked(text: str, cited: Sequence[str]) -> str:
     for start, end in spans:
         if start < at:
             continue
-        out.append(_e(text[at:start]) + f"<mark class='cite'>{_e(text[start:end])}</mark>")
+        out.append(
+            escape_text(text[at:start])
+            + f"<mark class='cite'>{escape_text(text[start:end])}</mark>"
+        )
         at = end
-    return "".join(out) + _e(text[at:])
+    return "".join(out) + escape_text(text[at:])
 
 
 def _turns(sample: Any, cited: Sequence[str]) -> str:
@@ -897,39 +919,41 @@ def _turns(sample: Any, cited: Sequence[str]) -> str:
     turns = sample.get("user_input")
     if not isinstance(turns, list):  # a single-turn sample: its fields
         return "".join(
-            f"<div class='msg tool'><span class='role'>{_e(key)}</span>"
-            f"{_marked(value, cited) if isinstance(value, str) else _e(json.dumps(value))}</div>"
+            f"<div class='msg tool'><span class='role'>{escape_text(key)}</span>"
+            f"{_marked(value, cited) if isinstance(value, str) else escape_text(json.dumps(value))}</div>"
             for key, value in sample.items()
         )
     parts = []
     for turn in turns:
         if not isinstance(turn, dict):
-            parts.append(f"<div class='msg'>{_e(turn)}</div>")
+            parts.append(f"<div class='msg'>{escape_text(turn)}</div>")
             continue
         kind = str(turn.get("type", "?"))
         content = turn.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-        body = _marked(text, cited) if kind == "ai" else _e(text)
+        body = _marked(text, cited) if kind == "ai" else escape_text(text)
         calls = "".join(
-            f"<div class='call'>{_e(call.get('name'))}"
-            f"({_e(json.dumps(call.get('args'), ensure_ascii=False))})</div>"
+            f"<div class='call'>{escape_text(call.get('name'))}"
+            f"({escape_text(json.dumps(call.get('args'), ensure_ascii=False))})</div>"
             for call in turn.get("tool_calls") or []
             if isinstance(call, dict)
         )
         extra = (
-            f" <span class='muted'>(call {_e(turn['tool_call_id'])})</span>"
+            f" <span class='muted'>(call {escape_text(turn['tool_call_id'])})</span>"
             if turn.get("tool_call_id")
             else ""
         )
         parts.append(
-            f"<div class='msg {_a(kind)}'><span class='role'>{_e(kind)}</span>{extra}"
+            f"<div class='msg {escape_attribute(kind)}'><span class='role'>{escape_text(kind)}</span>{extra}"
             f"{body}{calls}</div>"
         )
     for key in ("reference_tool_calls", "reference", "reference_topics"):
         value = sample.get(key)
         if value is not None:
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            parts.append(f"<div class='ref'><b>{_e(key)}</b><pre>{_e(shown)}</pre></div>")
+            parts.append(
+                f"<div class='ref'><b>{escape_text(key)}</b><pre>{escape_text(shown)}</pre></div>"
+            )
     return "".join(parts)
 
 
