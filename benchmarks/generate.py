@@ -10,6 +10,10 @@ Three fixed shapes (``--shape``; the default ``mixed`` is the original generator
 * ``short``: 2-4 messages, one call (flat args).
 * ``typical``: 4-12 messages, 1-4 calls, flat args.
 * ``long``: 20-60 messages, up to 8 calls, nested args (objects, lists).
+* ``varied`` (issue 33): 6-14 messages, 1-7 calls (3.4 on average) on each side, most samples
+  with a group of parallel calls of one tool that differ only in their args, list-valued args
+  (tags, ids, channels), predictions reordered inside a group, with a call of the group
+  missing, repeated or with a changed list.
 
     python benchmarks/generate.py --n 2000 --seed 7 --out benchmarks/.data/samples.jsonl
     python benchmarks/generate.py --shape long --n 2000 --seed 7 --out benchmarks/.data/long.jsonl
@@ -224,7 +228,7 @@ def generate(n: int, seed: int) -> list[dict[str, Any]]:
 
 # -- fixed shapes ------------------------------------------------------------------------------
 
-SHAPES = ("short", "typical", "long")
+SHAPES = ("short", "typical", "long", "varied")
 
 
 def _flat_call(rng: random.Random) -> Call:
@@ -308,13 +312,26 @@ _CHAT = [
 
 
 def _shaped_conversation(
-    rng: random.Random, predicted: list[Call], low: int, high: int, prompt: str
+    rng: random.Random,
+    predicted: list[Call],
+    low: int,
+    high: int,
+    prompt: str,
+    *,
+    parallel: bool = False,
 ) -> list[dict[str, Any]]:
-    """A conversation carrying ``predicted`` in ``low..high`` messages (chat pads it)."""
+    """A conversation carrying ``predicted`` in ``low..high`` messages (chat pads it).
+
+    With ``parallel``, consecutive calls of one tool are made by one message.
+    """
     core: list[dict[str, Any]] = []
     position = 0
     while position < len(predicted):
         size = 1 if rng.random() < 0.6 else min(rng.randint(2, 3), len(predicted) - position)
+        if parallel:
+            name, size = predicted[position]["name"], 1
+            while position + size < len(predicted) and predicted[position + size]["name"] == name:
+                size += 1
         batch = predicted[position : position + size]
         core.append({"type": "ai", "content": rng.choice(["", "On it."]), "tool_calls": batch})
         for call in batch:
@@ -336,6 +353,69 @@ def _shaped_conversation(
     return messages
 
 
+_CITIES = ["Paris", "Berlin", "Rome", "Oslo", "Lima", "Quito", "Seoul", "Perth"]
+
+
+def _group_call(rng: random.Random, tool: str, index: int) -> Call:
+    """One call of a parallel group of ``tool``: the same tool, different (list) args."""
+    if tool == "get_weather":
+        return {
+            "name": tool,
+            "args": {"city": _CITIES[index % len(_CITIES)], "units": "metric", "days": [1, 2, 3]},
+        }
+    if tool == "get_order":
+        return {
+            "name": tool,
+            "args": {
+                "order_id": ORDERS[index],
+                "fields": rng.sample(["status", "items", "eta"], 2),
+            },
+        }
+    if tool == "tag_ticket":
+        return {
+            "name": tool,
+            "args": {
+                "ticket_id": 100 + index,
+                "tags": rng.sample(["billing", "shipping", "refund", "vip"], rng.randint(1, 3)),
+            },
+        }
+    return {
+        "name": tool,
+        "args": {"campaign_id": f"campaign_{index}", "channels": rng.sample(CHANNELS, 2)},
+    }
+
+
+def _varied_calls(rng: random.Random) -> list[Call]:
+    """Reference calls of the ``varied`` shape: 3.4 on average, parallel groups of one tool."""
+    count = rng.choices(range(1, 8), weights=[15, 19, 22, 19, 12, 7, 6])[0]
+    calls: list[Call] = []
+    if count > 1 and rng.random() < 0.8:
+        size = rng.randint(2, count)
+        tool = rng.choice(["get_weather", "get_order", "tag_ticket", "update_campaign"])
+        start = rng.randrange(20)
+        calls += [_group_call(rng, tool, start + i) for i in range(size)]
+    while len(calls) < count:
+        calls.insert(rng.randrange(len(calls) + 1), _flat_call(rng))
+    return calls
+
+
+def _varied_prediction(rng: random.Random, reference: list[Call]) -> list[Call]:
+    """The faults of :func:`predict`, plus shuffles and list edits inside parallel groups."""
+    predicted = predict(rng, reference)
+    roll = rng.random()
+    if roll < 0.3 and len(predicted) > 1:  # parallel calls answered in another order
+        i = rng.randrange(len(predicted) - 1)
+        j = rng.randrange(i + 1, min(len(predicted), i + 4))
+        predicted[i : j + 1] = rng.sample(predicted[i : j + 1], j + 1 - i)
+    elif roll < 0.45:  # one list argument changed
+        lists = [c for c in predicted for v in c["args"].values() if isinstance(v, list)]
+        if lists:
+            call = rng.choice(lists)
+            key = next(k for k, v in call["args"].items() if isinstance(v, list))
+            call["args"][key] = _perturb_value(rng, call["args"][key])
+    return predicted[:8]
+
+
 def shaped_row(rng: random.Random, shape: str) -> dict[str, Any]:
     """One sample of ``shape`` (see :data:`SHAPES`)."""
     if shape == "short":
@@ -347,6 +427,12 @@ def shaped_row(rng: random.Random, shape: str) -> dict[str, Any]:
         reference = [_flat_call(rng) for _ in range(rng.randint(1, 4))]
         predicted = predict(rng, reference)[:4] if rng.random() > 0.03 else []
         low, high = 4, 12
+    elif shape == "varied":
+        reference = _varied_calls(rng)
+        predicted = _varied_prediction(rng, reference) if rng.random() > 0.03 else []
+        prompt = "Check these for me and update what needs it, all of them at once."
+        messages = _shaped_conversation(rng, predicted, 5, 12, prompt, parallel=True)
+        return {"user_input": messages, "reference_tool_calls": reference}
     elif shape == "long":
         reference = [_nested_call(rng) for _ in range(rng.randint(3, 8))]
         predicted = predict(rng, reference)[:8] if rng.random() > 0.03 else []
@@ -359,7 +445,7 @@ def shaped_row(rng: random.Random, shape: str) -> dict[str, Any]:
 
 
 def generate_shape(shape: str, n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` seeded samples of one shape: ``short``, ``typical`` or ``long``."""
+    """``n`` seeded samples of one shape: ``short``, ``typical``, ``long`` or ``varied``."""
     rng = random.Random(f"{shape}-{seed}")
     return [shaped_row(rng, shape) for _ in range(n)]
 

@@ -16,9 +16,10 @@ their timings (the machine is shared and its speed drifts):
     .venv/bin/python benchmarks/run_tool_call_bench.py --rounds 5
     .venv/bin/python benchmarks/run_tool_call_bench.py --shapes short,typical,long
 
-Shapes: ``mixed`` (the original generator) and the fixed ``short``/``typical``/``long`` ones of
-``generate.py``. Speed misses against the targets (>= 30x ragas' legacy ToolCallAccuracy, >= 2x
-its collections path) are listed at the end; a parity failure exits non-zero.
+Shapes: ``mixed`` (the original generator) and the fixed ``short``/``typical``/``long``/``varied``
+ones of ``generate.py``. Speed misses against the targets (>= 30x ragas' legacy
+ToolCallAccuracy, >= 2x its collections path) are listed at the end; a parity failure exits
+non-zero.
 """
 
 from __future__ import annotations
@@ -298,7 +299,7 @@ def main() -> None:
     parser.add_argument(
         "--shapes",
         default="mixed,short,typical,long",
-        help="comma-separated: mixed (the original generator), short, typical, long",
+        help="comma-separated: mixed (the original generator), short, typical, long, varied",
     )
     parser.add_argument(
         "--clock",
