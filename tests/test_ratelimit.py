@@ -346,7 +346,10 @@ def test_cli_quota_flags(
         "".join(
             json.dumps(
                 {
-                    "user_input": [{"type": "human", "content": f"hi {i}"}],
+                    "user_input": [
+                        {"type": "human", "content": f"hi {i}"},
+                        {"type": "ai", "content": "Hello! How can I help?"},
+                    ],
                     "reference_topics": ["greetings"],
                 }
             )
