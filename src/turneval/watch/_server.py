@@ -1,0 +1,158 @@
+"""The OTLP/HTTP receiver of ``turneval watch``: ``POST /v1/traces``, ``/healthz``, ``/metrics``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from turneval.watch._watcher import BadRequestError, QueueFullError, Watcher
+
+MAX_BODY = 64 * 2**20
+RETRY_AFTER_SECONDS = 5
+
+
+def decode_body(body: bytes, content_type: str, encoding: str) -> dict[str, Any]:
+    """An export body (protobuf or JSON, maybe gzip) as its OTLP/JSON dict.
+
+    Raises:
+        BadRequestError: the body cannot be read, saying why.
+    """
+    encoding = encoding.strip().lower()
+    if encoding == "gzip":
+        try:
+            body = gzip.decompress(body)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise BadRequestError(f"Content-Encoding gzip but the body is not gzip: {exc}") from exc
+    elif encoding not in ("", "identity"):
+        raise BadRequestError(f"Content-Encoding {encoding!r} is not supported (gzip or none)")
+    kind = content_type.split(";")[0].strip().lower()
+    if kind == "application/x-protobuf":
+        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        try:
+            message = ExportTraceServiceRequest.FromString(body)
+        except (DecodeError, ValueError) as exc:
+            raise BadRequestError(
+                f"the protobuf body is no ExportTraceServiceRequest: {exc}"
+            ) from exc
+        return dict(MessageToDict(message))
+    if kind == "application/json":
+        try:
+            document = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise BadRequestError(f"the JSON body is not valid JSON: {exc}") from exc
+        if not isinstance(document, dict):
+            raise BadRequestError(f"expected a JSON object, got {type(document).__name__}")
+        return document
+    raise BadRequestError(
+        f"Content-Type {content_type!r} is not supported "
+        "(application/x-protobuf or application/json)"
+    )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: WatchServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the counters at /metrics say what happened."""
+
+    def _answer(
+        self, code: int, body: bytes, kind: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        body = json.dumps({"code": code, "message": message}).encode()
+        self._answer(code, body, "application/json", headers)
+
+    def do_GET(self) -> None:
+        """``/healthz`` and ``/metrics``."""
+        if self.path == "/healthz":
+            self._answer(200, b"ok\n", "text/plain")
+        elif self.path == "/metrics":
+            body, kind = self.server.metrics_text()
+            self._answer(200, body, kind)
+        else:
+            self._error(404, f"no {self.path}: POST /v1/traces, GET /healthz, GET /metrics")
+
+    def do_POST(self) -> None:
+        """``/v1/traces``: the spans are in the spool when the answer is 200."""
+        if self.path.split("?")[0] != "/v1/traces":
+            self._error(404, f"no {self.path}: POST /v1/traces")
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self._error(413, f"body of {length} bytes (at most {MAX_BODY})")
+            return
+        body = self.rfile.read(length)
+        watcher = self.server.watcher
+        try:
+            document = decode_body(
+                body,
+                self.headers.get("Content-Type", ""),
+                self.headers.get("Content-Encoding", ""),
+            )
+            watcher.accept(document)
+        except BadRequestError as exc:
+            with watcher.lock:
+                watcher.counts["requests_bad"] = watcher.counts.get("requests_bad", 0) + 1
+            self._error(400, str(exc))
+            return
+        except QueueFullError as exc:
+            self._error(503, str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
+            return
+        if "json" in self.headers.get("Content-Type", ""):
+            self._answer(200, b"{}", "application/json")
+        else:
+            self._answer(200, b"", "application/x-protobuf")  # an empty ExportTraceServiceResponse
+
+
+class WatchServer(ThreadingHTTPServer):
+    """The receiver, and the thread that scores complete conversations."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], watcher: Watcher, *, tick: float = 1.0) -> None:
+        super().__init__(address, _Handler)
+        self.watcher = watcher
+        self.tick = tick
+        self._stop = threading.Event()
+        self._scorer = threading.Thread(target=self._score_loop, name="turneval-watch", daemon=True)
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        """The Prometheus exposition of the counters."""
+        from turneval.watch._metrics import exposition
+
+        return exposition(self.watcher)
+
+    def _score_loop(self) -> None:
+        while not self._stop.wait(self.tick):
+            try:
+                self.watcher.tick()
+            except Exception:  # counted; the claims stay in the ledger for the next try
+                continue
+
+    def serve(self) -> None:
+        """Receive and score until :meth:`stop`."""
+        self._scorer.start()
+        self.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        """Stop receiving and scoring (call from another thread)."""
+        self._stop.set()
+        self.shutdown()

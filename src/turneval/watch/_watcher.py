@@ -1,0 +1,440 @@
+"""The state of ``turneval watch``: spans in, conversations out, nothing accepted lost.
+
+Every accepted span is appended to ``spool.jsonl`` (and fsync'd) before the receiver answers;
+a conversation about to be scored is claimed in ``ledger.jsonl`` (its index and trace ids);
+its row goes to ``results.jsonl`` (or the run store). A restart replays the spool, drops the
+traces the ledger holds whose row was written, and scores the others: each accepted
+conversation is scored exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from turneval.errors import ConfigError
+from turneval.traces import _genai as g
+from turneval.traces._api import _conversation
+from turneval.traces._spans import Span, _attributes, from_otlp_span
+
+GroupBy = Literal["trace", "session"]
+SKIP_REASONS = ("no_conversation", "filtered", "sampled_out", "budget")
+
+
+class QueueFullError(Exception):
+    """More spans wait than the queue holds: the receiver answers 503 with ``Retry-After``."""
+
+
+class BadRequestError(ValueError):
+    """A body that is no ``ExportTraceServiceRequest``: the receiver answers 400 with the reason."""
+
+
+def sampled(key: str, rate: float) -> bool:
+    """Whether the conversation ``key`` is in a ``rate`` sample (deterministic: a hash of it)."""
+    if rate >= 1:
+        return True
+    digest = hashlib.sha256(key.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def parse_filter(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` (a resource or span attribute and its value)."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise ConfigError(f"filter {text!r} is not KEY=VALUE (e.g. service.name=checkout)")
+    return key.strip(), value.strip()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A judge budget: ``amount`` of ``unit`` (``USD`` or ``tokens``) per ``period`` seconds."""
+
+    amount: float
+    unit: Literal["USD", "tokens"]
+    period: float
+
+    @classmethod
+    def parse(cls, text: str) -> Budget:
+        """``20USD/day``, ``100000tokens/hour`` (periods: minute, hour, day)."""
+        import re
+
+        found = re.fullmatch(r"\s*([0-9.]+)\s*(USD|\$|tokens?)\s*/\s*(minute|hour|day)\s*", text)
+        if found is None:
+            raise ConfigError(
+                f"budget {text!r} is not AMOUNT UNIT/PERIOD (e.g. 20USD/day or 100000tokens/hour)"
+            )
+        unit: Literal["USD", "tokens"] = "tokens" if found[2].startswith("token") else "USD"
+        period = {"minute": 60.0, "hour": 3600.0, "day": 86400.0}[found[3]]
+        return cls(float(found[1]), unit, period)
+
+
+@dataclass
+class _Group:
+    traces: set[str] = field(default_factory=set)
+    last: float = 0.0
+
+
+def _torn(path: Path) -> None:
+    """Cut a last line a crash left without its newline."""
+    if not path.exists():
+        return
+    with path.open("rb+") as handle:
+        data = handle.read()
+        if data and not data.endswith(b"\n"):
+            handle.truncate(data.rfind(b"\n") + 1)
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    with path.open("rb") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _append(handle: Any, records: Iterable[Any]) -> None:
+    handle.write(b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records))
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+class Watcher:
+    """Spans accepted, assembled into conversations, and scored once each is complete.
+
+    Args:
+        metrics: The run's metrics (resolved).
+        state: The folder of the spool, the ledger and (without a store) results.jsonl.
+        store: A run store: rows go there (a run named ``watch``), else to results.jsonl.
+        options: The run options (judge, concurrency, cache) of the scoring.
+        group_by: One conversation per trace or per session.
+        idle: Seconds without a new span after which a conversation is complete.
+        max_queue: Spans held waiting at most; past it exports are refused (503).
+        sample: The share of conversations scored (by a hash of their id).
+        filters: ``(key, value)`` pairs a conversation's resource or span attributes must hold.
+        budget: The judge budget, or None.
+        prices: Judge prices (for a USD budget), or None.
+    """
+
+    def __init__(
+        self,
+        metrics: Sequence[Any],
+        state: str | os.PathLike[str],
+        *,
+        store: Any = None,
+        options: Any = None,
+        group_by: GroupBy = "trace",
+        idle: float = 30.0,
+        max_queue: int = 100_000,
+        sample: float = 1.0,
+        filters: Sequence[tuple[str, str]] = (),
+        budget: Budget | None = None,
+        prices: Any = None,
+    ) -> None:
+        from turneval.pipeline import RunOptions
+
+        if group_by not in ("trace", "session"):
+            raise ConfigError(f"group_by must be 'trace' or 'session', got {group_by!r}")
+        if budget is not None and budget.unit == "USD" and prices is None:
+            raise ConfigError("a USD budget needs the judge prices (--price-input, --price-output)")
+        self.metrics = list(metrics)
+        self.names = [metric.name for metric in self.metrics]
+        self.options = options if options is not None else RunOptions()
+        self.group_by, self.idle, self.max_queue = group_by, idle, max_queue
+        self.rate, self.filters, self.budget, self.prices = sample, list(filters), budget, prices
+        self.state = Path(state)
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.RLock()
+        self.counts: dict[str, float] = {
+            "spans_accepted": 0,
+            "spans_duplicate": 0,
+            "spans_late": 0,
+            "spans_invalid": 0,
+            "requests_rejected": 0,
+            "conversations_complete": 0,
+            "conversations_sampled": 0,
+            "conversations_scored": 0,
+            "rows_failed": 0,
+            "judge_spend": 0.0,
+            "errors": 0,
+        }
+        self.skipped = dict.fromkeys(SKIP_REASONS, 0)
+        self._spans: dict[str, list[Span]] = {}  # trace id -> its spans
+        self._resource: dict[str, dict[str, Any]] = {}  # trace id -> resource attributes
+        self._key: dict[str, str] = {}  # trace id -> its conversation
+        self._groups: dict[str, _Group] = {}
+        self._seen: set[tuple[str, str]] = set()
+        self._done: set[str] = set()  # trace ids of conversations claimed and written
+        self._next = 0
+        self._period: tuple[float, float] = (0.0, 0.0)  # (period start, spent in it)
+        self.clock = time.time  # the wall clock budget periods follow (replaceable in tests)
+        self.store = store
+        self._recorder: Any = None
+        if store is not None:
+            self._recorder = store.start_run(
+                name="watch",
+                metrics=self.metrics,
+                llm=self.options.llm,
+                out_dir=self.state,
+                resume=True,
+                details=self.options.details,
+            )
+        self._recover()
+        self._spool = (self.state / "spool.jsonl").open("ab")
+        self._ledger = (self.state / "ledger.jsonl").open("ab")
+        self._results = None if store is not None else (self.state / "results.jsonl").open("ab")
+
+    # -- recovery ------------------------------------------------------------------------
+
+    def _written(self) -> set[int]:
+        """The indexes whose row was written (results.jsonl or the store)."""
+        if self._recorder is None:
+            return {int(r["index"]) for r in _lines(self.state / "results.jsonl")}
+        from sqlalchemy import select
+
+        from turneval.store._schema import rows
+
+        with self.store.engine.connect() as connection:
+            found = connection.execute(
+                select(rows.c.idx).where(rows.c.run_id == self._recorder.run_id)
+            )
+            return {int(index) for index in found.scalars()}
+
+    def _recover(self) -> None:
+        for name in ("spool.jsonl", "ledger.jsonl", "results.jsonl"):
+            _torn(self.state / name)
+        written = self._written()
+        for claim in _lines(self.state / "ledger.jsonl"):
+            index = claim.get("index")
+            if index is None or int(index) in written:
+                self._done.update(claim["trace_ids"])
+                if claim.get("skipped"):
+                    self.skipped[claim["skipped"]] += 1
+                else:
+                    self.counts["conversations_scored"] += 1
+            if index is not None:
+                self._next = max(self._next, int(index) + 1)
+        if written:
+            self._next = max(self._next, max(written) + 1)
+        for document in _lines(self.state / "spool.jsonl"):
+            self._ingest(document, time.monotonic())
+
+    # -- receiving -----------------------------------------------------------------------
+
+    def _ingest(self, document: dict[str, Any], now: float) -> list[tuple[Any, list[Any]]]:
+        """Add the new spans of a decoded request; returns them by resource, as received."""
+        new: list[tuple[Any, list[Any]]] = []
+        for resource in document.get("resourceSpans") or ():
+            attributes = (resource.get("resource") or {}).get("attributes") or []
+            kept: list[Any] = []
+            for scope in resource.get("scopeSpans") or ():
+                for raw in scope.get("spans") or ():
+                    span = from_otlp_span(raw)
+                    if span.trace_id == "":
+                        self.counts["spans_invalid"] += 1
+                        continue
+                    if (span.trace_id, span.span_id) in self._seen:
+                        self.counts["spans_duplicate"] += 1
+                        continue
+                    if span.trace_id in self._done:
+                        self.counts["spans_late"] += 1
+                        continue
+                    self._seen.add((span.trace_id, span.span_id))
+                    self._add(span, _attributes(attributes), now)
+                    kept.append(raw)
+            if kept:
+                new.append((attributes, kept))
+        return new
+
+    def _add(self, span: Span, resource: dict[str, Any], now: float) -> None:
+        trace = span.trace_id
+        self._spans.setdefault(trace, []).append(span)
+        self._resource.setdefault(trace, {}).update(resource)
+        self.counts["spans_accepted"] += 1
+        key = self._key.get(trace) or f"trace:{trace}"
+        if self.group_by == "session":
+            session = next(
+                (span.attributes[k] for k in g.SESSION_KEYS if span.attributes.get(k)), None
+            )
+            if session is not None and key != f"session:{session}":
+                old = self._groups.pop(key, None)
+                key = f"session:{session}"
+                if old is not None:
+                    self._groups.setdefault(key, _Group()).traces.update(old.traces)
+        self._key[trace] = key
+        group = self._groups.setdefault(key, _Group())
+        group.traces.add(trace)
+        group.last = now
+
+    @property
+    def queued(self) -> int:
+        """Spans held, waiting for their conversation to complete and be scored."""
+        return sum(len(spans) for spans in self._spans.values())
+
+    def accept(self, document: dict[str, Any]) -> int:
+        """Accept a decoded ``ExportTraceServiceRequest`` (OTLP/JSON form); returns new spans.
+
+        The new spans are in the spool (fsync'd) when this returns.
+
+        Raises:
+            BadRequestError: ``document`` is no request.
+            QueueFullError: the queue has no room for its spans (nothing is accepted).
+        """
+        if not isinstance(document, dict) or not isinstance(
+            document.get("resourceSpans", []), list
+        ):
+            raise BadRequestError("expected an object with a 'resourceSpans' list")
+        with self.lock:
+            incoming = sum(
+                len(scope.get("spans") or ())
+                for resource in document.get("resourceSpans") or ()
+                for scope in resource.get("scopeSpans") or ()
+            )
+            if self.queued + incoming > self.max_queue:
+                self.counts["requests_rejected"] += 1
+                raise QueueFullError(f"{self.queued} spans wait (the queue holds {self.max_queue})")
+            try:
+                new = self._ingest(document, time.monotonic())
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise BadRequestError(f"unreadable span: {type(exc).__name__}: {exc}") from exc
+            if new:
+                line = {
+                    "resourceSpans": [
+                        {"resource": {"attributes": attrs}, "scopeSpans": [{"spans": spans}]}
+                        for attrs, spans in new
+                    ]
+                }
+                _append(self._spool, [line])
+            return sum(len(spans) for _, spans in new)
+
+    # -- scoring -------------------------------------------------------------------------
+
+    def _complete(self, now: float, force: bool) -> list[tuple[str, list[str]]]:
+        ready = [
+            key for key, group in self._groups.items() if force or now - group.last >= self.idle
+        ]
+        return [(key, sorted(self._groups.pop(key).traces)) for key in ready]
+
+    def _matches(self, traces: list[str], spans: list[Span]) -> bool:
+        for key, value in self.filters:
+            resources = (self._resource.get(t, {}) for t in traces)
+            values = [*(r.get(key) for r in resources), *(s.attributes.get(key) for s in spans)]
+            if value not in {str(v) for v in values if v is not None}:
+                return False
+        return True
+
+    def _cost(self, sample: Any) -> float:
+        from turneval.estimate import estimate
+
+        assert self.budget is not None
+        found = estimate([sample], self.metrics, llm=self.options.llm)
+        if self.budget.unit == "tokens":
+            return float(found.total_prompt_tokens)
+        return float(found.input_cost(self.prices))
+
+    def _within_budget(self, sample: Any) -> bool:
+        if self.budget is None:
+            return True
+        cost = self._cost(sample)
+        start, spent = self._period
+        now = self.clock()
+        if now - start >= self.budget.period:
+            start, spent = now - now % self.budget.period, 0.0
+        if spent + cost > self.budget.amount:
+            self._period = (start, spent)
+            return False
+        self._period = (start, spent + cost)
+        self.counts["judge_spend"] += cost
+        return True
+
+    def tick(self, *, force: bool = False) -> int:
+        """Score the conversations complete now (all of them with ``force``); returns how many."""
+        with self.lock:
+            ready = self._complete(time.monotonic(), force)
+            batch: list[tuple[dict[str, Any], Any]] = []
+            skips: list[dict[str, Any]] = []
+            for key, traces in ready:
+                spans = [span for trace in traces for span in self._spans.get(trace, ())]
+                self.counts["conversations_complete"] += 1
+                sample = _conversation(spans, self.group_by, False, None)
+                reason = None
+                if sample is None:
+                    reason = "no_conversation"
+                elif not self._matches(traces, spans):
+                    reason = "filtered"
+                elif not sampled(key, self.rate):
+                    reason = "sampled_out"
+                else:
+                    self.counts["conversations_sampled"] += 1
+                    if not self._within_budget(sample):
+                        reason = "budget"
+                claim: dict[str, Any] = {"id": key, "trace_ids": traces}
+                if reason is None:
+                    claim["index"] = self._next
+                    self._next += 1
+                    batch.append((claim, sample))
+                else:
+                    claim["skipped"] = reason
+                    self.skipped[reason] += 1
+                    skips.append(claim)
+            if batch or skips:
+                _append(self._ledger, [claim for claim, _ in batch] + skips)
+            for _, traces in ready:
+                for trace in traces:
+                    for span in self._spans.pop(trace, ()):
+                        self._seen.discard((trace, span.span_id))
+                    self._resource.pop(trace, None)
+                    self._key.pop(trace, None)
+                    self._done.add(trace)
+        if batch:
+            self._score(batch)
+        return len(batch)
+
+    def _score(self, batch: list[tuple[dict[str, Any], Any]]) -> None:
+        from turneval.pipeline import score_batch
+        from turneval.results import json_line
+
+        samples = [sample for _, sample in batch]
+        first = int(batch[0][0]["index"])
+        judge = self.options.judge_run()
+        try:
+            rows = score_batch(
+                samples, self.metrics, options=self.options, start_index=first, judge=judge
+            )
+        except Exception:  # never lose the receiver: the claims stay, a restart scores them
+            self.counts["errors"] += 1
+            raise
+        if self.prices is not None:
+            self.counts["judge_spend_usd"] = self.counts.get("judge_spend_usd", 0.0) + float(
+                self.prices.cost(judge.usage)
+            )
+        if self._recorder is not None:
+            for row in rows:
+                self._recorder.add(row)
+            self._recorder.flush()
+        else:
+            assert self._results is not None
+            lines = [
+                json_line(row.record(self.names, details=self.options.details)) for row in rows
+            ]
+            self._results.write("".join(line + "\n" for line in lines).encode())
+            self._results.flush()
+            os.fsync(self._results.fileno())
+        with self.lock:
+            self.counts["conversations_scored"] += len(rows)
+            self.counts["rows_failed"] += sum(1 for row in rows if row.failures)
+
+    def close(self) -> None:
+        """Close the spool, the ledger and the results (the run stays ``running``)."""
+        for handle in (self._spool, self._ledger, self._results):
+            if handle is not None:
+                handle.close()
+        if self._recorder is not None:
+            self._recorder.flush()
