@@ -1,5 +1,6 @@
 """Nothing accepted is lost: kill -9 mid-stream, restart, each conversation scored once."""
 
+import json
 import os
 import signal
 import subprocess
@@ -98,6 +99,16 @@ def test_a_conversation_claimed_but_not_written_is_scored_after_a_restart(
     monkeypatch.undo()
     again = Watcher([StepBudget(max_steps=1)], tmp_path / "state", idle=0.0, store=store())
     assert again.queued == 2  # the second trace's spans, from the spool
+    spool = (tmp_path / "state" / "spool.jsonl").read_text().splitlines()
+    spooled = [json.loads(line) for line in spool]
+    spans = [
+        span
+        for d in spooled
+        for r in d["resourceSpans"]
+        for sc in r["scopeSpans"]
+        for span in sc["spans"]
+    ]
+    assert len(spans) == 2  # compacted: the first trace, written, is gone from the spool
     assert again.tick() == 1
     again.close()
     if with_store:

@@ -36,11 +36,16 @@ class BadRequestError(ValueError):
     """A body that is no ``ExportTraceServiceRequest``: the receiver answers 400 with the reason."""
 
 
-def sampled(key: str, rate: float) -> bool:
-    """Whether the conversation ``key`` is in a ``rate`` sample (deterministic: a hash of it)."""
+def sampled(conversation_id: str, rate: float) -> bool:
+    """Whether a conversation is in a ``rate`` sample: deterministic, a hash of its id.
+
+    The id is the row's (the trace id, or the session id with ``group_by="session"``); the
+    first 8 bytes of its SHA-256, read big-endian and divided by 2**64, must be below ``rate``.
+    Every receiver and every restart makes the same choice.
+    """
     if rate >= 1:
         return True
-    digest = hashlib.sha256(key.encode()).digest()
+    digest = hashlib.sha256(conversation_id.encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
 
@@ -223,8 +228,29 @@ class Watcher:
                 self._next = max(self._next, int(index) + 1)
         if written:
             self._next = max(self._next, max(written) + 1)
-        for document in _lines(self.state / "spool.jsonl"):
-            self._ingest(document, time.monotonic())
+        spool = self.state / "spool.jsonl"
+        kept = [self._replay(document) for document in _lines(spool)]
+        compact = self.state / "spool.jsonl.tmp"
+        with compact.open("wb") as handle:  # the spans still waiting, the scored ones left out
+            _append(handle, [document for document in kept if document["resourceSpans"]])
+        os.replace(compact, spool)
+
+    def _replay(self, document: dict[str, Any]) -> dict[str, Any]:
+        """Ingest a spooled request again; returns it without the spans already scored."""
+        for resource in document.get("resourceSpans") or ():
+            for scope in resource.get("scopeSpans") or ():
+                scope["spans"] = [
+                    raw
+                    for raw in scope.get("spans") or ()
+                    if from_otlp_span(raw).trace_id not in self._done
+                ]
+        self._ingest(document, time.monotonic())
+        document["resourceSpans"] = [
+            resource
+            for resource in document.get("resourceSpans") or ()
+            if any(scope["spans"] for scope in resource.get("scopeSpans") or ())
+        ]
+        return document
 
     # -- receiving -----------------------------------------------------------------------
 
@@ -369,7 +395,7 @@ class Watcher:
                     reason = "no_conversation"
                 elif not self._matches(traces, spans):
                     reason = "filtered"
-                elif not sampled(key, self.rate):
+                elif not sampled(key.split(":", 1)[1], self.rate):
                     reason = "sampled_out"
                 else:
                     self.counts["conversations_sampled"] += 1
@@ -430,6 +456,14 @@ class Watcher:
         with self.lock:
             self.counts["conversations_scored"] += len(rows)
             self.counts["rows_failed"] += sum(1 for row in rows if row.failures)
+
+    def __enter__(self) -> Watcher:
+        """The watcher itself; closed on leaving."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close it."""
+        self.close()
 
     def close(self) -> None:
         """Close the spool, the ledger and the results (the run stays ``running``)."""
