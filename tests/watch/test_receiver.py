@@ -127,3 +127,22 @@ def _samples(text: str) -> dict[str, Any]:
             name, value = line.rsplit(" ", 1)
             out[name] = float(value)
     return out
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--listen", "4318"], "--listen '4318' is not HOST:PORT"),
+        (["--budget", "20USD/day"], "a USD budget needs the judge prices"),
+        (["--budget", "lots"], "budget 'lots' is not AMOUNT UNIT/PERIOD"),
+        (["--filter", "service.name"], "filter 'service.name' is not KEY=VALUE"),
+    ],
+)
+def test_watch_refuses_bad_options_before_listening(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    from turneval.cli import main
+
+    command = ["watch", "--metric", "step_budget:max_steps=1", "--out", str(tmp_path / "s")]
+    assert main([*command, *options]) == 2
+    assert message in capsys.readouterr().err
