@@ -1192,6 +1192,12 @@ def _add_watch_command(commands: Any) -> None:
         default=100_000,
         help="spans held at most; past it exports get 503 with Retry-After (default: 100000)",
     )
+    watch.add_argument(
+        "--export-to",
+        metavar="OTLP_ENDPOINT",
+        help="send the scores as gen_ai.evaluation.result events to this OTLP/HTTP endpoint "
+        "(e.g. http://collector:4318; /v1/logs is appended)",
+    )
     watch.add_argument("--concurrency", type=int, default=16, help="samples scored at once")
     watch.add_argument(
         "--llm-concurrency", type=int, default=8, help="judge requests in flight at once"
@@ -1235,6 +1241,7 @@ def _watch(args: argparse.Namespace) -> int:
         filters=[parse_filter(item) for item in args.filter],
         budget=None if args.budget is None else Budget.parse(args.budget),
         prices=prices,
+        export_to=args.export_to,
     )
     server = WatchServer((host, int(port)), watcher, tick=min(1.0, args.idle / 4))
     bound = f"{host}:{server.server_address[1]}"

@@ -111,6 +111,19 @@ def _append(handle: Any, records: Iterable[Any]) -> None:
     os.fsync(handle.fileno())
 
 
+def _event_logger(endpoint: str) -> tuple[Any, Any]:
+    """A logger provider exporting to ``endpoint`` (OTLP/HTTP, protobuf) and its logger."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    url = endpoint.rstrip("/")
+    url = url if url.endswith("/v1/logs") else f"{url}/v1/logs"
+    provider = LoggerProvider()
+    provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=url)))
+    return provider, provider.get_logger("turneval.watch")
+
+
 class Watcher:
     """Spans accepted, assembled into conversations, and scored once each is complete.
 
@@ -126,6 +139,9 @@ class Watcher:
         filters: ``(key, value)`` pairs a conversation's resource or span attributes must hold.
         budget: The judge budget, or None.
         prices: Judge prices (for a USD budget), or None.
+        export_to: An OTLP/HTTP endpoint (``http://host:4318``) the scores are sent to as
+            ``gen_ai.evaluation.result`` events (:func:`~turneval.traces.to_otel_events`),
+            parented to the traces they score; None sends nothing.
     """
 
     def __init__(
@@ -142,6 +158,7 @@ class Watcher:
         filters: Sequence[tuple[str, str]] = (),
         budget: Budget | None = None,
         prices: Any = None,
+        export_to: str | None = None,
     ) -> None:
         from turneval.pipeline import RunOptions
 
@@ -191,6 +208,7 @@ class Watcher:
                 resume=True,
                 details=self.options.details,
             )
+        self._events = None if export_to is None else _event_logger(export_to)
         self._recover()
         self._spool = (self.state / "spool.jsonl").open("ab")
         self._ledger = (self.state / "ledger.jsonl").open("ab")
@@ -453,6 +471,12 @@ class Watcher:
             self._results.write("".join(line + "\n" for line in lines).encode())
             self._results.flush()
             os.fsync(self._results.fileno())
+        if self._events is not None:
+            from turneval.results import EvaluationResult
+            from turneval.traces import to_otel_events
+
+            result = EvaluationResult(rows, self.names, judge.usage)
+            to_otel_events(result, logger=self._events[1])  # sent in the background
         with self.lock:
             self.counts["conversations_scored"] += len(rows)
             self.counts["rows_failed"] += sum(1 for row in rows if row.failures)
@@ -472,3 +496,5 @@ class Watcher:
                 handle.close()
         if self._recorder is not None:
             self._recorder.flush()
+        if self._events is not None:
+            self._events[0].shutdown()  # the events not yet sent are sent now
