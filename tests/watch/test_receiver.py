@@ -146,3 +146,29 @@ def test_watch_refuses_bad_options_before_listening(
     command = ["watch", "--metric", "step_budget:max_steps=1", "--out", str(tmp_path / "s")]
     assert main([*command, *options]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_protobuf_bodies_read_as_protobuf_json_mapping_reads_them() -> None:
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Status, StatusCode
+
+    from turneval.traces._spans import spans_of_request
+    from turneval.watch import decode_body
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("tests")
+    with tracer.start_as_current_span("root", attributes={"n": 3, "x": 0.5, "ok": True}):
+        with tracer.start_as_current_span("child", attributes={"tags": ("a", "b")}) as child:
+            child.add_event("gen_ai.choice", {"index": 0, "text": "hi"})
+            child.set_status(Status(StatusCode.ERROR, "boom"))
+    message = encode_spans(exporter.get_finished_spans())
+    fast = decode_body(message.SerializeToString(), "application/x-protobuf", "")
+    reference = MessageToDict(message)
+    assert list(spans_of_request(fast)) == list(spans_of_request(reference))
+    assert [s.status for s in spans_of_request(fast)] == ["ERROR", "UNSET"]

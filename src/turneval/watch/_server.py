@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import threading
@@ -31,7 +32,6 @@ def decode_body(body: bytes, content_type: str, encoding: str) -> dict[str, Any]
         raise BadRequestError(f"Content-Encoding {encoding!r} is not supported (gzip or none)")
     kind = content_type.split(";")[0].strip().lower()
     if kind == "application/x-protobuf":
-        from google.protobuf.json_format import MessageToDict
         from google.protobuf.message import DecodeError
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
             ExportTraceServiceRequest,
@@ -43,7 +43,10 @@ def decode_body(body: bytes, content_type: str, encoding: str) -> dict[str, Any]
             raise BadRequestError(
                 f"the protobuf body is no ExportTraceServiceRequest: {exc}"
             ) from exc
-        return dict(MessageToDict(message))
+        try:
+            return _request_dict(message)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise BadRequestError(f"unreadable span in the protobuf body: {exc}") from exc
     if kind == "application/json":
         try:
             document = json.loads(body)
@@ -56,6 +59,79 @@ def decode_body(body: bytes, content_type: str, encoding: str) -> dict[str, Any]
         f"Content-Type {content_type!r} is not supported "
         "(application/x-protobuf or application/json)"
     )
+
+
+_ANY = {
+    "string_value": "stringValue",
+    "bool_value": "boolValue",
+    "int_value": "intValue",
+    "double_value": "doubleValue",
+    "bytes_value": "bytesValue",
+}
+
+
+def _any(value: Any) -> dict[str, Any]:
+    """An ``AnyValue`` message as OTLP/JSON (what ``MessageToDict`` gives, several times faster)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return {}
+    if kind == "array_value":
+        return {"arrayValue": {"values": [_any(item) for item in value.array_value.values]}}
+    if kind == "kvlist_value":
+        return {"kvlistValue": {"values": _kvs(value.kvlist_value.values)}}
+    found = getattr(value, kind)
+    if kind == "int_value":
+        found = str(found)
+    elif kind == "bytes_value":
+        found = base64.b64encode(found).decode()
+    return {_ANY[kind]: found}
+
+
+def _kvs(items: Any) -> list[dict[str, Any]]:
+    return [{"key": item.key, "value": _any(item.value)} for item in items]
+
+
+def _span(span: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "traceId": span.trace_id.hex(),
+        "spanId": span.span_id.hex(),
+        "name": span.name,
+        "kind": span.kind,
+        "startTimeUnixNano": str(span.start_time_unix_nano),
+        "endTimeUnixNano": str(span.end_time_unix_nano),
+        "attributes": _kvs(span.attributes),
+        "status": {"code": span.status.code},
+    }
+    if span.parent_span_id:
+        raw["parentSpanId"] = span.parent_span_id.hex()
+    if span.status.message:
+        raw["status"]["message"] = span.status.message
+    if span.events:
+        raw["events"] = [
+            {
+                "timeUnixNano": str(event.time_unix_nano),
+                "name": event.name,
+                "attributes": _kvs(event.attributes),
+            }
+            for event in span.events
+        ]
+    return raw
+
+
+def _request_dict(message: Any) -> dict[str, Any]:
+    """An ``ExportTraceServiceRequest`` as the OTLP/JSON dict the span reader takes."""
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _kvs(resource.resource.attributes)},
+                "scopeSpans": [
+                    {"spans": [_span(span) for span in scope.spans]}
+                    for scope in resource.scope_spans
+                ],
+            }
+            for resource in message.resource_spans
+        ]
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -115,6 +191,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         except QueueFullError as exc:
             self._error(503, str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
+            return
+        except Exception as exc:  # a bug or a full disk: answered, counted; the receiver goes on
+            with watcher.lock:
+                watcher.counts["errors"] += 1
+            self._error(500, f"{type(exc).__name__}: {exc}")
             return
         if "json" in self.headers.get("Content-Type", ""):
             self._answer(200, b"{}", "application/json")
