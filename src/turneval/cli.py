@@ -1204,6 +1204,53 @@ def _add_watch_command(commands: Any) -> None:
     )
     _add_judge_options(watch)
     watch.set_defaults(handler=_watch)
+    regrading = commands.add_parser(
+        "regrade", help="re-score a stored run's judged metrics with another judge, and compare"
+    )
+    regrading.add_argument("run", metavar="RUN", help="the stored run (its id or a unique prefix)")
+    regrading.add_argument(
+        "--sample", type=int, default=None, metavar="N", help="re-score N rows (default: all)"
+    )
+    regrading.add_argument(
+        "--metric", action="append", default=None, help="only this judged metric (repeatable)"
+    )
+    regrading.add_argument(
+        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
+    )
+    regrading.add_argument(
+        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
+    )
+    _add_store_option(regrading)
+    _add_judge_options(regrading)
+    regrading.set_defaults(handler=_regrade)
+
+
+def _regrade(args: argparse.Namespace) -> int:
+    """``turneval regrade RUN --judge-model NEW``: prints the agreement, the flips, the cost."""
+    if not args.judge_model:
+        raise UsageError("regrade needs --judge-model: the new judge")
+    if args.sample is not None and args.sample < 1:
+        raise UsageError(f"--sample must be at least 1, got {args.sample}")
+    from turneval.pipeline import RunOptions
+    from turneval.results import Prices
+    from turneval.watch import regrade
+
+    prices = (
+        None if args.price_input is None else Prices(args.price_input, args.price_output or 0.0)
+    )
+    report = regrade(
+        _run_store(args, default=True),
+        args.run,
+        _judge(args),
+        sample=args.sample,
+        metrics=args.metric,
+        prices=prices,
+        options=RunOptions(cache=args.cache),
+    )
+    print(report)
+    if report.new_run_id:
+        print(f"the new judge's rows: run {report.new_run_id[:12]} in the store")
+    return 0
 
 
 def _watch(args: argparse.Namespace) -> int:
