@@ -1305,6 +1305,8 @@ def _watch(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
         server.server_close()
         watcher.close()
+        if watcher.store is not None:
+            watcher.store.close()
     print(
         f"turneval watch: stopped; {int(watcher.counts['conversations_scored'])} conversations "
         f"scored, skipped {dict(watcher.skipped)}; the spans still waiting are in the spool, "

@@ -80,8 +80,13 @@ def test_a_conversation_claimed_but_not_written_is_scored_after_a_restart(
     from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
+    opened: list[RunStore] = []
+
     def store() -> Any:
-        return RunStore(tmp_path / "runs.db") if with_store else None
+        if not with_store:
+            return None
+        opened.append(RunStore(tmp_path / "runs.db"))
+        return opened[-1]
 
     first, second = conversation(2), conversation(1)
     watcher = Watcher([StepBudget(max_steps=1)], tmp_path / "state", idle=0.0, store=store())
@@ -111,11 +116,13 @@ def test_a_conversation_claimed_but_not_written_is_scored_after_a_restart(
     assert len(spans) == 2  # compacted: the first trace, written, is gone from the spool
     assert again.tick() == 1
     again.close()
+    for each in opened:
+        each.close()
     if with_store:
-        stored = RunStore(tmp_path / "runs.db")
-        run = stored.runs()[0]
-        records = list(stored.records(run.id))
-        assert len(stored.runs()) == 1  # the restart continued the same run
+        with RunStore(tmp_path / "runs.db") as stored:
+            run = stored.runs()[0]
+            records = list(stored.records(run.id))
+            assert len(stored.runs()) == 1  # the restart continued the same run
     else:
         records = results(tmp_path / "state")
     assert [(r["id"], r["step_budget"]) for r in records] == [

@@ -25,7 +25,7 @@ from turneval.traces._api import _conversation
 from turneval.traces._spans import Span, _attributes, from_otlp_span
 
 GroupBy = Literal["trace", "session"]
-SKIP_REASONS = ("no_conversation", "filtered", "sampled_out", "budget")
+SKIP_REASONS = ("no_conversation", "filtered", "sampled_out", "elsewhere", "budget")
 
 
 class QueueFullError(Exception):
@@ -223,6 +223,12 @@ class Watcher:
                 resume=True,
                 details=self.options.details,
             )
+        owner = self.state / "owner"
+        if not owner.exists():
+            import uuid
+
+            owner.write_text(uuid.uuid4().hex)
+        self.owner = owner.read_text().strip()
         self._events = None if export_to is None else _event_logger(export_to)
         self._recover()
         self._spool = (self.state / "spool.jsonl").open("ab")
@@ -413,6 +419,40 @@ class Watcher:
         self.counts["judge_spend"] += cost
         return True
 
+    def _claim(self, key: str) -> bool:
+        """Whether this watch scores ``key``: True without a store, or once it holds the claim.
+
+        Several watch processes sharing a store (a conversation sent to more than one) claim it
+        in the store's ``claims`` table; the first insert wins, and a restarted process finds
+        its own claims again.
+        """
+        if self.store is None:
+            return True
+        from datetime import datetime, timezone
+
+        from sqlalchemy import insert, select
+        from sqlalchemy.exc import IntegrityError
+
+        from turneval.store._schema import claims
+
+        try:
+            with self.store.writing() as connection:
+                connection.execute(
+                    insert(claims).values(
+                        key=key,
+                        owner=self.owner,
+                        run_id=self._recorder.run_id,
+                        claimed=datetime.now(timezone.utc),
+                    )
+                )
+            return True
+        except IntegrityError:
+            with self.store.engine.connect() as connection:
+                owner = connection.execute(
+                    select(claims.c.owner).where(claims.c.key == key)
+                ).scalar()
+            return bool(owner == self.owner)
+
     def tick(self, *, force: bool = False) -> int:
         """Score the conversations complete now (all of them with ``force``); returns how many."""
         with self.lock:
@@ -430,6 +470,8 @@ class Watcher:
                     reason = "filtered"
                 elif not sampled(key.split(":", 1)[1], self.rate):
                     reason = "sampled_out"
+                elif not self._claim(key):
+                    reason = "elsewhere"
                 else:
                     self.counts["conversations_sampled"] += 1
                     if not self._within_budget(sample):
