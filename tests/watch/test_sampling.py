@@ -127,3 +127,22 @@ def test_budget_text() -> None:
         Budget.parse("20 euros a week")
     with pytest.raises(ConfigError, match="needs the judge prices"):
         Watcher([], "unused", budget=Budget.parse("1USD/day"))
+
+
+def test_memory_stays_bounded_by_the_queue_and_late_spans_of_recent_conversations_drop(
+    tmp_path: Path,
+) -> None:
+    from turneval.watch._watcher import DONE_KEPT
+
+    traces = [conversation(1) for _ in range(30)]  # two spans each
+    with Watcher([StepBudget(max_steps=1)], tmp_path, idle=0, max_queue=2) as watcher:
+        for spans in traces:
+            _export(watcher, spans)
+            assert watcher.queued == 2
+            watcher.tick()
+            assert watcher.queued == 0
+        assert len(watcher._done) == DONE_KEPT * 2  # the 20 newest decided traces
+        _export(watcher, traces[-1])  # a late copy of a recent one: dropped
+        _export(watcher, traces[0])  # of one long forgotten: a new conversation
+        assert watcher.counts["spans_late"] == 2
+        assert watcher.queued == 2

@@ -10,6 +10,7 @@ conversation is scored exactly once.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import threading
@@ -25,6 +26,7 @@ from turneval.traces._api import _conversation
 from turneval.traces._spans import Span, _attributes, from_otlp_span
 
 GroupBy = Literal["trace", "session"]
+DONE_KEPT = 10  # decided trace ids remembered per queue slot (for dropping late spans)
 SKIP_REASONS = ("no_conversation", "filtered", "sampled_out", "elsewhere", "budget")
 
 
@@ -208,7 +210,11 @@ class Watcher:
         self._key: dict[str, str] = {}  # trace id -> its conversation
         self._groups: dict[str, _Group] = {}
         self._seen: set[tuple[str, str]] = set()
-        self._done: set[str] = set()  # trace ids of conversations claimed and written
+        # trace ids of conversations decided (scored or skipped), oldest first: a late span of
+        # one is dropped; past DONE_KEPT per queue slot the oldest are forgotten (memory stays
+        # bounded), while a restart reads every decision from the ledger
+        self._done: dict[str, None] = {}
+        self._queued = 0
         self._next = 0
         self._period: tuple[float, float] = (0.0, 0.0)  # (period start, spent in it)
         self.clock = time.time  # the wall clock budget periods follow (replaceable in tests)
@@ -258,7 +264,7 @@ class Watcher:
         for claim in _lines(self.state / "ledger.jsonl"):
             index = claim.get("index")
             if index is None or int(index) in written:
-                self._done.update(claim["trace_ids"])
+                self._done.update(dict.fromkeys(claim["trace_ids"]))
                 if claim.get("skipped"):
                     self.skipped[claim["skipped"]] += 1
                 else:
@@ -273,6 +279,14 @@ class Watcher:
         with compact.open("wb") as handle:  # the spans still waiting, the scored ones left out
             _append(handle, [document for document in kept if document["resourceSpans"]])
         os.replace(compact, spool)
+        self._forget()
+
+    def _forget(self) -> None:
+        """Keep the newest ``DONE_KEPT * max_queue`` decided trace ids."""
+        extra = len(self._done) - DONE_KEPT * self.max_queue
+        if extra > 0:
+            for trace in list(itertools.islice(self._done, extra)):
+                del self._done[trace]
 
     def _replay(self, document: dict[str, Any]) -> dict[str, Any]:
         """Ingest a spooled request again; returns it without the spans already scored."""
@@ -321,6 +335,7 @@ class Watcher:
     def _add(self, span: Span, resource: dict[str, Any], now: float) -> None:
         trace = span.trace_id
         self._spans.setdefault(trace, []).append(span)
+        self._queued += 1
         self._resource.setdefault(trace, {}).update(resource)
         self.counts["spans_accepted"] += 1
         key = self._key.get(trace) or f"trace:{trace}"
@@ -341,7 +356,7 @@ class Watcher:
     @property
     def queued(self) -> int:
         """Spans held, waiting for their conversation to complete and be scored."""
-        return sum(len(spans) for spans in self._spans.values())
+        return self._queued
 
     def accept(self, document: dict[str, Any]) -> int:
         """Accept a decoded ``ExportTraceServiceRequest`` (OTLP/JSON form); returns new spans.
@@ -489,11 +504,14 @@ class Watcher:
                 _append(self._ledger, [claim for claim, _ in batch] + skips)
             for _, traces in ready:
                 for trace in traces:
-                    for span in self._spans.pop(trace, ()):
+                    held = self._spans.pop(trace, [])
+                    self._queued -= len(held)
+                    for span in held:
                         self._seen.discard((trace, span.span_id))
                     self._resource.pop(trace, None)
                     self._key.pop(trace, None)
-                    self._done.add(trace)
+                    self._done[trace] = None
+            self._forget()
         if batch:
             self._score(batch)
         return len(batch)
