@@ -118,6 +118,10 @@ def test_past_the_token_budget_conversations_are_skipped_until_the_next_period(
     assert len(scored) == 4 and len(skipped) == 4
     assert {f"trace:{i}" for i in scored} | set(skipped) == {f"trace:{trace_id(s)}" for s in traces}
     assert all(row["conversation_completeness_error"] is None for row in results(tmp_path))
+    provenance = json.loads((tmp_path / "run.json").read_text())  # what scored the rows
+    assert provenance["judge"]["model"] == "gpt-4o-mini"
+    assert [m["name"] for m in provenance["metrics"]] == ["conversation_completeness"]
+    assert provenance["turneval_version"]
 
 
 def test_budget_text() -> None:

@@ -229,6 +229,7 @@ class Watcher:
                 resume=True,
                 details=self.options.details,
             )
+        self._provenance()
         owner = self.state / "owner"
         if not owner.exists():
             import uuid
@@ -240,6 +241,28 @@ class Watcher:
         self._spool = (self.state / "spool.jsonl").open("ab")
         self._ledger = (self.state / "ledger.jsonl").open("ab")
         self._results = None if store is not None else (self.state / "results.jsonl").open("ab")
+
+    def _provenance(self) -> None:
+        """``run.json`` in the state folder: turneval version, metrics and judge of the rows.
+
+        Rewritten at each start (the configuration a restart runs with), after the previous
+        one is kept as ``run.json.previous`` when it differs.
+        """
+        from turneval._runfile import _VERSION, _metrics, judge_model
+
+        document = {
+            "source": "turneval watch",
+            "turneval_version": _VERSION,
+            "metrics": _metrics(self.metrics),
+            "judge": {"model": judge_model(self.options.llm), "prompt_version": None},
+            "group_by": self.group_by,
+            "sample": self.rate,
+        }
+        path = self.state / "run.json"
+        text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+        if path.exists() and path.read_text() != text:
+            os.replace(path, self.state / "run.json.previous")
+        path.write_text(text)
 
     # -- recovery ------------------------------------------------------------------------
 
