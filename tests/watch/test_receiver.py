@@ -172,3 +172,27 @@ def test_protobuf_bodies_read_as_protobuf_json_mapping_reads_them() -> None:
     reference = MessageToDict(message)
     assert list(spans_of_request(fast)) == list(spans_of_request(reference))
     assert [s.status for s in spans_of_request(fast)] == ["ERROR", "UNSET"]
+
+
+def test_a_chunked_body_is_read_whole(tmp_path: Path) -> None:
+    import http.client
+
+    spans = conversation(2)
+    body = protobuf(spans)
+    with (
+        Watcher([StepBudget(max_steps=1)], tmp_path, idle=0.1) as watcher,
+        serving(watcher) as port,
+    ):
+        connection = http.client.HTTPConnection("127.0.0.1", port)
+        halves = iter([body[: len(body) // 2], body[len(body) // 2 :]])  # sent as two chunks
+        connection.request(
+            "POST",
+            "/v1/traces",
+            halves,
+            {"Content-Type": "application/x-protobuf"},
+            encode_chunked=True,
+        )
+        assert connection.getresponse().status == 200
+        connection.close()
+        wait_for(lambda: len(results(tmp_path)) == 1)
+    assert watcher.counts["spans_accepted"] == 3

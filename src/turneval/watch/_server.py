@@ -156,6 +156,33 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.dumps({"code": code, "message": message}).encode()
         self._answer(code, body, "application/json", headers)
 
+    def _body(self) -> bytes | None:
+        """The request body (``Content-Length`` or chunked); None when over ``MAX_BODY``."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts: list[bytes] = []
+            size = 0
+            while True:
+                line = self.rfile.readline(1024)
+                try:
+                    length = int(line.split(b";")[0].strip(), 16)
+                except ValueError:
+                    raise BadRequestError(f"bad chunk size line {line[:40]!r}") from None
+                if length == 0:
+                    while self.rfile.readline(1024).strip():  # trailers, then the blank line
+                        pass
+                    return b"".join(parts)
+                size += length
+                if size > MAX_BODY:
+                    return None
+                parts.append(self.rfile.read(length))
+                self.rfile.readline(1024)
+        text = self.headers.get("Content-Length") or "0"
+        if not text.strip().isdigit():
+            raise BadRequestError(f"Content-Length {text!r} is not a number")
+        if int(text) > MAX_BODY:
+            return None
+        return bytes(self.rfile.read(int(text)))
+
     def do_GET(self) -> None:
         """``/healthz`` and ``/metrics``."""
         if self.path == "/healthz":
@@ -171,12 +198,17 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] != "/v1/traces":
             self._error(404, f"no {self.path}: POST /v1/traces")
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self._error(413, f"body of {length} bytes (at most {MAX_BODY})")
-            return
-        body = self.rfile.read(length)
         watcher = self.server.watcher
+        try:
+            body = self._body()
+        except BadRequestError as exc:
+            self.close_connection = True  # what is left of the body cannot be skipped
+            self._error(400, str(exc))
+            return
+        if body is None:
+            self.close_connection = True
+            self._error(413, f"the body is over {MAX_BODY} bytes")
+            return
         try:
             document = decode_body(
                 body,
@@ -234,6 +266,8 @@ class WatchServer(ThreadingHTTPServer):
         self.serve_forever(poll_interval=0.2)
 
     def stop(self) -> None:
-        """Stop receiving and scoring (call from another thread)."""
+        """Stop receiving and scoring (call from another thread); a batch being scored ends."""
         self._stop.set()
         self.shutdown()
+        if self._scorer.is_alive() and self._scorer is not threading.current_thread():
+            self._scorer.join()
