@@ -196,3 +196,29 @@ def test_a_chunked_body_is_read_whole(tmp_path: Path) -> None:
         connection.close()
         wait_for(lambda: len(results(tmp_path)) == 1)
     assert watcher.counts["spans_accepted"] == 3
+
+
+def test_unknown_paths_and_unreadable_lengths_are_refused(tmp_path: Path) -> None:
+    import http.client
+
+    with Watcher([StepBudget(max_steps=1)], tmp_path) as watcher, serving(watcher) as port:
+        for method, path, status in (("GET", "/", 404), ("POST", "/v1/logs", 404)):
+            connection = http.client.HTTPConnection("127.0.0.1", port)
+            connection.request(method, path, b"{}" if method == "POST" else None)
+            answer = connection.getresponse()
+            assert answer.status == status
+            assert "POST /v1/traces" in json.loads(answer.read())["message"]
+            connection.close()
+        for headers, status in (
+            ({"Content-Length": "many"}, 400),
+            ({"Content-Length": str(64 * 2**20 + 1)}, 413),
+        ):
+            connection = http.client.HTTPConnection("127.0.0.1", port)
+            connection.putrequest("POST", "/v1/traces", skip_accept_encoding=True)
+            connection.putheader("Content-Type", "application/json")
+            for name, value in headers.items():
+                connection.putheader(name, value)
+            connection.endheaders()
+            assert connection.getresponse().status == status
+            connection.close()
+    assert watcher.counts["spans_accepted"] == 0
