@@ -222,3 +222,21 @@ def test_unknown_paths_and_unreadable_lengths_are_refused(tmp_path: Path) -> Non
             assert connection.getresponse().status == status
             connection.close()
     assert watcher.counts["spans_accepted"] == 0
+
+
+def test_a_scoring_error_is_counted_and_the_receiver_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watcher = Watcher([StepBudget(max_steps=1)], tmp_path, idle=0.05)
+
+    def unreachable(batch: Any) -> None:
+        raise ConnectionError("the store is unreachable")
+
+    monkeypatch.setattr(watcher, "_score", unreachable)
+    with serving(watcher) as port:
+        assert post(port, protobuf(conversation(1)))[0] == 200
+        wait_for(lambda: watcher.counts["errors"] == 1)
+        assert post(port, protobuf(conversation(1)))[0] == 200
+        wait_for(lambda: watcher.counts["errors"] == 2)
+    claims = (tmp_path / "ledger.jsonl").read_text().splitlines()
+    assert len(claims) == 2  # claimed, never written: a restart scores them

@@ -257,8 +257,9 @@ class WatchServer(ThreadingHTTPServer):
         while not self._stop.wait(self.tick):
             try:
                 self.watcher.tick()
-            except Exception:  # counted; the claims stay in the ledger for the next try
-                continue
+            except Exception:  # the store unreachable, say: counted; the claims stay in the
+                with self.watcher.lock:  # ledger and a restart scores those conversations
+                    self.watcher.counts["errors"] += 1
 
     def serve(self) -> None:
         """Receive and score until :meth:`stop`."""

@@ -546,13 +546,9 @@ class Watcher:
         samples = [sample for _, sample in batch]
         first = int(batch[0][0]["index"])
         judge = self.options.judge_run()
-        try:
-            rows = score_batch(
-                samples, self.metrics, options=self.options, start_index=first, judge=judge
-            )
-        except Exception:  # never lose the receiver: the claims stay, a restart scores them
-            self.counts["errors"] += 1
-            raise
+        rows = score_batch(
+            samples, self.metrics, options=self.options, start_index=first, judge=judge
+        )
         if self.prices is not None:
             self.counts["judge_spend_usd"] = self.counts.get("judge_spend_usd", 0.0) + float(
                 self.prices.cost(judge.usage)
