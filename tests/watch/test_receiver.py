@@ -64,6 +64,31 @@ def test_json_bodies_and_retried_exports_score_each_conversation_once(tmp_path: 
         (b"{not json", "application/json", {}, "not valid JSON"),
         (b"[1, 2]", "application/json", {}, "expected a JSON object, got list"),
         (b'{"resourceSpans": 3}', "application/json", {}, "'resourceSpans' list"),
+        (
+            json.dumps(  # a good span, then one that cannot be read: neither is taken
+                {
+                    "resourceSpans": [
+                        {
+                            "scopeSpans": [
+                                {
+                                    "spans": [
+                                        {"traceId": "ab" * 16, "spanId": "ef" * 8},
+                                        {
+                                            "traceId": "ab" * 16,
+                                            "spanId": "cd" * 8,
+                                            "startTimeUnixNano": "soon",
+                                        },
+                                    ]
+                                }
+                            ]
+                        }
+                    ]
+                }
+            ).encode(),
+            "application/json",
+            {},
+            "unreadable span: ValueError",
+        ),
         (b"{}", "text/plain", {}, "Content-Type 'text/plain' is not supported"),
         (b"plain", "application/json", {"Content-Encoding": "gzip"}, "not gzip"),
         (b"{}", "application/json", {"Content-Encoding": "br"}, "'br' is not supported"),
@@ -82,6 +107,7 @@ def test_a_bad_body_is_a_400_with_its_reason_and_the_receiver_goes_on(
         assert post(port, good, **{"Content-Encoding": "gzip"})[0] == 200
         wait_for(lambda: len(results(tmp_path)) == 1)
     assert watcher.counts["requests_bad"] == 1
+    assert watcher.counts["spans_accepted"] == 2  # the good request's only
 
 
 def test_a_full_queue_answers_503_with_retry_after_and_accepts_nothing(tmp_path: Path) -> None:

@@ -331,26 +331,38 @@ class Watcher:
     # -- receiving -----------------------------------------------------------------------
 
     def _ingest(self, document: dict[str, Any], now: float) -> list[tuple[Any, list[Any]]]:
-        """Add the new spans of a decoded request; returns them by resource, as received."""
+        """Add the new spans of a decoded request; returns them by resource, as received.
+
+        Every span is read before any is added: one that cannot be read refuses the request
+        (``ValueError`` and the like) and leaves the state as it was.
+        """
+        read = [
+            (
+                (resource.get("resource") or {}).get("attributes") or [],
+                [
+                    (raw, from_otlp_span(raw))
+                    for scope in resource.get("scopeSpans") or ()
+                    for raw in scope.get("spans") or ()
+                ],
+            )
+            for resource in document.get("resourceSpans") or ()
+        ]
         new: list[tuple[Any, list[Any]]] = []
-        for resource in document.get("resourceSpans") or ():
-            attributes = (resource.get("resource") or {}).get("attributes") or []
+        for attributes, spans in read:
             kept: list[Any] = []
-            for scope in resource.get("scopeSpans") or ():
-                for raw in scope.get("spans") or ():
-                    span = from_otlp_span(raw)
-                    if span.trace_id == "":
-                        self.counts["spans_invalid"] += 1
-                        continue
-                    if (span.trace_id, span.span_id) in self._seen:
-                        self.counts["spans_duplicate"] += 1
-                        continue
-                    if span.trace_id in self._done:
-                        self.counts["spans_late"] += 1
-                        continue
-                    self._seen.add((span.trace_id, span.span_id))
-                    self._add(span, _attributes(attributes), now)
-                    kept.append(raw)
+            for raw, span in spans:
+                if span.trace_id == "":
+                    self.counts["spans_invalid"] += 1
+                    continue
+                if (span.trace_id, span.span_id) in self._seen:
+                    self.counts["spans_duplicate"] += 1
+                    continue
+                if span.trace_id in self._done:
+                    self.counts["spans_late"] += 1
+                    continue
+                self._seen.add((span.trace_id, span.span_id))
+                self._add(span, _attributes(attributes), now)
+                kept.append(raw)
             if kept:
                 new.append((attributes, kept))
         return new
