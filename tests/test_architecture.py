@@ -61,6 +61,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval._runfile",  # the run folder's run.json (resume checks it)
         "turneval.distributed",
         "turneval.batch",
+        "turneval.watch",  # turneval watch: the OTLP receiver scores with the pipeline
         "turneval.demo",
         "turneval.worlds.domains",  # ready-made worlds with their scenarios
     ),

@@ -51,6 +51,7 @@ MODULES = [
     "turneval.metrics._goal_accuracy",
     "turneval.simulation",
     "turneval.sequential",
+    "turneval.watch",
 ]
 
 

@@ -8,7 +8,10 @@ Before the run, an agent is built with LangGraph's prebuilt factory (``create_re
 as LangGraph's tutorials do): OpenLLMetry records that construction as a trace of its own with
 no LLM span, which is no conversation (skipped and counted in ``skipped.json``).
 
-    python -m tests.traces._traced_run openinference|openllmetry OUTDIR
+    python -m tests.traces._traced_run openinference|openllmetry OUTDIR [OTLP_TRACES_URL]
+
+With OTLP_TRACES_URL, every span is also sent there as it ends, by the SDK's OTLP/HTTP
+exporter (protobuf), as a production agent exports to ``turneval watch``.
 """
 
 import json
@@ -61,10 +64,14 @@ async def _run(session: bool) -> list[list[BaseMessage]]:
     return states
 
 
-def main(name: str, out: Path) -> None:
+def main(name: str, out: Path, endpoint: str | None = None) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if endpoint is not None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     _instrumentor(name).instrument(tracer_provider=provider)
     with warnings.catch_warnings():  # LangGraph 1.x deprecates it; tutorials still use it
         warnings.simplefilter("ignore")
@@ -85,4 +92,4 @@ def main(name: str, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    main(sys.argv[1], Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)

@@ -27,14 +27,26 @@ ROOT = Path(__file__).resolve().parents[2]
 def traced(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
+    from tests.watch._helpers import results, serving, wait_for
+    from turneval.metrics import StepBudget
+    from turneval.watch import Watcher
+
     out = tmp_path_factory.mktemp(request.param)
-    subprocess.run(
-        [sys.executable, "-m", "tests.traces._traced_run", request.param, str(out)],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    # The agent's spans also go, as it runs, to a turneval watch receiver (OTLP/HTTP protobuf).
+    watcher = Watcher([StepBudget(max_steps=1)], out / "watch", idle=0.2)
+    with serving(watcher) as port:
+        subprocess.run(
+            [
+                *(sys.executable, "-m", "tests.traces._traced_run", request.param, str(out)),
+                f"http://127.0.0.1:{port}/v1/traces",
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        expected = len(EvaluationDataset.from_jsonl(out / "memory.jsonl"))
+        wait_for(lambda: len(results(out / "watch")) == expected)
     states = [
         messages_from_json(json.dumps(s)) for s in json.loads((out / "states.json").read_text())
     ]
@@ -45,6 +57,8 @@ def traced(
         "session": EvaluationDataset.from_jsonl(out / "memory_session.jsonl"),
         "states": states,
         "skipped": json.loads((out / "skipped.json").read_text()),
+        "watched": results(out / "watch"),
+        "watch_skipped": dict(watcher.skipped),
     }
 
 
@@ -154,3 +168,15 @@ def test_agent_construction_is_skipped_not_a_failed_row(
     strict = main([*args, "--out", str(out), "--overwrite", "--strict-traces"])
     assert strict == (3 if expected else 0)
     capsys.readouterr()
+
+
+def test_the_agents_live_exports_are_scored_by_turneval_watch(traced: dict[str, Any]) -> None:
+    """The same run, exported span by span to ``turneval watch``: one row per conversation."""
+    memory = traced["memory"]
+    rows = {row["id"]: row for row in traced["watched"]}
+    assert set(rows) == {sample.metadata["id"] for sample in memory}
+    for sample in memory:  # step_budget, max_steps=1: 1/steps, steps = the AI messages
+        steps = sum(1 for message in sample.user_input if message.type == "ai")
+        assert rows[sample.metadata["id"]]["step_budget"] == min(1.0, 1 / steps)
+    # OpenLLMetry's agent-construction trace: no conversation, skipped in both
+    assert traced["watch_skipped"]["no_conversation"] == sum(traced["skipped"].values())

@@ -1,4 +1,4 @@
-"""The store's tables (SQLAlchemy Core): runs, their rows, and human labels.
+"""The store's tables (SQLAlchemy Core): runs, their rows, human labels, and watch claims.
 
 The migrations in ``migrations/versions`` create exactly these; a change here needs a new
 migration (and the store's schema revision moves with it).
@@ -19,7 +19,7 @@ from sqlalchemy import (
     Text,
 )
 
-__all__ = ["labels", "metadata", "rows", "runs"]
+__all__ = ["claims", "labels", "metadata", "rows", "runs"]
 
 metadata = MetaData()
 
@@ -68,4 +68,13 @@ labels = Table(
     Column("note", Text),
     Column("annotator", Text),
     Column("created", DateTime(timezone=True), nullable=False),
+)
+
+claims = Table(  # revision 0003: which `turneval watch` process scores a conversation
+    "claims",
+    metadata,
+    Column("key", Text, primary_key=True),  # "trace:<id>" or "session:<id>"
+    Column("owner", String(32), nullable=False),  # the claiming watch's state folder id
+    Column("run_id", String(32)),
+    Column("claimed", DateTime(timezone=True), nullable=False),
 )
