@@ -1,4 +1,4 @@
-"""The ``turneval`` command: evaluate JSONL files, list metrics, run the demo, compare runs.
+"""The ``turneval`` command: evaluate files and traces, compare and gate runs, keep and browse them.
 
 Exit codes: 0 success; 1 a ``--fail-under`` (or ``compare --fail-on-regression``) bar was not
 met; 2 bad usage or input (every error is one line, never a traceback); 3 more failed rows than
