@@ -95,6 +95,39 @@ def test_rows_reach_the_store_as_they_finish(store_url: str) -> None:
     reader.close()
 
 
+def test_a_streamed_run_stores_its_rows_from_a_writer_thread_and_raises_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from turneval.store import RunRecorder
+
+    data, out, url = _write_data(tmp_path / "data.jsonl"), tmp_path / "out", tmp_path / "s.db"
+    threads: list[str] = []
+    insert = RunRecorder._insert
+
+    def noted(recorder: RunRecorder, pending: list[Any]) -> None:
+        threads.append(threading.current_thread().name)
+        insert(recorder, pending)
+
+    monkeypatch.setattr(RunRecorder, "_insert", noted)
+    done = evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=url)
+    store = RunStore(url)
+    assert set(threads) == {"turneval-store-writer"} and len(threads) == 3  # 6 rows, 2 a chunk
+    assert (
+        list(store.record_lines(done.store_run)) == (out / "results.jsonl").read_text().splitlines()
+    )
+    assert store.run(done.store_run).status == "finished"
+
+    def broken(recorder: RunRecorder, pending: list[Any]) -> None:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(RunRecorder, "_insert", broken)
+    with pytest.raises(OSError, match="disk gone"):  # raised in the caller, not lost in a thread
+        evaluate_jsonl(
+            data, ["tool_call_f1"], tmp_path / "out2", chunk_size=2, workers=1, store=url
+        )
+    assert [run.status for run in store.runs()].count("failed") == 1
+
+
 def test_a_stopped_run_is_interrupted_and_resume_continues_it(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1253,6 +1253,7 @@ class _JsonlSink:
             self.handle.write(record + "\n")
             self.handle.flush()
         if self.recorder is not None:  # after the file: a resumed run's file has every row
+            self.recorder.in_background()  # stored while the next chunks are scored
             self.recorder.add_lines(chunk.records)
             self.recorder.flush()
         for name in self.names:

@@ -10,7 +10,9 @@ import contextlib
 import hashlib
 import json
 import os
+import queue
 import subprocess
+import threading
 import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -955,6 +957,58 @@ class RunRecorder:
     _keys: list[str] = field(default_factory=list)
     _last: float = field(default_factory=monotonic)
     _samples: deque[str | None] = field(default_factory=deque)
+    _batches: queue.Queue[list[tuple[Any, ...]] | None] | None = None
+    _writer: threading.Thread | None = None
+    _error: BaseException | None = None
+
+    def in_background(self) -> None:
+        """Write the batches from a thread of its own from now on (the streamed CLI's sink).
+
+        SQLite and the PostgreSQL driver release the GIL while they write, so the rows are
+        stored while the next chunk is read and scored. At most two batches wait (bounded
+        memory); :meth:`finish`, :meth:`fail` and :meth:`drain` wait for them, and a write
+        that failed raises at the next :meth:`flush` or :meth:`drain`.
+        """
+        if self._writer is None:
+            self._batches = queue.Queue(maxsize=2)
+            self._writer = threading.Thread(
+                target=self._write_batches, name="turneval-store-writer", daemon=True
+            )
+            self._writer.start()
+
+    def _write_batches(self) -> None:
+        assert self._batches is not None
+        while True:
+            batch = self._batches.get()
+            try:
+                if batch is None:
+                    return
+                if self._error is None:
+                    self._insert(batch)
+            except BaseException as exc:  # raised in the caller's thread by drain()
+                self._error = exc
+            finally:
+                self._batches.task_done()
+
+    def _close_writer(self) -> None:
+        """Wait for the writer thread's batches, then end it (later flushes write inline)."""
+        batches, writer = self._batches, self._writer
+        if batches is None or writer is None:
+            return
+        try:
+            self.drain()
+        finally:
+            batches.put(None)
+            writer.join()
+            self._batches, self._writer = None, None
+
+    def drain(self) -> None:
+        """Wait until every batch handed to the writer thread is stored; raise its error."""
+        if self._batches is not None:
+            self._batches.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
 
     def __enter__(self) -> RunRecorder:
         """The recorder itself."""
@@ -1021,6 +1075,14 @@ class RunRecorder:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
+        if self._batches is not None:
+            if self._error is not None:
+                self.drain()
+            self._batches.put(pending)
+            return
+        self._insert(pending)
+
+    def _insert(self, pending: list[tuple[Any, ...]]) -> None:
         mark = "?" if self.store.kind == "sqlite" else "%s"  # the driver's own parameters:
         statement = (  # thousands of rows a second, without building a statement per row
             "INSERT INTO rows (run_id, idx, line, sample_id, failed, sample, record) "
@@ -1077,6 +1139,7 @@ class RunRecorder:
         if status not in STATUSES:
             raise ConfigError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
         self.flush()
+        self._close_writer()
         values: dict[str, Any] = {"status": status, "finished": _now(), "error": error}
         if summary is not None:
             values["summary"] = json.dumps(summary)
