@@ -110,6 +110,7 @@ def test_a_streamed_run_stores_its_rows_from_a_writer_thread_and_raises_its_erro
 
     monkeypatch.setattr(RunRecorder, "_insert", noted)
     done = evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=url)
+    assert done.store_run is not None
     store = RunStore(url)
     assert set(threads) == {"turneval-store-writer"} and len(threads) == 3  # 6 rows, 2 a chunk
     assert (
