@@ -233,6 +233,27 @@ def _aware(moment: datetime | None) -> datetime | None:
     return moment
 
 
+def _wal(cursor: Any, busy_timeout: float) -> None:
+    """Switch a SQLite connection to WAL, waiting while another process holds the file.
+
+    Two processes opening a new store at once both switch its journal mode; SQLite refuses the
+    second at once ("database is locked") rather than through the busy timeout, so it is asked
+    again until the timeout.
+    """
+    import sqlite3
+    import time
+
+    deadline = monotonic() + busy_timeout
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _loads(text: str | bytes) -> Any:
     try:
         from orjson import loads
@@ -337,7 +358,7 @@ class RunStore:
                 dbapi.isolation_level = None  # transactions are begun below, IMMEDIATE
                 cursor = dbapi.cursor()
                 cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-                cursor.execute("PRAGMA journal_mode = WAL")
+                _wal(cursor, busy_timeout)
                 cursor.execute("PRAGMA synchronous = NORMAL")
                 cursor.execute("PRAGMA foreign_keys = ON")
                 cursor.close()
