@@ -36,7 +36,10 @@ from urllib.parse import urlsplit, urlunsplit
 from turneval._files import naming
 from turneval.errors import ConfigError
 from turneval.metrics import Evaluator
-from turneval.store import judge_model  # one rule for naming a judge, shared with the store
+from turneval.store import (  # one rule for naming a judge and a metric's configuration
+    judge_model,
+    metric_configs,
+)
 
 __all__ = ["RUN_FILE", "RunFile", "judge_base_url", "judge_model"]
 
@@ -68,29 +71,6 @@ def judge_base_url(llm: Any) -> str | None:
                     host = f"{host}:{parts.port}"
                 return urlunsplit((parts.scheme, host, parts.path, "", ""))
     return None
-
-
-def _config(metric: Evaluator) -> dict[str, Any]:
-    """The metric's configuration as JSON values: its full ``model_dump``, its judge by name."""
-    try:
-        config = metric.model_dump(mode="json", exclude={"llm"})
-    except Exception:  # a field JSON cannot hold (an object): compared by its repr
-        config = metric.model_dump(exclude={"llm"})
-    if getattr(metric, "llm", None) is not None:
-        config["llm"] = judge_model(getattr(metric, "llm", None))
-    loaded: dict[str, Any] = json.loads(json.dumps(config, sort_keys=True, default=repr))
-    return loaded
-
-
-def _metrics(metrics: Sequence[Evaluator]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": metric.name,
-            "class": f"{type(metric).__module__}.{type(metric).__qualname__}",
-            "config": _config(metric),
-        }
-        for metric in metrics
-    ]
 
 
 NOT_SCORING = frozenset({"pass_threshold", "timeout", "max_retries", "max_retry_after"})
@@ -143,7 +123,7 @@ class RunFile:
         self.source = source
         self.document: dict[str, Any] = {
             "turneval_version": _VERSION,
-            "metrics": _metrics(metrics),
+            "metrics": metric_configs(metrics),
             "judge": {
                 "model": judge_model(llm),
                 "base_url": judge_base_url(llm),

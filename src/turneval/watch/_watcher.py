@@ -248,12 +248,13 @@ class Watcher:
         Rewritten at each start (the configuration a restart runs with), after the previous
         one is kept as ``run.json.previous`` when it differs.
         """
-        from turneval._runfile import _VERSION, _metrics, judge_model
+        from turneval._runfile import _VERSION
+        from turneval.store import judge_model, metric_configs
 
         document = {
             "source": "turneval watch",
             "turneval_version": _VERSION,
-            "metrics": _metrics(self.metrics),
+            "metrics": metric_configs(self.metrics),
             "judge": {"model": judge_model(self.options.llm), "prompt_version": None},
             "group_by": self.group_by,
             "sample": self.rate,
