@@ -41,10 +41,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.grounding", "turneval._grounding_values"),
     ("turneval.worlds",),  # tool worlds: end-state metrics and scenarios read their state
     ("turneval.metrics",),
+    ("turneval.agent_driver",),  # drives an agent turn by turn: EvalTask and simulation use it
     (
         "turneval.pipeline",
         "turneval.runner",
-        "turneval.agents",
         "turneval.simulation",
         "turneval.sequential",
         "turneval.estimate",
@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval._scripted",
         "turneval.pytest_plugin",
     ),
+    ("turneval.agents",),  # EvalTask: a replay, or scenarios played by the simulation
     (
         "turneval.report",
         "turneval.compare",
@@ -260,3 +261,19 @@ def test_old_import_paths_still_work() -> None:
 
     assert OldUsage is Usage and JudgeUsage is Usage
     assert old_run_sync is run_sync
+
+
+def test_agent_front_ends_share_the_driver_by_public_names_only() -> None:
+    # EvalTask (agents) and the simulation both build on the agent driver: neither reaches
+    # into the other's (or the driver's) private helpers, and the simulation never imports
+    # agents, not even inside a function (the layers forbid it; this names the rule).
+    family = {"turneval.agents", "turneval.simulation", "turneval.agent_driver"}
+    found: list[str] = []
+    for module in sorted(family):
+        path = SRC / (module.replace(".", "/") + ".py")
+        for base, names, _, line in imports(ast.parse(path.read_text("utf-8")), module, False):
+            if base in family and base != module:
+                found.extend(f"{module}:{line}: {base}.{n}" for n in names if n.startswith("_"))
+                if module != "turneval.agents" and base == "turneval.agents":
+                    found.append(f"{module}:{line}: imports turneval.agents")
+    assert found == []

@@ -25,6 +25,7 @@ MODULES = [
     "turneval.metrics.conversation",
     "turneval.estimate",
     "turneval.grounding",
+    "turneval.agent_driver",
     "turneval.agents",
     "turneval.testing",
     "turneval.judge",

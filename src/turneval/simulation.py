@@ -46,7 +46,7 @@ from pydantic import (
     model_validator,
 )
 
-from turneval.agents import _agent_turn, _has_checkpointer, _recursion_limit, _usage
+from turneval.agent_driver import agent_turn, agent_usage, has_checkpointer, recursion_limit
 from turneval.dataset import EvaluationDataset, _jsonl_rows
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
@@ -75,7 +75,6 @@ from turneval.worlds import ToolWorld, bind_worlds
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.agents import EvalTask
     from turneval.store import RunStore
 
 __all__ = [
@@ -86,7 +85,9 @@ __all__ = [
     "ScriptedUser",
     "SimulatedUser",
     "UserTurn",
+    "as_scenarios",
     "asimulate",
+    "evaluate_scenarios",
     "simulate",
 ]
 
@@ -235,7 +236,7 @@ def _check_scenarios(scenarios: Iterable[Scenario | Mapping[str, Any]]) -> list[
     return checked
 
 
-def _as_scenarios(items: EvaluationDataset | Sequence[Any]) -> list[Scenario] | None:
+def as_scenarios(items: EvaluationDataset | Sequence[Any]) -> list[Scenario] | None:
     """The scenarios in ``items`` when it holds :class:`Scenario` objects, else None.
 
     Dicts with a ``goal`` and no ``user_input`` are scenarios too, as :func:`asimulate` takes.
@@ -564,9 +565,9 @@ async def _converse(
     base: dict[str, Any] | None = None,
 ) -> _Conversation:
     convo = _Conversation()
-    stateful = _has_checkpointer(agent)
+    stateful = has_checkpointer(agent)
     config: dict[str, Any] = {
-        "recursion_limit": _recursion_limit(max_steps),  # the step limit counts, not LangGraph's
+        "recursion_limit": recursion_limit(max_steps),  # the step limit counts, not LangGraph's
         **(base or {}),  # the user's config: callbacks, tags, recursion_limit, configurable
         "metadata": {**((base or {}).get("metadata") or {}), "scenario_id": scenario.id},
     }
@@ -585,7 +586,7 @@ async def _converse(
                 convo.messages.append(HumanMessage(content=text))
                 held = len(convo.messages) - 1 if stateful else 0  # the thread holds the rest
                 try:
-                    await _agent_turn(agent, convo.messages, config, held=held, max_steps=max_steps)
+                    await agent_turn(agent, convo.messages, config, held=held, max_steps=max_steps)
                 except Exception as exc:  # the agent's failure is the trial's
                     convo.stop_reason, convo.error_type = "agent_error", "AgentRunError"
                     convo.error = f"{type(exc).__name__}: {exc}"
@@ -594,7 +595,7 @@ async def _converse(
         convo.stop_reason, convo.error_type = "timeout", "TimeoutError"
         convo.error = f"TimeoutError: the conversation did not finish within {timeout:g}s"
     convo.latency_s = time.perf_counter() - start
-    convo.agent_usage, convo.steps = _usage(convo.messages)
+    convo.agent_usage, convo.steps = agent_usage(convo.messages)
     if convo.error is None and not convo.messages:  # the user failed: no stop reason
         convo.stop_reason, convo.error_type = None, "SimulationError"
         convo.error = "SimulationError: the user ended the conversation before its first message"
@@ -933,11 +934,15 @@ def _without_skipped(
     return kept
 
 
-async def _evaluate_scenarios(
-    task: EvalTask,
+async def evaluate_scenarios(
     agent: Any,
+    scenarios: list[Scenario],
+    metrics: Sequence[Evaluator],
     options: RunOptions,
     *,
+    config: dict[str, Any] | None,
+    config_fn: Any,
+    multi_turn: bool,
     user: BaseUser | None,
     trials: int,
     max_steps: int,
@@ -946,28 +951,26 @@ async def _evaluate_scenarios(
 ) -> EvaluationResult:
     """``EvalTask.aevaluate`` over scenarios: simulate, then score each conversation.
 
-    The judge and the simulated user share the options' one ``rate_limit``.
+    ``config``, ``config_fn`` and ``multi_turn`` are the task's (the last two are refused:
+    they describe a replay). The judge and the simulated user share the options' one
+    ``rate_limit``.
     """
-    if task.scenarios is None:
-        raise ConfigError(
-            "user= and trials= need scenarios: build the EvalTask from Scenario objects"
-        )
     if user is None:
         raise ConfigError(
             "scenarios need a user: evaluate(runnable=agent, user=SimulatedUser(llm)) "
             "or user=ScriptedUser([...])"
         )
-    thresholds = _thresholds(success_thresholds, [metric.name for metric in task.metrics])
+    thresholds = _thresholds(success_thresholds, [metric.name for metric in metrics])
     from turneval.metrics._votes import with_vote_options
 
     # judged metrics voting several times flag trials whose votes straddle the threshold
-    bars = {metric.name: thresholds.get(metric.name, 1.0) for metric in task.metrics}
-    metrics = with_vote_options(task.metrics, thresholds=bars)
-    if task.config_fn is not None:
+    bars = {metric.name: thresholds.get(metric.name, 1.0) for metric in metrics}
+    metrics = with_vote_options(metrics, thresholds=bars)
+    if config_fn is not None:
         raise ConfigError(
             "config_fn takes a sample: with scenarios, pass one config= for every conversation"
         )
-    if not task.multi_turn:
+    if not multi_turn:
         raise ConfigError(
             "multi_turn=False replays only a sample's first turn: a simulated user talks until "
             "it is done (limit it with the scenario's max_turns)"
@@ -977,7 +980,7 @@ async def _evaluate_scenarios(
     with recorder or nullcontext():
         rows, user_usage = await _simulated_rows(
             agent,
-            task.scenarios,
+            scenarios,
             options,
             user=user,
             trials=trials,
@@ -985,7 +988,7 @@ async def _evaluate_scenarios(
             metrics=metrics,
             judge=judge,
             aborted=aborted,
-            config=task.config,
+            config=config,
             stop_early=_stop_rule(stop_early),
             thresholds=thresholds,
             sequencer=sequenced,
