@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.store",
     ),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
+    ("turneval.options",),  # the run options, declared once for every front end
     ("turneval.grounding", "turneval._grounding_values"),
     ("turneval.worlds",),  # tool worlds: end-state metrics and scenarios read their state
     ("turneval.metrics",),

@@ -113,7 +113,11 @@ def test_missing_file_and_argparse_errors_exit_2(
     assert info.value.code == 2
     capsys.readouterr()
     for option, value, message in [
-        ("--concurrency", "0", "argument --concurrency: must be at least 1, got 0"),
+        (
+            "--concurrency",
+            "0",
+            "argument --max-concurrency/--concurrency: must be at least 1, got 0",
+        ),
         ("--workers", "two", "argument --workers: expected a whole number, got 'two'"),
         ("--chunk-mb", "0", "argument --chunk-mb: must be above 0, got 0"),
     ]:

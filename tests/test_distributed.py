@@ -30,6 +30,9 @@ METRICS = ["tool_call_f1", "trajectory_in_order_match"]
 RATED = json.dumps({"explanation": "fine", "score": 3})
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 @pytest.fixture(scope="module", autouse=True)
 def cluster() -> Iterator[None]:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -37,7 +40,8 @@ def cluster() -> Iterator[None]:
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}},
+        # the workers import this checkout's turneval, as the driver does (not an installed one)
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}},
     )
     yield
     ray.shutdown()
@@ -71,7 +75,7 @@ def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
     context = ray.data.DataContext.get_current()  # the user's own Ray Data settings
     context.enable_progress_bars, context.execution_options.preserve_order = True, False
     result = evaluate_on_ray(
-        data, METRICS, output=tmp_path / "ray", batch_size=350, aggregates=aggregates
+        data, METRICS, output=tmp_path / "ray", batch_size=350, details=False, aggregates=aggregates
     )
     # are theirs again once the run is over
     assert (context.enable_progress_bars, context.execution_options.preserve_order) == (True, False)
@@ -168,6 +172,16 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         evaluate_on_ray(data, METRICS, output=tmp_path / "o", concurrency=0)
     with pytest.raises(ConfigError, match="output_format must be 'jsonl' or 'parquet'"):
         evaluate_on_ray(data, METRICS, output=tmp_path / "o", output_format="csv")
+    # the old option names still work, with a warning naming the shared one
+    with (
+        pytest.warns(DeprecationWarning, match=r"sample_concurrency=\.\.\.\) is deprecated"),
+        pytest.raises(ConfigError, match="output_format"),
+    ):
+        evaluate_on_ray(
+            data, METRICS, output=tmp_path / "o", output_format="csv", sample_concurrency=2
+        )
+    with pytest.raises(TypeError, match="'sample_concurency'"):
+        evaluate_on_ray(data, METRICS, output=tmp_path / "o", sample_concurency=2)
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"pip install 'turneval\[ray\]'"):
         evaluate_on_ray(data, METRICS, output=tmp_path / "o")
@@ -195,7 +209,7 @@ def test_a_ray_dataset_and_a_parquet_folder_give_the_rows_of_the_same_jsonl(tmp_
     lines = [sample.model_dump_json(exclude_none=True) for sample in samples]
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in lines))
-    evaluate_jsonl(data, METRICS, tmp_path / "local", workers=1, details=False)
+    evaluate_jsonl(data, METRICS, tmp_path / "local", workers=1)
     expected = rows(tmp_path / "local" / "results.jsonl")
     records = [json.loads(line) for line in lines]
     from_dataset = evaluate_on_ray(ray.data.from_items(records), METRICS, output=tmp_path / "ds")
@@ -298,7 +312,7 @@ def test_a_429_burst_shrinks_the_workers_window(tmp_path: Path) -> None:
             llm_factory=judge,
             rate_limit=RateLimit(requests_per_minute=60_000, max_in_flight=4),
             concurrency=1,
-            sample_concurrency=8,
+            max_concurrency=8,
         )
         assert [row["clarity"] for row in rows(result.results_path)] == [3.0] * 20
         assert len(arrivals) == 20 + 4  # the burst cost 4 retries, no row

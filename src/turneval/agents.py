@@ -35,7 +35,8 @@ from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache
 from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
-from turneval.pipeline import RunOptions, arun, score_row
+from turneval.options import RunOptions
+from turneval.pipeline import arun, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult
 from turneval.runner import check_judges, resolve_metrics
@@ -52,7 +53,7 @@ __all__ = ["AgentRun", "EvalTask", "arun_agent"]
 class EvalTask:
     """A dataset and metrics; ``evaluate(runnable=agent)`` runs the agent first (Vertex AI).
 
-    The run options have the names and defaults of :class:`~turneval.pipeline.RunOptions`
+    The run options have the names and defaults of :class:`~turneval.options.RunOptions`
     (validated there), except ``timeout`` here: Vertex AI's name for the agent step's limit,
     RunOptions' ``agent_timeout`` (either may be given); the scoring timeout per sample is
     :meth:`evaluate`'s ``timeout``, beside its ``fail_on_error`` and ``on_row``.
@@ -68,7 +69,7 @@ class EvalTask:
         max_concurrency: Samples (agent runs) in flight at once.
         max_llm_concurrency: Judge requests in flight at once.
         timeout: Seconds allowed for one agent run (all its turns).
-        agent_timeout: The same, by its :class:`~turneval.pipeline.RunOptions` name.
+        agent_timeout: The same, by its :class:`~turneval.options.RunOptions` name.
         multi_turn: Replay every human turn (True) or only the first (a single prompt).
         show_progress: A tqdm progress bar; None shows it only on a terminal.
         config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every run
@@ -202,7 +203,7 @@ class EvalTask:
         sets, per metric, the value counted as a success in ``summary()``'s pass^k and pass@k
         (default 1.0).
         ``timeout`` (seconds to score one sample), ``fail_on_error`` and ``on_row`` are the
-        :class:`~turneval.pipeline.RunOptions` of the same names.
+        :class:`~turneval.options.RunOptions` of the same names.
         ``rate_limit`` (a :class:`~turneval.ratelimit.RateLimit`) paces the judge's requests
         (and the simulated user's) to the provider's quota, as in :func:`turneval.aevaluate`.
         ``stop_early`` (True, or a :class:`~turneval.sequential.StopEarly`) runs each

@@ -31,6 +31,7 @@ from turneval._files import naming
 from turneval._hidden import shown
 from turneval.errors import ConfigError, TurnevalError
 from turneval.judge.cache import CacheWarning
+from turneval.options import option_default
 
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
@@ -562,12 +563,12 @@ def _evaluate_on_ray(
         cache=args.cache,
         rate_limit=rate_limit,
         concurrency=args.workers or 2,
-        sample_concurrency=args.concurrency,
-        llm_concurrency=args.llm_concurrency,
+        max_concurrency=args.concurrency,
+        max_llm_concurrency=args.llm_concurrency,
         details=args.details,
         timeout=args.timeout,
         report_rows=args.report_rows,
-        progress=not args.quiet,
+        show_progress=not args.quiet,
         input_format=args.format,
         group_by=args.group_by,
         strict_traces=args.strict_traces,
@@ -870,6 +871,31 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", help="SQLite judge cache: a re-run pays for nothing twice")
 
 
+def _add_concurrency_options(parser: argparse.ArgumentParser) -> None:
+    """``--max-concurrency`` and ``--max-llm-concurrency`` (the run options' names and defaults).
+
+    ``--concurrency`` and ``--llm-concurrency``, their first names, still work.
+    """
+    parser.add_argument(
+        "--max-concurrency",
+        "--concurrency",
+        dest="concurrency",
+        type=_count,
+        default=option_default("max_concurrency"),
+        metavar="N",
+        help="samples scored at once (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-llm-concurrency",
+        "--llm-concurrency",
+        dest="llm_concurrency",
+        type=_count,
+        default=option_default("max_llm_concurrency"),
+        metavar="N",
+        help="judge requests in flight at once (default %(default)s)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``turneval`` argument parser."""
     from turneval import __version__
@@ -910,8 +936,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N|FRACTION",
         help="failed rows allowed before exit code 3: a count, a fraction or N%% (default 0)",
     )
-    run.add_argument("--concurrency", type=_count, default=16, help="samples scored at once")
-    run.add_argument("--llm-concurrency", type=_count, default=8, help="judge requests in flight")
+    _add_concurrency_options(run)
     run.add_argument(
         "--rpm", type=float, default=None, help="judge provider quota: requests per minute"
     )
@@ -945,7 +970,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDR",
         help="the Ray cluster to join (default: a running one, else a local one)",
     )
-    run.add_argument("--timeout", type=float, default=None, help="seconds allowed per sample")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=option_default("timeout"),
+        help="seconds allowed per sample",
+    )
     run.add_argument("--details", action="store_true", help="write each metric's details too")
     run.add_argument("--report-rows", type=int, default=2000, help="rows in the HTML report")
     run.add_argument("--quiet", action="store_true", help="no progress line")
@@ -1253,10 +1283,7 @@ def _add_watch_command(commands: Any) -> None:
         help="send the scores as gen_ai.evaluation.result events to this OTLP/HTTP endpoint "
         "(e.g. http://collector:4318; /v1/logs is appended)",
     )
-    watch.add_argument("--concurrency", type=int, default=16, help="samples scored at once")
-    watch.add_argument(
-        "--llm-concurrency", type=int, default=8, help="judge requests in flight at once"
-    )
+    _add_concurrency_options(watch)
     _add_judge_options(watch)
     watch.set_defaults(handler=_watch)
     regrading = commands.add_parser(

@@ -26,6 +26,7 @@ import json
 import os
 import pickle
 import shutil
+import sys
 import tempfile
 import time
 import warnings
@@ -40,8 +41,9 @@ import anyio
 from turneval.aggregate import RunAggregate
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.metrics import Evaluator
-from turneval.pipeline import RunOptions
+from turneval.options import RunOptions
 from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
+from turneval.results import SampleResult
 from turneval.runner import resolve_metrics
 from turneval.stream import (
     _UNDECODABLE_ROW,
@@ -57,7 +59,7 @@ from turneval.stream import (
 if TYPE_CHECKING:
     from turneval.store import RunStore
 
-__all__ = ["ActorBudget", "DistributedResult", "evaluate_on_ray"]
+__all__ = ["RENAMED_OPTIONS", "ActorBudget", "DistributedResult", "evaluate_on_ray"]
 
 _LATE_RETRIES = 4  # starts a worker may miss in a row before it sends anyway
 _MIN_LATENESS = 0.005  # seconds late that never count as missing a start
@@ -343,28 +345,37 @@ def evaluate_on_ray(
     batch_size: int = 1000,
     concurrency: int = 2,
     num_cpus: float = 0.5,
-    sample_concurrency: int = 16,
-    llm_concurrency: int = 8,
+    max_concurrency: int = 16,
+    max_llm_concurrency: int = 8,
     resume: bool = False,
     overwrite: bool = True,
     input_format: str = "auto",
-    details: bool = False,
+    details: bool = True,
     timeout: float | None = None,
+    fail_on_error: bool | float = False,
+    on_row: Callable[[SampleResult], None] | None = None,
     max_retries: int = 3,
     report_rows: int = 2000,
     title: str | None = None,
-    progress: bool = False,
+    show_progress: bool | None = None,
     output_format: str = "jsonl",
     aggregates: Sequence[RunAggregate] = (),
     group_by: Literal["trace", "session"] = "trace",
     strict_traces: bool = False,
     lenient_json: bool = False,
     store: RunStore | str | os.PathLike[str] | None = None,
+    **renamed: Any,
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
 
     Connects to the running Ray cluster (``ray.init()`` first for a remote one; a local one is
-    started otherwise).
+    started otherwise). The run options (``cache``, ``rate_limit``, ``max_concurrency``,
+    ``max_llm_concurrency``, ``details``, ``timeout``, ``fail_on_error``, ``on_row``,
+    ``show_progress``, ``aggregates``, ``store``) are those of
+    :class:`~turneval.options.RunOptions`, with the same names and defaults, as for
+    :func:`~turneval.stream.evaluate_jsonl`; the judge is ``llm_factory`` instead of ``llm``.
+    The names of turneval 0.x, ``sample_concurrency``, ``llm_concurrency`` and ``progress``,
+    still work, with a :class:`DeprecationWarning`.
 
     Args:
         data: A JSONL (or OTLP/JSON) file of samples, a Parquet file or folder of sample rows,
@@ -384,20 +395,24 @@ def evaluate_on_ray(
         concurrency: Scoring actors.
         num_cpus: CPUs each actor requests (fractional: whole CPUs starve the other stages
             of a small cluster).
-        sample_concurrency: Samples in flight in one actor.
-        llm_concurrency: Judge requests in flight in one actor (the quota's ``max_in_flight``
+        max_concurrency: Samples in flight in one actor.
+        max_llm_concurrency: Judge requests in flight in one actor (the quota's ``max_in_flight``
             when ``rate_limit`` is given).
         resume: Keep the rows ``output/results.jsonl`` already holds; score only the others.
         overwrite: Without ``resume``, replace an existing results.jsonl (if False, raise
             :class:`~turneval.errors.ConfigError` instead, as the CLI does by default).
         input_format: ``"jsonl"``, ``"otlp"`` or ``"auto"``, as for
             :func:`~turneval.stream.evaluate_jsonl`.
-        details: Also write each metric's ``details``.
+        details: Also write each metric's ``details`` (False saves their cost; it was the
+            default before the run options were shared).
         timeout: Seconds allowed per sample.
+        fail_on_error: Stop the run past this many failed rows, as
+            :func:`~turneval.stream.evaluate_jsonl` does (checked as the chunks come back).
+        on_row: Called in the driver with each row written, in input order.
         max_retries: Restarts of a dead actor and retries of its chunk.
         report_rows: Rows kept for the report's per-sample table.
         title: The report's title.
-        progress: Print a progress line to stderr.
+        show_progress: Print a progress line to stderr (None: only when it is a terminal).
         output_format: ``"jsonl"`` (``results.jsonl``), or ``"parquet"``: also the same rows as
             a folder of Parquet files, ``results.parquet/``, written by Ray in input order
             (``results.jsonl`` stays: ``resume`` reads it).
@@ -415,11 +430,19 @@ def evaluate_on_ray(
         store: A run store (:class:`~turneval.store.RunStore`, or its URL or path), written
             by the driver as the rows come back, as :func:`~turneval.stream.evaluate_jsonl`
             does.
+        **renamed: The old names ``sample_concurrency``, ``llm_concurrency`` and
+            ``progress`` (:data:`RENAMED_OPTIONS`), deprecated.
 
     Raises:
         ConfigError: Ray is not installed, a metric holds its own chat model, or an option is
             out of range.
+        TypeError: an unknown keyword argument.
     """
+    given = _renamed(renamed)
+    max_concurrency = given.get("max_concurrency", max_concurrency)
+    max_llm_concurrency = given.get("max_llm_concurrency", max_llm_concurrency)
+    show_progress = given.get("show_progress", show_progress)
+    progress = sys.stderr.isatty() if show_progress is None else bool(show_progress)
     ray = _ray()
     if output_format not in ("jsonl", "parquet"):
         raise ConfigError(f"output_format must be 'jsonl' or 'parquet', got {output_format!r}")
@@ -473,14 +496,16 @@ def evaluate_on_ray(
         path,
         resolved,
         target,
-        max_concurrency=sample_concurrency,
-        max_llm_concurrency=llm_concurrency
+        max_concurrency=max_concurrency,
+        max_llm_concurrency=max_llm_concurrency
         if rate_limit is None
-        else max(llm_concurrency, rate_limit.max_in_flight),
+        else max(max_llm_concurrency, rate_limit.max_in_flight),
         chunk_size=batch_size,
         report_rows=report_rows,
         details=details,
         timeout=timeout,
+        fail_on_error=fail_on_error,
+        on_row=on_row,
         title=title,
         show_progress=progress,
         resume=resume,
@@ -499,6 +524,31 @@ def evaluate_on_ray(
         with _in_order(ray, progress=progress):
             result.dataset().write_parquet(str(result.parquet_path))
     return result
+
+
+RENAMED_OPTIONS = {
+    "sample_concurrency": "max_concurrency",
+    "llm_concurrency": "max_llm_concurrency",
+    "progress": "show_progress",
+}
+"""The old names of :func:`evaluate_on_ray`'s run options, each with its shared name."""
+
+
+def _renamed(given: dict[str, Any]) -> dict[str, Any]:
+    """The options given by their old names, under the shared names (a warning each)."""
+    found: dict[str, Any] = {}
+    for old, value in given.items():
+        new = RENAMED_OPTIONS.get(old)
+        if new is None:
+            raise TypeError(f"evaluate_on_ray() got an unexpected keyword argument {old!r}")
+        warnings.warn(
+            f"evaluate_on_ray({old}=...) is deprecated: pass {new}=..., the name every "
+            "front end uses",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        found[new] = value
+    return found
 
 
 def _is_parquet(path: Path) -> bool:

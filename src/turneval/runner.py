@@ -16,7 +16,8 @@ from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache, resolve_llm
 from turneval.metrics import BUILTIN_METRICS, Evaluator
 from turneval.metrics.base import RowEvaluator, run_sync
-from turneval.pipeline import MIN_ROWS_FOR_FRACTION, RunOptions, arun, score_row, score_sample
+from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
+from turneval.pipeline import arun, score_row, score_sample
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import EvaluationResult, SampleResult
 from turneval.samples import Sample
@@ -122,7 +123,7 @@ async def aevaluate(
     """Score every sample with every metric; one row per sample, in input order.
 
     A metric that fails on a sample records its error on that row (its score is NaN in the
-    tables) and the run goes on. The options are those of :class:`~turneval.pipeline.RunOptions`
+    tables) and the run goes on. The options are those of :class:`~turneval.options.RunOptions`
     (same names, same defaults), validated there.
 
     Args:

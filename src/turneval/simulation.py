@@ -59,13 +59,8 @@ from turneval.messages import (
 )
 from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
-from turneval.pipeline import (
-    RunOptions,
-    finish_recording,
-    recording,
-    run_rows,
-    score_row,
-)
+from turneval.options import RunOptions
+from turneval.pipeline import finish_recording, recording, run_rows, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult, trial_outcome
 from turneval.samples import MultiTurnSample

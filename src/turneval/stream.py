@@ -58,13 +58,14 @@ from turneval.dataset import (
     _utf8_problem,
     sample_from_dict,
 )
-from turneval.errors import ConfigError, InvalidSampleError
+from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.judge import SQLiteCache, Usage, judge_run
 from turneval.judge._clients import client_scope
 from turneval.messages import ToolCall
 from turneval.metrics import Evaluator
 from turneval.metrics._votes import rethreshold
-from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras, score_sample
+from turneval.options import RunOptions
+from turneval.pipeline import ascore_batch, has_summary_extras, score_sample
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
 from turneval.results import (
@@ -883,14 +884,17 @@ def evaluate_jsonl(
     strict_traces: bool = False,
     lenient_json: bool = False,
     store: RunStore | str | os.PathLike[str] | None = None,
+    fail_on_error: bool | float = False,
+    on_row: Callable[[SampleResult], None] | None = None,
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
     ``out_dir/run.json`` records what the run was started with (see ``resume``).
 
     The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
-    ``timeout``, ``details``, ``show_progress``, ``rate_limit``, ``aggregates``) are those of
-    :class:`~turneval.pipeline.RunOptions`, with the same names and defaults.
+    ``timeout``, ``fail_on_error``, ``on_row``, ``details``, ``show_progress``, ``rate_limit``,
+    ``aggregates``, ``store``) are those of :class:`~turneval.options.RunOptions`, with the
+    same names and defaults.
 
     Args:
         path: A JSONL file, one sample per line.
@@ -952,6 +956,17 @@ def evaluate_jsonl(
             is kept there too, each chunk's rows (with their input lines) written as they
             are written to results.jsonl, in one transaction; with ``resume``, the stored run
             of ``out_dir`` is continued (its rows made those of results.jsonl first).
+        fail_on_error: As for :func:`turneval.evaluate`: False never aborts; True aborts at
+            the first failed row (an unreadable line included); a fraction f aborts once more
+            than f of the rows done have failed (checked from
+            :data:`~turneval.options.MIN_ROWS_FOR_FRACTION` rows on). Checked as each chunk is
+            written, so the chunk holding the row that tips it is written whole. Aborting
+            raises :class:`~turneval.errors.EvaluationAbortedError` whose ``result`` holds the
+            rows written (read back from results.jsonl); no summary or report is written, and
+            ``resume=True`` continues the run.
+        on_row: Called with each row as it is written to results.jsonl, in input order: the
+            row read back from its line (as :meth:`EvaluationResult.from_jsonl` gives it: no
+            sample), so the same in this process, in worker processes and on Ray.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -993,6 +1008,8 @@ def evaluate_jsonl(
         max_concurrency=max_concurrency,
         max_llm_concurrency=max_llm_concurrency,
         timeout=timeout,
+        fail_on_error=fail_on_error,
+        on_row=on_row,
         details=details,
         show_progress=show_progress,
         rate_limit=rate_limit,  # one limiter for the whole file, across chunks
@@ -1195,7 +1212,7 @@ class _JsonlSink:
             metric.name: [] for metric in metrics if has_summary_extras(metric)
         }
         self.kept: list[SampleResult] = []
-        self.aggregates = options.aggregates
+        self.aggregates, self.options = options.aggregates, options
         self.total = self.bad = self.failed_rows = 0
         self.first_errors: list[RowError] = []
         self.agent = _AgentFigures()
@@ -1270,10 +1287,25 @@ class _JsonlSink:
         self.failed_rows += chunk.failed_rows
         if chunk.first_errors:  # a resumed run's rows may come after the new ones
             self.first_errors = _first_errors([*self.first_errors, *chunk.first_errors])
+        self._after_rows(chunk)
         if self.progress:
             rate = f" ({self.limiter.describe()})" if self.limiter is not None else ""
             line = f"\rturneval: {self.total:,} samples{rate}"
             print(line, end="", file=sys.stderr, flush=True)
+
+    def _after_rows(self, chunk: _Chunk) -> None:
+        """The run options' ``on_row`` for each row just written, then ``fail_on_error``."""
+        if self.options.on_row is not None and chunk.records:
+            for row in EvaluationResult.from_records(map(json.loads, chunk.records)).rows:
+                self.options.on_row(row)
+        if chunk.failed_rows and self.options.should_abort(self.failed_rows, self.total):
+            results = Path(self.handle.name)
+            raise EvaluationAbortedError(
+                f"fail_on_error={self.options.fail_on_error!r}: {self.failed_rows} of "
+                f"{self.total} rows failed; first in the last chunk: {chunk.first_errors[0]} "
+                f"(the rows written are in {results}; resume=True continues the run)",
+                result=EvaluationResult.from_jsonl(results),
+            )
 
     def finish(
         self, target: Path, title: str, skipped_traces: dict[str, int] | None = None
