@@ -142,7 +142,7 @@ def run_on_ray(
         rate_limit=quota,
         concurrency=workers,
         batch_size=len(samples) // (4 * workers) or 1,
-        sample_concurrency=4 * max_in_flight,
+        max_concurrency=4 * max_in_flight,
     )
     wall = time.perf_counter() - start
     ray.shutdown()
