@@ -71,7 +71,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # (importer, imported): upward imports deferred into a function on purpose.
 DEFERRED = {
     ("turneval.results", "turneval.report"),  # EvaluationResult.to_html renders the report
-    ("turneval.messages", "turneval.formats"),  # the converters' original import path
     ("turneval.ratelimit", "turneval.estimate"),  # the token estimate of a request
     ("turneval.pipeline", "turneval.stream"),  # the JSONL line reader (belongs in dataset)
     ("turneval.batch", "turneval.cli"),  # batch._cli uses the CLI's judge flags and summary printer
