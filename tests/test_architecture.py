@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval._gc",
         "turneval._files",
         "turneval._hidden",
+        "turneval.provider_errors",
     ),
     ("turneval.messages",),
     ("turneval.formats",),
@@ -71,7 +72,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # (importer, imported): upward imports deferred into a function on purpose.
 DEFERRED = {
     ("turneval.results", "turneval.report"),  # EvaluationResult.to_html renders the report
-    ("turneval.ratelimit", "turneval.estimate"),  # the token estimate of a request
     ("turneval.pipeline", "turneval.stream"),  # the JSONL line reader (belongs in dataset)
     ("turneval.batch", "turneval.cli"),  # batch._cli uses the CLI's judge flags and summary printer
 }
