@@ -47,8 +47,9 @@ from pydantic import (
 )
 
 from turneval.agents import _agent_turn, _has_checkpointer, _recursion_limit, _usage
-from turneval.dataset import EvaluationDataset, _jsonl_rows
+from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
+from turneval.jsonl import jsonl_rows
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
 from turneval.messages import (
     AIMessage,
@@ -165,7 +166,7 @@ class Scenario(BaseModel):
     @classmethod
     def from_jsonl(cls, path: str | PathLike[str]) -> list[Scenario]:
         """Read one scenario per line (blank lines skipped); errors name the line number."""
-        return [_scenario(row, f"{path}: line {n}") for n, row in _jsonl_rows(path)]
+        return [_scenario(row, f"{path}: line {n}") for n, row in jsonl_rows(path)]
 
     @classmethod
     def from_yaml(cls, path: str | PathLike[str]) -> list[Scenario]:
