@@ -513,7 +513,7 @@ def test_the_yes_no_judges_know_their_scale() -> None:
 
 def test_a_repeats_run_is_calibrated_on_the_judges_own_scale(tmp_path: Path) -> None:
     from turneval.metrics import TrajectoryJudge
-    from turneval.metrics._votes import Voted, combine_votes
+    from turneval.metrics.votes import Voted, combine_votes
 
     # A rubric judge asked 3 times: the row holds the mean of its votes; calibration compares
     # the scale point nearest that mean (4.667 -> 5, 2.333 -> 2, 3.5 -> 3: ties go down).

@@ -175,7 +175,7 @@ def _with_votes(
     metrics: list[Evaluator | str], repeats: int | None, bars: dict[str, float]
 ) -> list[Evaluator | str]:
     """``--repeats`` on every judged metric, ``--fail-under`` bars as their pass thresholds."""
-    from turneval.metrics._votes import with_vote_options
+    from turneval.metrics.votes import with_vote_options
     from turneval.runner import resolve_metrics
 
     resolved = resolve_metrics(metrics)

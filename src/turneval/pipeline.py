@@ -37,7 +37,7 @@ from turneval.errors import (
     JudgeOutputError,
 )
 from turneval.judge import JudgeRun, SQLiteCache, judge_run
-from turneval.judge._clients import client_scope
+from turneval.judge.clients import client_scope
 from turneval.metrics import Evaluator, Metric
 from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.ratelimit import RateLimiter

@@ -60,10 +60,10 @@ from turneval.jsonl import (
     utf8_problem,
 )
 from turneval.judge import SQLiteCache, Usage, judge_run
-from turneval.judge._clients import client_scope
+from turneval.judge.clients import client_scope
 from turneval.messages import ToolCall
 from turneval.metrics import Evaluator
-from turneval.metrics._votes import rethreshold
+from turneval.metrics.votes import rethreshold
 from turneval.pipeline import RunOptions, ascore_batch, has_summary_extras, score_sample
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
