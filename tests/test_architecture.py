@@ -277,7 +277,6 @@ KNOWN: set[str] = {
     "turneval.distributed: imports private name _preflight from turneval.stream",
     "turneval.distributed: imports private name _run_chunk from turneval.stream",
     "turneval.estimate: imports private module turneval.metrics._judged from outside turneval.metrics",
-    "turneval.metrics.arg_rules: imports private name _measures from turneval.metrics.text",
     "turneval.metrics.rubric: imports private name _PAIRWISE_VALUES from turneval.aggregate",
     "turneval.metrics.rubric: imports private name _pairwise_rates from turneval.aggregate",
     "turneval.metrics.rubric: imports private name _pairwise_reason from turneval.aggregate",
