@@ -9,6 +9,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from turneval._version import VERSION
+
 if TYPE_CHECKING:
     from turneval.agents import EvalTask
     from turneval.aggregate import MetricSummary
@@ -89,8 +91,8 @@ __all__ = [
     "evaluate",
 ]
 
-__version__ = "0.1.0"
-"""The version of turneval (the one version source: pyproject.toml reads it from here)."""
+__version__ = VERSION
+"""The version of turneval (defined in ``turneval._version``, which pyproject.toml reads)."""
 
 
 def __getattr__(name: str) -> Any:
