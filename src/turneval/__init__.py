@@ -9,8 +9,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from turneval._version import VERSION
-
 if TYPE_CHECKING:
     from turneval.agents import EvalTask
     from turneval.aggregate import MetricSummary
@@ -91,12 +89,21 @@ __all__ = [
     "evaluate",
 ]
 
-__version__ = VERSION
-"""The version of turneval (defined in ``turneval._version``, which pyproject.toml reads)."""
+__version__: str
+"""The version of turneval (``turneval._version.VERSION``, which pyproject.toml reads)."""
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use and cache the name here."""
+    """Import a public name's module on first use and cache the name here.
+
+    ``__version__`` is turneval's version (``turneval._version.VERSION``, which pyproject.toml
+    reads).
+    """
+    if name == "__version__":
+        from turneval._version import VERSION
+
+        globals()[name] = VERSION
+        return VERSION
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'turneval' has no attribute {name!r}")
@@ -107,4 +114,4 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     """The public names, lazy ones included."""
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, "__version__"})

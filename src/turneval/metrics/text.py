@@ -21,6 +21,7 @@ __all__ = [
     "NonLLMStringSimilarity",
     "RougeScore",
     "StringMetric",
+    "similarity_functions",
 ]
 
 
