@@ -204,6 +204,25 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def private_imports(root: Path, package: str) -> list[str]:
+    """Every import of a private name (``_name``) from another module, in-function ones too."""
+    problems: list[str] = []
+    for path in sorted((root / package).rglob("*.py")):
+        module = module_name(path, root)
+        tree = ast.parse(path.read_text("utf-8"))
+        for base, names, _, line in imports(tree, module, path.name == "__init__.py"):
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private and base != module and base.split(".")[0] == package:
+                problems.append(f"{module}:{line}: imports {', '.join(private)} from {base}")
+    return problems
+
+
+def test_calibration_shares_no_private_name() -> None:
+    # no module imports a private name of the calibration package, nor does it import one
+    found = private_imports(SRC, "turneval")
+    assert [p for p in found if "turneval.calibration" in p] == []
+
+
 def test_turneval_follows_its_layers() -> None:
     assert check_layers(SRC, "turneval", LAYERS, DEFERRED) == []
 
