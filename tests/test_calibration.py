@@ -16,6 +16,7 @@ from sklearn.metrics import (
 
 from turneval import ConfigError, SingleTurnSample, evaluate
 from turneval.calibration import (
+    AgreementReport,
     AlignedMetric,
     Label,
     agreement,
@@ -82,6 +83,9 @@ def test_binary_statistics_by_hand_and_equal_to_scikit_learn() -> None:
     assert report.confusion == tuple(map(tuple, confusion_matrix(HUMAN_BINARY, JUDGE_BINARY)))
     # two raters, nominal: alpha also from Krippendorff's package, via our wrapper
     assert report.alpha == pytest.approx(krippendorff_alpha([HUMAN_BINARY, JUDGE_BINARY]))
+    # read back from its JSON form: every statistic, the per-class scores and the intervals
+    assert report.agreement_ci is not None and report.kappa_ci is not None
+    assert AgreementReport.from_dict(json.loads(json.dumps(report.to_dict()))) == report
 
 
 def test_ordinal_statistics_equal_scikit_learn_and_scipy() -> None:
