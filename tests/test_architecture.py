@@ -1,14 +1,17 @@
-"""The package's layers: imports only reach down the data flow, and no module-level cycle.
+"""The package's layers: imports only reach down the data flow, no cycle, no private reach.
 
 The checker reads the source with :mod:`ast` (nothing is imported). A module may import its own
 layer and the layers below; imports under ``if TYPE_CHECKING:`` are ignored (they never run).
-Imports inside a function are checked too, except the deferred conveniences listed in
-``DEFERRED``. The checker itself is tested on a synthetic package.
+Imports inside a function count like module-level ones: they may not reach up, and they are
+edges of the import graph, which must have no cycle. No module imports a private name (one
+starting with ``_``) from another module, nor a private module (``pkg._mod``) from outside its
+package ``pkg``. The checker itself is tested on a synthetic package.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -25,6 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval._gc",
         "turneval._files",
         "turneval._hidden",
+        "turneval._version",
+        "turneval.provider_errors",
     ),
     ("turneval.messages",),
     ("turneval.formats",),
@@ -32,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.results", "turneval.aggregate"),
     (
         "turneval.dataset",
+        "turneval.jsonl",
         "turneval.dataset_schema",
         "turneval.traces",
         "turneval.integrations",
@@ -64,20 +70,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.distributed",
         "turneval.batch",
         "turneval.watch",  # turneval watch: the OTLP receiver scores with the pipeline
+        "turneval.view",  # turneval view: the run store in a local web app
         "turneval.demo",
         "turneval.worlds.domains",  # ready-made worlds with their scenarios
     ),
     ("turneval.cli", "turneval"),
 )
-
-# (importer, imported): upward imports deferred into a function on purpose.
-DEFERRED = {
-    ("turneval.results", "turneval.report"),  # EvaluationResult.to_html renders the report
-    ("turneval.messages", "turneval.formats"),  # the converters' original import path
-    ("turneval.ratelimit", "turneval.estimate"),  # the token estimate of a request
-    ("turneval.pipeline", "turneval.stream"),  # the JSONL line reader (belongs in dataset)
-    ("turneval.batch", "turneval.cli"),  # batch._cli uses the CLI's judge flags and summary printer
-}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -135,22 +133,19 @@ def layer_of(module: str, layers: Sequence[Sequence[str]]) -> int | None:
     return None if best is None else best[1]
 
 
-def check_layers(
-    root: Path,
-    package: str,
-    layers: Sequence[Sequence[str]],
-    deferred: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
-) -> list[str]:
+def check_layers(root: Path, package: str, layers: Sequence[Sequence[str]]) -> list[str]:
     """Every layering violation under ``root/package``, as readable lines (empty when clean).
 
-    Reported: a module no layer owns, an import of a higher layer (unless deferred and listed
-    in ``deferred``), and a cycle among the layer owners' module-level imports.
+    Reported: a module no layer owns, an import of a higher layer (at module level or inside a
+    function), a private name or module reached from outside (see the module docstring), and a
+    cycle among the layer owners' imports (in-function imports included).
     """
     problems: list[str] = []
     owners = {owner for layer in layers for owner in layer}
     graph: dict[str, set[str]] = {}
     paths = sorted((root / package).rglob("*.py"))
     known = {module_name(path, root) for path in paths}
+    packages = {module_name(path, root) for path in paths if path.name == "__init__.py"}
     for path in paths:
         module = module_name(path, root)
         mine = layer_of(module, layers)
@@ -158,11 +153,15 @@ def check_layers(
             problems.append(f"{module}: in no layer")
             continue
         me = max((o for o in owners if module == o or module.startswith(o + ".")), key=len)
+        home = module if module in packages else module.rpartition(".")[0]
         tree = ast.parse(path.read_text("utf-8"))
         found = imports(tree, module, path.name == "__init__.py")
-        for base, names, top, line in found:
+        for base, names, _top, line in found:
             if base != package and not base.startswith(package + "."):
                 continue
+            problems.extend(
+                f"{module}:{line}: {problem}" for problem in _private(base, names, home, known)
+            )
             # ``from pkg import sub`` imports the module pkg.sub when there is one
             targets = [f"{base}.{n}" if f"{base}.{n}" in known else base for n in names]
             for target in dict.fromkeys(targets or [base]):
@@ -173,14 +172,42 @@ def check_layers(
                 them = max(
                     (o for o in owners if target == o or target.startswith(o + ".")), key=len
                 )
-                if theirs > mine and (top or (me, them) not in deferred):
+                if theirs > mine:
                     problems.append(
                         f"{module}:{line}: imports {target} (layer {theirs}) from layer {mine}"
                     )
-                if top and them != me:
+                if them != me:
                     graph.setdefault(me, set()).add(them)
     problems.extend(f"import cycle: {' -> '.join(cycle)}" for cycle in _cycles(graph))
     return problems
+
+
+def _inside(home: str, package: str) -> bool:
+    return home == package or home.startswith(package + ".")
+
+
+def _private(base: str, names: list[str], home: str, known: set[str]) -> Iterator[str]:
+    """What ``from base import names`` (or ``import base``) reaches that it may not.
+
+    ``home`` is the importing module's package. A private module ``p._m`` is for ``p`` and
+    its subpackages; a private name is for its own module (``from p import _m`` imports the
+    module ``p._m``, which follows the module rule).
+    """
+    parts = base.split(".")
+    for index, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            owner = ".".join(parts[:index])
+            if not _inside(home, owner):
+                yield f"imports private module {base} from outside {owner}"
+            break
+    for name in names:
+        if not name.startswith("_") or name.startswith("__"):
+            continue
+        if f"{base}.{name}" in known:
+            if not _inside(home, base):
+                yield f"imports private module {base}.{name} from outside {base}"
+        else:
+            yield f"imports private name {name} from {base}"
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -206,41 +233,112 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+# What the package still does against the rules, to be emptied (issue 33): a line here that
+# the checker no longer reports fails the test too, so the list only shrinks.
+KNOWN: set[str] = {
+    "import cycle: turneval.cli -> turneval.batch -> turneval.cli",
+    "import cycle: turneval.metrics -> turneval.results -> turneval.report -> turneval.testing -> turneval.metrics",
+    "import cycle: turneval.metrics -> turneval.results -> turneval.report -> turneval.testing -> turneval.runner -> turneval.metrics",
+    "import cycle: turneval.metrics -> turneval.results -> turneval.report -> turneval.testing -> turneval.runner -> turneval.pipeline -> turneval.metrics",
+    "import cycle: turneval.metrics -> turneval.results -> turneval.report -> turneval.testing -> turneval.runner -> turneval.pipeline -> turneval.stream -> turneval._runfile -> turneval.metrics",
+    "import cycle: turneval.metrics -> turneval.results -> turneval.report -> turneval.testing -> turneval.runner -> turneval.pipeline -> turneval.stream -> turneval.metrics",
+    "import cycle: turneval.pipeline -> turneval.stream -> turneval.pipeline",
+    "import cycle: turneval.report -> turneval.testing -> turneval.runner -> turneval.pipeline -> turneval.stream -> turneval.report",
+    "import cycle: turneval.results -> turneval.report -> turneval.results",
+    "import cycle: turneval.results -> turneval.report -> turneval.testing -> turneval.pytest_plugin -> turneval.results",
+    "import cycle: turneval.results -> turneval.report -> turneval.testing -> turneval.runner -> turneval.pipeline -> turneval.results",
+    "import cycle: turneval.results -> turneval.report -> turneval.testing -> turneval.runner -> turneval.options -> turneval.store -> turneval.results",
+    "import cycle: turneval.results -> turneval.report -> turneval.testing -> turneval.runner -> turneval.pipeline -> turneval.stream -> turneval.results",
+    "import cycle: turneval.results -> turneval.report -> turneval.testing -> turneval.runner -> turneval.results",
+    "import cycle: turneval.runner -> turneval.pipeline -> turneval.stream -> turneval.runner",
+    "import cycle: turneval.testing -> turneval.pytest_plugin -> turneval.testing",
+    "turneval.batch._cli: imports private name _BatchCache from turneval.batch._run",
+    "turneval.batch._cli: imports private name _Store from turneval.batch._run",
+    "turneval.batch._cli: imports private name _judge from turneval.cli",
+    "turneval.batch._cli: imports private name _print_summary from turneval.cli",
+    "turneval.batch._cli: imports turneval.cli (layer 15) from layer 14",
+    "turneval.batch._run: imports private module turneval.metrics._judged from outside turneval.metrics",
+    "turneval.batch._run: imports private name _DEFER from turneval.judge.core",
+    "turneval.batch._run: imports private name _describe from turneval.judge.core",
+    "turneval.batch._run: imports private name _repeat_key from turneval.metrics._judged",
+    "turneval.batch._run: imports private name _structured_arguments from turneval.judge.core",
+    "turneval.batch._run: imports private name _text_of from turneval.judge.core",
+    "turneval.batch._run: imports private name _tokens_of from turneval.judge.core",
+    "turneval.batch._run: imports private name _with_feedback from turneval.judge.core",
+    "turneval.cli: imports private module turneval.batch._cli from outside turneval.batch",
+    "turneval.cli: imports private name _is_otlp from turneval.stream",
+    "turneval.cli: imports private name _read_run from turneval.stats",
+    "turneval.distributed: imports private name _Chunk from turneval.stream",
+    "turneval.distributed: imports private name _Line from turneval.stream",
+    "turneval.distributed: imports private name _UNDECODABLE_ROW from turneval.stream",
+    "turneval.distributed: imports private name _check_input_file from turneval.stream",
+    "turneval.distributed: imports private name _preflight from turneval.stream",
+    "turneval.distributed: imports private name _run_chunk from turneval.stream",
+    "turneval.estimate: imports private module turneval.metrics._judged from outside turneval.metrics",
+    "turneval.metrics.rubric: imports private name _PAIRWISE_VALUES from turneval.aggregate",
+    "turneval.metrics.rubric: imports private name _pairwise_rates from turneval.aggregate",
+    "turneval.metrics.rubric: imports private name _pairwise_reason from turneval.aggregate",
+    "turneval.pipeline: imports private name _parse from turneval.stream",
+    "turneval.pipeline: imports turneval.stream (layer 14) from layer 12",
+    "turneval.pytest_plugin: imports private name _dataset_cases from turneval.testing",
+    "turneval.results: imports private name _is_pairwise from turneval.aggregate",
+    "turneval.results: imports private name _pairwise_rates from turneval.aggregate",
+    "turneval.results: imports turneval.report (layer 14) from layer 4",
+    "turneval.simulation: imports private name _Sequencer from turneval.sequential",
+    "turneval.simulation: imports private name _stop_rule from turneval.sequential",
+    "turneval.stream: imports private name _AgentFigures from turneval.results",
+    "turneval.stream: imports private name _read_agent from turneval.results",
+    "turneval.watch._watcher: imports private module turneval.store._schema from outside turneval.store",
+    "turneval.watch._watcher: imports private module turneval.traces._api from outside turneval.traces",
+    "turneval.watch._watcher: imports private module turneval.traces._genai from outside turneval.traces",
+    "turneval.watch._watcher: imports private module turneval.traces._spans from outside turneval.traces",
+    "turneval.watch._watcher: imports private name _attributes from turneval.traces._spans",
+    "turneval.watch._watcher: imports private name _conversation from turneval.traces._api",
+}
+
+
 def test_turneval_follows_its_layers() -> None:
-    assert check_layers(SRC, "turneval", LAYERS, DEFERRED) == []
+    found = {re.sub(r":\d+:", ":", problem) for problem in check_layers(SRC, "turneval", LAYERS)}
+    assert sorted(found - KNOWN) == [], "new layering problems"
+    assert sorted(KNOWN - found) == [], "fixed: remove them from KNOWN"
 
 
-def test_checker_finds_upward_imports_unowned_modules_and_cycles(tmp_path: Path) -> None:
+def test_checker_finds_upward_imports_cycles_and_private_reach(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "low.py").write_text("from pkg.high import thing\n")  # upward, module level
+    (pkg / "low.py").write_text("def f():\n    from pkg.high import thing\n")  # upward, deferred
     (pkg / "high.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "from pkg import low\n"
         "if TYPE_CHECKING:\n"
         "    from pkg.top import T\n"  # typing only: allowed
         "def f():\n"
-        "    from pkg.top import g\n"  # deferred upward: allowed only when listed
         "    from .low import y\n"  # relative, downward: allowed
+        "    from pkg.low import _hidden\n"  # another module's private name
     )
-    (pkg / "top.py").write_text("import pkg.sub.leaf\n")
-    (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "sub" / "leaf.py").write_text("import os\nfrom pkg.low import x\n")
+    (pkg / "top.py").write_text("import pkg.sub.leaf\nfrom pkg.sub import _impl\n")
+    (pkg / "sub" / "__init__.py").write_text("from pkg.sub._impl import thing\n")  # its own
+    (pkg / "sub" / "_impl.py").write_text("thing = 1\n")
+    (pkg / "sub" / "leaf.py").write_text("import os\nfrom pkg.low import x\nfrom . import _impl\n")
     layers: tuple[tuple[str, ...], ...] = (("pkg.low", "pkg.sub"), ("pkg.high",), ("pkg.top",))
 
     assert check_layers(tmp_path, "pkg", layers) == [
         "pkg: in no layer",
-        "pkg.high:6: imports pkg.top (layer 2) from layer 1",
-        "pkg.low:1: imports pkg.high (layer 1) from layer 0",
+        "pkg.high:7: imports private name _hidden from pkg.low",
+        "pkg.low:2: imports pkg.high (layer 1) from layer 0",
+        "pkg.top:2: imports private module pkg.sub._impl from outside pkg.sub",
         "import cycle: pkg.high -> pkg.low -> pkg.high",
     ]
     layers = (*layers[:2], ("pkg.top", "pkg"))
-    (pkg / "low.py").write_text("import json\n")
+    (pkg / "low.py").write_text("import json\n_hidden = 1\n")
+    (pkg / "top.py").write_text("import pkg.sub.leaf\nfrom pkg.sub import thing\n")
+    (pkg / "high.py").write_text("from pkg import low\ndef f():\n    from pkg.top import g\n")
     assert check_layers(tmp_path, "pkg", layers) == [
-        "pkg.high:6: imports pkg.top (layer 2) from layer 1"
+        "pkg.high:3: imports pkg.top (layer 2) from layer 1"  # in a function or not: upward
     ]
-    assert check_layers(tmp_path, "pkg", layers, {("pkg.high", "pkg.top")}) == []
+    (pkg / "high.py").write_text("from pkg import low\n")
+    assert check_layers(tmp_path, "pkg", layers) == []
 
 
 def test_results_imports_no_llm_framework() -> None:
@@ -262,19 +360,3 @@ def test_old_import_paths_still_work() -> None:
 
     assert OldUsage is Usage and JudgeUsage is Usage
     assert old_run_sync is run_sync
-
-
-def test_agent_front_ends_share_the_driver_by_public_names_only() -> None:
-    # EvalTask (agents) and the simulation both build on the agent driver: neither reaches
-    # into the other's (or the driver's) private helpers, and the simulation never imports
-    # agents, not even inside a function (the layers forbid it; this names the rule).
-    family = {"turneval.agents", "turneval.simulation", "turneval.agent_driver"}
-    found: list[str] = []
-    for module in sorted(family):
-        path = SRC / (module.replace(".", "/") + ".py")
-        for base, names, _, line in imports(ast.parse(path.read_text("utf-8")), module, False):
-            if base in family and base != module:
-                found.extend(f"{module}:{line}: {base}.{n}" for n in names if n.startswith("_"))
-                if module != "turneval.agents" and base == "turneval.agents":
-                    found.append(f"{module}:{line}: imports turneval.agents")
-    assert found == []

@@ -16,6 +16,7 @@ from sklearn.metrics import (
 
 from turneval import ConfigError, SingleTurnSample, evaluate
 from turneval.calibration import (
+    AgreementReport,
     AlignedMetric,
     Label,
     agreement,
@@ -82,6 +83,9 @@ def test_binary_statistics_by_hand_and_equal_to_scikit_learn() -> None:
     assert report.confusion == tuple(map(tuple, confusion_matrix(HUMAN_BINARY, JUDGE_BINARY)))
     # two raters, nominal: alpha also from Krippendorff's package, via our wrapper
     assert report.alpha == pytest.approx(krippendorff_alpha([HUMAN_BINARY, JUDGE_BINARY]))
+    # read back from its JSON form: every statistic, the per-class scores and the intervals
+    assert report.agreement_ci is not None and report.kappa_ci is not None
+    assert AgreementReport.from_dict(json.loads(json.dumps(report.to_dict()))) == report
 
 
 def test_ordinal_statistics_equal_scikit_learn_and_scipy() -> None:
@@ -345,17 +349,17 @@ def test_html_escapes_the_metric_name() -> None:
 
 
 def test_bootstrap_kappas_equal_scikit_learn_on_every_resample() -> None:
-    from turneval.calibration import _resampled_kappas
+    from turneval.calibration.statistics import resampled_kappas
 
     human, judge = np.array(HUMAN_SCALE) - 1, np.array(JUDGE_SCALE) - 1
     picks = np.random.default_rng(0).integers(0, len(human), size=(50, len(human)))
     for weights in (None, "quadratic"):
-        ours = _resampled_kappas(human[picks], judge[picks], 5, weights)
+        ours = resampled_kappas(human[picks], judge[picks], 5, weights)
         for pick, value in zip(picks, ours, strict=True):
             theirs = cohen_kappa_score(human[pick], judge[pick], labels=range(5), weights=weights)
             assert value == pytest.approx(theirs)
     one_class = np.zeros((1, 4), dtype=int)  # one class in both: undefined, NaN
-    assert np.isnan(_resampled_kappas(one_class, one_class, 2, None))
+    assert np.isnan(resampled_kappas(one_class, one_class, 2, None))
 
 
 def test_which_metric_and_more_bad_input(tmp_path: Path) -> None:
@@ -416,7 +420,9 @@ def test_the_bootstrap_draws_in_bounded_chunks_with_the_same_result(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     whole = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
-    monkeypatch.setattr("turneval.calibration._BOOTSTRAP_CELLS", 30)  # 3 resamples at a time
+    monkeypatch.setattr(
+        "turneval.calibration.statistics._BOOTSTRAP_CELLS", 30
+    )  # 3 resamples at a time
     chunked = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
     assert chunked == whole
 
@@ -491,7 +497,7 @@ def test_cli_calibrate_refuses_labels_off_a_yes_no_judge(
 
 
 def test_the_yes_no_judges_know_their_scale() -> None:
-    from turneval.calibration import _scale_of
+    from turneval.calibration.scales import scale_of
     from turneval.metrics import (
         AgentGoalAccuracyWithReference,
         ChunkRelevance,
@@ -506,14 +512,14 @@ def test_the_yes_no_judges_know_their_scale() -> None:
         AgentGoalAccuracyWithReference,
         TrajectoryJudge,
     ):
-        assert _scale_of(yes_no) == (0.0, 1.0)
-    assert _scale_of(ChunkRelevance) is None  # a share of the chunks: any value in [0, 1]
-    assert _scale_of(Fluency) == (1.0, 2.0, 3.0, 4.0, 5.0)
+        assert scale_of(yes_no) == (0.0, 1.0)
+    assert scale_of(ChunkRelevance) is None  # a share of the chunks: any value in [0, 1]
+    assert scale_of(Fluency) == (1.0, 2.0, 3.0, 4.0, 5.0)
 
 
 def test_a_repeats_run_is_calibrated_on_the_judges_own_scale(tmp_path: Path) -> None:
     from turneval.metrics import TrajectoryJudge
-    from turneval.metrics._votes import Voted, combine_votes
+    from turneval.metrics.votes import Voted, combine_votes
 
     # A rubric judge asked 3 times: the row holds the mean of its votes; calibration compares
     # the scale point nearest that mean (4.667 -> 5, 2.333 -> 2, 3.5 -> 3: ties go down).
@@ -555,10 +561,10 @@ def test_a_repeats_run_is_calibrated_on_the_judges_own_scale(tmp_path: Path) -> 
 def test_a_judge_with_a_declared_scale_refuses_labels_off_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from turneval.calibration import _scale_of
+    from turneval.calibration.scales import scale_of
     from turneval.metrics import UserFrustration
 
-    assert _scale_of(UserFrustration) == (0.0, 0.5, 1.0)  # none / resolved / unresolved
+    assert scale_of(UserFrustration) == (0.0, 0.5, 1.0)  # none / resolved / unresolved
     results = tmp_path / "results.jsonl"
     result_of("user_frustration", [1, 0.5, 0, 1]).to_jsonl(results)
     labels = tmp_path / "labels.jsonl"

@@ -89,12 +89,21 @@ __all__ = [
     "evaluate",
 ]
 
-__version__ = "0.1.0"
-"""The version of turneval (the one version source: pyproject.toml reads it from here)."""
+__version__: str
+"""The version of turneval (``turneval._version.VERSION``, which pyproject.toml reads)."""
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use and cache the name here."""
+    """Import a public name's module on first use and cache the name here.
+
+    ``__version__`` is turneval's version (``turneval._version.VERSION``, which pyproject.toml
+    reads).
+    """
+    if name == "__version__":
+        from turneval._version import VERSION
+
+        globals()[name] = VERSION
+        return VERSION
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'turneval' has no attribute {name!r}")
@@ -105,4 +114,4 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     """The public names, lazy ones included."""
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, "__version__"})

@@ -28,12 +28,12 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from turneval._files import naming
+from turneval._version import VERSION
 from turneval.errors import ConfigError
 from turneval.metrics import Evaluator
 from turneval.store import (  # one rule for naming a judge and a metric's configuration
@@ -43,10 +43,6 @@ from turneval.store import (  # one rule for naming a judge and a metric's confi
 
 __all__ = ["RUN_FILE", "RunFile", "judge_base_url", "judge_model"]
 
-try:
-    _VERSION = version("turneval")
-except PackageNotFoundError:  # pragma: no cover - run from a source tree, never installed
-    _VERSION = "unknown"
 
 RUN_FILE = "run.json"
 """The name of the run folder's record of what the run was started with."""
@@ -122,7 +118,7 @@ class RunFile:
         self.path = folder / RUN_FILE
         self.source = source
         self.document: dict[str, Any] = {
-            "turneval_version": _VERSION,
+            "turneval_version": VERSION,
             "metrics": metric_configs(metrics),
             "judge": {
                 "model": judge_model(llm),
@@ -161,7 +157,7 @@ class RunFile:
                 f"cannot resume {self.path.parent}: {problem}; rerun without --resume "
                 "(--overwrite) or into another --out folder"
             )
-        self.document["turneval_version"] = stored.get("turneval_version", _VERSION)
+        self.document["turneval_version"] = stored.get("turneval_version", VERSION)
         self._save()
         return True
 

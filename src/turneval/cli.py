@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from turneval._files import naming
 from turneval._hidden import shown
+from turneval._version import VERSION
 from turneval.errors import ConfigError, TurnevalError
 from turneval.judge.cache import CacheWarning
 from turneval.options import option_default
@@ -176,7 +177,7 @@ def _with_votes(
     metrics: list[Evaluator | str], repeats: int | None, bars: dict[str, float]
 ) -> list[Evaluator | str]:
     """``--repeats`` on every judged metric, ``--fail-under`` bars as their pass thresholds."""
-    from turneval.metrics._votes import with_vote_options
+    from turneval.metrics.votes import with_vote_options
     from turneval.runner import resolve_metrics
 
     resolved = resolve_metrics(metrics)
@@ -898,10 +899,8 @@ def _add_concurrency_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``turneval`` argument parser."""
-    from turneval import __version__
-
     parser = _Parser(prog="turneval", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"turneval {__version__}")
+    parser.add_argument("--version", action="version", version=f"turneval {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("evaluate", help="score a JSONL file of samples")

@@ -11,23 +11,14 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from turneval._gc import batch_collection
-from turneval.errors import ConfigError, InvalidSampleError
+from turneval.errors import InvalidSampleError
+from turneval.jsonl import first_undecodable, jsonl_rows
 from turneval.messages import AIMessage, HumanMessage, Message, ToolCall
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 if TYPE_CHECKING:
     import pandas as pd
 
-_jiter_from_json: Any
-_orjson_loads: Any
-try:  # a dependency of openai's client, so present wherever langchain-openai is
-    from jiter import from_json as _jiter_from_json
-except ImportError:  # pragma: no cover - exercised only without jiter
-    _jiter_from_json = None
-try:  # the "fast" extra (also a langsmith dependency, so nearly always present)
-    from orjson import loads as _orjson_loads
-except ImportError:  # pragma: no cover - exercised only without orjson
-    _orjson_loads = None
 
 __all__ = ["EvaluationDataset", "sample_from_dict"]
 
@@ -150,161 +141,6 @@ def _trajectory(value: Any, *, index: int, key: str) -> list[ToolCall]:
     return calls
 
 
-_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"))
-"""Magic bytes of the compressions a collector's file exporter (or a log rotation) writes."""
-
-
-def _refuse_compressed(path: str | PathLike[str], start: bytes | None = None) -> None:
-    """Raise :class:`ConfigError` if ``path`` (whose first bytes are ``start``) is compressed.
-
-    A gzip or zstd file read as text would give one unreadable row per "line"; the error
-    names the compression and the command that undoes it.
-    """
-    if start is None:
-        with Path(path).open("rb") as raw:
-            start = raw.read(4)
-    for magic, kind, tool in _COMPRESSED:
-        if start.startswith(magic):
-            raise ConfigError(f"{path}: a {kind}-compressed file; decompress it first ({tool})")
-
-
-def _utf8_problem(raw: bytes) -> str | None:
-    """None if ``raw`` is UTF-8, else where it is not: ``"byte 0xff at byte offset 12"``."""
-    if raw.isascii():  # the common case, checked at memory speed
-        return None
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"byte 0x{raw[exc.start]:02x} at byte offset {exc.start}"
-    return None
-
-
-class _NotStrict(ValueError):
-    """Raised inside :func:`_strict_json_problem`'s parse: the first reason, naming the key."""
-
-
-class _NonFinite(str):
-    """A number literal that is not finite (``NaN``, ``-Infinity``, ``1e400``), as written."""
-
-    __slots__ = ()
-
-
-def _finite_float(text: str) -> float | _NonFinite:
-    value = float(text)
-    return _NonFinite(text) if value in (float("inf"), float("-inf")) else value
-
-
-def _non_finite_in(value: Any) -> str | None:
-    """The first non-finite literal in ``value`` or in its lists (objects check their own)."""
-    if isinstance(value, _NonFinite):
-        return str(value)
-    if isinstance(value, list):
-        for item in value:
-            found = _non_finite_in(item)
-            if found is not None:
-                return found
-    return None
-
-
-def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, value in pairs:
-        if key in seen:
-            raise _NotStrict(f"duplicate key {key!r}")
-        seen.add(key)
-        found = _non_finite_in(value)
-        if found is not None:
-            raise _NotStrict(f"key {key!r} holds {found}, not a finite number")
-    return dict(pairs)
-
-
-def _strict_json_problem(text: str | bytes) -> str | None:
-    """Why ``text`` is not strict JSON, naming the key; None if it is (or is not JSON at all).
-
-    Strict JSON has no duplicate key in an object (the stdlib and most parsers keep the last
-    silently) and only finite numbers (no ``NaN``, ``Infinity``, ``-Infinity``, nor a number
-    too large for a double such as ``1e400``). The check costs two parses in Rust (jiter
-    finds duplicates and the named constants, orjson numbers that overflow); only a line they
-    refuse is parsed again, by the stdlib, to name the key.
-    """
-    if _jiter_from_json is not None and _orjson_loads is not None:
-        try:
-            data = text.encode("utf-8") if isinstance(text, str) else text
-            _jiter_from_json(data, allow_inf_nan=False, catch_duplicate_keys=True, cache_mode=False)
-            _orjson_loads(data)
-            return None
-        except ValueError:  # UnicodeEncodeError (a lone surrogate) included
-            pass  # not strict, or not JSON at all (or a huge integer): the stdlib tells which
-    try:
-        document = json.loads(
-            text,
-            object_pairs_hook=_strict_pairs,
-            parse_constant=_NonFinite,
-            parse_float=_finite_float,
-        )
-    except _NotStrict as exc:
-        return str(exc)
-    except (ValueError, RecursionError):
-        return None  # not JSON: the caller's own parse names that
-    found = _non_finite_in(document)
-    return None if found is None else f"{found} is not a finite number"
-
-
-LENIENT_HINT = "--lenient-json or lenient_json=True reads it as before"
-"""How to accept a line that is not strict JSON: named in its error."""
-
-
-def _jsonl_rows(path: str | PathLike[str], lenient: bool = False) -> Iterator[tuple[int, Any]]:
-    """``(line number, parsed JSON)`` per non-blank line; a bad line raises naming its number.
-
-    A UTF-8 byte-order mark on line 1 is skipped, as the command line does. Lines must be
-    strict JSON (:func:`_strict_json_problem`) unless ``lenient``.
-    """
-    with Path(path).open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if number == 1:
-                _refuse_compressed(path, raw[:4])
-                raw = raw.removeprefix(b"\xef\xbb\xbf")
-            if not raw.strip():
-                continue
-            yield number, _json_line(path, number, raw, lenient)
-
-
-def _json_line(path: str | PathLike[str], number: int, raw: bytes, lenient: bool = False) -> Any:
-    """One JSONL line parsed; errors name the file, the line and the problem."""
-
-    def bad(problem: str) -> InvalidSampleError:
-        return InvalidSampleError(f"{path}: line {number} {problem}", sample_id=f"line {number}")
-
-    where = _utf8_problem(raw)
-    if where is not None:
-        raise bad(f"is not valid UTF-8 ({where})")
-    text = raw.decode("utf-8").rstrip("\r\n")  # columns then count on this line alone
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise bad(f"is not valid JSON ({exc.msg}, column {exc.colno})") from exc
-    except RecursionError as exc:
-        raise bad("holds JSON nested too deeply to parse") from exc
-    problem = None if lenient else _strict_json_problem(raw)
-    if problem is not None:
-        raise bad(f"is not strict JSON: {problem} ({LENIENT_HINT})")
-    return row
-
-
-def _first_undecodable(path: str | PathLike[str]) -> InvalidSampleError:
-    """The error naming the first line of ``path`` that is not UTF-8."""
-    with Path(path).open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            where = _utf8_problem(raw)
-            if where is not None:
-                return InvalidSampleError(
-                    f"{path}: line {number} is not valid UTF-8 ({where})",
-                    sample_id=f"line {number}",
-                )
-    return InvalidSampleError(f"{path}: not valid UTF-8", field="path")  # pragma: no cover
-
-
 def _hint(given: object, item: object) -> str:
     """Which reader turns what was given into samples (empty when none is known)."""
     if type(given).__name__ == "DataFrame":  # iterating a DataFrame gives its column names
@@ -422,7 +258,7 @@ class EvaluationDataset:
         with batch_collection():  # the collector would walk every sample read so far
             return cls(
                 sample_from_dict(row, index=f"line {n}")
-                for n, row in _jsonl_rows(path, lenient_json)
+                for n, row in jsonl_rows(path, lenient_json)
             )
 
     def to_jsonl(self, path: str | PathLike[str]) -> None:
@@ -475,7 +311,7 @@ class EvaluationDataset:
         try:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         except UnicodeDecodeError as exc:  # pandas names a byte of its buffer: find the line
-            raise _first_undecodable(path) from exc
+            raise first_undecodable(path) from exc
         index = [c for c in frame.columns if str(c).startswith("Unnamed: ")]  # to_csv's index
         return cls.from_pandas(frame.drop(columns=index))
 

@@ -9,13 +9,11 @@ from typing import Any
 from turneval.judge import JudgeRun, judge_run
 from turneval.metrics import Evaluator
 from turneval.metrics._judged import JudgedMetric
+from turneval.ratelimit import CHARS_PER_TOKEN
 from turneval.results import Prices
 from turneval.samples import Sample
 
 __all__ = ["CHARS_PER_TOKEN", "Estimate", "estimate"]
-
-CHARS_PER_TOKEN = 4.0
-"""Prompt characters per token assumed by the estimate (English text with common tokenizers)."""
 
 
 @dataclass

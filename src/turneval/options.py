@@ -22,7 +22,6 @@ from turneval.aggregate import RunAggregate
 from turneval.errors import ConfigError
 from turneval.judge import JudgeRun, SQLiteCache
 from turneval.ratelimit import RateLimiter
-from turneval.results import SampleResult
 
 __all__ = ["MIN_ROWS_FOR_FRACTION", "RunOptions", "option_default"]
 
@@ -51,7 +50,8 @@ class RunOptions(BaseModel):
             in [0, 1): abort once more than f of the rows done have failed (checked from
             :data:`MIN_ROWS_FOR_FRACTION` rows on). Aborting raises
             :class:`~turneval.errors.EvaluationAbortedError` carrying the rows done so far.
-        on_row: Called with each finished row, in completion order.
+        on_row: Called with each finished row (a :class:`~turneval.results.SampleResult`),
+            in completion order.
         show_progress: A progress display on stderr; None shows it only when stderr is a
             terminal.
         details: Keep each result's ``details`` (matched calls, verdicts, ...); False saves
@@ -79,7 +79,7 @@ class RunOptions(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     agent_timeout: float | None = Field(default=None, gt=0)
     fail_on_error: bool | float = False
-    on_row: Callable[[SampleResult], None] | None = None
+    on_row: Callable[[Any], None] | None = None  # each SampleResult (results: no cycle)
     show_progress: bool | None = None
     details: bool = True
     cache: SQLiteCache | None = None

@@ -35,7 +35,7 @@ from turneval.errors import (
     JudgeOutputError,
 )
 from turneval.judge import JudgeRun, judge_run
-from turneval.judge._clients import client_scope
+from turneval.judge.clients import client_scope
 from turneval.metrics import Evaluator, Metric
 from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions

@@ -28,8 +28,10 @@ import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from turneval.errors import ConfigError
+from turneval.provider_errors import classify
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "OVERLOAD_STATUSES",
     "Budget",
     "LocalBudget",
@@ -360,13 +362,14 @@ class RateLimiter:
 
 
 def _is_overload(error: BaseException) -> bool:
-    from turneval.judge._errors import classify
-
     return classify(error).status in OVERLOAD_STATUSES
+
+
+CHARS_PER_TOKEN = 4.0
+"""Prompt characters per token assumed by every token estimate (the dry run's and the limiter's:
+English text with common tokenizers)."""
 
 
 def estimate_tokens(texts: Iterable[str]) -> int:
     """Tokens of a prompt made of ``texts``, as the dry-run estimate counts them."""
-    from turneval.estimate import CHARS_PER_TOKEN
-
     return round(sum(len(text) for text in texts) / CHARS_PER_TOKEN)

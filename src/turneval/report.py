@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from turneval.results import EvaluationResult, SampleResult
 
 __all__ = [
+    "STYLESHEET",
     "escape_attribute",
     "escape_text",
     "format_value",
@@ -67,6 +68,8 @@ body{max-width:1400px}#samples{width:100%;table-layout:fixed}
 th .toolname{display:block;font-weight:400;color:#4a5468}
 .hidden-char{font:11px monospace;color:#8a1c1c;background:#fde4e1;border:1px solid #e5a39b;border-radius:3px;padding:0 2px}
 """
+STYLESHEET = _CSS
+"""The report's style sheet, which the other self-contained pages (calibration's) share."""
 
 _JS = """
 (function () {

@@ -6,7 +6,6 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from turneval.formats._rule import OpenToolCalls
 from turneval.messages import (
     AIMessage,
     HumanMessage,
@@ -15,6 +14,7 @@ from turneval.messages import (
     ToolCall,
     ToolMessage,
 )
+from turneval.messages.tool_results import OpenToolCalls
 
 __all__ = ["MultiTurnSample", "Sample", "SingleTurnSample"]
 
@@ -86,7 +86,7 @@ class MultiTurnSample(BaseModel):
         messages = self.user_input
         if not messages:
             raise ValueError("user_input must hold at least one message")
-        rule = OpenToolCalls()  # the converters' rule too (turneval.formats)
+        rule = OpenToolCalls()  # the converters' rule too (turneval.messages)
         for index, message in enumerate(messages):
             if isinstance(message, SystemMessage) and index:
                 raise ValueError(f"user_input[{index}]: a SystemMessage is only allowed at index 0")
@@ -126,7 +126,7 @@ def _is_langchain(message: Any) -> bool:
 
 def _from_langchain_mixed(messages: list[Any]) -> list[Any]:
     """Convert the LangChain messages of a list, losslessly; other items are left as they are."""
-    from turneval.formats import from_langchain, to_langchain
+    from turneval.messages import from_langchain, to_langchain
 
     if all(map(_is_langchain, messages)):
         return from_langchain(messages)

@@ -47,8 +47,9 @@ from pydantic import (
 )
 
 from turneval.agent_driver import agent_turn, agent_usage, has_checkpointer, recursion_limit
-from turneval.dataset import EvaluationDataset, _jsonl_rows
+from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
+from turneval.jsonl import jsonl_rows
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
 from turneval.messages import (
     AIMessage,
@@ -161,7 +162,7 @@ class Scenario(BaseModel):
     @classmethod
     def from_jsonl(cls, path: str | PathLike[str]) -> list[Scenario]:
         """Read one scenario per line (blank lines skipped); errors name the line number."""
-        return [_scenario(row, f"{path}: line {n}") for n, row in _jsonl_rows(path)]
+        return [_scenario(row, f"{path}: line {n}") for n, row in jsonl_rows(path)]
 
     @classmethod
     def from_yaml(cls, path: str | PathLike[str]) -> list[Scenario]:
@@ -956,7 +957,7 @@ async def evaluate_scenarios(
             "or user=ScriptedUser([...])"
         )
     thresholds = _thresholds(success_thresholds, [metric.name for metric in metrics])
-    from turneval.metrics._votes import with_vote_options
+    from turneval.metrics.votes import with_vote_options
 
     # judged metrics voting several times flag trials whose votes straddle the threshold
     bars = {metric.name: thresholds.get(metric.name, 1.0) for metric in metrics}

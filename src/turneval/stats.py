@@ -245,9 +245,9 @@ def _drop(drop: float | None, span: float | None, units: str) -> str:
 
 def _span(name: str, values: np.ndarray) -> float | None:
     """The width of metric ``name``'s scale: its own, else 1 for values in [0, 1], or None."""
-    from turneval.calibration import _metric_class, _scale_of
+    from turneval.calibration.scales import metric_class, scale_of
 
-    scale = _scale_of(_metric_class(name))
+    scale = scale_of(metric_class(name))
     if scale:
         return scale[-1] - scale[0]
     known = values[~np.isnan(values)]

@@ -49,21 +49,21 @@ from turneval.aggregate import (
     summarise_metrics,
     summary_document,
 )
-from turneval.dataset import (
-    LENIENT_HINT,
-    _jiter_from_json,
-    _orjson_loads,
-    _refuse_compressed,
-    _strict_json_problem,
-    _utf8_problem,
-    sample_from_dict,
-)
+from turneval.dataset import sample_from_dict
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
+from turneval.jsonl import (
+    LENIENT_HINT,
+    jiter_from_json,
+    orjson_loads,
+    refuse_compressed,
+    strict_json_problem,
+    utf8_problem,
+)
 from turneval.judge import SQLiteCache, Usage, judge_run
-from turneval.judge._clients import client_scope
+from turneval.judge.clients import client_scope
 from turneval.messages import ToolCall
 from turneval.metrics import Evaluator
-from turneval.metrics._votes import rethreshold
+from turneval.metrics.votes import rethreshold
 from turneval.options import RunOptions
 from turneval.pipeline import ascore_batch, has_summary_extras, score_sample
 from turneval.ratelimit import RateLimit
@@ -266,19 +266,19 @@ def _strict_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
 
     jiter parses once, refusing duplicate keys and ``NaN``/``Infinity``, and pydantic
     validates what it built (cheaper than parsing twice); orjson refuses numbers that overflow
-    a double (``1e400``). Without jiter or orjson: :func:`_strict_json_problem` after the
+    a double (``1e400``). Without jiter or orjson: :func:`strict_json_problem` after the
     one-pass parse. None sends the line to the text path, which tells why (or, should the
     two validation modes ever differ, reads it there).
     """
-    if _jiter_from_json is None or _orjson_loads is None:  # pragma: no cover
+    if jiter_from_json is None or orjson_loads is None:  # pragma: no cover
         sample = _lenient_sample(raw, kind)
-        return None if sample is None or _strict_json_problem(raw) else sample
+        return None if sample is None or strict_json_problem(raw) else sample
     try:
-        document = _jiter_from_json(
+        document = jiter_from_json(
             raw, allow_inf_nan=False, catch_duplicate_keys=True, cache_mode=False
         )
         sample = kind.model_validate(document)
-        _orjson_loads(raw)
+        orjson_loads(raw)
     except (ValueError, RecursionError):  # ValidationError, the parsers' errors, deep nesting
         return None
     return sample
@@ -286,7 +286,7 @@ def _strict_sample(raw: bytes, kind: type[Sample]) -> Sample | None:
 
 def _refuse_loose_json(text: str | bytes, number: int) -> None:
     """Raise :class:`InvalidSampleError` unless ``text`` is strict JSON, naming line and key."""
-    problem = _strict_json_problem(text)
+    problem = strict_json_problem(text)
     if problem is not None:
         raise InvalidSampleError(
             f"line {number}: not strict JSON: {problem} ({LENIENT_HINT})", sample_id=number
@@ -654,7 +654,7 @@ def _chunks(
         for number, raw in enumerate(handle, start=1):
             if not raw.strip() or number in skip:
                 continue
-            where = _utf8_problem(raw[3:] if number == 1 and raw[:3] == _BOM else raw)
+            where = utf8_problem(raw[3:] if number == 1 and raw[:3] == _BOM else raw)
             if where is None:
                 chunk.append((number, _LenientBytes(raw) if lenient else raw))
             else:
@@ -853,7 +853,7 @@ def _check_input_file(source: Path) -> None:
         else:
             problem = "no such file"
         raise InvalidSampleError(f"{source}: {problem}", field="path")
-    _refuse_compressed(source)
+    refuse_compressed(source)
 
 
 def evaluate_jsonl(

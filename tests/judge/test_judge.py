@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from turneval import ConfigError, JudgeCallError, JudgeOutputError
 from turneval.judge import Judge, JudgeRun, LangchainLLMWrapper, SQLiteCache, Usage, judge_run
-from turneval.judge._errors import classify
+from turneval.provider_errors import classify
 
 from .._fakes import ScriptedChatModel, text_of
 

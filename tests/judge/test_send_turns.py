@@ -12,8 +12,8 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from turneval import JudgeCallError, aevaluate, evaluate
-from turneval.judge import Judge, _clients
-from turneval.judge._clients import client_scope, loop_bound, sending
+from turneval.judge import Judge, clients
+from turneval.judge.clients import client_scope, loop_bound, sending
 from turneval.metrics import AgentGoalAccuracyWithoutReference
 
 from .._openai_stub import OpenAIStub, Reply
@@ -36,20 +36,20 @@ def log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """'built' when the direct path builds a request body, 'ended' when a turn ends."""
     events: list[str] = []
     build = ChatOpenAI._get_request_payload
-    release = _clients._Turn.release
+    release = clients._Turn.release
 
     def built(self: ChatOpenAI, *args: Any, **kwargs: Any) -> Any:
         events.append("built")
         return build(self, *args, **kwargs)
 
-    def ended(self: _clients._Turn) -> None:
+    def ended(self: clients._Turn) -> None:
         if self.held:
             events.append("ended")
         release(self)
 
     monkeypatch.setattr(ChatOpenAI, "_get_request_payload", built)
-    monkeypatch.setattr(_clients._Turn, "release", ended)
-    monkeypatch.setattr(_clients, "_TURN_WAIT", 30.0)  # no request may skip its turn here
+    monkeypatch.setattr(clients._Turn, "release", ended)
+    monkeypatch.setattr(clients, "_TURN_WAIT", 30.0)  # no request may skip its turn here
     return events
 
 
@@ -91,7 +91,7 @@ async def test_a_request_that_is_not_written_holds_the_next_one_only_briefly(
 ) -> None:
     # A request stuck before its body is written (here: never) keeps its turn; the next one
     # goes anyway once it has waited _TURN_WAIT, without a turn of its own.
-    monkeypatch.setattr(_clients, "_TURN_WAIT", 0.05)
+    monkeypatch.setattr(clients, "_TURN_WAIT", 0.05)
     llm = loop_bound(ChatOpenAI(model="judge", base_url="http://127.0.0.1:9/v1", api_key="k"))
     events: list[str] = []
     stuck = anyio.Event()
@@ -99,14 +99,14 @@ async def test_a_request_that_is_not_written_holds_the_next_one_only_briefly(
     async def first() -> None:
         async with sending(llm):
             events.append("first in")
-            assert _clients._TURN.get() is not None
+            assert clients._TURN.get() is not None
             await stuck.wait()
         events.append("first out")
 
     async def second() -> None:
         async with sending(llm):
             events.append("second in")
-            assert _clients._TURN.get() is None  # it went without a turn
+            assert clients._TURN.get() is None  # it went without a turn
         stuck.set()
 
     async with client_scope(), anyio.create_task_group() as group:
@@ -117,12 +117,12 @@ async def test_a_request_that_is_not_written_holds_the_next_one_only_briefly(
 
     async with client_scope():  # the turn ended with the request: the next one gets one
         async with sending(llm):
-            assert _clients._TURN.get() is not None
+            assert clients._TURN.get() is not None
 
 
 async def test_a_failed_request_ends_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     # Nothing listens on port 9: each connection is refused before any byte is written.
-    monkeypatch.setattr(_clients, "_TURN_WAIT", 30.0)
+    monkeypatch.setattr(clients, "_TURN_WAIT", 30.0)
     judge = Judge(ChatOpenAI(model="judge", base_url="http://127.0.0.1:9/v1", api_key="k"))
     judge.max_retries = 0
     errors: list[str] = []
@@ -138,7 +138,7 @@ async def test_a_failed_request_ends_its_turn(monkeypatch: pytest.MonkeyPatch) -
                 for _ in range(3):
                     group.start_soon(ask)
             async with sending(judge.llm):  # and the scope's turns are free again
-                assert _clients._TURN.get() is not None
+                assert clients._TURN.get() is not None
     assert len(errors) == 3 and all("Connect" in error for error in errors)
 
 
@@ -148,6 +148,6 @@ async def test_models_without_a_private_client_take_no_turn(server: OpenAIStub) 
     async with client_scope():
         for llm in (loop_bound(own), own):
             async with sending(llm):
-                assert _clients._TURN.get() is None
+                assert clients._TURN.get() is None
     async with sending(loop_bound(model(server))):  # outside any run's client scope
-        assert _clients._TURN.get() is None
+        assert clients._TURN.get() is None

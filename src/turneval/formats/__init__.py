@@ -2,12 +2,10 @@
 
 Every converter applies one rule for tool results (:class:`OpenToolCalls`), the same rule
 :class:`~turneval.samples.MultiTurnSample` validates with, so a conversation is accepted or
-rejected alike whichever way it comes in. The converters are also importable from
-:mod:`turneval.messages` (their original home).
+rejected alike whichever way it comes in. The converters live in :mod:`turneval.messages`
+(beside the message model they build); this module is their other import path.
 """
 
-from turneval.formats._rule import OpenToolCalls
-from turneval.formats.langchain import from_langchain, to_langchain
-from turneval.formats.openai import from_openai
+from turneval.messages import OpenToolCalls, from_langchain, from_openai, to_langchain
 
 __all__ = ["OpenToolCalls", "from_langchain", "from_openai", "to_langchain"]

@@ -37,10 +37,10 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from turneval.errors import ConfigError, JudgeCallError, JudgeOutputError
-from turneval.judge._clients import client_scope, loop_bound, sending
-from turneval.judge._errors import classify
 from turneval.judge._openai_direct import direct_openai
 from turneval.judge.cache import SQLiteCache
+from turneval.judge.clients import client_scope, loop_bound, sending
+from turneval.provider_errors import classify
 from turneval.ratelimit import RateLimiter, estimate_tokens
 from turneval.usage import Usage
 

@@ -36,8 +36,8 @@ from pydantic import Field, create_model, field_validator, model_validator
 from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
 from turneval.judge.template import JudgeExample, JudgeRequest, escape, render_examples, tagged
-from turneval.metrics._votes import check_repeats, combine_votes
 from turneval.metrics.base import Explained, Metric, SampleT
+from turneval.metrics.votes import check_repeats, combine_votes
 from turneval.samples import MultiTurnSample
 from turneval.usage import Usage
 

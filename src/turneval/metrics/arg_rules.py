@@ -28,7 +28,7 @@ from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator, resolve_comparator
 from turneval.metrics._matching import json_key
 from turneval.metrics.base import SingleTurnScoring
-from turneval.metrics.text import DistanceMeasure, _measures
+from turneval.metrics.text import DistanceMeasure, similarity_functions
 
 __all__ = [
     "ANY",
@@ -154,7 +154,7 @@ class ArgRule(BaseModel):
                 1.0 if json_key(_folded(ref)) == json_key(_folded(pred)) else 0.0
             )
         if kind == "fuzzy":
-            similarity, threshold = _measures()[self.measure], self.threshold
+            similarity, threshold = similarity_functions()[self.measure], self.threshold
             return lambda ref, pred: 1.0 if similarity(str(ref), str(pred)) >= threshold else 0.0
         if kind == "subset":
             return lambda ref, pred: 1.0 if _contained(pred, ref) else 0.0

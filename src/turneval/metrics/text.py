@@ -21,6 +21,7 @@ __all__ = [
     "NonLLMStringSimilarity",
     "RougeScore",
     "StringMetric",
+    "similarity_functions",
 ]
 
 
@@ -97,8 +98,8 @@ def _from_ratio(ratio: Callable[..., float]) -> Callable[[str, str], float]:
 
 
 @cache
-def _measures() -> dict[DistanceMeasure, Callable[[str, str], float]]:
-    """Each measure's similarity (rapidfuzz is imported on first use, not with the metrics)."""
+def similarity_functions() -> dict[DistanceMeasure, Callable[[str, str], float]]:
+    """Each :class:`DistanceMeasure`'s similarity in [0, 1] (rapidfuzz is imported on first use)."""
     from rapidfuzz import distance, fuzz
 
     return {
@@ -139,7 +140,7 @@ class NonLLMStringSimilarity(StringMetric):
     @cached_property
     def _similarity(self) -> Callable[[str, str], float]:
         # Cleared by Metric.__setattr__ when distance_measure is reassigned.
-        return _measures()[self.distance_measure]
+        return similarity_functions()[self.distance_measure]
 
     def compare(self, reference: str, prediction: str) -> float:
         """Similarity of the two strings under ``distance_measure``."""

@@ -23,6 +23,7 @@ from time import monotonic
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from turneval._version import VERSION
 from turneval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -187,15 +188,6 @@ def metric_configs(metrics: Sequence[Any]) -> list[dict[str, Any]]:
         }
         for metric in metrics
     ]
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("turneval")
-    except PackageNotFoundError:  # pragma: no cover - a source tree never installed
-        return "unknown"
 
 
 def _git_commit() -> str | None:
@@ -448,7 +440,7 @@ class RunStore:
             if current is not None and current not in known:
                 raise ConfigError(
                     f"run store {self.url} has schema revision {current}, made by a newer "
-                    f"turneval than this one ({_version()}, which knows up to {head}): "
+                    f"turneval than this one ({VERSION}, which knows up to {head}): "
                     "upgrade turneval to open it"
                 )
             config.attributes["connection"] = connection
@@ -510,7 +502,7 @@ class RunStore:
                     id=run_id,
                     name=name,
                     created=_now(),
-                    turneval_version=_version(),
+                    turneval_version=VERSION,
                     git_commit=_git_commit(),
                     dataset_path=None if dataset_path is None else os.fspath(dataset_path),
                     dataset_digest=dataset_digest,
@@ -856,7 +848,7 @@ class RunStore:
         recorder = self._imported_run(
             name or folder.resolve().name,
             metrics or [],
-            version=str(meta.get("turneval_version") or _version()),
+            version=str(meta.get("turneval_version") or VERSION),
             judge=judge.get("model") if judge else None,
             dataset_path=dataset.get("path") if dataset else None,
             dataset_digest=dataset.get("sha256") if dataset else None,

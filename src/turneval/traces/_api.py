@@ -8,8 +8,9 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
-from turneval.dataset import LENIENT_HINT, EvaluationDataset, _strict_json_problem
+from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError
+from turneval.jsonl import LENIENT_HINT, strict_json_problem
 from turneval.messages import HumanMessage
 from turneval.samples import MultiTurnSample, Sample
 from turneval.traces import _genai as g
@@ -128,7 +129,7 @@ def _requests(
         if isinstance(text, Undecodable):
             yield number, text.problem
             continue
-        problem = None if lenient else _strict_json_problem(text)
+        problem = None if lenient else strict_json_problem(text)
         if problem is not None:
             yield number, f"not strict JSON: {problem} ({LENIENT_HINT})"
             continue

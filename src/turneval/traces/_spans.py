@@ -12,8 +12,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from turneval.dataset import _refuse_compressed, _utf8_problem
 from turneval.errors import ConfigError
+from turneval.jsonl import refuse_compressed, utf8_problem
 
 try:  # orjson (a langsmith dependency, so nearly always present) parses about 2x faster
     from orjson import loads as _fast_loads
@@ -235,7 +235,7 @@ class Undecodable:
 
 def _undecodable(raw: bytes, path: str | PathLike[str]) -> Undecodable | None:
     """None if ``raw`` is UTF-8; else the problem, naming the file and the first bad byte."""
-    where = _utf8_problem(raw)
+    where = utf8_problem(raw)
     return None if where is None else Undecodable(f"not valid UTF-8 in {path} ({where})")
 
 
@@ -249,7 +249,7 @@ def documents(path: str | PathLike[str]) -> Iterator[tuple[int, str | Undecodabl
     byte), so that one bad byte costs one row, never the file.
     """
     source = Path(path)
-    _refuse_compressed(source)
+    refuse_compressed(source)
     with source.open("rb") as handle:
         first = handle.readline().removeprefix(b"\xef\xbb\xbf")
         ahead: list[bytes] = []

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from turneval._version import VERSION
 from turneval.errors import ConfigError
 from turneval.traces import _genai as g
 from turneval.traces._api import _conversation
@@ -248,12 +249,11 @@ class Watcher:
         Rewritten at each start (the configuration a restart runs with), after the previous
         one is kept as ``run.json.previous`` when it differs.
         """
-        from turneval._runfile import _VERSION
         from turneval.store import judge_model, metric_configs
 
         document = {
             "source": "turneval watch",
-            "turneval_version": _VERSION,
+            "turneval_version": VERSION,
             "metrics": metric_configs(self.metrics),
             "judge": {"model": judge_model(self.options.llm), "prompt_version": None},
             "group_by": self.group_by,

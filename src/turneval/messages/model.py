@@ -1,4 +1,4 @@
-"""Conversation messages: what a human, an AI, a tool and the system said.
+"""The message model: what a human, an AI, a tool and the system said.
 
 A conversation is a list of :data:`Message` values, a union discriminated on ``type``, so a
 message list round-trips through JSON losslessly::
@@ -9,12 +9,9 @@ message list round-trips through JSON losslessly::
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
+from typing import Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
-
-if TYPE_CHECKING:
-    from turneval.formats import from_langchain, from_openai, to_langchain
 
 __all__ = [
     "AIMessage",
@@ -24,11 +21,8 @@ __all__ = [
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
-    "from_langchain",
-    "from_openai",
     "messages_from_json",
     "messages_to_json",
-    "to_langchain",
 ]
 
 _CONFIG = ConfigDict(extra="forbid")
@@ -130,12 +124,3 @@ def messages_to_json(messages: list[Message]) -> str:
 def messages_from_json(data: str | bytes) -> list[Message]:
     """Parse a JSON array written by :func:`messages_to_json` (or by hand)."""
     return MessageList.validate_json(data)
-
-
-def __getattr__(name: str) -> Any:
-    """The converters, which live in :mod:`turneval.formats` (imported on first use)."""
-    if name in ("from_langchain", "to_langchain", "from_openai"):
-        import turneval.formats
-
-        return getattr(turneval.formats, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-_KEPT = (
+KEPT = (
     "id",
     "content_blocks",
     "invalid_tool_calls",
@@ -15,7 +15,7 @@ _KEPT = (
 )
 
 
-def _blocks_text(content: Any) -> tuple[str, list[Any] | None]:
+def blocks_text(content: Any) -> tuple[str, list[Any] | None]:
     """Text of a message's content, and the original blocks when it was a list."""
     if isinstance(content, str):
         return content, None
@@ -34,13 +34,13 @@ def _blocks_text(content: Any) -> tuple[str, list[Any] | None]:
     return "".join(parts), list(content)
 
 
-def _sample_error(index: int, field: str, message: str) -> Exception:
+def sample_error(index: int, field: str, message: str) -> Exception:
     from turneval.errors import InvalidSampleError
 
     return InvalidSampleError(f"message {index}: {message}", sample_id=index, field=field)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     from pydantic_core import to_jsonable_python
 
     return to_jsonable_python(value, fallback=str)

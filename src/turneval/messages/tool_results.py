@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from turneval.messages import AIMessage, ToolCall
+from turneval.messages.model import AIMessage, ToolCall
 
 __all__ = ["OpenToolCalls"]
 

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from turneval.formats._common import _KEPT, _blocks_text, _jsonable, _sample_error
-from turneval.formats._rule import OpenToolCalls
-from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall, ToolMessage
+from turneval.messages._common import KEPT, blocks_text, jsonable, sample_error
+from turneval.messages.model import (
+    AIMessage,
+    HumanMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
+from turneval.messages.tool_results import OpenToolCalls
 
 __all__ = ["from_langchain", "to_langchain"]
 
@@ -30,15 +37,15 @@ def from_langchain(messages: Any) -> list[Message]:
     rule = OpenToolCalls()
     for index, message in enumerate(messages):
         if not isinstance(message, lc.BaseMessage):
-            raise _sample_error(
+            raise sample_error(
                 index, "type", f"expected a LangChain BaseMessage, got {type(message).__name__}"
             )
-        text, blocks = _blocks_text(message.content)
+        text, blocks = blocks_text(message.content)
         metadata: dict[str, Any] = dict(message.additional_kwargs.get("turneval_metadata") or {})
         if message.id:
             metadata["id"] = message.id
         if blocks is not None:
-            metadata["content_blocks"] = _jsonable(blocks)
+            metadata["content_blocks"] = jsonable(blocks)
         if isinstance(message, lc.SystemMessage):
             converted.append(SystemMessage(content=text, metadata=metadata or None))
             rule.close()
@@ -52,7 +59,7 @@ def from_langchain(messages: Any) -> list[Message]:
         elif isinstance(message, lc.ToolMessage):
             problem = rule.answer(message.tool_call_id or None, "ToolMessage")
             if problem is not None:
-                raise _sample_error(index, "tool_call_id", problem)
+                raise sample_error(index, "tool_call_id", problem)
             if message.status != "success":
                 metadata["status"] = message.status
             if message.name:
@@ -65,7 +72,7 @@ def from_langchain(messages: Any) -> list[Message]:
                 )
             )
         else:
-            raise _sample_error(
+            raise sample_error(
                 index,
                 "type",
                 f"unsupported message type {type(message).__name__!r}; expected system, human, ai or tool messages",
@@ -81,17 +88,17 @@ def _from_langchain_ai(index: int, message: Any, text: str, metadata: dict[str, 
         try:
             calls.append(ToolCall(name=call["name"], args=call["args"], id=call.get("id")))
         except ValidationError as exc:
-            raise _sample_error(
+            raise sample_error(
                 index,
                 f"tool_calls[{position}].args",
                 f"arguments are not JSON values ({exc.errors()[0]['msg']})",
             ) from exc
     if message.invalid_tool_calls:
-        metadata["invalid_tool_calls"] = _jsonable([dict(c) for c in message.invalid_tool_calls])
+        metadata["invalid_tool_calls"] = jsonable([dict(c) for c in message.invalid_tool_calls])
     if message.usage_metadata:
-        metadata["usage_metadata"] = _jsonable(dict(message.usage_metadata))
+        metadata["usage_metadata"] = jsonable(dict(message.usage_metadata))
     if message.response_metadata:
-        metadata["response_metadata"] = _jsonable(message.response_metadata)
+        metadata["response_metadata"] = jsonable(message.response_metadata)
     return AIMessage(content=text, tool_calls=calls or None, metadata=metadata or None)
 
 
@@ -102,7 +109,7 @@ def to_langchain(messages: Any) -> list[Any]:
     converted: list[Any] = []
     for message in messages:
         metadata = dict(message.metadata or {})
-        kept = {key: metadata.pop(key) for key in _KEPT if key in metadata}
+        kept = {key: metadata.pop(key) for key in KEPT if key in metadata}
         extra = {"turneval_metadata": metadata} if metadata else {}
         content: Any = kept.get("content_blocks", message.content)
         common: dict[str, Any] = {"content": content, "additional_kwargs": extra}

@@ -5,9 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from turneval.formats._common import _blocks_text, _sample_error
-from turneval.formats._rule import OpenToolCalls
-from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall, ToolMessage
+from turneval.messages._common import blocks_text, sample_error
+from turneval.messages.model import (
+    AIMessage,
+    HumanMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
+from turneval.messages.tool_results import OpenToolCalls
 
 __all__ = ["from_openai"]
 
@@ -27,9 +34,9 @@ def from_openai(messages: Any) -> list[Message]:
     rule = OpenToolCalls()
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise _sample_error(index, "role", f"expected an object, got {type(message).__name__}")
+            raise sample_error(index, "role", f"expected an object, got {type(message).__name__}")
         role = message.get("role")
-        text, _ = _blocks_text(message.get("content"))
+        text, _ = blocks_text(message.get("content"))
         if role in ("system", "developer"):
             converted.append(SystemMessage(content=text))
             rule.close()
@@ -48,19 +55,19 @@ def from_openai(messages: Any) -> list[Message]:
                 try:
                     args = json.loads(arguments) if isinstance(arguments, str) else arguments
                 except json.JSONDecodeError as exc:
-                    raise _sample_error(
+                    raise sample_error(
                         index,
                         field,
                         f"arguments are not valid JSON ({exc.msg} at column {exc.colno})",
                     ) from exc
                 if not isinstance(args, dict):
-                    raise _sample_error(
+                    raise sample_error(
                         index,
                         field,
                         f"arguments must decode to a JSON object, got {type(args).__name__}",
                     )
                 if not function.get("name"):
-                    raise _sample_error(
+                    raise sample_error(
                         index, f"tool_calls[{position}].function.name", "a tool call needs a name"
                     )
                 calls.append(ToolCall(name=function["name"], args=args, id=raw.get("id")))
@@ -71,10 +78,10 @@ def from_openai(messages: Any) -> list[Message]:
             call_id = message.get("tool_call_id")
             problem = rule.answer(call_id or None)
             if problem is not None:
-                raise _sample_error(index, "tool_call_id", problem)
+                raise sample_error(index, "tool_call_id", problem)
             converted.append(ToolMessage(content=text, tool_call_id=call_id))
         else:
-            raise _sample_error(
+            raise sample_error(
                 index,
                 "role",
                 f"unknown role {role!r}; expected system, developer, user, assistant or tool",

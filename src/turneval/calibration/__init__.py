@@ -1,0 +1,43 @@
+"""Can this judge be trusted? Agreement with human labels, and alignment from labeled examples.
+
+* :func:`agreement` compares a judged metric's scores with human labels: exact agreement,
+  Cohen's kappa (quadratic-weighted too on ordinal scales), balanced accuracy, precision, recall
+  and F1 per class for binary judges, Spearman and Kendall correlations for scales, the mean bias
+  (judge minus human), the confusion matrix, Krippendorff's alpha, and percentile bootstrap 95%
+  intervals for kappa and agreement. The statistics are scikit-learn's, scipy's and the
+  ``krippendorff`` package's (the ``calibration`` extra).
+* :func:`krippendorff_alpha` measures agreement between several raters (judges or people).
+* :func:`align` picks labeled examples from a training split (disagreements first, balanced over
+  the labels), adds them to the judge's prompt and reports agreement before and after on the
+  held-out split only.
+
+Labels are on the metric's scale: the rubric's scores (1-5, 0/1, ...), 1/0 (or yes/no,
+true/false, pass/fail) for yes/no judges, and CANDIDATE/TIE/BASELINE (1/0.5/0) for pairwise ones.
+
+The package's modules: ``labels`` (reading labels), ``scales`` (a metric's scale, the judge's
+verdict on it), ``pairing`` (:func:`agreement`: labels paired with a run's rows),
+``statistics`` (the statistics, :func:`krippendorff_alpha`), ``report`` (:class:`AgreementReport`
+and its HTML page) and ``alignment`` (:func:`align`).
+"""
+
+from turneval.calibration.alignment import AlignedMetric, aalign, align
+from turneval.calibration.labels import Label, label_from_record, load_labels
+from turneval.calibration.pairing import agreement
+from turneval.calibration.report import AgreementReport, ClassScores, render_agreement_html
+from turneval.calibration.scales import verdict_text
+from turneval.calibration.statistics import krippendorff_alpha
+
+__all__ = [
+    "AgreementReport",
+    "AlignedMetric",
+    "ClassScores",
+    "Label",
+    "aalign",
+    "agreement",
+    "align",
+    "krippendorff_alpha",
+    "label_from_record",
+    "load_labels",
+    "render_agreement_html",
+    "verdict_text",
+]

@@ -1,0 +1,43 @@
+"""Conversation messages: what a human, an AI, a tool and the system said, and their converters.
+
+A conversation is a list of :data:`Message` values, a union discriminated on ``type``, so a
+message list round-trips through JSON losslessly::
+
+    {"type": "ai", "content": "...", "tool_calls": [{"name": "...", "args": {...}}]}
+
+The package holds the message model (:mod:`turneval.messages.model`), the one rule for tool
+results (:mod:`turneval.messages.tool_results`) and the converters from and to LangChain
+(:mod:`turneval.messages.langchain`) and OpenAI chat messages
+(:mod:`turneval.messages.openai`); :mod:`turneval.formats` re-exports the converters.
+"""
+
+from turneval.messages.langchain import from_langchain, to_langchain
+from turneval.messages.model import (
+    AIMessage,
+    HumanMessage,
+    Message,
+    MessageList,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    messages_from_json,
+    messages_to_json,
+)
+from turneval.messages.openai import from_openai
+from turneval.messages.tool_results import OpenToolCalls
+
+__all__ = [
+    "AIMessage",
+    "HumanMessage",
+    "Message",
+    "MessageList",
+    "OpenToolCalls",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+    "from_langchain",
+    "from_openai",
+    "messages_from_json",
+    "messages_to_json",
+    "to_langchain",
+]
