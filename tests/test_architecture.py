@@ -284,8 +284,6 @@ KNOWN: set[str] = {
     "turneval.results: imports private name _is_pairwise from turneval.aggregate",
     "turneval.results: imports private name _pairwise_rates from turneval.aggregate",
     "turneval.results: imports turneval.report (layer 14) from layer 4",
-    "turneval.simulation: imports private name _Sequencer from turneval.sequential",
-    "turneval.simulation: imports private name _stop_rule from turneval.sequential",
     "turneval.stream: imports private name _AgentFigures from turneval.results",
     "turneval.stream: imports private name _read_agent from turneval.results",
     "turneval.watch._watcher: imports private module turneval.store._schema from outside turneval.store",

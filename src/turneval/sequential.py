@@ -35,7 +35,7 @@ from turneval.results import EarlyStops
 if TYPE_CHECKING:
     from turneval.samples import MultiTurnSample
 
-__all__ = ["EarlyStops", "StopEarly"]
+__all__ = ["EarlyStops", "StopEarly", "TrialSequencer", "stop_rule"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ class StopEarly:
         return passed >= needed or passed + left < needed
 
 
-def _stop_rule(stop_early: StopEarly | bool | None) -> StopEarly | None:
+def stop_rule(stop_early: StopEarly | bool | None) -> StopEarly | None:
     """``stop_early=`` as a rule: True is ``StopEarly()``, False or None no rule."""
     if stop_early is None or stop_early is False:
         return None
@@ -84,7 +84,7 @@ def _stop_rule(stop_early: StopEarly | bool | None) -> StopEarly | None:
     return stop_early
 
 
-class _Sequencer:
+class TrialSequencer:
     """The trials of each scenario in order, each waiting for the one before it.
 
     ``trial_of(index)`` lays the (scenario, trial) grid out trial by trial (every scenario's

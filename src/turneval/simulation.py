@@ -65,7 +65,7 @@ from turneval.pipeline import finish_recording, recording, run_rows, score_row
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult, trial_outcome
 from turneval.samples import MultiTurnSample
-from turneval.sequential import StopEarly, _Sequencer, _stop_rule
+from turneval.sequential import StopEarly, TrialSequencer, stop_rule
 from turneval.worlds import ToolWorld, bind_worlds
 
 if TYPE_CHECKING:
@@ -721,7 +721,7 @@ async def asimulate(
         store: A run store (:class:`~turneval.store.RunStore`, or its URL or path): the
             conversations are kept there (rows without metrics), each as it ends.
     """
-    rule = _stop_rule(stop_early)
+    rule = stop_rule(stop_early)
     if rule is not None and rule.success is None:
         raise ConfigError(
             "simulate(stop_early=...) needs StopEarly(success=...): without metrics, whether a "
@@ -826,7 +826,7 @@ async def _simulated_rows(
     config: dict[str, Any] | None = None,
     stop_early: StopEarly | None = None,
     thresholds: Mapping[str, float] | None = None,
-    sequencer: list[_Sequencer] | None = None,
+    sequencer: list[TrialSequencer] | None = None,
 ) -> tuple[list[SampleResult], Usage]:
     """Simulate every (scenario, trial); with ``metrics``, score each conversation as it ends.
 
@@ -846,7 +846,7 @@ async def _simulated_rows(
     )
     timeout, seed = options.agent_timeout, options.seed
     ids = [str(scenario.id) for scenario in scenarios]
-    order = None if stop_early is None else _Sequencer(stop_early, ids, trials)
+    order = None if stop_early is None else TrialSequencer(stop_early, ids, trials)
     skipped: set[int] = set()
 
     async def produce(index: int) -> SampleResult:
@@ -918,7 +918,7 @@ async def _simulated_rows(
 
 
 def _without_skipped(
-    rows: list[SampleResult], skipped: set[int], order: _Sequencer
+    rows: list[SampleResult], skipped: set[int], order: TrialSequencer
 ) -> list[SampleResult]:
     """The rows run, in grid order; a stopped scenario's last one notes its trials not run."""
     kept = sorted((row for row in rows if row.index not in skipped), key=lambda r: r.index)
@@ -971,7 +971,7 @@ async def evaluate_scenarios(
             "multi_turn=False replays only a sample's first turn: a simulated user talks until "
             "it is done (limit it with the scenario's max_turns)"
         )
-    judge, aborted, sequenced = options.judge_run(), list[str](), list[_Sequencer]()
+    judge, aborted, sequenced = options.judge_run(), list[str](), list[TrialSequencer]()
     options, recorder = recording(options, metrics, name="EvalTask")
     with recorder or nullcontext():
         rows, user_usage = await _simulated_rows(
@@ -985,7 +985,7 @@ async def evaluate_scenarios(
             judge=judge,
             aborted=aborted,
             config=config,
-            stop_early=_stop_rule(stop_early),
+            stop_early=stop_rule(stop_early),
             thresholds=thresholds,
             sequencer=sequenced,
         )
