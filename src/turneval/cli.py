@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import sys
+import textwrap
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -217,7 +218,13 @@ SHOWN_ERRORS = 5
 """Errors of failed rows printed when ``--max-failed`` is exceeded."""
 
 
-def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> int:
+def _check_failed(
+    result: Any, allowed: Callable[[int], float], text: str, *, tracebacks: bool = False
+) -> int:
+    """Exit code 3 past ``--max-failed``, printing the first errors.
+
+    With ``tracebacks`` (``--traceback``), each error's traceback follows it, indented.
+    """
     failed = result.failed_rows
     if failed <= allowed(result.total_rows):
         return 0
@@ -227,6 +234,9 @@ def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> in
     )
     for error in result.first_errors[:SHOWN_ERRORS]:
         print(f"  {shown(error)}", file=sys.stderr)
+        trace = getattr(error, "traceback", None) if tracebacks else None
+        if trace:
+            print(textwrap.indent(shown(trace), "    "), file=sys.stderr)
     if failed > SHOWN_ERRORS:
         print(
             f"  ... and {failed - SHOWN_ERRORS} more failed rows (see results.jsonl)",
@@ -604,7 +614,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if result is None:  # Ctrl-C: the batches keep running
             return 130
         missed = _check_bars(bars, result.summaries)
-        return _check_failed(result, allowed, args.max_failed) or missed
+        return _check_failed(result, allowed, args.max_failed, tracebacks=args.traceback) or missed
     else:
         result, received = _evaluate_here(args, metrics, out, llm, rate_limit)
     _print_summary(result, out)
@@ -625,7 +635,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             if summary.usage is not None:
                 print(f"  {name}: {prices.cost(summary.usage):.4f}")
     missed = _check_bars(bars, result.summaries)
-    return _check_failed(result, allowed, args.max_failed) or missed
+    return _check_failed(result, allowed, args.max_failed, tracebacks=args.traceback) or missed
 
 
 def _evaluate_batch(
@@ -908,6 +918,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="0",
         metavar="N|FRACTION",
         help="failed rows allowed before exit code 3: a count, a fraction or N%% (default 0)",
+    )
+    run.add_argument(
+        "--traceback",
+        action="store_true",
+        help="with the errors printed past --max-failed, print where each metric raised (its "
+        "traceback; results.jsonl keeps it as <name>_traceback either way)",
     )
     run.add_argument("--concurrency", type=_count, default=16, help="samples scored at once")
     run.add_argument("--llm-concurrency", type=_count, default=8, help="judge requests in flight")

@@ -481,6 +481,12 @@ class _Viewer:
                 text += "<div class='votes'><b>votes</b> " + _votes(votes) + "</div>"
             if error:
                 text += f"<pre class='error'>{escape_text(error)}</pre>"
+                trace = row.record.get(f"{name}_traceback")
+                if trace:  # where the metric raised, one click away
+                    text += (
+                        "<details class='traceback'><summary>traceback</summary>"
+                        f"<pre class='error'>{escape_text(trace)}</pre></details>"
+                    )
             if isinstance(details, dict) and details:
                 dump = json.dumps(details, indent=1, ensure_ascii=False, default=str)
                 text += (
