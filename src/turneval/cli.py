@@ -689,7 +689,11 @@ def _compare(args: argparse.Namespace) -> int:
 
     default, named = _pass_thresholds(args.pass_threshold)
     comparison = compare_files(
-        args.baseline, args.candidate, pass_threshold=default, pass_thresholds=named
+        args.baseline,
+        args.candidate,
+        pass_threshold=default,
+        pass_thresholds=named,
+        allow_config_change=args.allow_config_change,
     )
     gates = _regression_gates(args.fail_on_regression, comparison)
     print(comparison)
@@ -1067,6 +1071,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="[NAME=]MAX_DROP",
         help="exit 1 when the metric's mean (every shared metric's, without NAME) falls by "
         "more than MAX_DROP (repeatable)",
+    )
+    diff.add_argument(
+        "--allow-config-change",
+        action="store_true",
+        help="compare even when a metric of one name is configured differently in the two runs "
+        "(their run.json files; by default that is refused, naming the metric and its fields)",
     )
     _add_power_options(diff, mde_default=0.05)
     diff.add_argument(

@@ -710,7 +710,7 @@ class _Viewer:
     # -- compare -----------------------------------------------------------------------------
 
     def compare_page(self, request: Request) -> Response:
-        from turneval.compare import compare, pair_rows
+        from turneval.compare import check_metric_configs, compare, pair_rows
 
         runs = self.store.runs()
         first, second = request.query_params.get("a", ""), request.query_params.get("b", "")
@@ -730,8 +730,20 @@ class _Viewer:
         )
         if not (first and second):
             return self.page("Compare two runs", form)
+        allowed = request.query_params.get("allow_config_change") == "1"
         try:
             base, cand = self.find_run(first), self.find_run(second)
+            if not allowed:
+                try:
+                    check_metric_configs(base.metrics, cand.metrics)
+                except ConfigError as exc:  # the scores do not compare: say why, offer a way
+                    anyway = self._link(request, allow_config_change=1)
+                    return self.page(
+                        "Compare two runs",
+                        form + f"<p class='err' id='config-change'>{escape_text(exc)}</p>"
+                        f"<p><a href='{escape_attribute(anyway)}'>compare anyway</a></p>",
+                        status=409,
+                    )
             before, after = self.store.result(base.id), self.store.result(cand.id)
             found = compare(before, after)
             pairing = pair_rows(before, after)
