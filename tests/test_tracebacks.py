@@ -187,3 +187,10 @@ def test_the_store_keeps_the_traceback_and_the_viewer_shows_it_escaped(tmp_path:
     assert "<details class='traceback'><summary>traceback</summary>" in page
     assert "return float(metadata[&quot;budget&quot;])" in page
     assert 'metadata["budget"]' not in page
+
+
+def test_the_dataframe_keeps_its_columns() -> None:
+    pytest.importorskip("pandas")
+    result = evaluate([_chat(0.5), _chat(None)], [BudgetLeft()], show_progress=False)
+    columns = list(result.to_pandas().columns)
+    assert columns[-3:] == ["test_budget_left", "test_budget_left_reason", "test_budget_left_error"]

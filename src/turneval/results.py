@@ -705,14 +705,16 @@ class EvaluationResult:
 
         The sample's fields come first under ragas' column names (``user_input``,
         ``reference``, ``reference_tool_calls``, ...), then per metric its value (NaN where
-        failed), ``<name>_reason`` and ``<name>_error``.
+        failed), ``<name>_reason`` and ``<name>_error`` (a failure's traceback stays on its row:
+        ``result.rows[i].failures[name].traceback``).
         """
         import pandas as pd
 
         records = self.records()
-        for record in records:  # a vote record (repeats) is not a column
+        for record in records:  # a vote record (repeats), a traceback: not columns
             for name in self.metric_names:
                 record.pop(f"{name}_details", None)
+                record.pop(f"{name}_traceback", None)
         frame: pd.DataFrame = pd.DataFrame(records)
         for position, (column, values) in enumerate(self.sample_columns().items(), start=1):
             if column not in frame.columns:
