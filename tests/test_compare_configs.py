@@ -12,7 +12,8 @@ import pytest
 from turneval import ConfigError, evaluate
 from turneval.cli import main
 from turneval.compare import check_metric_configs, compare, compare_files
-from turneval.metrics import ToolCallF1
+from turneval.metrics import Explained, MultiTurnMetric, ToolCallF1
+from turneval.samples import MultiTurnSample
 
 from ._builders import call, conversation
 
@@ -31,6 +32,23 @@ def _samples() -> list[Any]:
             reference=[call("book", city="Rome", request_id="2")],
         ),
     ]
+
+
+class CallsAtLeast(MultiTurnMetric):
+    """A user's metric: 1 when the conversation has at least ``count`` tool calls."""
+
+    name: str = "test_calls_at_least"
+    count: int = 1
+
+    async def _evaluate(self, sample: MultiTurnSample) -> Explained:
+        return Explained(float(len(sample.tool_calls) >= self.count))
+
+
+def test_a_users_metric_is_checked_by_its_fields_too() -> None:
+    one = evaluate(_samples(), [CallsAtLeast()], show_progress=False)
+    two = evaluate(_samples(), [CallsAtLeast(count=2)], show_progress=False)
+    with pytest.raises(ConfigError, match=r"^metric test_calls_at_least \(count 1 -> 2\) is"):
+        compare(one, two)
 
 
 def _record(**config: Any) -> dict[str, Any]:

@@ -194,3 +194,17 @@ def test_the_dataframe_keeps_its_columns() -> None:
     result = evaluate([_chat(0.5), _chat(None)], [BudgetLeft()], show_progress=False)
     columns = list(result.to_pandas().columns)
     assert columns[-3:] == ["test_budget_left", "test_budget_left_reason", "test_budget_left_error"]
+
+
+def test_a_resumed_run_keeps_the_tracebacks_of_the_rows_it_had(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    lines = [_chat(None if i == 0 else 0.25).model_dump_json() for i in range(4)]
+    data.write_text("".join(line + "\n" for line in lines))
+    out = tmp_path / "out"
+    evaluate_jsonl(data, [BudgetLeft()], out, chunk_size=2, workers=1)
+    written = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(written[:2]))  # stopped after the first chunk
+    resumed = evaluate_jsonl(data, [BudgetLeft()], out, chunk_size=2, workers=1, resume=True)
+    assert resumed.total_rows == 4 and resumed.failed_rows == 1
+    _helper_frame(resumed.first_errors[0].traceback)  # read back from the row it had
+    assert "in _budget_of" in (out / "report.html").read_text()
