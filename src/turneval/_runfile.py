@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -41,7 +41,14 @@ from turneval.store import (  # one rule for naming a judge and a metric's confi
     metric_configs,
 )
 
-__all__ = ["RUN_FILE", "RunFile", "judge_base_url", "judge_model"]
+__all__ = [
+    "NOT_SCORING",
+    "RUN_FILE",
+    "RunFile",
+    "config_changes",
+    "judge_base_url",
+    "judge_model",
+]
 
 
 RUN_FILE = "run.json"
@@ -81,6 +88,11 @@ def _scoring(config: dict[str, Any]) -> dict[str, Any]:
 
 def _changed(before: Any, after: Any, path: str = "") -> str:
     """The first key (dotted) whose value differs, with both values, or ``""``."""
+    return next(_changes(before, after, path), "")
+
+
+def _changes(before: Any, after: Any, path: str = "") -> Iterator[str]:
+    """Each key (dotted, sorted) whose value differs, with both values: ``a.b 1 -> 2``."""
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(set(before) | set(after), key=str):
             missing = object()
@@ -88,15 +100,35 @@ def _changed(before: Any, after: Any, path: str = "") -> str:
             if old is missing or new is missing or old != new:
                 where = f"{path}.{key}" if path else str(key)
                 if old is not missing and new is not missing:
-                    deeper = _changed(old, new, where)
+                    deeper = list(_changes(old, new, where))
                     if deeper:
-                        return deeper
+                        yield from deeper
+                        continue
                 shown = ["(unset)" if v is missing else json.dumps(v) for v in (old, new)]
-                return f"{where} {_clip(shown[0])} -> {_clip(shown[1])}"
-        return ""
+                yield f"{where} {_clip(shown[0])} -> {_clip(shown[1])}"
+        return
     if before != after:
-        return f"{path} {_clip(json.dumps(before))} -> {_clip(json.dumps(after))}"
-    return ""
+        yield f"{path} {_clip(json.dumps(before))} -> {_clip(json.dumps(after))}"
+
+
+def config_changes(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, ignored: Iterable[str] = ()
+) -> list[str]:
+    """What changed between two records of one metric (``{"name", "class", "config"}``).
+
+    Each differing field of the configuration (dotted for nested ones), and the class, with
+    both values (``arg_rules.*.city "exact" -> "ignore"``); the fields of :data:`NOT_SCORING`
+    and ``ignored`` are left out. Empty when the two score alike.
+    """
+    leave = NOT_SCORING | set(ignored)
+    configs = []
+    for metric in (before, after):
+        config = metric.get("config") or {}
+        fields = config if isinstance(config, Mapping) else {"config": config}
+        configs.append(
+            {"class": metric.get("class"), **{k: v for k, v in fields.items() if k not in leave}}
+        )
+    return list(_changes(configs[0], configs[1]))
 
 
 def _clip(text: str, limit: int = 60) -> str:

@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import sys
+import textwrap
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -218,7 +219,13 @@ SHOWN_ERRORS = 5
 """Errors of failed rows printed when ``--max-failed`` is exceeded."""
 
 
-def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> int:
+def _check_failed(
+    result: Any, allowed: Callable[[int], float], text: str, *, tracebacks: bool = False
+) -> int:
+    """Exit code 3 past ``--max-failed``, printing the first errors.
+
+    With ``tracebacks`` (``--traceback``), each error's traceback follows it, indented.
+    """
     failed = result.failed_rows
     if failed <= allowed(result.total_rows):
         return 0
@@ -228,6 +235,9 @@ def _check_failed(result: Any, allowed: Callable[[int], float], text: str) -> in
     )
     for error in result.first_errors[:SHOWN_ERRORS]:
         print(f"  {shown(error)}", file=sys.stderr)
+        trace = getattr(error, "traceback", None) if tracebacks else None
+        if trace:
+            print(textwrap.indent(shown(trace), "    "), file=sys.stderr)
     if failed > SHOWN_ERRORS:
         print(
             f"  ... and {failed - SHOWN_ERRORS} more failed rows (see results.jsonl)",
@@ -605,7 +615,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if result is None:  # Ctrl-C: the batches keep running
             return 130
         missed = _check_bars(bars, result.summaries)
-        return _check_failed(result, allowed, args.max_failed) or missed
+        return _check_failed(result, allowed, args.max_failed, tracebacks=args.traceback) or missed
     else:
         result, received = _evaluate_here(args, metrics, out, llm, rate_limit)
     _print_summary(result, out)
@@ -626,7 +636,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             if summary.usage is not None:
                 print(f"  {name}: {prices.cost(summary.usage):.4f}")
     missed = _check_bars(bars, result.summaries)
-    return _check_failed(result, allowed, args.max_failed) or missed
+    return _check_failed(result, allowed, args.max_failed, tracebacks=args.traceback) or missed
 
 
 def _evaluate_batch(
@@ -680,7 +690,11 @@ def _compare(args: argparse.Namespace) -> int:
 
     default, named = _pass_thresholds(args.pass_threshold)
     comparison = compare_files(
-        args.baseline, args.candidate, pass_threshold=default, pass_thresholds=named
+        args.baseline,
+        args.candidate,
+        pass_threshold=default,
+        pass_thresholds=named,
+        allow_config_change=args.allow_config_change,
     )
     gates = _regression_gates(args.fail_on_regression, comparison)
     print(comparison)
@@ -937,6 +951,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_concurrency_options(run)
     run.add_argument(
+        "--traceback",
+        action="store_true",
+        help="with the errors printed past --max-failed, print where each metric raised (its "
+        "traceback; results.jsonl keeps it as <name>_traceback either way)",
+    )
+    run.add_argument(
         "--rpm", type=float, default=None, help="judge provider quota: requests per minute"
     )
     run.add_argument(
@@ -1081,6 +1101,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="[NAME=]MAX_DROP",
         help="exit 1 when the metric's mean (every shared metric's, without NAME) falls by "
         "more than MAX_DROP (repeatable)",
+    )
+    diff.add_argument(
+        "--allow-config-change",
+        action="store_true",
+        help="compare even when a metric of one name is configured differently in the two runs "
+        "(their run.json files; by default that is refused, naming the metric and its fields)",
     )
     _add_power_options(diff, mde_default=0.05)
     diff.add_argument(

@@ -1,7 +1,9 @@
 """Compare two runs of the same dataset: mean differences, significance, flipped samples.
 
 A run is read from a ``--out`` folder, its ``results.jsonl`` or its ``summary.json`` (the rows
-beside it when they are there, else the summary's means alone).
+beside it when they are there, else the summary's means alone). Two runs whose metrics of one
+name are configured differently (``arg_rules``, a rubric, ...) are refused unless told
+``allow_config_change`` (see :func:`check_metric_configs`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from turneval._runfile import RUN_FILE, config_changes
 from turneval.aggregate import (
     FlakyScenario,
     flaky_scenarios,
@@ -25,9 +28,57 @@ from turneval.aggregate import (
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
-__all__ = ["Comparison", "MetricComparison", "compare", "compare_files", "pair_rows"]
+__all__ = [
+    "Comparison",
+    "JUDGE_FIELDS",
+    "MetricComparison",
+    "check_metric_configs",
+    "compare",
+    "compare_files",
+    "pair_rows",
+]
 
 _LISTED = 10  # rows (or ids) named in a note or an error before "(+N more)"
+
+JUDGE_FIELDS = frozenset({"llm"})
+"""Fields of a metric's configuration that :func:`check_metric_configs` leaves out besides
+those that change no score (pass thresholds, timeouts, retries): the judge model a metric
+asks. Comparing two judges is a comparison made on purpose, as comparing two runs with
+another ``--judge-model`` is."""
+
+
+def check_metric_configs(
+    baseline: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
+) -> None:
+    """Refuse two runs whose metrics of one name are configured differently.
+
+    Each run is given as its metrics' records (``{"name", "class", "config"}``: run.json's
+    ``metrics``, a stored run's :attr:`~turneval.store.StoredRun.metrics`, or
+    :func:`turneval.store.metric_configs` of the metric objects). Fields that change no
+    score (a pass threshold, timeouts, retries) and :data:`JUDGE_FIELDS` do not count;
+    metrics only one run has are not compared anyway.
+
+    Raises:
+        ConfigError: one line naming each metric configured differently and its differing
+            fields with both values, and how to compare anyway.
+    """
+    before = {str(m.get("name")): m for m in baseline if isinstance(m, Mapping)}
+    differing = []
+    for metric in candidate:
+        name = str(metric.get("name")) if isinstance(metric, Mapping) else None
+        if name is None or name not in before:
+            continue
+        changes = config_changes(before[name], metric, ignored=JUDGE_FIELDS)
+        if changes:
+            differing.append(f"{name} ({'; '.join(changes)})")
+    if differing:
+        noun = "metric" if len(differing) == 1 else "metrics"
+        verb = "is" if len(differing) == 1 else "are"
+        raise ConfigError(
+            f"{noun} {', '.join(differing)} {verb} configured differently in the two runs, so "
+            "their scores do not compare; compare anyway with --allow-config-change "
+            "(allow_config_change=True)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +264,7 @@ def compare(
     resamples: int = 10_000,
     seed: int = 0,
     lines: Sequence[int] | None = None,
+    allow_config_change: bool = False,
 ) -> Comparison:
     """Compare two runs of the same samples (rows paired by id, else by position).
 
@@ -229,10 +281,19 @@ def compare(
     by position, and two rows paired there whose ids differ are refused. Row indices in the
     comparison are the baseline's.
 
+    Runs that ran here (``result.metrics`` holds their metric objects) whose metrics of one
+    name are configured differently are refused (:func:`check_metric_configs`) unless
+    ``allow_config_change``; runs read back from files are checked by :func:`compare_files`.
+
     Raises:
         ConfigError: the runs hold different samples (other ids, or another number of rows),
-            share no metric, or ``pass_thresholds`` names a metric they do not share.
+            share no metric, configure a shared metric differently, or ``pass_thresholds``
+            names a metric they do not share.
     """
+    if not allow_config_change and baseline.metrics and candidate.metrics:
+        from turneval.store import metric_configs
+
+        check_metric_configs(metric_configs(baseline.metrics), metric_configs(candidate.metrics))
     order = pair_rows(baseline, candidate)
     shared = [name for name in baseline.metric_names if name in candidate.metric_names]
     if not shared:
@@ -392,16 +453,26 @@ def compare_files(
     *,
     pass_threshold: float = 0.5,
     pass_thresholds: Mapping[str, float] | None = None,
+    allow_config_change: bool = False,
 ) -> Comparison:
     """:func:`compare` two runs of one dataset (as ``turneval compare``).
 
     Each run is a ``--out`` folder, a results.jsonl or a summary.json file; with a summary and
-    no rows beside it, only the means are compared.
+    no rows beside it, only the means are compared. When both run folders hold a ``run.json``
+    (what the run was started with), a metric of one name configured differently in the two
+    is refused unless ``allow_config_change`` (:func:`check_metric_configs`); a folder
+    without one (a run from before run.json, an exported stored run) is compared unchecked.
 
     Raises:
-        ConfigError: a path is missing or not a run, or the runs cannot be paired.
+        ConfigError: a path is missing or not a run, a run.json is not a run record, a shared
+            metric is configured differently, or the runs cannot be paired.
     """
-    first, second = (_load(Path(path)) for path in (baseline, candidate))
+    paths = [Path(path) for path in (baseline, candidate)]
+    if not allow_config_change:
+        records = [_run_metrics(path) for path in paths]
+        if records[0] is not None and records[1] is not None:
+            check_metric_configs(records[0], records[1])
+    first, second = (_load(path) for path in paths)
     if isinstance(first, tuple) and isinstance(second, tuple):
         return compare(
             first[0],
@@ -428,6 +499,34 @@ def compare_files(
         [name for name in means[0] if name not in shared],
         [name for name in means[1] if name not in shared],
     )
+
+
+def _run_metrics(path: Path) -> list[Mapping[str, Any]] | None:
+    """The metrics' records of the run.json of the run folder ``path`` is or is in (None: none).
+
+    Only a folder, or a results.jsonl or summary.json in one, has a run.json of its own.
+    """
+    if not path.is_dir():
+        if path.name not in ("results.jsonl", "summary.json"):
+            return None
+        path = path.parent
+    record = path / RUN_FILE
+    try:
+        document = json.loads(record.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"{record}: not a run record ({exc}); compare with --allow-config-change to skip "
+            "the configuration check"
+        ) from exc
+    metrics = document.get("metrics") if isinstance(document, dict) else None
+    if not isinstance(metrics, list):
+        raise ConfigError(
+            f'{record}: not a run record (no "metrics" list); compare with '
+            "--allow-config-change to skip the configuration check"
+        )
+    return [metric for metric in metrics if isinstance(metric, Mapping)]
 
 
 def _means(run: EvaluationResult) -> dict[str, float | None]:

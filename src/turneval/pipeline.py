@@ -21,6 +21,7 @@ adapter per task).
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,40 @@ def has_summary_extras(metric: Evaluator) -> bool:
 RAW_SHOWN = 300
 """Characters of a judge's unparseable output kept in the row's error."""
 
+TRACEBACK_FRAMES = 12
+"""Frames of a failed metric's traceback kept on its row (the innermost: where it raised)."""
+
+TRACEBACK_CHARS = 4000
+"""Characters of a failed metric's traceback kept on its row (its end: the error itself)."""
+
+TRACEBACK_LINE = 300
+"""Characters kept of each line of a traceback (a long message is cut, never the frames)."""
+
+
+def failure_traceback(exc: BaseException) -> str | None:
+    """Where ``exc`` was raised, as Python prints it: its last frames, at most a few KB.
+
+    The innermost :data:`TRACEBACK_FRAMES` frames of each exception in the chain (a helper deep
+    in a custom metric included), each line cut at :data:`TRACEBACK_LINE` characters and the
+    whole to its last lines within :data:`TRACEBACK_CHARS` (``...`` marks the cut). None for an
+    exception that was never raised (a timeout the runner records): it has no frames.
+    """
+    if exc.__traceback__ is None:
+        return None
+    text = "".join(
+        traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-TRACEBACK_FRAMES)
+    )
+    lines = [  # a long message is in the row's error already: its start is enough here
+        line if len(line) <= TRACEBACK_LINE else line[:TRACEBACK_LINE] + " ..."
+        for line in text.rstrip("\n").split("\n")
+    ]
+    size, cut = sum(len(line) + 1 for line in lines) - 1, 0
+    if size > TRACEBACK_CHARS:  # the outermost lines go, "...\n" marks the cut
+        while size > TRACEBACK_CHARS - len("...\n") and cut < len(lines) - 1:
+            size -= len(lines[cut]) + 1
+            cut += 1
+    return "\n".join(["..."] * bool(cut) + lines[cut:])
+
 
 def _failure(row: SampleResult, name: str, exc: BaseException) -> None:
     if isinstance(exc, InvalidSampleError) and exc.sample_id is None:
@@ -90,7 +125,8 @@ def _failure(row: SampleResult, name: str, exc: BaseException) -> None:
     if raw:  # what the judge said, for the row's reader (the exception keeps all of it)
         shown = raw if len(raw) <= RAW_SHOWN else raw[:RAW_SHOWN] + "..."
         message = f"{message}; its last output: {shown!r}"
-    row.failures[name] = MetricFailure(name, row.index, type(exc).__name__, message)
+    trace = failure_traceback(exc)
+    row.failures[name] = MetricFailure(name, row.index, type(exc).__name__, message, trace)
 
 
 async def _score_cell(row: SampleResult, metric: Metric, details: bool) -> None:

@@ -305,8 +305,14 @@ def _drill(row: SampleResult, names: Sequence[str]) -> str:
                 f'<div class="metric"><b>{escape_text(name)}</b> = {format_value(result.value)}<br>{_clip(result.reason)}</div>'
             )
         elif failure is not None:
+            trace = (
+                "<details class='traceback'><summary>traceback</summary>"
+                f'<pre class="error">{escape_text(failure.traceback)}</pre></details>'
+                if failure.traceback
+                else ""
+            )
             metrics.append(
-                f'<div class="metric err"><b>{escape_text(name)}</b> failed<div class="error">{_clip(failure)}</div></div>'
+                f'<div class="metric err"><b>{escape_text(name)}</b> failed<div class="error">{_clip(failure)}</div>{trace}</div>'
             )
     return (
         f'<div class="grid"><div class="conv">{_conversation(row.sample)}</div>'

@@ -79,12 +79,19 @@ def ratio(label: str, numerator: int, denominator: int, value: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MetricFailure:
-    """A metric that failed on one sample: the error's type and message, kept on the row."""
+    """A metric that failed on one sample: the error's type and message, kept on the row.
+
+    ``traceback`` is where the metric raised (the last frames, formatted as Python prints
+    them, at most a few KB), or None when the error was not raised by a metric's code (an
+    unreadable line, a timeout, a failed agent run). results.jsonl keeps it as
+    ``<name>_traceback`` on the rows that have one.
+    """
 
     name: str
     sample_index: int
     error_type: str
     message: str
+    traceback: str | None = None
 
     def __str__(self) -> str:
         """``"<ErrorType>: <message>"``."""
@@ -262,6 +269,8 @@ class SampleResult:
     def record(self, metric_names: list[str], *, details: bool = False) -> dict[str, Any]:
         """A flat, JSON-ready dict: ``<name>``, ``<name>_reason``, ``<name>_error`` per metric.
 
+        A failure with a traceback adds ``<name>_traceback`` after its error.
+
         ``id`` follows ``index`` when the sample has ``metadata["id"]``. Values are None where
         the metric failed; ``details=True`` adds ``<name>_details`` and,
         for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`); ``line`` comes last when
@@ -279,6 +288,8 @@ class SampleResult:
             record[name] = result.value if result is not None else None
             record[f"{name}_reason"] = result.reason if result is not None else None
             record[f"{name}_error"] = str(failure) if failure is not None else None
+            if failure is not None and failure.traceback:
+                record[f"{name}_traceback"] = failure.traceback
             if details and result is not None:
                 record[f"{name}_details"] = result.details
                 if result.usage is not None:
@@ -338,7 +349,10 @@ def _read_row(record: dict[str, Any], names: list[str], number: int) -> SampleRe
             )
         elif record.get(f"{name}_error"):
             error_type, _, message = str(record[f"{name}_error"]).partition(": ")
-            row.failures[name] = MetricFailure(name, row.index, error_type, message)
+            trace = record.get(f"{name}_traceback")
+            row.failures[name] = MetricFailure(
+                name, row.index, error_type, message, str(trace) if trace else None
+            )
     if record.get("latency_in_seconds") is not None:
         row.agent = _read_agent(record)
     return row
@@ -691,14 +705,16 @@ class EvaluationResult:
 
         The sample's fields come first under ragas' column names (``user_input``,
         ``reference``, ``reference_tool_calls``, ...), then per metric its value (NaN where
-        failed), ``<name>_reason`` and ``<name>_error``.
+        failed), ``<name>_reason`` and ``<name>_error`` (a failure's traceback stays on its row:
+        ``result.rows[i].failures[name].traceback``).
         """
         import pandas as pd
 
         records = self.records()
-        for record in records:  # a vote record (repeats) is not a column
+        for record in records:  # a vote record (repeats), a traceback: not columns
             for name in self.metric_names:
                 record.pop(f"{name}_details", None)
+                record.pop(f"{name}_traceback", None)
         frame: pd.DataFrame = pd.DataFrame(records)
         for position, (column, values) in enumerate(self.sample_columns().items(), start=1):
             if column not in frame.columns:

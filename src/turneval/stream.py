@@ -137,11 +137,15 @@ class StreamResult:
 
 @dataclass(frozen=True, slots=True)
 class RowError:
-    """One error of a failed row: its 1-based input line, the metric and the error."""
+    """One error of a failed row: its 1-based input line, the metric and the error.
+
+    ``traceback`` is where the metric raised (the failure's ``traceback``), when it did.
+    """
 
     line: int
     metric: str
     error: str
+    traceback: str | None = None
 
     def __str__(self) -> str:
         """``line N: metric: ErrorType: message``, on one line (the line named once)."""
@@ -483,7 +487,7 @@ class _ChunkBuilder:
             self.failed_rows += 1
             if len(self.first_errors) < FIRST_ERRORS:
                 name, failure = next(iter(scored.failures.items()))
-                self.first_errors.append(RowError(number, name, str(failure)))
+                self.first_errors.append(RowError(number, name, str(failure), failure.traceback))
         scored.line = number
         record = scored.record(self.names, details=self.details)
         record["line"] = number
@@ -763,7 +767,10 @@ def _resumed_row(record: dict[str, Any], names: Sequence[str]) -> SampleResult:
             )
         elif record.get(f"{name}_error"):
             kind, _, message = str(record[f"{name}_error"]).partition(": ")
-            row.failures[name] = MetricFailure(name, row.index, kind, message)
+            trace = record.get(f"{name}_traceback")
+            row.failures[name] = MetricFailure(
+                name, row.index, kind, message, str(trace) if trace else None
+            )
     return row
 
 
@@ -776,7 +783,8 @@ def _row_error(record: dict[str, Any], names: Sequence[str]) -> RowError | None:
     for name in names:
         error = record.get(f"{name}_error")
         if error:
-            return RowError(int(record["line"]), name, str(error))
+            trace = record.get(f"{name}_traceback")
+            return RowError(int(record["line"]), name, str(error), str(trace) if trace else None)
         if record.get(name) is None:
             return RowError(
                 int(record["line"]),

@@ -179,12 +179,22 @@ def _jsonable(value: Any) -> Any:
 
 
 def metric_configs(metrics: Sequence[Any]) -> list[dict[str, Any]]:
-    """Each metric's ``name``, ``class`` and ``config`` (its fields, JSON-ready)."""
+    """Each metric's ``name``, ``class`` and ``config`` (its fields, JSON-ready).
+
+    A user's metric (defined outside turneval) is written field by field too, as turneval's
+    own: only a model object *in* a field from outside turneval (a chat model) is named.
+    """
+    from pydantic import BaseModel
+
     return [
         {
             "name": metric.name,
             "class": f"{type(metric).__module__}.{type(metric).__qualname__}",
-            "config": _jsonable(metric),
+            "config": (
+                {name: _jsonable(getattr(metric, name)) for name in type(metric).model_fields}
+                if isinstance(metric, BaseModel)
+                else _jsonable(metric)
+            ),
         }
         for metric in metrics
     ]

@@ -481,6 +481,12 @@ class _Viewer:
                 text += "<div class='votes'><b>votes</b> " + _votes(votes) + "</div>"
             if error:
                 text += f"<pre class='error'>{escape_text(error)}</pre>"
+                trace = row.record.get(f"{name}_traceback")
+                if trace:  # where the metric raised, one click away
+                    text += (
+                        "<details class='traceback'><summary>traceback</summary>"
+                        f"<pre class='error'>{escape_text(trace)}</pre></details>"
+                    )
             if isinstance(details, dict) and details:
                 dump = json.dumps(details, indent=1, ensure_ascii=False, default=str)
                 text += (
@@ -704,7 +710,7 @@ class _Viewer:
     # -- compare -----------------------------------------------------------------------------
 
     def compare_page(self, request: Request) -> Response:
-        from turneval.compare import compare, pair_rows
+        from turneval.compare import check_metric_configs, compare, pair_rows
 
         runs = self.store.runs()
         first, second = request.query_params.get("a", ""), request.query_params.get("b", "")
@@ -724,8 +730,20 @@ class _Viewer:
         )
         if not (first and second):
             return self.page("Compare two runs", form)
+        allowed = request.query_params.get("allow_config_change") == "1"
         try:
             base, cand = self.find_run(first), self.find_run(second)
+            if not allowed:
+                try:
+                    check_metric_configs(base.metrics, cand.metrics)
+                except ConfigError as exc:  # the scores do not compare: say why, offer a way
+                    anyway = self._link(request, allow_config_change=1)
+                    return self.page(
+                        "Compare two runs",
+                        form + f"<p class='err' id='config-change'>{escape_text(exc)}</p>"
+                        f"<p><a href='{escape_attribute(anyway)}'>compare anyway</a></p>",
+                        status=409,
+                    )
             before, after = self.store.result(base.id), self.store.result(cand.id)
             found = compare(before, after)
             pairing = pair_rows(before, after)
