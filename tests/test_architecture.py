@@ -38,7 +38,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.store",
     ),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
-    ("turneval.grounding", "turneval._grounding_values"),
+    # the grounding package, its modules from the bottom up, then its public surface
+    ("turneval.grounding.records", "turneval.grounding.codepoints"),
+    ("turneval.grounding.sentences", "turneval.grounding.tokens"),
+    ("turneval.grounding.quantities", "turneval.grounding.dates"),
+    ("turneval.grounding.values",),
+    ("turneval.grounding.index",),
+    ("turneval.grounding.offline", "turneval.grounding.llm"),
+    ("turneval.grounding.check",),
+    ("turneval.grounding",),
     ("turneval.worlds",),  # tool worlds: end-state metrics and scenarios read their state
     ("turneval.metrics",),
     (
