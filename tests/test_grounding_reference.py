@@ -99,13 +99,18 @@ def reference_passages(index: Index, token: Token, lowercase: bool) -> list[int]
 
 
 def test_one_sentence_rule_for_claims_and_passages() -> None:
-    """Claims and the index's passages end where the reference says, on the same texts."""
+    """Claims and the index's passages end where the reference says, on the same texts.
+
+    Texts with a few marks (read one by one) and with many (vectorised) are both checked.
+    """
     rng = random.Random(5)
+    marks = []
     for size in [0, 1, 2, 3, 10, 200]:
         for _ in range(20):
             text = random_text(rng, size)
             if size % 2:
                 text = text.rstrip()
+            marks.append(sum(text.count(mark) for mark in ".!?"))
             starts = reference_starts(text)
             assert sentence_starts(code_points(text)).tolist() == starts, text
             index = Index([Fact(text=text)])  # offsets in the lowered text ("İ" is two there)
@@ -116,6 +121,7 @@ def test_one_sentence_rule_for_claims_and_passages() -> None:
             ]
             expected = [(piece, start, start + len(piece)) for piece, start in pieces if piece]
             assert split_claims(text) == expected, text
+    assert min(marks) == 0 and max(marks) > 50
 
 
 def test_token_passages_equal_the_reference() -> None:

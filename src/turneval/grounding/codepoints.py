@@ -59,21 +59,15 @@ def _per_distinct(
 def char_class(codes: np.ndarray, kind: str) -> np.ndarray:
     """``getattr(c, kind)()`` for each character ``c`` whose code point is in ``codes``.
 
-    ``kind`` is "isalnum", "isalpha", "islower" or "isspace".
-
     ASCII by arithmetic over the whole array; other characters (few in most texts) by the
     ``str`` method, once per distinct character.
     """
-    result = (codes - 97) < 26  # lower case ASCII (wraps below 'a')
-    if kind in ("isalnum", "isalpha"):
-        result |= (codes - 65) < 26
     if kind == "isalnum":
+        result = (codes - 97) < 26  # wraps below 'a'
+        result |= (codes - 65) < 26
         result |= (codes - 48) < 10
-    elif kind == "isspace":  # tab to carriage return, the four separators, the space
-        result = (codes - 9) < 5
-        result |= (codes - 28) < 5
-    elif kind not in ("isalpha", "islower"):
-        raise ValueError(f"unknown character class {kind!r}")
+    else:
+        result = (codes - 97) < 26
     if codes.dtype != np.uint8:
         other = np.flatnonzero(codes > 127)
         if other.size:
