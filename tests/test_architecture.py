@@ -45,7 +45,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
     ("turneval.options",),  # the run options, declared once for every front end
-    ("turneval.grounding", "turneval._grounding_values"),
+    # the grounding package, its modules from the bottom up, then its public surface
+    ("turneval.grounding.records", "turneval.grounding.codepoints"),
+    ("turneval.grounding.sentences", "turneval.grounding.tokens"),
+    ("turneval.grounding.quantities", "turneval.grounding.dates"),
+    ("turneval.grounding.values",),
+    ("turneval.grounding.index",),
+    ("turneval.grounding.offline", "turneval.grounding.llm"),
+    ("turneval.grounding.check",),
+    ("turneval.grounding",),
     ("turneval.worlds",),  # tool worlds: end-state metrics and scenarios read their state
     ("turneval.metrics",),
     ("turneval.agent_driver",),  # drives an agent turn by turn: EvalTask and simulation use it
@@ -256,7 +264,7 @@ KNOWN: set[str] = {
     "turneval.batch._cli: imports private name _Store from turneval.batch._run",
     "turneval.batch._cli: imports private name _judge from turneval.cli",
     "turneval.batch._cli: imports private name _print_summary from turneval.cli",
-    "turneval.batch._cli: imports turneval.cli (layer 15) from layer 14",
+    "turneval.batch._cli: imports turneval.cli (layer *) from layer *",
     "turneval.batch._run: imports private module turneval.metrics._judged from outside turneval.metrics",
     "turneval.batch._run: imports private name _DEFER from turneval.judge.core",
     "turneval.batch._run: imports private name _describe from turneval.judge.core",
@@ -279,11 +287,11 @@ KNOWN: set[str] = {
     "turneval.metrics.rubric: imports private name _pairwise_rates from turneval.aggregate",
     "turneval.metrics.rubric: imports private name _pairwise_reason from turneval.aggregate",
     "turneval.pipeline: imports private name _parse from turneval.stream",
-    "turneval.pipeline: imports turneval.stream (layer 14) from layer 12",
+    "turneval.pipeline: imports turneval.stream (layer *) from layer *",
     "turneval.pytest_plugin: imports private name _dataset_cases from turneval.testing",
     "turneval.results: imports private name _is_pairwise from turneval.aggregate",
     "turneval.results: imports private name _pairwise_rates from turneval.aggregate",
-    "turneval.results: imports turneval.report (layer 14) from layer 4",
+    "turneval.results: imports turneval.report (layer *) from layer *",
     "turneval.stream: imports private name _AgentFigures from turneval.results",
     "turneval.stream: imports private name _read_agent from turneval.results",
     "turneval.watch._watcher: imports private module turneval.store._schema from outside turneval.store",
@@ -295,8 +303,13 @@ KNOWN: set[str] = {
 }
 
 
+def _unnumbered(problem: str) -> str:
+    """A problem without its line and layer numbers (they move with every edit)."""
+    return re.sub(r"layer \d+", "layer *", re.sub(r":\d+:", ":", problem))
+
+
 def test_turneval_follows_its_layers() -> None:
-    found = {re.sub(r":\d+:", ":", problem) for problem in check_layers(SRC, "turneval", LAYERS)}
+    found = {_unnumbered(problem) for problem in check_layers(SRC, "turneval", LAYERS)}
     assert sorted(found - KNOWN) == [], "new layering problems"
     assert sorted(KNOWN - found) == [], "fixed: remove them from KNOWN"
 

@@ -160,6 +160,39 @@ def test_claim_offsets_and_sentence_splitting() -> None:
     assert [(c.start, c.end) for c in result.claims] == [(s, e) for _, s, e in claims]
 
 
+@pytest.mark.parametrize(
+    ("claim", "fact"),
+    [
+        (
+            "The clinic was opened by Dr. Jones in the spring.",
+            "The clinic was opened by Dr. Smith in the spring.",
+        ),
+        (
+            "The bridge was designed by J. Smith in 1920.",
+            "The bridge was designed by J. Smith in 1931.",
+        ),
+        (
+            "The firm hired Acme Corp. in 2019 for the audit.",
+            "The firm hired Acme Corp. in 2020 for the audit.",
+        ),
+    ],
+)
+def test_a_fact_sentence_ends_where_a_claim_sentence_ends(claim: str, fact: str) -> None:
+    """An abbreviation or an initial ends no sentence of the facts either (one rule).
+
+    The claim's frame (clinic, opened, spring; or designed, bridge; hired, audit, firm) is all
+    in the fact's one sentence, which states another name or year in its slot: a differing
+    value, so the claim anti-cites the fact. Had the passage been cut after "Dr.", "J." or
+    "Corp." (as the facts once were), neither half would hold the frame and the contradiction
+    would go unseen.
+    """
+    assert [sentence for sentence, _, _ in split_claims(fact)] == [fact]
+    result = check_grounding(claim, [fact], enable_anti_citations=True)
+    assert result.support_score == 0.0
+    assert result.claims[0].anti_citation_indices == [0]
+    assert check_grounding(fact, [fact]).support_score == 1.0
+
+
 def test_limits_name_the_limit() -> None:
     with pytest.raises(ConfigError, match="at most 200 facts, got 201"):
         check_grounding("x", ["fact"] * 201)
