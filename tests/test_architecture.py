@@ -295,11 +295,6 @@ KNOWN: set[str] = {
     "turneval.stream: imports private name _AgentFigures from turneval.results",
     "turneval.stream: imports private name _read_agent from turneval.results",
     "turneval.watch._watcher: imports private module turneval.store._schema from outside turneval.store",
-    "turneval.watch._watcher: imports private module turneval.traces._api from outside turneval.traces",
-    "turneval.watch._watcher: imports private module turneval.traces._genai from outside turneval.traces",
-    "turneval.watch._watcher: imports private module turneval.traces._spans from outside turneval.traces",
-    "turneval.watch._watcher: imports private name _attributes from turneval.traces._spans",
-    "turneval.watch._watcher: imports private name _conversation from turneval.traces._api",
 }
 
 

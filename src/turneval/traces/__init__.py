@@ -20,15 +20,22 @@ from turneval.traces._api import (
     from_otlp_json,
     iter_otlp_json,
     to_otel_events,
+    trace_conversation,
     write_otlp_json,
 )
-from turneval.traces._genai import GENAI_SEMCONV_VERSION
+from turneval.traces._genai import GENAI_SEMCONV_VERSION, SESSION_KEYS
+from turneval.traces._spans import Span, from_otlp_span, otlp_attributes
 
 __all__ = [
     "GENAI_SEMCONV_VERSION",
+    "SESSION_KEYS",
+    "Span",
     "from_otel_spans",
     "from_otlp_json",
+    "from_otlp_span",
     "iter_otlp_json",
+    "otlp_attributes",
     "to_otel_events",
+    "trace_conversation",
     "write_otlp_json",
 ]

@@ -38,7 +38,7 @@ def _session(spans: list[Span]) -> str | None:
     return None
 
 
-def _conversation(
+def trace_conversation(
     spans: list[Span], group: str, strict_traces: bool, skipped: dict[str, int] | None
 ) -> MultiTurnSample | None:
     """The sample of one trace (or session); None for a trace that is no conversation.
@@ -70,7 +70,9 @@ def _group(
         key = (_session(members) if group_by == "session" else None) or f"trace:{trace_id}"
         groups.setdefault(key, []).extend(members)
     ordered = sorted(groups.values(), key=lambda members: min(span.start for span in members))
-    converted = (_conversation(members, group_by, strict_traces, skipped) for members in ordered)
+    converted = (
+        trace_conversation(members, group_by, strict_traces, skipped) for members in ordered
+    )
     return [sample for sample in converted if sample is not None]
 
 
@@ -192,7 +194,7 @@ def iter_otlp_json(
                     waiting.append((number, _no_trace_row(number, span)))
                     continue
                 if current and span.trace_id != current[0].trace_id:
-                    sample = _conversation(current, "trace", strict_traces, skipped_traces)
+                    sample = trace_conversation(current, "trace", strict_traces, skipped_traces)
                     if sample is not None:
                         yield line, sample
                     current = []
@@ -205,7 +207,7 @@ def iter_otlp_json(
             yield from waiting
             waiting = []
     if current:
-        sample = _conversation(current, "trace", strict_traces, skipped_traces)
+        sample = trace_conversation(current, "trace", strict_traces, skipped_traces)
         if sample is not None:
             yield line, sample
     yield from waiting
@@ -239,7 +241,9 @@ def _in_memory(
         traces: dict[str, list[Span]] = {}
         for span in spans:
             traces.setdefault(span.trace_id, []).append(span)
-        converted = (_conversation(m, "trace", strict_traces, skipped) for m in traces.values())
+        converted = (
+            trace_conversation(m, "trace", strict_traces, skipped) for m in traces.values()
+        )
         samples = [sample for sample in converted if sample is not None]
     else:
         samples = _group(spans, group_by, strict_traces, skipped)

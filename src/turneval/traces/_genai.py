@@ -90,5 +90,6 @@ OI_OUTPUT_VALUE: Final = SpanAttributes.OUTPUT_VALUE
 OI_REDACTED: Final = "__REDACTED__"  # openinference-instrumentation's REDACTED_VALUE
 
 SESSION_KEYS: Final = (CONVERSATION_ID, OI_SESSION_ID)
+"""The attributes naming the session (conversation) a span belongs to: GenAI, then OpenInference."""
 AGENT_KEYS: Final = (AGENT_NAME, OI_AGENT_NAME)
 MODEL_KEYS: Final = (RESPONSE_MODEL, REQUEST_MODEL, OI_MODEL_NAME)

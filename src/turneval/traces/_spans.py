@@ -150,7 +150,8 @@ def any_value(value: dict[str, Any]) -> Any:
     return None
 
 
-def _attributes(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def otlp_attributes(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """OTLP/JSON ``KeyValue`` items as a plain dict (strings as they are, other values decoded)."""
     out: dict[str, Any] = {}
     for item in items:
         value = item.get("value") or {}
@@ -177,9 +178,9 @@ def from_otlp_span(raw: dict[str, Any], line: int | None = None, position: int =
         name=str(raw.get("name", "")),
         start=int(raw.get("startTimeUnixNano") or 0),
         end=int(raw.get("endTimeUnixNano") or raw.get("startTimeUnixNano") or 0),
-        attributes=_attributes(raw.get("attributes") or ()),
+        attributes=otlp_attributes(raw.get("attributes") or ()),
         events=[
-            (str(event.get("name", "")), _attributes(event.get("attributes") or ()))
+            (str(event.get("name", "")), otlp_attributes(event.get("attributes") or ()))
             for event in raw.get("events") or ()
         ],
         status=_STATUS.get(status.get("code", 0), "UNSET"),

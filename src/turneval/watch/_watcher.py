@@ -22,9 +22,13 @@ from typing import Any, Literal
 
 from turneval._version import VERSION
 from turneval.errors import ConfigError
-from turneval.traces import _genai as g
-from turneval.traces._api import _conversation
-from turneval.traces._spans import Span, _attributes, from_otlp_span
+from turneval.traces import (
+    SESSION_KEYS,
+    Span,
+    from_otlp_span,
+    otlp_attributes,
+    trace_conversation,
+)
 
 GroupBy = Literal["trace", "session"]
 DONE_KEPT = 10  # decided trace ids remembered per queue slot (for dropping late spans)
@@ -362,7 +366,7 @@ class Watcher:
                     self.counts["spans_late"] += 1
                     continue
                 self._seen.add((span.trace_id, span.span_id))
-                self._add(span, _attributes(attributes), now)
+                self._add(span, otlp_attributes(attributes), now)
                 kept.append(raw)
             if kept:
                 new.append((attributes, kept))
@@ -377,7 +381,7 @@ class Watcher:
         key = self._key.get(trace) or f"trace:{trace}"
         if self.group_by == "session":
             session = next(
-                (span.attributes[k] for k in g.SESSION_KEYS if span.attributes.get(k)), None
+                (span.attributes[k] for k in SESSION_KEYS if span.attributes.get(k)), None
             )
             if session is not None and key != f"session:{session}":
                 old = self._groups.pop(key, None)
@@ -513,7 +517,7 @@ class Watcher:
             for key, traces in ready:
                 spans = [span for trace in traces for span in self._spans.get(trace, ())]
                 self.counts["conversations_complete"] += 1
-                sample = _conversation(spans, self.group_by, False, None)
+                sample = trace_conversation(spans, self.group_by, False, None)
                 reason = None
                 if sample is None:
                     reason = "no_conversation"
