@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -14,13 +15,13 @@ from turneval._gc import batch_collection
 from turneval.errors import InvalidSampleError
 from turneval.jsonl import first_undecodable, jsonl_rows
 from turneval.messages import AIMessage, HumanMessage, Message, ToolCall
-from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
+from turneval.samples import MultiTurnSample, Sample, SingleTurnSample, sample_id
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-__all__ = ["EvaluationDataset", "sample_from_dict"]
+__all__ = ["EvaluationDataset", "distinct_sample_ids", "sample_from_dict"]
 
 
 def _describe(exc: ValidationError) -> str:
@@ -414,3 +415,24 @@ def _is_missing(value: Any) -> bool:
     if isinstance(value, float):
         return value != value  # NaN
     return False
+
+
+def distinct_sample_ids(samples: Sequence[Sample]) -> list[str]:
+    """Each sample's readable id (:func:`~turneval.samples.sample_id`), made distinct.
+
+    A repeated id is numbered in order (``#1``, ``#2``, ...), skipping numbers another
+    sample's id already has: pytest needs distinct test ids.
+    """
+    ids = [sample_id(sample, position) for position, sample in enumerate(samples)]
+    counts = Counter(ids)
+    taken = set(ids)
+    last: dict[str, int] = {}
+    for position, name in enumerate(ids):
+        if counts[name] > 1:
+            number = last.get(name, 0) + 1
+            while f"{name}#{number}" in taken:
+                number += 1
+            last[name] = number
+            ids[position] = f"{name}#{number}"
+            taken.add(ids[position])
+    return ids

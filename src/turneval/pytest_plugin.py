@@ -79,7 +79,7 @@ class TurnevalSession:
         """
         from turneval.judge import Usage
         from turneval.results import EvaluationResult, SampleResult
-        from turneval.testing import sample_id
+        from turneval.samples import sample_id
 
         names: list[str] = []
         rows: list[SampleResult] = []
@@ -197,7 +197,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("turneval_dataset")
     if marker is None:
         return
-    from turneval.testing import _dataset_cases
+    from turneval.dataset import EvaluationDataset, distinct_sample_ids
 
     arguments: dict[str, Any] = dict(zip(("path", "argname"), marker.args[:2], strict=False))
     arguments.update(marker.kwargs)
@@ -215,7 +215,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from turneval.errors import InvalidSampleError
 
     try:
-        samples, ids = _dataset_cases(path)
+        samples = EvaluationDataset.from_jsonl(path).samples
+        ids = distinct_sample_ids(samples)
     except (InvalidSampleError, OSError) as exc:
         # One case that errors with the reason: a collection error would stop the session.
         import pytest

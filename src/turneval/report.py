@@ -209,7 +209,7 @@ def _label(row: SampleResult) -> str:
     """The row's id: ``metadata["id"]`` or its first user message."""
     if row.sample is None:
         return ""
-    from turneval.testing import sample_id
+    from turneval.samples import sample_id
 
     return sample_id(row.sample, row.index)
 

@@ -16,7 +16,7 @@ from turneval.messages import (
 )
 from turneval.messages.tool_results import OpenToolCalls
 
-__all__ = ["MultiTurnSample", "Sample", "SingleTurnSample"]
+__all__ = ["MultiTurnSample", "Sample", "SingleTurnSample", "sample_id"]
 
 _CONFIG = ConfigDict(extra="forbid")
 
@@ -139,3 +139,24 @@ def _from_langchain_mixed(messages: list[Any]) -> list[Any]:
 
 Sample: TypeAlias = SingleTurnSample | MultiTurnSample
 """Either kind of sample."""
+
+
+_ID_LENGTH = 40
+
+
+def sample_id(sample: Sample, position: int) -> str:
+    """A readable test id: ``metadata["id"]``, else the first user message, else the position.
+
+    The first user message is shortened to 40 characters, whitespace collapsed.
+    """
+    metadata = sample.metadata or {}
+    if metadata.get("id") is not None:
+        return str(metadata["id"])
+    if isinstance(sample, MultiTurnSample):
+        text = next((m.content for m in sample.user_input if m.type == "human"), "")
+    else:
+        text = sample.user_input or ""
+    text = " ".join(text.split())
+    if not text:
+        return f"sample{position}"
+    return text if len(text) <= _ID_LENGTH else text[: _ID_LENGTH - 3] + "..."

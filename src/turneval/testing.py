@@ -10,14 +10,13 @@ the session and, with ``--turneval-report=PATH``, writes one HTML report of ever
 from __future__ import annotations
 
 import concurrent.futures
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
-from turneval.dataset import EvaluationDataset
+from turneval.dataset import EvaluationDataset, distinct_sample_ids
 from turneval.errors import ConfigError
-from turneval.samples import MultiTurnSample, Sample
+from turneval.samples import Sample, sample_id
 
 if TYPE_CHECKING:
     import pytest
@@ -39,8 +38,6 @@ __all__ = [
 
 DEFAULT_THRESHOLD = 0.5
 """The bar a score must reach when no threshold is given (as in deepeval)."""
-
-_ID_LENGTH = 40
 
 
 class ScoreAssertionError(AssertionError):
@@ -67,43 +64,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'turneval.testing' has no attribute {name!r}")
 
 
-def sample_id(sample: Sample, position: int) -> str:
-    """A readable test id: ``metadata["id"]``, else the first user message, else the position.
-
-    The first user message is shortened to 40 characters, whitespace collapsed.
-    """
-    metadata = sample.metadata or {}
-    if metadata.get("id") is not None:
-        return str(metadata["id"])
-    if isinstance(sample, MultiTurnSample):
-        text = next((m.content for m in sample.user_input if m.type == "human"), "")
-    else:
-        text = sample.user_input or ""
-    text = " ".join(text.split())
-    if not text:
-        return f"sample{position}"
-    return text if len(text) <= _ID_LENGTH else text[: _ID_LENGTH - 3] + "..."
-
-
-def _dataset_cases(path: str | PathLike[str]) -> tuple[list[Sample], list[str]]:
-    samples = EvaluationDataset.from_jsonl(path).samples
-    ids = [sample_id(sample, position) for position, sample in enumerate(samples)]
-    # pytest needs distinct ids: a repeated one is numbered in file order (#1, #2, ...),
-    # skipping numbers another sample's id already has
-    counts = Counter(ids)
-    taken = set(ids)
-    last: dict[str, int] = {}
-    for position, name in enumerate(ids):
-        if counts[name] > 1:
-            number = last.get(name, 0) + 1
-            while f"{name}#{number}" in taken:
-                number += 1
-            last[name] = number
-            ids[position] = f"{name}#{number}"
-            taken.add(ids[position])
-    return samples, ids
-
-
 def parametrize_dataset(path: str | PathLike[str], argname: str = "sample") -> pytest.MarkDecorator:
     """A ``pytest.mark.parametrize`` running the test once per sample of a JSONL file.
 
@@ -120,8 +80,8 @@ def parametrize_dataset(path: str | PathLike[str], argname: str = "sample") -> p
     """
     import pytest
 
-    samples, ids = _dataset_cases(path)
-    return pytest.mark.parametrize(argname, samples, ids=ids)
+    samples = EvaluationDataset.from_jsonl(path).samples
+    return pytest.mark.parametrize(argname, samples, ids=distinct_sample_ids(samples))
 
 
 def _thresholds(
