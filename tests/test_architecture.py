@@ -29,8 +29,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
-    ("turneval.results", "turneval.aggregate"),
+    ("turneval.results", "turneval.aggregate", "turneval.results_codec"),
     (
+        "turneval.provenance",  # the source steps' record of what produced a sample
         "turneval.dataset",
         "turneval.dataset_schema",
         "turneval.traces",
