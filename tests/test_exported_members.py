@@ -39,6 +39,8 @@ MODULES = [
     "turneval.stream",
     "turneval.aggregate",
     "turneval.results",
+    "turneval.results_codec",
+    "turneval.provenance",
     "turneval.calibration",
     "turneval.pytest_plugin",
     "turneval.integrations.langgraph",

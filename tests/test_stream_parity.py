@@ -22,8 +22,8 @@ from turneval.metrics import (
 from turneval.metrics.base import Explained
 from turneval.pipeline import RunOptions, score_sample
 from turneval.results import json_line
-from turneval.runner import resolve_metrics
 from turneval.results_codec import fast_line
+from turneval.runner import resolve_metrics
 from turneval.stream import _plain_explainers, _run_chunk, evaluate_jsonl
 
 from ._builders import call, conversation

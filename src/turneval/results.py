@@ -30,7 +30,6 @@ __all__ = [
     "MetricResult",
     "Prices",
     "SampleResult",
-    "Source",
     "Trial",
     "json_line",
     "ratio",
