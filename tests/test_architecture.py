@@ -34,8 +34,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
-    ("turneval.results", "turneval.aggregate"),
+    ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
+    ("turneval.results_codec", "turneval.report"),  # rows to and from results.jsonl, and HTML
+    ("turneval.results",),  # a run: its rows, summary, files
     (
+        "turneval.provenance",  # the source steps' record of what produced a sample
         "turneval.dataset",
         "turneval.jsonl",
         "turneval.dataset_schema",
@@ -69,7 +72,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("turneval.agents",),  # EvalTask: a replay, or scenarios played by the simulation
     (
-        "turneval.report",
         "turneval.compare",
         "turneval.stats",
         "turneval.calibration",
@@ -246,7 +248,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 KNOWN: set[str] = {
     "import cycle: turneval.cli -> turneval.batch -> turneval.cli",
     "import cycle: turneval.pipeline -> turneval.stream -> turneval.pipeline",
-    "import cycle: turneval.results -> turneval.report -> turneval.results",
     "import cycle: turneval.runner -> turneval.pipeline -> turneval.stream -> turneval.runner",
     "turneval.batch._cli: imports private name _BatchCache from turneval.batch._run",
     "turneval.batch._cli: imports private name _Store from turneval.batch._run",
@@ -276,11 +277,6 @@ KNOWN: set[str] = {
     "turneval.metrics.rubric: imports private name _pairwise_reason from turneval.aggregate",
     "turneval.pipeline: imports private name _parse from turneval.stream",
     "turneval.pipeline: imports turneval.stream (layer *) from layer *",
-    "turneval.results: imports private name _is_pairwise from turneval.aggregate",
-    "turneval.results: imports private name _pairwise_rates from turneval.aggregate",
-    "turneval.results: imports turneval.report (layer *) from layer *",
-    "turneval.stream: imports private name _AgentFigures from turneval.results",
-    "turneval.stream: imports private name _read_agent from turneval.results",
     "turneval.watch._watcher: imports private module turneval.store._schema from outside turneval.store",
 }
 

@@ -11,10 +11,13 @@ import pytest
 
 from turneval import ConfigError
 from turneval.ratelimit import RateLimit
+from turneval.results import EvaluationResult
 from turneval.stream import evaluate_jsonl
+from turneval.traces import from_otlp_json
 
 from ._builders import call, conversation
 from ._openai_stub import OpenAIStub, Reply
+from .test_four_sinks import traces_file
 from .test_row_evaluators import FailedRows
 
 ray = pytest.importorskip("ray")
@@ -27,6 +30,7 @@ pytestmark = [  # Ray warns about its own deprecated settings while it starts
 ]
 
 METRICS = ["tool_call_f1", "trajectory_in_order_match"]
+ROOT = Path(__file__).resolve().parent.parent  # the workers import tests and turneval from here
 RATED = json.dumps({"explanation": "fine", "score": 3})
 
 
@@ -66,7 +70,12 @@ def rows(path: Path) -> list[dict[str, Any]]:
 
 def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
-    data.write_text("".join(line + "\n" for line in sample_lines(3000)))
+    # the three traces of test_four_sinks, saved as samples (with reference calls): agent rows
+    traces = [
+        sample.model_copy(update={"reference_tool_calls": [call("f")]}).model_dump_json()
+        for sample in from_otlp_json(traces_file(tmp_path))
+    ]
+    data.write_text("".join(line + "\n" for line in [*sample_lines(3000), *traces]))
     local = tmp_path / "local"
     aggregates = [FailedRows()]  # a user's aggregate, computed in the driver from the rows
     here = evaluate_jsonl(
@@ -82,10 +91,15 @@ def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
     assert isinstance(result, DistributedResult)
     assert rows(result.results_path) == rows(local / "results.jsonl")  # row by row
     assert result.summary() == json.loads((local / "summary.json").read_text())
-    assert result.stream.total_rows == 2999 and result.stream.bad_lines == 1
+    # one summariser: Ray's summary is the file's read back, agent figures of the traces first
+    back = EvaluationResult.from_jsonl(result.results_path).summary().to_dict()
+    assert result.summary()["metrics"] == back
+    assert list(back)[:2] == ["latency_in_seconds", "failure"]
+    assert back["failure"]["mean"] == 1 / 3 and back["latency_in_seconds"]["mean"] == 3.0
+    assert result.stream.total_rows == 3002 and result.stream.bad_lines == 1
     # the one failed row is the unreadable line 8
-    assert result.stream.aggregates == here.aggregates == {"failed_row_share": 1 / 2999}
-    assert result.summary()["aggregates"] == {"failed_row_share": 1 / 2999}
+    assert result.stream.aggregates == here.aggregates == {"failed_row_share": 1 / 3002}
+    assert result.summary()["aggregates"] == {"failed_row_share": 1 / 3002}
     assert result.to_pandas()["line"].tolist()[:8] == [1, 2, 3, 4, 5, 6, 7, 8]
 
 

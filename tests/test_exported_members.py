@@ -40,6 +40,8 @@ MODULES = [
     "turneval.stream",
     "turneval.aggregate",
     "turneval.results",
+    "turneval.results_codec",
+    "turneval.provenance",
     "turneval.calibration",
     "turneval.calibration.alignment",
     "turneval.calibration.labels",

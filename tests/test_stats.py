@@ -16,7 +16,7 @@ from statsmodels.stats.power import TTestPower
 from turneval import ConfigError, MetricResult, SampleResult
 from turneval.cli import main
 from turneval.compare import compare
-from turneval.results import EvaluationResult
+from turneval.results import EvaluationResult, Trial
 from turneval.stats import achieved_power, gate_report, plan, samples_needed
 
 DRAWS = 10_000
@@ -41,7 +41,7 @@ def trials_run(grid: dict[str, list[bool]]) -> EvaluationResult:
             row = SampleResult(
                 len(rows),
                 None,
-                stored_trial={"scenario_id": scenario, "trial": trial, "stop_reason": "user_done"},
+                trial=Trial(scenario, trial, "user_done"),
             )
             row.results["m"] = MetricResult("m", float(ok), "r")
             rows.append(row)
@@ -296,7 +296,7 @@ def test_compare_lists_regressions_on_flaky_scenarios_apart() -> None:
     cand = trials_run({"steady": [False, True], "wobbly": [True, False]})
     for run_ in (base, cand):  # every trial its own id: rows pair by id
         for row in run_.rows:
-            row.stored_id = f"{row.trial_info['scenario_id']}-{row.trial_info['trial']}"
+            row.stored_id = f"{row.trial.scenario_id}-{row.trial.index}" if row.trial else None
     m = compare(base, cand).metrics["m"]
     # both scenarios lost a trial; both are flaky in the candidate, so both flips are apart
     assert m.regressions == [] and m.flaky_regressions == [0, 3]
@@ -305,7 +305,7 @@ def test_compare_lists_regressions_on_flaky_scenarios_apart() -> None:
     assert steady.flaky_regressions == [] and steady.flaky == {}
     cand_one = trials_run({"steady": [False, False], "wobbly": [True, False]})
     for row in cand_one.rows:
-        row.stored_id = f"{row.trial_info['scenario_id']}-{row.trial_info['trial']}"
+        row.stored_id = f"{row.trial.scenario_id}-{row.trial.index}" if row.trial else None
     mixed = compare(base, cand_one)
     assert mixed.metrics["m"].regressions == [0, 1]  # steady failed twice: a real regression
     assert mixed.metrics["m"].flaky_regressions == [3]
@@ -334,7 +334,7 @@ def test_a_drop_wider_than_the_scale_is_not_detectable() -> None:
         for index, value in enumerate(values):
             row = SampleResult(index, None)
             if trials > 1:
-                row.stored_trial = {"scenario_id": str(index // trials), "trial": index % trials}
+                row.trial = Trial(str(index // trials), index % trials)
             row.results[name] = MetricResult(name, value)
             rows.append(row)
         return EvaluationResult(rows, [name])

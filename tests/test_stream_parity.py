@@ -22,8 +22,9 @@ from turneval.metrics import (
 from turneval.metrics.base import Explained
 from turneval.pipeline import RunOptions, score_sample
 from turneval.results import json_line
+from turneval.results_codec import fast_line
 from turneval.runner import resolve_metrics
-from turneval.stream import _plain_explainers, _record_line, _run_chunk, evaluate_jsonl
+from turneval.stream import _plain_explainers, _run_chunk, evaluate_jsonl
 
 from ._builders import call, conversation
 
@@ -119,12 +120,12 @@ def test_resumed_run_gives_the_file_an_uninterrupted_run_gives(tmp_path: Path) -
 def test_plain_rows_take_orjson_and_write_what_the_stdlib_writes() -> None:
     names = ["m"]
     plain = {"index": 3, "m": 2 / 3, "m_reason": "é 2/3", "m_error": None, "line": 4}
-    assert json.loads(_record_line(plain, 2 + 3 * len(names))) == json.loads(json_line(plain))
+    assert json.loads(fast_line(plain, 2 + 3 * len(names))) == json.loads(json_line(plain))
     surrogate = {**plain, "m_reason": "\ud800"}  # orjson refuses it: the stdlib escapes it
-    assert _record_line(surrogate, 5) == json_line(surrogate)
-    assert json.loads(_record_line(surrogate, 5))["m_reason"] == "\ud800"
+    assert fast_line(surrogate, 5) == json_line(surrogate)
+    assert json.loads(fast_line(surrogate, 5))["m_reason"] == "\ud800"
     detailed = {**plain, "m_details": {"x": float("nan")}}  # not plain: the stdlib, as before
-    assert _record_line(detailed, 5) == json_line(detailed)
+    assert fast_line(detailed, 5) == json_line(detailed)
 
 
 def test_batch_collection_freezes_raises_the_threshold_and_restores() -> None:

@@ -340,7 +340,7 @@ async def test_end_state_pass_k_and_trajectory_side_by_side_with_faults_on_the_r
     task = EvalTask(scenarios, [EndStateMatch(), TrajectoryExactMatch()], max_concurrency=1)
     user = ScriptedUser([])  # the scenarios' first messages say it all
     result = await task.aevaluate(runnable=orders_graph(world), user=user, trials=4)
-    rows = {(r.trial_info["scenario_id"], r.trial_info["trial"]): r for r in result.rows}
+    rows = {(r.trial.scenario_id, r.trial.index): r for r in result.rows if r.trial is not None}
     cancelled = []
     for trial in range(4):
         row = rows[("cancel", trial)]

@@ -37,6 +37,7 @@ from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
 from turneval.options import RunOptions
 from turneval.pipeline import arun, score_row
+from turneval.provenance import Provenance
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult
 from turneval.runner import check_judges, resolve_metrics
@@ -174,7 +175,8 @@ class EvalTask:
             except ValidationError as exc:
                 detail = exc.errors(include_url=False)[0]["msg"]
                 run.error = f"AgentRunError: the agent's conversation is not valid: {detail}"
-        return await score_row(index, produced, self.metrics, options, agent=run)
+        provenance = Provenance("agent", run)
+        return await score_row(index, produced, self.metrics, options, provenance=provenance)
 
     async def aevaluate(
         self,

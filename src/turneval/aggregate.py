@@ -6,6 +6,7 @@ import inspect
 import math
 import re
 from abc import ABC, abstractmethod
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
@@ -17,12 +18,13 @@ if TYPE_CHECKING:
     import numpy as np
 
     from turneval.metrics import Evaluator
-    from turneval.results import EvaluationResult, MetricResult
+    from turneval.results import AgentRun, EarlyStops, EvaluationResult, MetricResult, SampleResult
 
 __all__ = [
     "FlakyScenario",
     "MetricSummary",
     "RunAggregate",
+    "RunFigures",
     "SummaryTable",
     "bootstrap_ci",
     "builtin_aggregates",
@@ -34,6 +36,7 @@ __all__ = [
     "summarise_metrics",
     "summarize",
     "summary_document",
+    "trial_outcome",
     "unstable",
     "vote_stability",
 ]
@@ -491,29 +494,180 @@ def summarise_metrics(
     *,
     metrics: Mapping[str, Evaluator] | None = None,
     results: Mapping[str, Sequence[MetricResult]] | None = None,
+    figures: RunFigures | None = None,
+    early_stops: EarlyStops | None = None,
 ) -> SummaryTable:
-    """The run's one summariser: per metric, :func:`summarize` and the metric's extras.
+    """The run's one summariser: agent figures, then per metric its summary and extras.
 
-    Every sink calls it: ``EvaluationResult.summary()`` over the rows in memory and
-    ``evaluate_jsonl`` over its streamed totals. ``metrics`` are the metric objects by name
-    (a run read back from a file has none) and ``results`` their scored results, for
-    :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win rates, ...). Results
-    with repeated votes add :func:`vote_stability` (``unstable``, ``unstable_share``), read
-    from the results alone, so a run read back from its file has them too.
+    Every sink calls it: ``EvaluationResult.summary()`` over the rows in memory or read back
+    from a file, and ``evaluate_jsonl`` (the CLI, Ray) over its streamed totals, so the four
+    give the same table. Per metric :func:`summarize` and the metric's extras; ``metrics`` are
+    the metric objects by name (a run read back from a file has none) and ``results`` their
+    scored results, for :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win
+    rates, ...; a column read back without its metric is recognised as pairwise by its
+    reasons). Results with repeated votes add :func:`vote_stability` (``unstable``,
+    ``unstable_share``). ``figures`` holds what the rows' provenance gives (agent runs and
+    trials, :class:`RunFigures`): the :data:`~turneval.results.AGENT_FIGURES` summaries come
+    first, and each metric's ``extra`` gets its trial figures (``pass^k``, ``pass@k``,
+    ``success_rate``, ``flaky_scenarios``; with ``early_stops``, the settled figures).
     """
-    table = SummaryTable()
+    table = SummaryTable(figures.agent_summaries() if figures is not None else {})
     for name in names:
         summary = summarize(name, values[name], failed[name], usage.get(name))
+        extra: dict[str, float] = {}
         metric = (metrics or {}).get(name)
+        scored = results.get(name, ()) if results is not None else ()
         if metric is not None and results is not None:
-            extra = metric.summary_extras(results.get(name, ()))
-            if extra:
-                summary = replace(summary, extra={**(summary.extra or {}), **extra})
-        stability = vote_stability(results.get(name, ())) if results is not None else {}
-        if stability:  # from the rows alone: the same in memory, streamed and read back
-            summary = replace(summary, extra={**(summary.extra or {}), **stability})
+            extra.update(metric.summary_extras(scored))
+        extra.update(vote_stability(scored))  # from the rows alone: the same in every sink
+        if figures is not None:
+            extra.update(figures.trial_figures(name, early_stops))
+        if metric is None and _is_pairwise(scored):  # read back from a file
+            extra.update(_pairwise_rates(scored))
+        if extra:
+            summary = replace(summary, extra={**(summary.extra or {}), **extra})
         table[name] = summary
     return table
+
+
+def trial_outcome(row: SampleResult, name: str, threshold: float) -> bool | None:
+    """One trial's success on metric ``name``: its value reaches ``threshold``.
+
+    A trial whose agent failed or timed out is a failure; any other failure of the metric (a
+    judge or user-model error) is unknown (None).
+    """
+    result = row.results.get(name)
+    if result is not None:
+        return bool(result.value >= threshold)
+    return False if row.trial is not None and row.trial.agent_failed else None
+
+
+class RunFigures:
+    """What the rows' provenance adds to a run's summary: agent runs and trial outcomes.
+
+    Every sink counts its rows in (:meth:`add`; a streamed run chunk by chunk, then
+    :meth:`extend`) and hands this to :func:`summarise_metrics`. Agent figures: latency,
+    tokens and steps of the runs that succeeded (a failed run's partial figures would skew
+    them); ``failure`` (0/1) of the runs the agent is judged on (a run ended by something
+    else, a simulated user that failed, is neither a success nor a failure). Trials: per
+    metric and scenario, each trial's :func:`trial_outcome` at the metric's success threshold
+    (``thresholds``, 1.0 by default), in row order.
+    """
+
+    __slots__ = ("failure", "latency", "runs", "steps", "thresholds", "tokens", "trials")
+
+    def __init__(self, thresholds: Mapping[str, float] | None = None) -> None:
+        """Start empty; ``thresholds``: per metric, the value a trial's success needs."""
+        self.runs = 0
+        self.latency, self.tokens, self.steps = array("d"), array("d"), array("d")
+        self.failure = array("d")
+        self.thresholds = dict(thresholds or {})
+        self.trials: dict[str, dict[str, list[bool | None]]] = {}
+
+    def add(self, row: SampleResult, names: Sequence[str]) -> None:
+        """Count one row in: its agent run and, for a trial, its outcome on each of ``names``."""
+        if row.agent is not None:
+            self.add_agent(row.agent)
+        trial = row.trial
+        if trial is not None:
+            for name in names:
+                outcome = trial_outcome(row, name, self.thresholds.get(name, 1.0))
+                scenarios = self.trials.setdefault(name, {})
+                scenarios.setdefault(trial.scenario_id, []).append(outcome)
+
+    def add_agent(self, run: AgentRun) -> None:
+        """Count one agent run in."""
+        self.runs += 1
+        if run.error is None:
+            self.latency.append(run.latency_s)
+            self.tokens.append(float(run.usage.total_tokens))
+            self.steps.append(float(run.steps))
+        if run.error is None or run.by_agent:
+            self.failure.append(float(run.failed))
+
+    def extend(self, other: RunFigures) -> None:
+        """Count another part's rows in (a chunk of a streamed run, in input order)."""
+        self.runs += other.runs
+        for mine, theirs in zip(
+            (self.latency, self.tokens, self.steps, self.failure),
+            (other.latency, other.tokens, other.steps, other.failure),
+            strict=True,
+        ):
+            mine.extend(theirs)
+        for name, scenarios in other.trials.items():
+            into = self.trials.setdefault(name, {})
+            for scenario, outcomes in scenarios.items():
+                into.setdefault(scenario, []).extend(outcomes)
+
+    def agent_summaries(self) -> dict[str, MetricSummary]:
+        """The :data:`~turneval.results.AGENT_FIGURES` summaries ({} when no agent was run).
+
+        Each figure's ``failed`` counts the runs left out of it.
+        """
+        if not self.runs:
+            return {}
+        left_out = self.runs - len(self.latency)
+        return {
+            "latency_in_seconds": summarize("latency_in_seconds", self.latency, left_out),
+            "failure": summarize("failure", self.failure, self.runs - len(self.failure)),
+            "agent_total_tokens": summarize("agent_total_tokens", self.tokens, left_out),
+            "steps": summarize("steps", self.steps, left_out),
+        }
+
+    def outcomes(self, name: str) -> dict[str, list[bool | None]]:
+        """Per scenario id, the outcome of each trial on metric ``name`` ({} without trials)."""
+        return self.trials.get(name, {})
+
+    def trial_figures(self, name: str, early_stops: EarlyStops | None = None) -> dict[str, float]:
+        """The trial figures of metric ``name`` ({} without trials).
+
+        ``pass^k`` and ``pass@k`` (k = 1 to the most trials), ``success_rate`` and
+        ``flaky_scenarios``; with trials stopped early, the settled figures.
+        """
+        outcomes = self.outcomes(name)
+        if early_stops is not None and early_stops.saved:
+            return _settled_figures(outcomes, early_stops)
+        known = [[o for o in trials if o is not None] for trials in outcomes.values()]
+        figures: dict[str, float] = {}
+        for k in range(1, max((len(trials) for trials in known), default=0) + 1):
+            hat, at = pass_hat_k(known, k), pass_at_k(known, k)
+            if hat is not None and at is not None:
+                figures[f"pass^{k}"], figures[f"pass@{k}"] = hat, at
+        if figures:
+            figures["success_rate"] = figures["pass^1"]
+        if "pass^2" in figures:  # mixed outcomes need two trials
+            figures["flaky_scenarios"] = float(len(flaky_scenarios(outcomes)))
+        return figures
+
+
+def _settled_figures(
+    outcomes: Mapping[str, Sequence[bool | None]], stops: EarlyStops
+) -> dict[str, float]:
+    """The figures a run with stopped scenarios gives exactly (see turneval.sequential).
+
+    Per scenario, the verdict "at least ``stops.needed`` of ``stops.trials`` trials
+    succeed", known once settled; scenarios with an unknown outcome are left out, as
+    pass^k leaves out those with too few known trials.
+    """
+    verdicts = []
+    for trials in outcomes.values():
+        if None in trials:
+            continue
+        passed = sum(map(bool, trials))
+        left = stops.trials - len(trials)
+        if passed >= stops.needed or passed + left < stops.needed:
+            verdicts.append(passed >= stops.needed)
+    if not verdicts:
+        return {"trials_saved": float(stops.saved)}
+    share = sum(verdicts) / len(verdicts)
+    figures = {"scenario_pass_rate": share}
+    if stops.needed == stops.trials:
+        figures[f"pass^{stops.trials}"] = share
+    if stops.needed == 1:
+        figures[f"pass@{stops.trials}"] = share
+    figures["trials_saved"] = float(stops.saved)
+    figures["flaky_scenarios"] = float(len(flaky_scenarios(outcomes)))
+    return figures
 
 
 # -- repeated judge votes (``JudgedMetric(repeats=N)``) ----------------------------------------

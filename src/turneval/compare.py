@@ -344,7 +344,7 @@ def compare(
             )
         ]
         flaky = _flaky(baseline, candidate, name, threshold)
-        scenario = [str(row.trial_info.get("scenario_id")) for row in baseline.rows]
+        scenario = [row.trial.scenario_id if row.trial is not None else "" for row in baseline.rows]
         flaky_regressions = [i for i in regressed if scenario[i] in flaky]
         apart = {*shaky, *flaky_regressions}  # listed on their own, not as regressions
         metrics[name] = MetricComparison(
@@ -385,10 +385,10 @@ def _flaky(
     for run in (baseline, candidate):  # the candidate's figures win
         outcomes: dict[str, list[bool | None]] = {}
         for row in run.rows:
-            if row.trial_info:
+            if row.trial is not None:
                 result = row.results.get(name)
                 outcome = None if result is None else result.value >= threshold
-                outcomes.setdefault(str(row.trial_info["scenario_id"]), []).append(outcome)
+                outcomes.setdefault(row.trial.scenario_id, []).append(outcome)
         found.update({s.scenario_id: s for s in flaky_scenarios(outcomes)})
     return found
 
@@ -555,12 +555,7 @@ def _load(path: Path) -> tuple[EvaluationResult, list[int]] | dict[str, float | 
         raise ConfigError(f"{path}: not a results file ({detail})") from exc
     if not run.rows:  # an empty input file's run: it has no metric names either
         raise ConfigError(f"{path} holds no rows: nothing to compare")
-    lines: list[int] = []
-    with path.open(encoding="utf-8") as handle:
-        for text in handle:
-            if text.strip():
-                line = json.loads(text).get("line")
-                lines.append(line if isinstance(line, int) else len(lines) + 1)
+    lines = [row.line if row.line is not None else n for n, row in enumerate(run.rows, 1)]
     return run, lines
 
 

@@ -40,7 +40,8 @@ from turneval.judge.clients import client_scope
 from turneval.metrics import Evaluator, Metric
 from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
-from turneval.results import AgentRun, EvaluationResult, MetricFailure, SampleResult
+from turneval.provenance import Provenance, sample_provenance
+from turneval.results import EvaluationResult, MetricFailure, SampleResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 if TYPE_CHECKING:
@@ -157,10 +158,22 @@ async def score_sample(
     metrics: Sequence[Evaluator],
     timeout: float | None = None,
     details: bool = True,
+    *,
+    provenance: Provenance | None = None,
 ) -> SampleResult:
-    """Score one sample with every metric; failures (and a timeout) are recorded on the row."""
+    """Score one sample with every metric; failures (and a timeout) are recorded on the row.
+
+    ``provenance`` is what the source step says produced the sample (its source, agent run
+    and trial, kept on the row); None reads what a saved sample's source step recorded
+    (:func:`~turneval.provenance.sample_provenance`). When the source step could not produce
+    the sample (a trace that did not convert), every metric fails with its error.
+    """
     row = SampleResult(index, sample)
-    if _from_trace(row, metrics):
+    found = provenance if provenance is not None else sample_provenance(sample)
+    row.source, row.agent, row.trial = found.source, found.agent, found.trial
+    if found.error is not None:
+        for metric in metrics:
+            _failure(row, metric.name, InvalidSampleError(found.error, sample_id=index))
         return row
     if timeout is None:
         await _score_all(row, metrics, details)
@@ -183,30 +196,6 @@ async def score_sample(
     return row
 
 
-def _from_trace(row: SampleResult, metrics: Sequence[Evaluator]) -> bool:
-    """Fill the agent run of a sample read from a trace; True if it could not be read."""
-    meta = row.sample.metadata if row.sample is not None else None
-    if not meta or meta.get("source") != "otel":
-        return False
-    from turneval.judge import Usage
-
-    if meta.get("latency_in_seconds") is not None:
-        messages = list(getattr(row.sample, "user_input", ()))
-        row.agent = AgentRun(
-            messages,
-            float(meta["latency_in_seconds"]),
-            (meta.get("error") or meta.get("conversion_error") or "trace status ERROR")
-            if meta.get("status") == "ERROR" or meta.get("conversion_error")
-            else None,
-            Usage(int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))),
-            sum(1 for m in messages if m.type == "ai"),
-        )
-    error = meta.get("conversion_error")
-    for metric in metrics if error else ():
-        _failure(row, metric.name, InvalidSampleError(str(error), sample_id=row.index))
-    return bool(error)
-
-
 def _derive(row: SampleResult, metrics: Sequence[Evaluator]) -> None:
     """Row evaluators (chosen by type): computed from the row's other results."""
     errors = {name: str(failure) for name, failure in row.failures.items()}
@@ -224,24 +213,28 @@ async def score_row(
     metrics: Sequence[Evaluator],
     options: RunOptions,
     *,
-    agent: AgentRun | None = None,
+    provenance: Provenance | None = None,
 ) -> SampleResult:
     """Score the sample an agent or simulation step produced (or a plain sample).
 
-    When the step failed (``agent.error``), no metric is computed on the partial run: each
-    fails with the step's error, and the row keeps the agent run.
+    ``provenance`` is the step's record of it (source, agent run, trial; None: a sample as
+    given, or what a saved sample's metadata records). When the step failed
+    (``provenance.agent.error``), no metric is computed on the partial run: each fails with
+    the step's error, and the row keeps the agent run.
     """
-    if agent is not None and agent.error is not None:
-        row = SampleResult(index, sample, agent=agent)
+    agent = provenance.agent if provenance is not None else None
+    if provenance is not None and agent is not None and agent.error is not None:
+        row = SampleResult(
+            index, sample, agent=agent, trial=provenance.trial, source=provenance.source
+        )
         # "<ErrorType>: <message>" once: the run's error may already start with its type.
         message = agent.error.removeprefix(f"{agent.error_type}: ")
         for metric in metrics:
             row.failures[metric.name] = MetricFailure(metric.name, index, agent.error_type, message)
         return row
-    row = await score_sample(index, sample, metrics, options.timeout, options.details)
-    if agent is not None:
-        row.agent = agent
-    return row
+    return await score_sample(
+        index, sample, metrics, options.timeout, options.details, provenance=provenance
+    )
 
 
 # -- the run loop: concurrency, progress, on_row, fail_on_error ----------------------------

@@ -24,7 +24,7 @@ from turneval._hidden import code as _code
 from turneval._hidden import text as _text
 from turneval.aggregate import unstable
 from turneval.messages import AIMessage, ToolCall, ToolMessage
-from turneval.results import AGENT_FIGURES
+from turneval.rows import AGENT_FIGURES
 from turneval.samples import MultiTurnSample, SingleTurnSample
 from turneval.usage import Usage
 
@@ -340,9 +340,8 @@ def trials_grid_html(result: EvaluationResult) -> str:
     """Simulated runs: one row per scenario, one cell per trial (stop reason, pass/fail marks)."""
     grid: dict[str, dict[int, SampleResult]] = {}
     for row in result.rows:
-        meta = row.trial_info  # the sample's metadata, or a results file's columns
-        if meta:
-            grid.setdefault(str(meta["scenario_id"]), {})[int(meta.get("trial") or 0)] = row
+        if row.trial is not None:
+            grid.setdefault(row.trial.scenario_id, {})[row.trial.index] = row
     if not grid:
         return ""
     names = result.metric_names
@@ -373,10 +372,8 @@ def trials_grid_html(result: EvaluationResult) -> str:
                         f'<span class="{"good" if ok else "bad"}" title="{escape_attribute(name)}={format_value(value.value)}">'
                         f"{'&#x2713;' if ok else '&#x2717;'}</span>"
                     )
-            failed = cell.agent_error is not None or bool(
-                (getattr(cell.sample, "metadata", None) or {}).get("error")
-            )
-            reason = cell.trial_info.get("stop_reason") or ("user model failed" if failed else "")
+            stop = cell.trial.stop_reason if cell.trial is not None else None
+            reason = stop or "user model failed"  # no stop reason: the simulated user failed
             tds.append(
                 f'<td class="trial"><a href="#sample-{cell.index}">{escape_text(reason)}</a> {"".join(marks)}</td>'
             )

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
-import json
 import math
-from array import array
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval._files import naming
-from turneval.errors import ConfigError
+from turneval.aggregate import RunFigures, summarise_metrics, trial_outcome
+from turneval.results_codec import (
+    decode,
+    decode_file,
+    early_stop_columns,
+    encode,
+    metric_names,
+    named_error,
+)
+from turneval.rows import (
+    AGENT_FIGURES,
+    AgentRun,
+    MetricFailure,
+    MetricResult,
+    SampleResult,
+    Trial,
+    json_line,
+    ratio,
+)
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from turneval.aggregate import FlakyScenario, MetricSummary, SummaryTable
-    from turneval.messages import Message
-    from turneval.samples import Sample
+    from turneval.aggregate import FlakyScenario, SummaryTable
 
 __all__ = [
     "AGENT_FIGURES",
@@ -31,377 +45,11 @@ __all__ = [
     "MetricResult",
     "Prices",
     "SampleResult",
+    "Trial",
     "json_line",
     "ratio",
     "trial_outcome",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class MetricResult:
-    """The detailed score of one metric on one sample.
-
-    Attributes:
-        name: The metric's name.
-        value: The score, a finite float (in [0, 1] for every built-in but the 1-5 rubric judges).
-        reason: How the score was reached, with its arithmetic (``precision=2/3=0.667 ...``).
-        details: Structured evidence, e.g. which calls were matched.
-        usage: Judge tokens and calls spent on this result (None for rule-based metrics).
-    """
-
-    name: str
-    value: float
-    reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-    usage: Usage | None = None
-
-    def __post_init__(self) -> None:
-        """Reject non-finite values: a failure is recorded as an error, never as NaN."""
-        if not math.isfinite(self.value):
-            raise ValueError(f"metric {self.name!r} produced a non-finite value {self.value!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the fields."""
-        usage = None if self.usage is None else self.usage.to_dict()
-        return {
-            "name": self.name,
-            "value": self.value,
-            "reason": self.reason,
-            "details": self.details,
-            "usage": usage,
-        }
-
-
-def ratio(label: str, numerator: int, denominator: int, value: float) -> str:
-    """Format ``label=k/n=0.667`` as used in reasons."""
-    return f"{label}={numerator}/{denominator}={value:.3f}"
-
-
-@dataclass(frozen=True, slots=True)
-class MetricFailure:
-    """A metric that failed on one sample: the error's type and message, kept on the row.
-
-    ``traceback`` is where the metric raised (the last frames, formatted as Python prints
-    them, at most a few KB), or None when the error was not raised by a metric's code (an
-    unreadable line, a timeout, a failed agent run). results.jsonl keeps it as
-    ``<name>_traceback`` on the rows that have one.
-    """
-
-    name: str
-    sample_index: int
-    error_type: str
-    message: str
-    traceback: str | None = None
-
-    def __str__(self) -> str:
-        """``"<ErrorType>: <message>"``."""
-        return f"{self.error_type}: {self.message}"
-
-
-TRIAL_KEYS = ("scenario_id", "trial", "stop_reason")
-"""What a row of a simulated conversation records about it (results.jsonl columns)."""
-
-
-@dataclass(slots=True)
-class AgentRun:
-    """What one run of an agent produced (``EvalTask``, a simulated conversation or a trace).
-
-    Attributes:
-        messages: The conversation, as it happened.
-        latency_s: Wall-clock seconds the run took.
-        error: ``"<ErrorType>: <message>"`` when the run failed (the row's metrics then fail
-            with it), else None.
-        usage: The agent's token usage (from its AI messages' usage metadata).
-        steps: The number of AI messages the agent produced.
-        error_type: The error type recorded on the row's metrics when the run failed.
-        by_agent: Whether ``error`` is the agent's; False when something else ended the run (a
-            simulated user that failed): the row's metrics fail with it, but the agent did not.
-    """
-
-    messages: list[Message]
-    latency_s: float
-    error: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    steps: int = 0
-    error_type: str = "AgentRunError"
-    by_agent: bool = True
-
-    @property
-    def failed(self) -> bool:
-        """Whether the agent failed (``error`` is set and is the agent's)."""
-        return self.error is not None and self.by_agent
-
-
-AGENT_FIGURES = ("latency_in_seconds", "failure", "agent_total_tokens", "steps")
-"""The figures a run's summary adds when an agent was run, before its metrics."""
-
-
-class _AgentFigures:
-    """The numbers of a run's agent runs (no messages), as its summary reads them.
-
-    Latency, tokens and steps of the runs that succeeded (a failed run's partial figures
-    would skew them); ``failure`` (0/1) of the runs the agent is judged on (a run ended by
-    something else, a simulated user that failed, is neither a success nor a failure).
-    A streamed run adds its rows chunk by chunk.
-    """
-
-    __slots__ = ("failure", "latency", "runs", "steps", "tokens")
-
-    def __init__(self) -> None:
-        self.runs = 0
-        self.latency, self.tokens, self.steps = array("d"), array("d"), array("d")
-        self.failure = array("d")
-
-    def add(self, run: AgentRun) -> None:
-        """Count one agent run in."""
-        self.runs += 1
-        if run.error is None:
-            self.latency.append(run.latency_s)
-            self.tokens.append(float(run.usage.total_tokens))
-            self.steps.append(float(run.steps))
-        if run.error is None or run.by_agent:
-            self.failure.append(float(run.failed))
-
-    def extend(self, other: _AgentFigures) -> None:
-        """Count another part's runs in (a chunk of a streamed run)."""
-        self.runs += other.runs
-        for mine, theirs in zip(
-            (self.latency, self.tokens, self.steps, self.failure),
-            (other.latency, other.tokens, other.steps, other.failure),
-            strict=True,
-        ):
-            mine.extend(theirs)
-
-    def summaries(self) -> dict[str, MetricSummary]:
-        """The :data:`AGENT_FIGURES` summaries ({} when no agent was run).
-
-        Each figure's ``failed`` counts the runs left out of it.
-        """
-        from turneval.aggregate import summarize
-
-        if not self.runs:
-            return {}
-        left_out = self.runs - len(self.latency)
-        return {
-            "latency_in_seconds": summarize("latency_in_seconds", self.latency, left_out),
-            "failure": summarize("failure", self.failure, self.runs - len(self.failure)),
-            "agent_total_tokens": summarize("agent_total_tokens", self.tokens, left_out),
-            "steps": summarize("steps", self.steps, left_out),
-        }
-
-
-@dataclass(slots=True)
-class SampleResult:
-    """Everything measured on one sample: a result or a failure per metric.
-
-    ``agent`` is the :class:`AgentRun` when an agent was run on the sample (``EvalTask``, a
-    simulated conversation, a trace); ``latency_s``, ``failure`` (0/1), ``agent_error``,
-    ``agent_usage`` and ``steps`` read it (None without one). ``line`` is the sample's 1-based
-    line in the input file when it was read from one (the streaming CLI), so reports name the
-    same line as results.jsonl. ``stored_id`` and ``stored_trial`` are what a results file
-    holds for a row read back without its sample (see :attr:`sample_id` and :attr:`trial_info`).
-    """
-
-    index: int
-    sample: Sample | None
-    results: dict[str, MetricResult] = field(default_factory=dict)
-    failures: dict[str, MetricFailure] = field(default_factory=dict)
-    line: int | None = None
-    agent: AgentRun | None = None
-    stored_id: str | None = None
-    stored_trial: dict[str, Any] | None = None
-
-    @property
-    def trial_info(self) -> dict[str, Any]:
-        """A simulated conversation's ``scenario_id``, ``trial`` and ``stop_reason`` ({} else).
-
-        From the sample's metadata, or from the results file a row was read back from
-        (``stored_trial``), so pass^k can be computed again from a saved run.
-        """
-        metadata = getattr(self.sample, "metadata", None) if self.sample is not None else None
-        if metadata and "scenario_id" in metadata:
-            return {key: metadata.get(key) for key in TRIAL_KEYS}
-        return dict(self.stored_trial or {})
-
-    @property
-    def sample_id(self) -> str | None:
-        """The sample's ``metadata["id"]`` as text (None without one)."""
-        metadata = getattr(self.sample, "metadata", None) if self.sample is not None else None
-        if metadata and metadata.get("id") is not None:
-            return str(metadata["id"])
-        return self.stored_id
-
-    @property
-    def latency_s(self) -> float | None:
-        """The agent run's latency in seconds (None without an agent run)."""
-        return None if self.agent is None else self.agent.latency_s
-
-    @property
-    def failure(self) -> int | None:
-        """1 if the agent run failed, 0 if it succeeded, None without an agent run."""
-        return None if self.agent is None else int(self.agent.failed)
-
-    @property
-    def agent_error(self) -> str | None:
-        """The agent run's error (None when it succeeded or there was none)."""
-        return None if self.agent is None else self.agent.error
-
-    @property
-    def agent_usage(self) -> Usage | None:
-        """The agent run's token usage (None without an agent run)."""
-        return None if self.agent is None else self.agent.usage
-
-    @property
-    def steps(self) -> int | None:
-        """The agent run's AI messages (None without an agent run)."""
-        return None if self.agent is None else self.agent.steps
-
-    def score(self, name: str) -> float:
-        """The metric's value, NaN where it failed (ragas' convention at this boundary)."""
-        result = self.results.get(name)
-        return result.value if result is not None else math.nan
-
-    @property
-    def usage(self) -> Usage:
-        """Judge usage summed over this row's metrics."""
-        return sum((r.usage for r in self.results.values() if r.usage is not None), Usage())
-
-    def record(self, metric_names: list[str], *, details: bool = False) -> dict[str, Any]:
-        """A flat, JSON-ready dict: ``<name>``, ``<name>_reason``, ``<name>_error`` per metric.
-
-        A failure with a traceback adds ``<name>_traceback`` after its error.
-
-        ``id`` follows ``index`` when the sample has ``metadata["id"]``. Values are None where
-        the metric failed; ``details=True`` adds ``<name>_details`` and,
-        for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`); ``line`` comes last when
-        the row was read from a file. Without details, a judged metric's vote record
-        (``repeats`` > 1) is still kept, as ``<name>_details: {"repeats": ...}``: a file read
-        back (``from_jsonl``, ``--resume``, ``compare``) then counts the same unstable rows.
-        """
-        record: dict[str, Any] = {"index": self.index}
-        sample_id = self.sample_id
-        if sample_id is not None:  # what labels and reports name the row by
-            record["id"] = sample_id
-        record.update(self.trial_info)  # a simulated conversation's scenario, trial, stop reason
-        for name in metric_names:
-            result, failure = self.results.get(name), self.failures.get(name)
-            record[name] = result.value if result is not None else None
-            record[f"{name}_reason"] = result.reason if result is not None else None
-            record[f"{name}_error"] = str(failure) if failure is not None else None
-            if failure is not None and failure.traceback:
-                record[f"{name}_traceback"] = failure.traceback
-            if details and result is not None:
-                record[f"{name}_details"] = result.details
-                if result.usage is not None:
-                    record[f"{name}_usage"] = result.usage.to_dict()
-            elif result is not None and "repeats" in result.details:
-                votes = {k: v for k, v in result.details["repeats"].items() if k != "votes"}
-                record[f"{name}_details"] = {"repeats": votes}
-        if self.agent is not None:
-            usage = self.agent.usage
-            record.update(
-                latency_in_seconds=self.agent.latency_s,
-                failure=int(self.agent.failed),
-                agent_error=self.agent.error,
-                agent_input_tokens=usage.input_tokens,
-                agent_output_tokens=usage.output_tokens,
-                agent_total_tokens=usage.total_tokens,
-                steps=self.agent.steps,
-            )
-        if self.line is not None:  # read from a file: the 1-based input line
-            record["line"] = self.line
-        return record
-
-
-def _read_agent(record: dict[str, Any]) -> AgentRun:
-    """The agent run of a results.jsonl record (its figures; the messages are not stored)."""
-    error = record.get("agent_error")
-    return AgentRun(
-        [],
-        float(record["latency_in_seconds"]),
-        str(error) if error else None,
-        Usage(
-            int(record.get("agent_input_tokens") or 0),
-            int(record.get("agent_output_tokens") or 0),
-        ),
-        int(record.get("steps") or 0),
-        by_agent=not error or bool(record.get("failure", 1)),  # an error with failure 0: not its
-    )
-
-
-def _read_row(record: dict[str, Any], names: list[str], number: int) -> SampleResult:
-    """The row of one results.jsonl record (``number``: its 1-based line)."""
-    row = SampleResult(int(_number(record, "index", number - 1)), None)
-    if record.get("line") is not None:  # the streaming CLI's input line
-        row.line = int(_number(record, "line"))
-    if record.get("id") is not None:
-        row.stored_id = str(record["id"])
-    if "scenario_id" in record:  # a simulated conversation: pass^k again
-        row.stored_trial = {key: record.get(key) for key in TRIAL_KEYS}
-    for name in names:
-        if record.get(name) is not None:
-            row.results[name] = MetricResult(
-                name,
-                float(_number(record, name)),
-                record.get(f"{name}_reason") or "",
-                dict(record.get(f"{name}_details") or {}),
-                _read_usage(record.get(f"{name}_usage"), name, number),
-            )
-        elif record.get(f"{name}_error"):
-            error_type, _, message = str(record[f"{name}_error"]).partition(": ")
-            trace = record.get(f"{name}_traceback")
-            row.failures[name] = MetricFailure(
-                name, row.index, error_type, message, str(trace) if trace else None
-            )
-    if record.get("latency_in_seconds") is not None:
-        row.agent = _read_agent(record)
-    return row
-
-
-def _number(record: dict[str, Any], key: str, default: int | None = None) -> int | float:
-    """``record[key]`` as a number (an int or float; the field named if it is not one)."""
-    value: Any = record.get(key, default)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    try:
-        return float(value)  # a number written as text, as before
-    except (TypeError, ValueError):
-        raise ValueError(f"{key!r} must be a number, got {value!r}") from None
-
-
-def _read_stops(record: dict[str, Any], skipped: dict[str, int]) -> tuple[int, int]:
-    """``(trials, needed)`` of a row of a run that stopped trials early.
-
-    Its scenario's skipped trials go into ``skipped`` (by scenario id, when some were).
-    """
-    trials, needed, left = (
-        _number(record, key, 0) for key in ("trials_of", "trials_needed", "skipped_trials")
-    )
-    if left:
-        skipped[str(record.get("scenario_id"))] = int(left)
-    return int(trials), int(needed)
-
-
-def _read_usage(data: Any, name: str, line: int) -> Usage | None:
-    """The ``<name>_usage`` object of a results line, None when absent."""
-    if data is None:
-        return None
-    if not isinstance(data, Mapping):
-        raise ValueError(f"line {line}: {name}_usage must be an object, got {data!r}")
-    try:
-        return Usage.from_dict(data)
-    except ValueError as error:
-        raise ValueError(f"line {line}: {name}_usage: {error}") from None
-
-
-def json_line(record: dict[str, Any]) -> str:
-    """``record`` as one line of JSON, whatever its strings (lone surrogates are escaped)."""
-    text = json.dumps(record, ensure_ascii=False, default=str)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: \\uXXXX escapes keep the line valid UTF-8
-        text = json.dumps(record, ensure_ascii=True, default=str)
-    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,19 +71,6 @@ class Prices:
     def cost(self, usage: Usage) -> float:
         """The cost of ``usage``."""
         return usage.cost(self.input_per_million, self.output_per_million)
-
-
-def trial_outcome(row: SampleResult, name: str, threshold: float) -> bool | None:
-    """One trial's success on metric ``name``: its value reaches ``threshold``.
-
-    A trial whose agent failed or timed out is a failure; any other failure of the metric (a
-    judge or user-model error) is unknown (None).
-    """
-    result = row.results.get(name)
-    if result is not None:
-        return bool(result.value >= threshold)
-    failed = row.trial_info.get("stop_reason") in ("agent_error", "timeout")
-    return False if failed else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,14 +161,7 @@ class EvaluationResult:
         whose agent failed or timed out is a failure; None where the metric failed for another
         reason (a judge or user-model error): such trials are left out of pass^k.
         """
-        outcomes: dict[str, list[bool | None]] = {}
-        threshold = self.success_threshold(name)
-        for row in self.rows:
-            metadata = row.trial_info
-            if metadata:
-                outcome = trial_outcome(row, name, threshold)
-                outcomes.setdefault(str(metadata["scenario_id"]), []).append(outcome)
-        return outcomes
+        return self._figures([name]).outcomes(name)
 
     def flaky_scenarios(self, name: str) -> list[FlakyScenario]:
         """Scenarios whose trials of metric ``name`` disagree, with pass rate and interval.
@@ -545,76 +173,28 @@ class EvaluationResult:
 
         return flaky_scenarios(self.trial_outcomes(name))
 
-    def _trial_figures(self, name: str) -> dict[str, float]:
-        from turneval.aggregate import pass_at_k, pass_hat_k
-
-        if self.early_stops is not None and self.early_stops.saved:
-            return self._settled_figures(name, self.early_stops)
-        known = [
-            [o for o in trials if o is not None] for trials in self.trial_outcomes(name).values()
-        ]
-        figures: dict[str, float] = {}
-        for k in range(1, max((len(trials) for trials in known), default=0) + 1):
-            hat, at = pass_hat_k(known, k), pass_at_k(known, k)
-            if hat is not None and at is not None:
-                figures[f"pass^{k}"], figures[f"pass@{k}"] = hat, at
-        if figures:
-            figures["success_rate"] = figures["pass^1"]
-        if "pass^2" in figures:  # mixed outcomes need two trials
-            figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
-        return figures
-
-    def _settled_figures(self, name: str, stops: EarlyStops) -> dict[str, float]:
-        """The figures a run with stopped scenarios gives exactly (see turneval.sequential).
-
-        Per scenario, the verdict "at least ``stops.needed`` of ``stops.trials`` trials
-        succeed", known once settled; scenarios with an unknown outcome are left out, as
-        pass^k leaves out those with too few known trials.
-        """
-        verdicts = []
-        for outcomes in self.trial_outcomes(name).values():
-            if None in outcomes:
-                continue
-            passed = sum(map(bool, outcomes))
-            left = stops.trials - len(outcomes)
-            if passed >= stops.needed or passed + left < stops.needed:
-                verdicts.append(passed >= stops.needed)
-        if not verdicts:
-            return {"trials_saved": float(stops.saved)}
-        share = sum(verdicts) / len(verdicts)
-        figures = {"scenario_pass_rate": share}
-        if stops.needed == stops.trials:
-            figures[f"pass^{stops.trials}"] = share
-        if stops.needed == 1:
-            figures[f"pass@{stops.trials}"] = share
-        figures["trials_saved"] = float(stops.saved)
-        figures["flaky_scenarios"] = float(len(self.flaky_scenarios(name)))
+    def _figures(self, names: list[str]) -> RunFigures:
+        """The rows' agent runs and trial outcomes on ``names``, as every sink counts them."""
+        figures = RunFigures(self.success_thresholds)
+        for row in self.rows:
+            figures.add(row, names)
         return figures
 
     def summary(self) -> SummaryTable:
         """Per metric: mean, std (ddof=1), count (scored rows), failed, 95% CI and usage.
 
         A dict of :class:`MetricSummary` by name that prints as a table (and renders as one
-        in notebooks).
+        in notebooks); the run's one summariser
+        (:func:`~turneval.aggregate.summarise_metrics`) computes it, as it computes the
+        streamed run's.
 
         When an agent was run, also ``failure`` over every row (its mean is the failure rate),
         and ``latency_in_seconds``, ``agent_total_tokens`` and ``steps`` over the rows whose
         agent run succeeded (their ``failed`` counts the failed runs, left out). A run ended by
         something else (a simulated user that failed) is neither: it is left out of ``failure``
-        too (counted in its ``failed``).
+        too (counted in its ``failed``). Simulated trials add their figures to each metric's
+        ``extra`` (see :meth:`trial_outcomes`).
         """
-        from turneval.aggregate import (
-            SummaryTable,
-            _is_pairwise,
-            _pairwise_rates,
-            summarise_metrics,
-        )
-
-        figures = _AgentFigures()
-        for row in self.rows:
-            if row.agent is not None:
-                figures.add(row.agent)
-        summaries = SummaryTable(figures.summaries())
         results = {
             name: [row.results[name] for row in self.rows if name in row.results]
             for name in self.metric_names
@@ -623,23 +203,16 @@ class EvaluationResult:
             name: [r.usage for r in results[name] if r.usage is not None]
             for name in self.metric_names
         }
-        metrics = {metric.name: metric for metric in self.metrics}
-        table = summarise_metrics(
+        return summarise_metrics(
             self.metric_names,
             {name: [r.value for r in results[name]] for name in self.metric_names},
             {name: sum(name in row.failures for row in self.rows) for name in self.metric_names},
             {name: sum(used, Usage()) if used else None for name, used in usages.items()},
-            metrics=metrics,
+            metrics={metric.name: metric for metric in self.metrics},
             results=results,
+            figures=self._figures(self.metric_names),
+            early_stops=self.early_stops,
         )
-        for name, summary in table.items():
-            extra = self._trial_figures(name)
-            if name not in metrics and _is_pairwise(results[name]):  # read back from a file
-                extra = {**extra, **_pairwise_rates(results[name])}
-            if extra:
-                summary = replace(summary, extra={**(summary.extra or {}), **extra})
-            summaries[name] = summary
-        return summaries
 
     def summary_frame(self) -> pd.DataFrame:
         """:meth:`summary` as a pandas DataFrame indexed by metric name."""
@@ -653,22 +226,22 @@ class EvaluationResult:
         return prices.cost(self.usage)
 
     def records(self, *, details: bool = False) -> list[dict[str, Any]]:
-        """One flat dict per row (see :meth:`SampleResult.record`).
+        """One flat dict per row (see :func:`turneval.results_codec.encode`).
 
         When trials stopped early (:attr:`early_stops`), each simulated conversation's row
         also says how its scenario was tried: ``trials_of`` (trials asked for),
         ``trials_needed`` (successes a scenario needs) and ``skipped_trials`` (its trials not
         run, 0 when it was not stopped), so a file read back gives the same summary.
         """
-        records = [row.record(self.metric_names, details=details) for row in self.rows]
+        records = [encode(row, self.metric_names, details=details) for row in self.rows]
         stops = self.early_stops
         if stops is not None:
-            for record in records:
-                if "scenario_id" in record:
+            for row, record in zip(self.rows, records, strict=True):
+                if row.trial is not None:
                     record.update(
                         trials_of=stops.trials,
                         trials_needed=stops.needed,
-                        skipped_trials=stops.skipped.get(str(record["scenario_id"]), 0),
+                        skipped_trials=stops.skipped.get(row.trial.scenario_id, 0),
                     )
         return records
 
@@ -739,46 +312,31 @@ class EvaluationResult:
         """Read back the rows a run wrote (``to_jsonl`` or the CLI's results.jsonl).
 
         Samples are not stored there, so rows have ``sample=None``; values, reasons, errors,
-        the agent run's figures (latency, error, token usage, steps: ``row.agent``, with no
-        messages) and (when the file was written with details) each result's details and judge
-        usage are restored; the run's ``usage`` is the sum of the results' (requests of failed
-        metrics are not in the file). A pairwise judge's column is recognised by its verdicts'
-        reasons, so :meth:`summary` gives its win, loss and tie rates again (and, when the file
-        has details, ``position_consistency``).
+        the row's provenance (``source``, the trial, the agent run's figures: latency, error,
+        token usage, steps: ``row.agent``, with no messages) and (when the file was written with
+        details) each result's details and judge usage are restored (see
+        :mod:`turneval.results_codec`); the run's ``usage`` is the sum of the results'
+        (requests of failed metrics are not in the file). A pairwise judge's column is
+        recognised by its verdicts' reasons, so :meth:`summary` gives its win, loss and tie
+        rates again (and, when the file has details, ``position_consistency``).
 
         Raises:
             ConfigError: naming the file and line, for a line that is not a results row (not
                 UTF-8, not a JSON object, a value of the wrong type).
         """
-        rows: list[SampleResult] = []
-        names: list[str] = []
-        stopped: list[tuple[int, int]] = []  # per row with trial info: (trials, needed)
+        rows, names, records = decode_file(path)
+        stopped: list[tuple[int, int]] = []  # per row with a trial: (trials, needed)
         skipped: dict[str, int] = {}
-        with Path(path).open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
+        for number, record in records:
+            if record.get("trials_of") is not None:  # trials stopped early
                 try:
-                    record = json.loads(raw.decode("utf-8"))
-                    if not isinstance(record, dict):
-                        raise TypeError(f"expected a JSON object, got {type(record).__name__}")
-                    if not names:
-                        names = [key for key in record if f"{key}_reason" in record]
-                    rows.append(_read_row(record, names, number))
-                    if record.get("trials_of") is not None:  # trials stopped early
-                        stopped.append(_read_stops(record, skipped))
-                except (ValueError, TypeError, KeyError) as exc:  # JSON, UTF-8, a field's type
-                    detail = " ".join(str(exc).split())
-                    if isinstance(exc, json.JSONDecodeError):  # its line is the text's own
-                        detail = f"{exc.msg}, column {exc.colno}"
-                    named = detail.removeprefix(f"line {number}: ")  # a field's own message
-                    if named == detail:
-                        named = f"not a turneval results row ({type(exc).__name__}: {detail})"
-                    raise ConfigError(f"{path} line {number}: {named}") from exc
+                    stopped.append(early_stop_columns(record, skipped))
+                except ValueError as exc:
+                    raise named_error(path, number, exc) from exc
         result = cls(rows, names, sum((row.usage for row in rows), Usage()))
         if stopped:
             trials, needed = stopped[0]
-            ran = sum(1 for row in rows if row.trial_info)
+            ran = sum(1 for row in rows if row.trial is not None)
             result.early_stops = EarlyStops(trials, needed, ran, skipped)
         return result
 
@@ -789,8 +347,8 @@ class EvaluationResult:
         names: list[str] = []
         for number, record in enumerate(records, start=1):
             if not names:
-                names = [key for key in record if f"{key}_reason" in record]
-            rows.append(_read_row(record, names, number))
+                names = metric_names(record)
+            rows.append(decode(record, names, number))
         return cls(rows, names, sum((row.usage for row in rows), Usage()))
 
     def to_html(self, path: str | PathLike[str], *, title: str = "turneval report") -> None:

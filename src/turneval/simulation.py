@@ -62,8 +62,9 @@ from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
 from turneval.options import RunOptions
 from turneval.pipeline import finish_recording, recording, run_rows, score_row
+from turneval.provenance import Provenance
 from turneval.ratelimit import RateLimit, RateLimiter
-from turneval.results import AgentRun, EvaluationResult, SampleResult, trial_outcome
+from turneval.results import AgentRun, EvaluationResult, SampleResult, Trial, trial_outcome
 from turneval.samples import MultiTurnSample
 from turneval.sequential import StopEarly, TrialSequencer, stop_rule
 from turneval.worlds import ToolWorld, bind_worlds
@@ -869,7 +870,7 @@ async def _simulated_rows(
         sample, check = row.sample, stop_early.success if stop_early else None
         if not isinstance(sample, MultiTurnSample) or check is None:
             return {"success": None}
-        known = (sample.metadata or {}).get("stop_reason") is not None
+        known = row.trial is not None and row.trial.stop_reason is not None
         return {"success": bool(check(sample)) if known else None}
 
     async def conversation(number: int, trial: int, index: int) -> SampleResult:
@@ -889,8 +890,9 @@ async def _simulated_rows(
         sample = _sample(scenario, trial, convo)
         if world is not None:
             await _record_world(sample, scenario, world)
+        played = Trial(str(scenario.id), trial, convo.stop_reason)
         if metrics is None:
-            return SampleResult(index, sample)
+            return SampleResult(index, sample, trial=played, source="simulation")
         run = AgentRun(
             convo.messages,
             convo.latency_s,
@@ -900,7 +902,8 @@ async def _simulated_rows(
             convo.error_type or "AgentRunError",
             by_agent=convo.stop_reason in ("agent_error", "timeout"),  # not the user's failure
         )
-        return await score_row(index, sample, metrics, options, agent=run)
+        provenance = Provenance("simulation", run, played)
+        return await score_row(index, sample, metrics, options, provenance=provenance)
 
     if metrics is None:  # simulation alone: no row to abort on (on_row: the store's, if any)
         options = options.replace(fail_on_error=False)
@@ -922,7 +925,7 @@ def _without_skipped(
 ) -> list[SampleResult]:
     """The rows run, in grid order; a stopped scenario's last one notes its trials not run."""
     kept = sorted((row for row in rows if row.index not in skipped), key=lambda r: r.index)
-    last = {str(row.trial_info.get("scenario_id")): row for row in kept}
+    last = {row.trial.scenario_id: row for row in kept if row.trial is not None}
     for scenario_id, count in order.report().skipped.items():
         sample = last[scenario_id].sample
         if sample is not None and sample.metadata is not None:

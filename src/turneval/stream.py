@@ -45,6 +45,7 @@ from turneval._runfile import RUN_FILE, RunFile
 from turneval.aggregate import (
     MetricSummary,
     RunAggregate,
+    RunFigures,
     compute_aggregates,
     summarise_metrics,
     summary_document,
@@ -66,28 +67,16 @@ from turneval.metrics import Evaluator
 from turneval.metrics.votes import rethreshold
 from turneval.options import RunOptions
 from turneval.pipeline import ascore_batch, has_summary_extras, score_sample
+from turneval.provenance import DATASET, sample_provenance
 from turneval.ratelimit import RateLimit
 from turneval.report import render_report
-from turneval.results import (
-    EvaluationResult,
-    MetricFailure,
-    MetricResult,
-    SampleResult,
-    _AgentFigures,
-    _read_agent,
-    json_line,
-)
+from turneval.results import EvaluationResult, MetricFailure, MetricResult, SampleResult
+from turneval.results_codec import decode, encode, fast_line, read_finished
 from turneval.runner import check_judges, resolve_metrics
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 if TYPE_CHECKING:
     from turneval.store import RunRecorder, RunStore
-
-_orjson_dumps: Callable[[Any], bytes] | None
-try:  # the "fast" extra (also a langsmith dependency, so nearly always present)
-    from orjson import dumps as _orjson_dumps
-except ImportError:  # pragma: no cover - exercised only without orjson
-    _orjson_dumps = None
 
 __all__ = [
     "ChunkEngine",
@@ -111,7 +100,9 @@ class StreamResult:
     errors of those that raised (as on :class:`~turneval.results.EvaluationResult`);
     ``agent_summaries`` the agent figures of rows with an agent run (traces): latency, failure
     rate, tokens and steps, as :meth:`~turneval.results.EvaluationResult.summary` gives them
-    ({} without agent runs); ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input
+    ({} without agent runs; summary.json lists them first among its ``metrics``, as the
+    in-memory summary does); rows of simulated trials add their pass^k figures to each
+    metric's ``extra``; ``skipped_traces`` counts, by reason, the traces of OTLP/JSON input
     that were no conversation (None for samples input);
     ``stopped`` is True when the run was stopped early (``evaluate_jsonl(stop=...)``, the CLI's
     SIGTERM): the rows cover the input read until then; ``store_run`` is the run's id in the
@@ -177,7 +168,7 @@ class _Chunk:
     failed_rows: int = 0
     first_errors: list[RowError] = field(default_factory=list)
     results: dict[str, list[MetricResult]] = field(default_factory=dict)  # for summary extras
-    agent: _AgentFigures = field(default_factory=_AgentFigures)
+    figures: RunFigures = field(default_factory=RunFigures)  # agent runs and trials
 
 
 _Line = tuple[int, str | bytes]  # (1-based line number, the line: raw bytes or text)
@@ -345,23 +336,6 @@ def _bad_line_row(index: int, number: int, names: Sequence[str], exc: Exception)
     return row
 
 
-def _record_line(record: dict[str, Any], plain_size: int) -> str:
-    """One results.jsonl line; orjson (Rust) for plain rows, the stdlib for anything else.
-
-    A plain row holds only the index (and the sample id, a string), the line and each
-    metric's value (finite), reason and error (strings): orjson writes the same JSON values for
-    it as :func:`json_line`, only faster. Details and metadata may hold values the two write
-    differently (NaN, huge integers), so those rows, and any string orjson refuses (a lone
-    surrogate), take :func:`json_line`.
-    """
-    if _orjson_dumps is not None and len(record) == plain_size:
-        try:
-            return _orjson_dumps(record).decode("utf-8")
-        except TypeError:  # orjson.JSONEncodeError: e.g. a lone surrogate in a reason
-            pass
-    return json_line(record)
-
-
 async def _score_chunk(
     lines: Sequence[_Line],
     first_index: int,
@@ -477,7 +451,7 @@ class _ChunkBuilder:
         self.plain_size = 2 + 3 * len(self.names)
         self.keys = [(name, f"{name}_reason", f"{name}_error") for name in self.names]
         self.value_lists = [self.values[name] for name in self.names]
-        self.agent = _AgentFigures()
+        self.figures = RunFigures()
 
     def add(self, scored: SampleResult, number: int, *, bad: bool = False) -> None:
         """Write the next row (from input line ``number``) and count it in."""
@@ -489,11 +463,10 @@ class _ChunkBuilder:
                 name, failure = next(iter(scored.failures.items()))
                 self.first_errors.append(RowError(number, name, str(failure), failure.traceback))
         scored.line = number
-        record = scored.record(self.names, details=self.details)
-        record["line"] = number
+        record = encode(scored, self.names, details=self.details)
         if bad:  # told apart from a sample every metric rejects when a run is resumed
             record[UNREADABLE] = True
-        self.records.append(_record_line(record, self.plain_size + ("id" in record)))
+        self.records.append(fast_line(record, self.plain_size + ("id" in record)))
         results, values, extras = scored.results, self.values, self.extras
         for name in self.names:
             cell = results.get(name)
@@ -505,8 +478,8 @@ class _ChunkBuilder:
                 self.metric_usage[name] = self.metric_usage[name] + cell.usage
             if name in extras:  # value and details only: what summary extras read
                 extras[name].append(MetricResult(name, cell.value, "", cell.details))
-        if scored.agent is not None:
-            self.agent.add(scored.agent)
+        if scored.agent is not None or scored.trial is not None:
+            self.figures.add(scored, self.names)
         if len(self.kept) < self.keep:
             self.kept.append(scored)
 
@@ -516,14 +489,14 @@ class _ChunkBuilder:
         """Write the next row from the metrics' plain functions; False: nothing written.
 
         The row ``score_sample`` and :meth:`add` would write for a conversation with reference
-        calls whose metadata asks for nothing more (no trace to read, no scenario columns).
+        calls given as they are (no agent run, no trial: :data:`~turneval.provenance.DATASET`).
         Anything else, or any error, is left to them (False).
         """
         if type(sample) is not MultiTurnSample or sample.reference_tool_calls is None:
             return False
-        meta = sample.metadata
-        if meta and ("scenario_id" in meta or meta.get("source") == "otel"):
+        if sample_provenance(sample) is not DATASET:
             return False
+        meta = sample.metadata
         predicted, reference = sample.tool_calls, sample.reference_tool_calls
         record: dict[str, Any] = {"index": index}
         size = self.plain_size
@@ -545,7 +518,7 @@ class _ChunkBuilder:
             record[name], record[reason_key], record[error_key] = value, reason, None
             values.append(value)
         record["line"] = number
-        self.records.append(_record_line(record, size))
+        self.records.append(fast_line(record, size))
         return True
 
     def finish(self, usage: Usage) -> _Chunk:
@@ -561,7 +534,7 @@ class _ChunkBuilder:
             self.failed_rows,
             self.first_errors,
             self.extras,
-            self.agent,
+            self.figures,
         )
 
 
@@ -736,58 +709,25 @@ _Done = dict[Any, dict[str, Any]]
 
 def _finished(results: str | os.PathLike[str], *, otlp: bool) -> _Done:
     """:func:`finished_lines`; for OTLP/JSON input keyed by ``(line, id)``: one row per trace."""
-    target = Path(results)
-    rows: _Done = {}
-    if not target.exists():
-        return rows
-    with target.open("r+b") as handle:
-        good_end = 0
-        for raw in handle:
-            if not raw.endswith(b"\n"):
-                break  # torn: the run was killed mid-write
-            try:
-                record = json.loads(raw)
-                number = int(record["line"])
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ConfigError(
-                    f"{target}: row after byte {good_end} is not a turneval row; cannot resume"
-                ) from exc
-            rows.setdefault((number, record.get("id")) if otlp else number, record)
-            good_end += len(raw)
-        handle.truncate(good_end)
-    return rows
+    if otlp:
+        return read_finished(results, key=lambda record: (int(record["line"]), record.get("id")))
+    return read_finished(results, key=lambda record: int(record["line"]))
 
 
-def _resumed_row(record: dict[str, Any], names: Sequence[str]) -> SampleResult:
-    row = SampleResult(int(record.get("index", 0)), None, line=int(record["line"]))
-    for name in names:
-        if record.get(name) is not None:
-            row.results[name] = MetricResult(
-                name, float(record[name]), record.get(f"{name}_reason") or ""
-            )
-        elif record.get(f"{name}_error"):
-            kind, _, message = str(record[f"{name}_error"]).partition(": ")
-            trace = record.get(f"{name}_traceback")
-            row.failures[name] = MetricFailure(
-                name, row.index, kind, message, str(trace) if trace else None
-            )
-    return row
-
-
-def _row_error(record: dict[str, Any], names: Sequence[str]) -> RowError | None:
+def _row_error(row: SampleResult, names: Sequence[str]) -> RowError | None:
     """The first error of a finished row (None: every metric scored it).
 
     A metric with neither a value nor an error on the row (written by a run with other
     metrics) failed on it too: it is counted as failed in the summary, so the row fails.
     """
+    line = row.line or 0
     for name in names:
-        error = record.get(f"{name}_error")
-        if error:
-            trace = record.get(f"{name}_traceback")
-            return RowError(int(record["line"]), name, str(error), str(trace) if trace else None)
-        if record.get(name) is None:
+        failure = row.failures.get(name)
+        if failure is not None:
+            return RowError(line, name, str(failure), failure.traceback)
+        if name not in row.results:
             return RowError(
-                int(record["line"]),
+                line,
                 name,
                 "NotScored: the resumed row has no value for it (written by a run with other "
                 "metrics)",
@@ -808,29 +748,34 @@ def _absorb_finished(
     kept: list[SampleResult],
     report_rows: int,
     extras: dict[str, list[MetricResult]],
-    agent: _AgentFigures,
+    figures: RunFigures,
     thresholds: Mapping[str, float | None],
-) -> int:
-    """Count the finished rows of a resumed run into the totals; returns how many there are.
+) -> list[SampleResult]:
+    """Count the finished rows of a resumed run into the totals; returns them, decoded.
 
-    A row's vote record is marked again with this run's pass threshold (``thresholds``), which
-    may differ from the one the row was written with: it changes no score.
+    Each record is decoded by the results codec (:func:`~turneval.results_codec.decode`), so
+    its agent run and trial count in as a new row's do. A row's vote record is marked again
+    with this run's pass threshold (``thresholds``), which may differ from the one the row was
+    written with: it changes no score.
     """
-    for record in done.values():
-        if record.get("latency_in_seconds") is not None:
-            agent.add(_read_agent(record))
+    rows = []
+    for number, record in enumerate(done.values(), start=1):
+        row = decode(record, names, number)
+        rows.append(row)
+        if row.agent is not None or row.trial is not None:
+            figures.add(row, names)
         for name in names:
-            value = record.get(name)
-            if value is None:
+            result = row.results.get(name)
+            if result is None:
                 failed[name] += 1
             else:
-                values[name].append(float(value))
+                values[name].append(result.value)
                 if name in extras:
-                    details = rethreshold(record.get(f"{name}_details") or {}, thresholds[name])
-                    extras[name].append(MetricResult(name, float(value), "", details))
+                    details = rethreshold(result.details, thresholds[name])
+                    extras[name].append(MetricResult(name, result.value, "", details))
         if len(kept) < report_rows:
-            kept.append(_resumed_row(record, names))
-    return len(done)
+            kept.append(row)
+    return rows
 
 
 def _preflight(
@@ -1223,7 +1168,7 @@ class _JsonlSink:
         self.aggregates, self.options = options.aggregates, options
         self.total = self.bad = self.failed_rows = 0
         self.first_errors: list[RowError] = []
-        self.agent = _AgentFigures()
+        self.figures = RunFigures()
 
     def keep(self) -> int:
         """How many rows of the next chunk the report still takes."""
@@ -1232,7 +1177,7 @@ class _JsonlSink:
     def resume(self, done: _Done) -> None:
         """Count the finished rows of an interrupted run in (failed rows and their errors too)."""
         names = self.names
-        self.total = _absorb_finished(
+        rows = _absorb_finished(
             done,
             names,
             self.values,
@@ -1240,13 +1185,14 @@ class _JsonlSink:
             self.kept,
             self.report_rows,
             self.results,
-            self.agent,
+            self.figures,
             {metric.name: getattr(metric, "pass_threshold", None) for metric in self.metrics},
         )
+        self.total = len(rows)
         if self.recorder is not None:  # the stored run's rows: those of the file
             self.recorder.sync(done.values())
         self.bad = sum(1 for record in done.values() if record.get(UNREADABLE))
-        errors = [error for record in done.values() if (error := _row_error(record, names))]
+        errors = [error for row in rows if (error := _row_error(row, names))]
         self.failed_rows = len(errors)
         self.first_errors = _first_errors(errors)
 
@@ -1287,7 +1233,7 @@ class _JsonlSink:
             self.metric_usage[name] = self.metric_usage[name] + chunk.metric_usage[name]
         for name, results in chunk.results.items():
             self.results[name].extend(results)
-        self.agent.extend(chunk.agent)
+        self.figures.extend(chunk.figures)
         self.usage = self.usage + chunk.usage
         self.kept.extend(chunk.report_rows[: self.keep()])
         self.total += len(chunk.records)
@@ -1323,16 +1269,16 @@ class _JsonlSink:
             print(file=sys.stderr)
         names = self.names
         arrays = {name: np.frombuffer(self.values[name], dtype=float) for name in names}
-        summaries = dict(
-            summarise_metrics(
-                names,
-                arrays,
-                self.failed,
-                {m.name: self.metric_usage[m.name] if m.uses_llm else None for m in self.metrics},
-                metrics={metric.name: metric for metric in self.metrics},
-                results=self.results,
-            )
+        table = summarise_metrics(  # the agent figures first, as in memory
+            names,
+            arrays,
+            self.failed,
+            {m.name: self.metric_usage[m.name] if m.uses_llm else None for m in self.metrics},
+            metrics={metric.name: metric for metric in self.metrics},
+            results=self.results,
+            figures=self.figures,
         )
+        summaries = {name: table[name] for name in names}
         result = StreamResult(
             names,
             self.total,
@@ -1343,7 +1289,7 @@ class _JsonlSink:
             self.kept,
             self.failed_rows,
             self.first_errors,
-            agent_summaries=self.agent.summaries(),
+            agent_summaries={k: v for k, v in table.items() if k not in summaries},
             skipped_traces=skipped_traces,
         )
         if self.aggregates:  # they read whole rows: the file's, read back (no samples)
@@ -1352,7 +1298,7 @@ class _JsonlSink:
             result.aggregates, result.aggregate_errors = compute_aggregates(self.aggregates, rows)
         summary = summary_document(
             self.total,
-            summaries,
+            table,
             self.usage,
             bad_lines=self.bad,
             failed_rows=self.failed_rows,
@@ -1368,7 +1314,7 @@ class _JsonlSink:
         html = render_report(
             title=title,
             metric_names=names,
-            summaries={**result.agent_summaries, **summaries},
+            summaries=dict(table),
             values=arrays,
             rows=self.kept,
             total_rows=self.total,

@@ -1049,9 +1049,10 @@ class RunRecorder:
 
     def add(self, row: SampleResult) -> None:
         """Write a finished row (written with the next batch)."""
-        from turneval.results import json_line
+        from turneval.results_codec import encode
+        from turneval.rows import json_line
 
-        record = row.record(self.names, details=self.details)
+        record = encode(row, self.names, details=self.details)
         sample = None if row.sample is None else row.sample.model_dump_json(exclude_none=True)
         self._queue(json_line(record), record, sample)
 

@@ -559,6 +559,7 @@ class Watcher:
     def _score(self, batch: list[tuple[dict[str, Any], Any]]) -> None:
         from turneval.pipeline import score_batch
         from turneval.results import json_line
+        from turneval.results_codec import encode
 
         samples = [sample for _, sample in batch]
         first = int(batch[0][0]["index"])
@@ -577,7 +578,7 @@ class Watcher:
         else:
             assert self._results is not None
             lines = [
-                json_line(row.record(self.names, details=self.options.details)) for row in rows
+                json_line(encode(row, self.names, details=self.options.details)) for row in rows
             ]
             self._results.write("".join(line + "\n" for line in lines).encode())
             self._results.flush()
