@@ -15,6 +15,7 @@ from turneval.stream import evaluate_jsonl
 
 from ._builders import call, conversation
 from ._openai_stub import OpenAIStub, Reply
+from .metrics.test_capabilities import AsksWhenTold
 from .test_row_evaluators import FailedRows
 
 ray = pytest.importorskip("ray")
@@ -164,6 +165,10 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     holding = judged.model_copy(update={"llm": ScriptedChatModel(responses=[RATED])})
     with pytest.raises(ConfigError, match="not shipped to Ray workers"):
         evaluate_on_ray(data, [holding], output=tmp_path / "o", llm_factory=lambda: None)
+    # a metric of the user's that declares it needs a judge (Evaluator.needs_judge), before
+    # the input is read: the missing file is not what fails
+    with pytest.raises(ConfigError, match="capability_probe_asks_when_told.*need an LLM judge"):
+        evaluate_on_ray(tmp_path / "missing.jsonl", [AsksWhenTold()], output=tmp_path / "o")
     with pytest.raises(ConfigError, match="concurrency"):
         evaluate_on_ray(data, METRICS, output=tmp_path / "o", concurrency=0)
     with pytest.raises(ConfigError, match="output_format must be 'jsonl' or 'parquet'"):

@@ -279,13 +279,8 @@ def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
     """Fail before the run, naming the CLI flags, when a judged metric has no judge."""
     from turneval.runner import resolve_metrics
 
-    judged = [  # grounding metrics (requires_llm False) fall back to their offline backend
-        m.name
-        for m in resolve_metrics(metrics)
-        if m.uses_llm
-        and getattr(m, "requires_llm", True)
-        and getattr(m, "llm", None) is None
-        and llm is None
+    judged = [  # grounding metrics need none: they fall back to their offline backend
+        m.name for m in resolve_metrics(metrics) if m.needs_judge(llm) and m.judge_llm(llm) is None
     ]
     if judged:
         raise UsageError(

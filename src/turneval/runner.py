@@ -94,8 +94,7 @@ def check_judges(metrics: Sequence[Evaluator], llm: Any) -> None:
     if llm is not None:
         resolve_llm(llm)  # a wrong type fails here, before any sample
     for metric in metrics:
-        needs = metric.uses_llm and getattr(metric, "requires_llm", True)
-        if needs and getattr(metric, "llm", None) is None and llm is None:
+        if metric.needs_judge(llm) and metric.judge_llm(llm) is None:
             raise ConfigError(
                 f"metric {metric.name!r} needs an LLM judge: pass llm=... to the metric or to "
                 "evaluate(..., llm=...)"

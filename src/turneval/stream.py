@@ -1129,15 +1129,8 @@ def _score_chunks(
 
     Once ``stop`` is set, no new chunk is taken; those in flight are finished and written.
     """
-    judged = any(  # metrics that will call a judge (grounding without one runs offline)
-        metric.uses_llm
-        and (
-            getattr(metric, "requires_llm", True)
-            or options.llm is not None
-            or getattr(metric, "llm", None) is not None
-        )
-        for metric in metrics
-    )
+    # metrics that will call a judge (grounding without one runs offline)
+    judged = any(metric.needs_judge(options.llm) for metric in metrics)
     if workers is None:
         workers = 1 if judged else min(2, os.cpu_count() or 1)
     if judged:

@@ -142,9 +142,9 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
             ``evaluate(metrics=[...])``.
         sample_types: The sample classes it accepts; derived from the type parameter unless a
             class sets it (to a narrower choice).
-        uses_llm: Whether it asks a model (judged metrics), so the runner schedules it
-            concurrently with the row's other judges.
-        derived: Whether the runner computes it from the row's other results.
+        uses_llm: Whether it may ask a model (judged metrics), so the runner schedules it
+            concurrently with the row's other judges. Whether a given run asks one is
+            :meth:`needs_judge`.
         ragas_names: ragas' default names for this metric, where they differ
             (``result["bleu_score"]``).
     """
@@ -156,7 +156,6 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
     name: str
     sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
     uses_llm: ClassVar[bool] = False
-    derived: ClassVar[bool] = False  # computed by the runner from the row's other results
     ragas_names: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
@@ -203,6 +202,41 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
         fields = type(self).model_fields
         for key in [key for key in self.__dict__ if key not in fields]:
             del self.__dict__[key]
+
+    def needs_judge(self, default_llm: Any = None) -> bool:
+        """Whether a run whose default judge is ``default_llm`` asks a model for this evaluator.
+
+        Every front end asks this one method before a run (``evaluate``, ``evaluate_jsonl``,
+        the CLI, ``turneval watch``, ``evaluate_on_ray``): an evaluator that needs a judge and
+        has none (:meth:`judge_llm` is None) fails the run before its first sample, naming the
+        metric; a streamed run that asks a judge scores in one process (the judge's limiter
+        and cache are per process).
+
+        The default is ``uses_llm``: an evaluator that declares it asks a model needs one,
+        whatever the run's default. A judged metric needs one when it has no offline method
+        (``requires_llm``) or when it has a model to ask (its own ``llm``, else
+        ``default_llm``): the grounding metrics ground offline without one. Override it for an
+        evaluator of your own that asks a model only sometimes.
+
+        Args:
+            default_llm: The run's default judge (``evaluate(..., llm=...)``, the CLI's
+                ``--judge-model``); None when the run has none.
+        """
+        return self.uses_llm
+
+    def judge_llm(self, default_llm: Any = None) -> Any:
+        """The chat model this evaluator asks in a run whose default judge is ``default_llm``.
+
+        Its own model (an ``llm`` field that is set), else ``default_llm`` when it may ask a
+        model (``uses_llm``); None when it asks none or has none.
+
+        Args:
+            default_llm: The run's default judge; None when the run has none.
+        """
+        own = self.__dict__.get("llm") if "llm" in type(self).model_fields else None
+        if own is not None:
+            return own
+        return default_llm if self.uses_llm else None
 
     def summary_extras(self, results: Sequence[MetricResult]) -> dict[str, float]:
         """Run-level figures of this metric beside its mean, std and CI (default: none).
@@ -464,8 +498,6 @@ class RowEvaluator(Evaluator[SampleT], ABC):
     :class:`Metric`: it has no ``ascore``, ``score`` or ragas entry points, since it has
     nothing to derive from outside a run.
     """
-
-    derived: ClassVar[bool] = True
 
     @abstractmethod
     def derive(

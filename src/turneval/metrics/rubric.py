@@ -28,9 +28,16 @@ from pydantic import Field, field_validator
 
 from turneval.aggregate import _PAIRWISE_VALUES, _pairwise_rates, _pairwise_reason
 from turneval.errors import ConfigError, InvalidSampleError
-from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, rubric_score_model, tagged
+from turneval.judge import (
+    JudgeReply,
+    JudgeRequest,
+    StrictVerdict,
+    conversation_text,
+    rubric_score_model,
+    tagged,
+)
 from turneval.messages import AIMessage
-from turneval.metrics._judged import JudgedMetric, conversation_text, preset_class
+from turneval.metrics._judged import JudgedMetric, preset_class
 from turneval.metrics.base import Explained, MultiTurnScoring, SingleTurnMetric, SingleTurnScoring
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
