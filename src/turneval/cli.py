@@ -180,7 +180,7 @@ def _with_votes(
     from turneval.runner import resolve_metrics
 
     resolved = resolve_metrics(metrics)
-    if repeats is None and not any(getattr(m, "repeats", 1) > 1 for m in resolved):
+    if repeats is None and not any(m.votes_per_row > 1 for m in resolved):
         return metrics  # nothing votes more than once: the metrics as given
     try:
         return list(with_vote_options(resolved, repeats=repeats, thresholds=bars))

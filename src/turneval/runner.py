@@ -81,7 +81,7 @@ def _by_name(name: str, by_name: dict[str, type[Evaluator]]) -> type[Evaluator]:
     """The built-in metric called ``name``, or the only one ragas calls so (``bleu_score``)."""
     if name in by_name:
         return by_name[name]
-    ragas = sorted(key for key, cls in by_name.items() if name in getattr(cls, "ragas_names", ()))
+    ragas = sorted(key for key, cls in by_name.items() if name in cls.ragas_names)
     if len(ragas) == 1:
         return by_name[ragas[0]]
     if ragas:

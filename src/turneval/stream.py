@@ -444,8 +444,7 @@ def _plain_explainers(metrics: Sequence[Evaluator], options: RunOptions) -> list
     for metric in metrics:
         if metric.uses_llm or has_summary_extras(metric):
             return []
-        find = getattr(metric, "_plain_explainer", None)
-        explain = find() if find is not None else None
+        explain = metric._plain_explainer()
         if explain is None:
             return []
         explainers.append(explain)
@@ -1209,7 +1208,7 @@ class _JsonlSink:
             self.report_rows,
             self.results,
             self.agent,
-            {metric.name: getattr(metric, "pass_threshold", None) for metric in self.metrics},
+            {metric.name: metric.vote_threshold for metric in self.metrics},
         )
         if self.recorder is not None:  # the stored run's rows: those of the file
             self.recorder.sync(done.values())

@@ -99,3 +99,33 @@ def test_the_estimate_lists_a_metric_that_asks_a_model_it_cannot_count() -> None
     assert estimate([SAMPLE], [OfflineFallback()]).unknown == []  # offline: nothing to count
     found = estimate([SAMPLE], [OfflineFallback(), ToolCallF1()], llm=model)
     assert found.unknown == ["capability_probe_offline_fallback"]
+
+
+class SelfVoting(SingleTurnMetric):
+    """Votes three times by itself against a pass bar: it declares so."""
+
+    name: str = "capability_probe_self_voting"
+
+    @property
+    def votes_per_row(self) -> int:
+        return 3
+
+    @property
+    def vote_threshold(self) -> float | None:
+        return 0.5
+
+    async def _evaluate(self, sample: SingleTurnSample) -> Explained:
+        return Explained(1.0)
+
+
+def test_votes_are_declared_not_probed() -> None:
+    from turneval.metrics import Fluency
+    from turneval.pipeline import has_summary_extras
+
+    # a streamed run keeps the results of a metric that votes against a bar (unstable share)
+    assert has_summary_extras(SelfVoting())
+    assert not has_summary_extras(ToolCallF1())
+    judged = Fluency(repeats=3, pass_threshold=0.6)
+    assert (judged.votes_per_row, judged.vote_threshold) == (3, 0.6)
+    assert has_summary_extras(judged) and not has_summary_extras(Fluency(repeats=3))
+    assert (ToolCallF1().votes_per_row, ToolCallF1().vote_threshold) == (1, None)

@@ -335,6 +335,16 @@ class JudgedMetric(Metric[SampleT], ABC):
         ]
         return combine_votes(votes, majority=self.categorical, pass_threshold=self.pass_threshold)
 
+    @property
+    def votes_per_row(self) -> int:
+        """This metric's ``repeats``."""
+        return self.repeats
+
+    @property
+    def vote_threshold(self) -> float | None:
+        """This metric's ``pass_threshold``."""
+        return self.pass_threshold
+
     def needs_judge(self, default_llm: Any = None) -> bool:
         """True when it has no offline method (``requires_llm``) or has a model to ask.
 

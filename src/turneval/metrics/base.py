@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar, Generic, Protocol, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, get_args, get_origin
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -30,6 +30,13 @@ from turneval.errors import InvalidSampleError
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 from turneval.usage import Usage
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from turneval.messages import ToolCall
+
+    PlainExplainer = Callable[[list[ToolCall], list[ToolCall]], tuple[float, str] | None]
 
 __all__ = [
     "Evaluator",
@@ -237,6 +244,34 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
         if own is not None:
             return own
         return default_llm if self.uses_llm else None
+
+    @property
+    def votes_per_row(self) -> int:
+        """Times every question of a row is asked (the value combines the votes); 1 by default.
+
+        A judged metric's ``repeats``. A streamed run keeps the results of a metric that votes
+        more than once against a :attr:`vote_threshold`, for the share of unstable rows.
+        """
+        return 1
+
+    @property
+    def vote_threshold(self) -> float | None:
+        """The value at or above which a row passes, which repeated votes are checked against.
+
+        A judged metric's ``pass_threshold`` (a row whose votes fall on both sides of it is
+        ``unstable``); None by default and for evaluators that do not vote.
+        """
+        return None
+
+    def _plain_explainer(self) -> PlainExplainer | None:
+        """The value-and-reason function from predicted and reference calls alone, or None.
+
+        The streamed run's fast path (details and timeout off) writes a row of metrics that
+        all have one without result objects; it must give exactly
+        ``ascore(sample, details=False)``'s value and reason. None by default: the call-matching
+        and trajectory metrics under their default equality have one.
+        """
+        return None
 
     def summary_extras(self, results: Sequence[MetricResult]) -> dict[str, float]:
         """Run-level figures of this metric beside its mean, std and CI (default: none).
