@@ -72,6 +72,8 @@ class Outcome(ABC):
     __slots__ = ()
 
     value: float
+    usage: Usage | None = None
+    """What the models asked for this outcome used; None when no model was asked."""
 
     @abstractmethod
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
@@ -497,8 +499,7 @@ class Metric(Evaluator[SampleT], ABC):
         self._check_type(sample)
         outcome = await self._evaluate(sample)
         reason, evidence = outcome.explain(details)
-        usage = getattr(outcome, "usage", None)
-        return MetricResult(self.name, float(outcome.value), reason, evidence, usage)
+        return MetricResult(self.name, float(outcome.value), reason, evidence, outcome.usage)
 
     def score(self, sample: SampleT, *, details: bool = True) -> MetricResult:
         """Sync form of :meth:`ascore` (raises ``SyncInAsyncContextError`` inside a loop)."""
