@@ -15,7 +15,6 @@ from turneval.stream import evaluate_jsonl
 
 from ._builders import call, conversation
 from ._openai_stub import OpenAIStub, Reply
-from .metrics.test_capabilities import AsksWhenTold
 from .test_row_evaluators import FailedRows
 
 ray = pytest.importorskip("ray")
@@ -156,6 +155,8 @@ def test_one_quota_across_workers_and_resume_pays_nothing(tmp_path: Path) -> Non
 def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from turneval.metrics import PointwiseMetric
     from turneval.testing import ScriptedChatModel
+
+    from .metrics.test_capabilities import AsksWhenTold
 
     data = tmp_path / "d.jsonl"
     data.write_text(sample_lines(20)[0] + "\n")
