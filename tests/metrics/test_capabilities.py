@@ -129,3 +129,37 @@ def test_votes_are_declared_not_probed() -> None:
     assert (judged.votes_per_row, judged.vote_threshold) == (3, 0.6)
     assert has_summary_extras(judged) and not has_summary_extras(Fluency(repeats=3))
     assert (ToolCallF1().votes_per_row, ToolCallF1().vote_threshold) == (1, None)
+
+
+class Stars(SingleTurnMetric):
+    """A judge of the user's on 1 to 3 stars: its scale and how a score reads are declared."""
+
+    name: str = "capability_probe_stars"
+    uses_llm: ClassVar[bool] = True
+
+    @property
+    def scale_values(self) -> tuple[float, ...] | None:
+        return (1.0, 2.0, 3.0)
+
+    def label_text(self, value: float) -> str:
+        return f"{value:g} star{'s' if value != 1 else ''}"
+
+    async def _evaluate(self, sample: SingleTurnSample) -> Explained:
+        return Explained(2.0)
+
+
+def test_calibration_reads_the_declared_scale_and_label_text() -> None:
+    from turneval.calibration import agreement, verdict_text
+    from turneval.metrics import Fluency, PairwiseSummarizationQuality, Safety
+
+    assert verdict_text(Stars(), 3.0, "clear") == "3 stars: clear"
+    assert verdict_text(AgentGoalAccuracyWithReference(), 1.0) == "1 (yes)"
+    assert verdict_text(Safety(), 1.0) == "score 1 (safe)"  # a rubric's meaning
+    assert verdict_text(PairwiseSummarizationQuality(), 0.5).startswith("TIE")
+    assert Fluency().scale_values == (1.0, 2.0, 3.0, 4.0, 5.0)
+    assert ToolCallF1().scale_values is None
+    result = evaluate([SAMPLE, SAMPLE], [Stars()], llm=ScriptedChatModel(responses=[]))
+    with pytest.raises(
+        ConfigError, match="label 7 is outside the scale of 'capability_probe_stars'"
+    ):
+        agreement(result, [2.0, 7.0], Stars())

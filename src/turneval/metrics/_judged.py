@@ -146,17 +146,6 @@ class JudgedMetric(Metric[SampleT], ABC):
     uses_llm: ClassVar[bool] = True
     requires_llm: ClassVar[bool] = True
     """False for metrics that fall back to an offline method when no judge is given."""
-    categorical: ClassVar[bool] = False
-    """True when the value is a category coded as a number (yes/no as 1/0, a pairwise choice):
-    repeated votes then take the majority (ties: the lowest value) instead of the mean."""
-    yes_no: ClassVar[bool] = False
-    """True for a yes/no judge: its scores are 0 (no) and 1 (yes), and human labels of it must
-    be too (``turneval calibrate`` refuses any other, naming the line)."""
-    scale_points: ClassVar[tuple[float, ...] | None] = None
-    """The values of a judge with a discrete scale other than a rubric, yes/no or pairwise
-    choice (``user_frustration``: 0, 0.5, 1), low to high; None for a share or another value
-    of [0, 1]. Human labels of it must be on it (``turneval calibrate`` refuses any other,
-    naming the line)."""
 
     llm: Any = None
     timeout: float = Field(default=60.0, gt=0)

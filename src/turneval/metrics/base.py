@@ -166,6 +166,17 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
     sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
     uses_llm: ClassVar[bool] = False
     ragas_names: ClassVar[tuple[str, ...]] = ()
+    categorical: ClassVar[bool] = False
+    """True when the value is a category coded as a number (yes/no as 1/0, a pairwise choice):
+    repeated votes then take the majority (ties: the lowest value) instead of the mean."""
+    yes_no: ClassVar[bool] = False
+    """True for a yes/no judge: its scores are 0 (no) and 1 (yes), and human labels of it must
+    be too (``turneval calibrate`` refuses any other, naming the line)."""
+    scale_points: ClassVar[tuple[float, ...] | None] = None
+    """The values of a metric with a discrete scale other than a rubric, yes/no or pairwise
+    choice (``user_frustration``: 0, 0.5, 1), low to high; None for a share or another value
+    of [0, 1]. Human labels of it must be on it (``turneval calibrate`` refuses any other,
+    naming the line)."""
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -246,6 +257,31 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
         if own is not None:
             return own
         return default_llm if self.uses_llm else None
+
+    @property
+    def scale_values(self) -> tuple[float, ...] | None:
+        """The values a score takes, low to high, when they are discrete; None otherwise.
+
+        0 and 1 for a yes/no judge, ``scale_points`` when set, a rubric's scores, 0, 0.5 and 1
+        for a pairwise choice. Human labels must lie on it (``turneval calibrate``,
+        :func:`~turneval.calibration.agreement` and :func:`~turneval.calibration.align`
+        refuse any other, naming the label); None accepts any value.
+        """
+        if self.yes_no:
+            return (0.0, 1.0)
+        if self.scale_points:
+            return tuple(sorted(float(point) for point in self.scale_points))
+        return None
+
+    def label_text(self, value: float) -> str:
+        """How a score reads as a verdict (a human label shown to a judge as a worked example).
+
+        ``1 (yes)`` and ``0 (no)`` for 0 and 1, the number otherwise; a rubric judge adds the
+        score's meaning, a pairwise judge names its choice.
+        """
+        if value in (0.0, 1.0):
+            return f"{value:g} ({'yes' if value else 'no'})"
+        return f"{value:g}"
 
     @property
     def votes_per_row(self) -> int:
