@@ -174,6 +174,8 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     from turneval.metrics import PointwiseMetric
     from turneval.testing import ScriptedChatModel
 
+    from .metrics.test_capabilities import AsksWhenTold
+
     data = tmp_path / "d.jsonl"
     data.write_text(sample_lines(20)[0] + "\n")
     judged = PointwiseMetric(name="c", criteria="c", rating_rubric={"1": "a", "2": "b"})
@@ -182,6 +184,10 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     holding = judged.model_copy(update={"llm": ScriptedChatModel(responses=[RATED])})
     with pytest.raises(ConfigError, match="not shipped to Ray workers"):
         evaluate_on_ray(data, [holding], output=tmp_path / "o", llm_factory=lambda: None)
+    # a metric of the user's that declares it needs a judge (Evaluator.needs_judge), before
+    # the input is read: the missing file is not what fails
+    with pytest.raises(ConfigError, match="capability_probe_asks_when_told.*need an LLM judge"):
+        evaluate_on_ray(tmp_path / "missing.jsonl", [AsksWhenTold()], output=tmp_path / "o")
     with pytest.raises(ConfigError, match="concurrency"):
         evaluate_on_ray(data, METRICS, output=tmp_path / "o", concurrency=0)
     with pytest.raises(ConfigError, match="output_format must be 'jsonl' or 'parquet'"):

@@ -182,7 +182,7 @@ def _with_votes(
     from turneval.runner import resolve_metrics
 
     resolved = resolve_metrics(metrics)
-    if repeats is None and not any(getattr(m, "repeats", 1) > 1 for m in resolved):
+    if repeats is None and not any(m.votes_per_row > 1 for m in resolved):
         return metrics  # nothing votes more than once: the metrics as given
     try:
         return list(with_vote_options(resolved, repeats=repeats, thresholds=bars))
@@ -290,13 +290,8 @@ def _require_judge(metrics: list[Evaluator | str], llm: Any) -> None:
     """Fail before the run, naming the CLI flags, when a judged metric has no judge."""
     from turneval.runner import resolve_metrics
 
-    judged = [  # grounding metrics (requires_llm False) fall back to their offline backend
-        m.name
-        for m in resolve_metrics(metrics)
-        if m.uses_llm
-        and getattr(m, "requires_llm", True)
-        and getattr(m, "llm", None) is None
-        and llm is None
+    judged = [  # grounding metrics need none: they fall back to their offline backend
+        m.name for m in resolve_metrics(metrics) if m.needs_judge(llm) and m.judge_llm(llm) is None
     ]
     if judged:
         raise UsageError(

@@ -449,13 +449,13 @@ def evaluate_on_ray(
     if concurrency < 1 or num_cpus <= 0 or max_retries < 0:
         raise ConfigError("concurrency must be >= 1, num_cpus > 0 and max_retries >= 0")
     resolved = resolve_metrics(metrics)
-    holding = [m.name for m in resolved if getattr(m, "llm", None) is not None]
+    holding = [m.name for m in resolved if m.judge_llm(None) is not None]
     if holding:
         raise ConfigError(
             f"metrics {holding} hold their own chat model: chat models are not shipped to Ray "
             "workers; build the judge in each worker with llm_factory=... instead"
         )
-    needing = [m.name for m in resolved if m.uses_llm and getattr(m, "requires_llm", True)]
+    needing = [m.name for m in resolved if m.needs_judge(None)]
     if needing and llm_factory is None:
         raise ConfigError(
             f"metrics {needing} need an LLM judge: pass llm_factory=... (called in each worker)"

@@ -25,7 +25,9 @@ class Estimate:
         calls: Judge calls by metric (first attempts; retries and repairs are extra).
         prompt_tokens: Estimated prompt tokens by metric (prompt text / ``CHARS_PER_TOKEN``;
             a structured-output schema adds a few hundred tokens per call).
-        unknown: Metrics that call a model but are not judged metrics (no stated requests).
+        unknown: Metrics that call a model but are not judged metrics (no stated requests):
+            those whose :meth:`~turneval.metrics.Evaluator.needs_judge` is true or that hold a
+            model of their own.
     """
 
     samples: int = 0
@@ -78,10 +80,10 @@ def estimate(
     metrics with an offline fallback (grounding) count LLM calls only when they would have one.
     """
     with judge_run(JudgeRun(llm=llm)):
-        return _estimate(samples, metrics)
+        return _estimate(samples, metrics, llm)
 
 
-def _estimate(samples: Iterable[Sample], metrics: Sequence[Evaluator]) -> Estimate:
+def _estimate(samples: Iterable[Sample], metrics: Sequence[Evaluator], llm: Any) -> Estimate:
     result = Estimate()
     judged = [m for m in metrics if isinstance(m, JudgedMetric)]
     for metric in judged:
@@ -90,7 +92,7 @@ def _estimate(samples: Iterable[Sample], metrics: Sequence[Evaluator]) -> Estima
     result.unknown = [
         m.name
         for m in metrics
-        if not isinstance(m, JudgedMetric) and getattr(m, "llm", None) is not None
+        if not isinstance(m, JudgedMetric) and (m.needs_judge(llm) or m.judge_llm(None) is not None)
     ]
     for sample in samples:
         result.samples += 1

@@ -72,8 +72,7 @@ def has_summary_extras(metric: Evaluator) -> bool:
     Its own :meth:`~turneval.metrics.Evaluator.summary_extras`, or the stability of repeated
     votes (a judged metric with ``repeats`` > 1 and a ``pass_threshold``).
     """
-    voting = getattr(metric, "repeats", 1) > 1
-    voting = voting and getattr(metric, "pass_threshold", None) is not None
+    voting = metric.votes_per_row > 1 and metric.vote_threshold is not None
     return type(metric).summary_extras is not Evaluator.summary_extras or voting
 
 

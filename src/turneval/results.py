@@ -253,7 +253,7 @@ class EvaluationResult:
         they can mean (a result read back from a file has no metric objects: names only).
         """
         if name not in self.metric_names:
-            candidates = [m.name for m in self.metrics if name in getattr(m, "ragas_names", ())]
+            candidates = [m.name for m in self.metrics if name in m.ragas_names]
             if len(candidates) == 1:
                 name = candidates[0]
         return self.scores(name)

@@ -82,7 +82,7 @@ def _by_name(name: str, by_name: dict[str, type[Evaluator]]) -> type[Evaluator]:
     """The built-in metric called ``name``, or the only one ragas calls so (``bleu_score``)."""
     if name in by_name:
         return by_name[name]
-    ragas = sorted(key for key, cls in by_name.items() if name in getattr(cls, "ragas_names", ()))
+    ragas = sorted(key for key, cls in by_name.items() if name in cls.ragas_names)
     if len(ragas) == 1:
         return by_name[ragas[0]]
     if ragas:
@@ -95,8 +95,7 @@ def check_judges(metrics: Sequence[Evaluator], llm: Any) -> None:
     if llm is not None:
         resolve_llm(llm)  # a wrong type fails here, before any sample
     for metric in metrics:
-        needs = metric.uses_llm and getattr(metric, "requires_llm", True)
-        if needs and getattr(metric, "llm", None) is None and llm is None:
+        if metric.needs_judge(llm) and metric.judge_llm(llm) is None:
             raise ConfigError(
                 f"metric {metric.name!r} needs an LLM judge: pass llm=... to the metric or to "
                 "evaluate(..., llm=...)"

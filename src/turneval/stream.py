@@ -423,8 +423,7 @@ def _plain_explainers(metrics: Sequence[Evaluator], options: RunOptions) -> list
     for metric in metrics:
         if metric.uses_llm or has_summary_extras(metric):
             return []
-        find = getattr(metric, "_plain_explainer", None)
-        explain = find() if find is not None else None
+        explain = metric._plain_explainer()
         if explain is None:
             return []
         explainers.append(explain)
@@ -1099,15 +1098,8 @@ def _score_chunks(
 
     Once ``stop`` is set, no new chunk is taken; those in flight are finished and written.
     """
-    judged = any(  # metrics that will call a judge (grounding without one runs offline)
-        metric.uses_llm
-        and (
-            getattr(metric, "requires_llm", True)
-            or options.llm is not None
-            or getattr(metric, "llm", None) is not None
-        )
-        for metric in metrics
-    )
+    # metrics that will call a judge (grounding without one runs offline)
+    judged = any(metric.needs_judge(options.llm) for metric in metrics)
     if workers is None:
         workers = 1 if judged else min(2, os.cpu_count() or 1)
     if judged:
@@ -1186,7 +1178,7 @@ class _JsonlSink:
             self.report_rows,
             self.results,
             self.figures,
-            {metric.name: getattr(metric, "pass_threshold", None) for metric in self.metrics},
+            {metric.name: metric.vote_threshold for metric in self.metrics},
         )
         self.total = len(rows)
         if self.recorder is not None:  # the stored run's rows: those of the file

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from turneval.dataset import EvaluationDataset
     from turneval.judge.core import Judge
+    from turneval.metrics.base import Evaluator
     from turneval.results import EvaluationResult, Prices
     from turneval.samples import Sample
 
@@ -238,7 +239,7 @@ class _BatchCache(SQLiteCache):
         )
 
 
-def _may_ask_unstated(metrics: Sequence[Any]) -> bool:
+def _may_ask_unstated(metrics: Sequence[Evaluator]) -> bool:
     """Whether a metric may ask the judge beyond the requests it states up front.
 
     A judged metric that keeps the template's ``_evaluate`` and ``ask`` asks exactly its
@@ -253,7 +254,7 @@ def _may_ask_unstated(metrics: Sequence[Any]) -> bool:
             kind._evaluate is JudgedMetric._evaluate and kind.ask is JudgedMetric.ask
         )
 
-    return any(getattr(m, "uses_llm", False) and not stated(m) for m in metrics)
+    return any(m.uses_llm and not stated(m) for m in metrics)
 
 
 def _plan(samples: Sequence[Sample], metrics: Sequence[Any], llm: Any) -> dict[str, _Planned]:

@@ -121,7 +121,7 @@ def agreement(
         where = label.where or f"label for row {label.row!r}"
         if not on_scale(label.value, scale):
             values = ", ".join(f"{v:g}" for v in scale or ())
-            if getattr(known, "yes_no", False):
+            if known is not None and known.yes_no:
                 values = "a yes/no judge: 0 or no, 1 or yes"
             raise ConfigError(
                 f"{where}: label {label.value:g} is outside the scale of {name!r} ({values})"

@@ -34,27 +34,15 @@ def metric_class(metric: Metric | str) -> Metric | type[Evaluator] | None:
     return metric_names().get(metric)
 
 
-def scale_of(metric: Any) -> tuple[float, ...] | None:
-    """The metric's own scale (rubric, pairwise, yes/no, ``scale_points``), or None.
+def scale_of(metric: Evaluator | type[Evaluator] | None) -> tuple[float, ...] | None:
+    """The metric's own scale (:attr:`~turneval.metrics.Evaluator.scale_values`), or None.
 
-    ``metric`` is a metric object or class (a class gives its default rubric), or None.
+    ``metric`` is a metric object or a class buildable by name (its default configuration
+    gives the scale: a preset's rubric), or None.
     """
-    if metric is None:
-        return None
-    if getattr(metric, "pairwise", False):
-        return (0.0, 0.5, 1.0)
-    rubric = getattr(metric, "rating_rubric", None)
-    if rubric is None and isinstance(metric, type):
-        info = getattr(metric, "model_fields", {}).get("rating_rubric")
-        rubric = info.default if info is not None else None
-    if isinstance(rubric, dict):
-        return tuple(sorted({float(score) for score in rubric}))
-    if getattr(metric, "yes_no", False):
-        return (0.0, 1.0)
-    points = getattr(metric, "scale_points", None)
-    if points:
-        return tuple(sorted(float(point) for point in points))
-    return None
+    if isinstance(metric, type):
+        metric = metric.model_validate({}) if metric.buildable_by_name() else None
+    return None if metric is None else metric.scale_values
 
 
 def check_judged(metric: Evaluator | type[Evaluator] | None, name: str) -> None:
@@ -76,7 +64,10 @@ def on_scale(value: float, scale: tuple[float, ...] | None) -> bool:
 
 
 def judge_verdict(
-    metric: Any, value: float, details: Any, scale: tuple[float, ...] | None
+    metric: Evaluator | type[Evaluator] | None,
+    value: float,
+    details: Any,
+    scale: tuple[float, ...] | None,
 ) -> float:
     """The judge's verdict on its own scale: a repeated row's votes reduced onto the scale.
 
@@ -94,7 +85,7 @@ def judge_verdict(
         return value
     if not all(isinstance(v, (int, float)) and float(v) in scale for v in votes):
         return value
-    if getattr(metric, "categorical", False) or getattr(metric, "yes_no", False):
+    if metric is not None and (metric.categorical or metric.yes_no):
         counts = Counter(float(v) for v in votes)
         top = max(counts.values())
         return min(v for v, count in counts.items() if count == top)
@@ -102,18 +93,10 @@ def judge_verdict(
     return min(scale, key=lambda point: (abs(point - mean), point))
 
 
-def verdict_text(metric: Any, label: float, reason: str = "") -> str:
-    """How a human label is written as the worked example's verdict, on the metric's scale."""
-    if getattr(metric, "pairwise", False):
-        text = {
-            1.0: "CANDIDATE (the candidate response is better)",
-            0.0: "BASELINE (the baseline response is better)",
-        }.get(label, "TIE (equally good)")
-    elif getattr(metric, "rating_rubric", None):
-        meaning = {float(k): v for k, v in metric.rating_rubric.items()}.get(label, "")
-        text = f"score {label:g}" + (f" ({meaning})" if meaning else "")
-    elif label in (0.0, 1.0):
-        text = f"{label:g} ({'yes' if label else 'no'})"
-    else:
-        text = f"{label:g}"
+def verdict_text(metric: Evaluator, label: float, reason: str = "") -> str:
+    """How a human label is written as the worked example's verdict, on the metric's scale.
+
+    The metric's :meth:`~turneval.metrics.Evaluator.label_text`, then ``: reason`` if any.
+    """
+    text = metric.label_text(label)
     return f"{text}: {reason}" if reason else text

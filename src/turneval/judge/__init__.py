@@ -19,7 +19,15 @@ from turneval.judge.schema import (
     rubric_score_model,
     strict_schema_problems,
 )
-from turneval.judge.template import JudgeExample, JudgeRequest, escape, tagged
+from turneval.judge.template import (
+    SYSTEM_PROMPT,
+    JudgeExample,
+    JudgeRequest,
+    conversation_text,
+    escape,
+    render_conversation,
+    tagged,
+)
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
@@ -53,8 +61,10 @@ __all__ = [
     "JudgeRun",
     "LangchainLLMWrapper",
     "SQLiteCache",
+    "SYSTEM_PROMPT",
     "StrictVerdict",
     "Usage",
+    "conversation_text",
     "current_run",
     "enum_field",
     "escape",
@@ -62,6 +72,7 @@ __all__ = [
     "list_field",
     "per_item_problems",
     "per_item_schema",
+    "render_conversation",
     "resolve_llm",
     "rubric_score_model",
     "strict_schema_problems",

@@ -103,7 +103,6 @@ class AssessmentJudge(JudgedMetric[SingleTurnSample], SingleTurnMetric):
             request and the response); a missing field raises ``InvalidSampleError``.
     """
 
-    assessment: ClassVar[bool] = True
     categorical: ClassVar[bool] = True  # yes/no: repeated votes take the majority
     yes_no: ClassVar[bool] = True
     name: str

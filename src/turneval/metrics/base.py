@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar, Generic, Protocol, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, get_args, get_origin
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -30,6 +30,13 @@ from turneval.errors import InvalidSampleError
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 from turneval.usage import Usage
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from turneval.messages import ToolCall
+
+    PlainExplainer = Callable[[list[ToolCall], list[ToolCall]], tuple[float, str] | None]
 
 __all__ = [
     "Evaluator",
@@ -65,6 +72,8 @@ class Outcome(ABC):
     __slots__ = ()
 
     value: float
+    usage: Usage | None = None
+    """What the models asked for this outcome used; None when no model was asked."""
 
     @abstractmethod
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
@@ -142,9 +151,9 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
             ``evaluate(metrics=[...])``.
         sample_types: The sample classes it accepts; derived from the type parameter unless a
             class sets it (to a narrower choice).
-        uses_llm: Whether it asks a model (judged metrics), so the runner schedules it
-            concurrently with the row's other judges.
-        derived: Whether the runner computes it from the row's other results.
+        uses_llm: Whether it may ask a model (judged metrics), so the runner schedules it
+            concurrently with the row's other judges. Whether a given run asks one is
+            :meth:`needs_judge`.
         ragas_names: ragas' default names for this metric, where they differ
             (``result["bleu_score"]``).
     """
@@ -156,8 +165,18 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
     name: str
     sample_types: ClassVar[tuple[type[Any], ...]] = (SingleTurnSample, MultiTurnSample)
     uses_llm: ClassVar[bool] = False
-    derived: ClassVar[bool] = False  # computed by the runner from the row's other results
     ragas_names: ClassVar[tuple[str, ...]] = ()
+    categorical: ClassVar[bool] = False
+    """True when the value is a category coded as a number (yes/no as 1/0, a pairwise choice):
+    repeated votes then take the majority (ties: the lowest value) instead of the mean."""
+    yes_no: ClassVar[bool] = False
+    """True for a yes/no judge: its scores are 0 (no) and 1 (yes), and human labels of it must
+    be too (``turneval calibrate`` refuses any other, naming the line)."""
+    scale_points: ClassVar[tuple[float, ...] | None] = None
+    """The values of a metric with a discrete scale other than a rubric, yes/no or pairwise
+    choice (``user_frustration``: 0, 0.5, 1), low to high; None for a share or another value
+    of [0, 1]. Human labels of it must be on it (``turneval calibrate`` refuses any other,
+    naming the line)."""
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -203,6 +222,94 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
         fields = type(self).model_fields
         for key in [key for key in self.__dict__ if key not in fields]:
             del self.__dict__[key]
+
+    def needs_judge(self, default_llm: Any = None) -> bool:
+        """Whether a run whose default judge is ``default_llm`` asks a model for this evaluator.
+
+        Every front end asks this one method before a run (``evaluate``, ``evaluate_jsonl``,
+        the CLI, ``turneval watch``, ``evaluate_on_ray``): an evaluator that needs a judge and
+        has none (:meth:`judge_llm` is None) fails the run before its first sample, naming the
+        metric; a streamed run that asks a judge scores in one process (the judge's limiter
+        and cache are per process).
+
+        The default is ``uses_llm``: an evaluator that declares it asks a model needs one,
+        whatever the run's default. A judged metric needs one when it has no offline method
+        (``requires_llm``) or when it has a model to ask (its own ``llm``, else
+        ``default_llm``): the grounding metrics ground offline without one. Override it for an
+        evaluator of your own that asks a model only sometimes.
+
+        Args:
+            default_llm: The run's default judge (``evaluate(..., llm=...)``, the CLI's
+                ``--judge-model``); None when the run has none.
+        """
+        return self.uses_llm
+
+    def judge_llm(self, default_llm: Any = None) -> Any:
+        """The chat model this evaluator asks in a run whose default judge is ``default_llm``.
+
+        Its own model (an ``llm`` field that is set), else ``default_llm`` when it may ask a
+        model (``uses_llm``); None when it asks none or has none.
+
+        Args:
+            default_llm: The run's default judge; None when the run has none.
+        """
+        own = self.__dict__.get("llm") if "llm" in type(self).model_fields else None
+        if own is not None:
+            return own
+        return default_llm if self.uses_llm else None
+
+    @property
+    def scale_values(self) -> tuple[float, ...] | None:
+        """The values a score takes, low to high, when they are discrete; None otherwise.
+
+        0 and 1 for a yes/no judge, ``scale_points`` when set, a rubric's scores, 0, 0.5 and 1
+        for a pairwise choice. Human labels must lie on it (``turneval calibrate``,
+        :func:`~turneval.calibration.agreement` and :func:`~turneval.calibration.align`
+        refuse any other, naming the label); None accepts any value.
+        """
+        if self.yes_no:
+            return (0.0, 1.0)
+        if self.scale_points:
+            return tuple(sorted(float(point) for point in self.scale_points))
+        return None
+
+    def label_text(self, value: float) -> str:
+        """How a score reads as a verdict (a human label shown to a judge as a worked example).
+
+        ``1 (yes)`` and ``0 (no)`` for 0 and 1, the number otherwise; a rubric judge adds the
+        score's meaning, a pairwise judge names its choice.
+        """
+        if value in (0.0, 1.0):
+            return f"{value:g} ({'yes' if value else 'no'})"
+        return f"{value:g}"
+
+    @property
+    def votes_per_row(self) -> int:
+        """Times every question of a row is asked (the value combines the votes); 1 by default.
+
+        A judged metric's ``repeats``. A streamed run keeps the results of a metric that votes
+        more than once against a :attr:`vote_threshold`, for the share of unstable rows.
+        """
+        return 1
+
+    @property
+    def vote_threshold(self) -> float | None:
+        """The value at or above which a row passes, which repeated votes are checked against.
+
+        A judged metric's ``pass_threshold`` (a row whose votes fall on both sides of it is
+        ``unstable``); None by default and for evaluators that do not vote.
+        """
+        return None
+
+    def _plain_explainer(self) -> PlainExplainer | None:
+        """The value-and-reason function from predicted and reference calls alone, or None.
+
+        The streamed run's fast path (details and timeout off) writes a row of metrics that
+        all have one without result objects; it must give exactly
+        ``ascore(sample, details=False)``'s value and reason. None by default: the call-matching
+        and trajectory metrics under their default equality have one.
+        """
+        return None
 
     def summary_extras(self, results: Sequence[MetricResult]) -> dict[str, float]:
         """Run-level figures of this metric beside its mean, std and CI (default: none).
@@ -428,8 +535,7 @@ class Metric(Evaluator[SampleT], ABC):
         self._check_type(sample)
         outcome = await self._evaluate(sample)
         reason, evidence = outcome.explain(details)
-        usage = getattr(outcome, "usage", None)
-        return MetricResult(self.name, float(outcome.value), reason, evidence, usage)
+        return MetricResult(self.name, float(outcome.value), reason, evidence, outcome.usage)
 
     def score(self, sample: SampleT, *, details: bool = True) -> MetricResult:
         """Sync form of :meth:`ascore` (raises ``SyncInAsyncContextError`` inside a loop)."""
@@ -464,8 +570,6 @@ class RowEvaluator(Evaluator[SampleT], ABC):
     :class:`Metric`: it has no ``ascore``, ``score`` or ragas entry points, since it has
     nothing to derive from outside a run.
     """
-
-    derived: ClassVar[bool] = True
 
     @abstractmethod
     def derive(

@@ -15,10 +15,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, create_model, model_validator
 
 from turneval.errors import InvalidSampleError
-from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape, tagged
+from turneval.judge import SYSTEM_PROMPT, JudgeReply, JudgeRequest, StrictVerdict, escape, tagged
 from turneval.judge.schema import enum_field, list_field
 from turneval.messages import AIMessage, HumanMessage, SystemMessage
-from turneval.metrics._judged import SYSTEM_PROMPT, JudgedMetric
+from turneval.metrics._judged import JudgedMetric
 from turneval.metrics._tools import sample_tools
 from turneval.metrics.base import Explained, Metric, MultiTurnMetric, missing_field
 from turneval.results import ratio

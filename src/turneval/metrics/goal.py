@@ -7,8 +7,15 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape
-from turneval.metrics._judged import SYSTEM_PROMPT, JudgedMetric, render_conversation
+from turneval.judge import (
+    SYSTEM_PROMPT,
+    JudgeReply,
+    JudgeRequest,
+    StrictVerdict,
+    escape,
+    render_conversation,
+)
+from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, MultiTurnMetric, missing_field
 from turneval.samples import MultiTurnSample
 

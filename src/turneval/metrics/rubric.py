@@ -28,9 +28,16 @@ from pydantic import Field, field_validator
 
 from turneval.aggregate import _PAIRWISE_VALUES, _pairwise_rates, _pairwise_reason
 from turneval.errors import ConfigError, InvalidSampleError
-from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, rubric_score_model, tagged
+from turneval.judge import (
+    JudgeReply,
+    JudgeRequest,
+    StrictVerdict,
+    conversation_text,
+    rubric_score_model,
+    tagged,
+)
 from turneval.messages import AIMessage
-from turneval.metrics._judged import JudgedMetric, conversation_text, preset_class
+from turneval.metrics._judged import JudgedMetric, preset_class
 from turneval.metrics.base import Explained, MultiTurnScoring, SingleTurnMetric, SingleTurnScoring
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
@@ -180,6 +187,16 @@ class PointwiseMetric(JudgedMetric[Sample], SingleTurnScoring, MultiTurnScoring)
         scores = [float(score) for score in self.rating_rubric]
         return (min(scores), max(scores))
 
+    @property
+    def scale_values(self) -> tuple[float, ...] | None:
+        """The rubric's scores, low to high."""
+        return tuple(sorted({float(score) for score in self.rating_rubric}))
+
+    def label_text(self, value: float) -> str:
+        """``score 4 (meaning of 4)``: the score with its meaning in the rubric."""
+        meaning = {float(k): v for k, v in self.rating_rubric.items()}.get(value, "")
+        return f"score {value:g}" + (f" ({meaning})" if meaning else "")
+
     def _questions(self, sample: Any) -> list[tuple[str, str]]:
         """``(label, question)`` pairs: one per AI turn with ``per_turn``, else one."""
         if isinstance(sample, MultiTurnSample) and self.per_turn:
@@ -290,12 +307,23 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
         inputs: Shared inputs taken from the sample (besides the two responses).
     """
 
-    pairwise: ClassVar[bool] = True
     categorical: ClassVar[bool] = True  # repeated votes: the majority choice
 
     name: str
     criteria: str | dict[str, str]
     inputs: tuple[str, ...] = ("instruction",)
+
+    @property
+    def scale_values(self) -> tuple[float, ...] | None:
+        """BASELINE, TIE and CANDIDATE: 0, 0.5 and 1."""
+        return (0.0, 0.5, 1.0)
+
+    def label_text(self, value: float) -> str:
+        """The choice a value stands for: CANDIDATE (1), BASELINE (0), else TIE."""
+        return {
+            1.0: "CANDIDATE (the candidate response is better)",
+            0.0: "BASELINE (the baseline response is better)",
+        }.get(value, "TIE (equally good)")
 
     def _question(self, sample: Any, first: str, second: str) -> str:
         values = _inputs(sample, self.inputs, self.name)

@@ -8,9 +8,16 @@ from typing import Any, Literal
 from pydantic import Field
 
 from turneval.errors import InvalidSampleError
-from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape
+from turneval.judge import (
+    SYSTEM_PROMPT,
+    JudgeReply,
+    JudgeRequest,
+    StrictVerdict,
+    escape,
+    render_conversation,
+)
 from turneval.messages import AIMessage, HumanMessage
-from turneval.metrics._judged import SYSTEM_PROMPT, JudgedMetric, render_conversation
+from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, MultiTurnMetric, missing_field
 from turneval.results import ratio
 from turneval.samples import MultiTurnSample
