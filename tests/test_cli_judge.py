@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, evaluate
-from turneval.cli import DEFAULT_JUDGE_MODEL, UsageError, _judge, build_parser, main, parse_metric
+from turneval.cli import DEFAULT_JUDGE_MODEL, UsageError, build_parser, main, parse_metric
+from turneval.cli.judge_flags import judge_from_flags
 from turneval.metrics import NonLLMStringSimilarity, ToolCallAccuracy
 
 
@@ -21,11 +22,11 @@ def test_an_api_key_alone_gives_the_default_judge(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.delenv("TURNEVAL_JUDGE_MODEL", raising=False)
-    judge = _judge(options(command))
+    judge = judge_from_flags(options(command))
     assert judge.model_name == DEFAULT_JUDGE_MODEL == "gpt-4o-mini"
     monkeypatch.setenv("TURNEVAL_JUDGE_MODEL", "gpt-4.1-mini")
-    assert _judge(options(command)).model_name == "gpt-4.1-mini"
-    assert _judge(options(command), needed=False) is None  # no judged metric: no client
+    assert judge_from_flags(options(command)).model_name == "gpt-4.1-mini"
+    assert judge_from_flags(options(command), needed=False) is None  # no judged metric: no client
 
 
 @pytest.mark.parametrize("command", ["evaluate", "demo"])
@@ -33,25 +34,27 @@ def test_judge_flags_and_their_errors_name_cli_flags(
     command: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert _judge(options(command)) is None
-    local = _judge(
+    assert judge_from_flags(options(command)) is None
+    local = judge_from_flags(
         options(command, "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "m")
     )
     assert local.model_name == "m" and str(local.openai_api_base) == "http://127.0.0.1:9/v1"
     with pytest.raises(UsageError, match="--judge-base-url needs --judge-model"):
-        _judge(options(command, "--judge-base-url", "http://127.0.0.1:9/v1"))
+        judge_from_flags(options(command, "--judge-base-url", "http://127.0.0.1:9/v1"))
     with pytest.raises(UsageError, match=r"--judge-model m needs an API key in \$OPENAI_API_KEY"):
-        _judge(options(command, "--judge-model", "m"))
+        judge_from_flags(options(command, "--judge-model", "m"))
     # A variable named on purpose but unset is an error (with a local server too), not a
     # silent "unused" key; without a judged metric nothing is read.
     monkeypatch.delenv("NOPE_KEY", raising=False)
     named = ["--judge-api-key-env", "NOPE_KEY", "--judge-model", "m"]
     server = ["--judge-base-url", "http://127.0.0.1:9/v1"]
     with pytest.raises(UsageError, match=r"--judge-api-key-env NOPE_KEY: \$NOPE_KEY is not set"):
-        _judge(options(command, *named, *server))
-    assert _judge(options(command, *named, *server), needed=False) is None
+        judge_from_flags(options(command, *named, *server))
+    assert judge_from_flags(options(command, *named, *server), needed=False) is None
     monkeypatch.setenv("NOPE_KEY", "sk-named")
-    assert _judge(options(command, *named)).openai_api_key.get_secret_value() == "sk-named"
+    assert (
+        judge_from_flags(options(command, *named)).openai_api_key.get_secret_value() == "sk-named"
+    )
 
 
 def test_a_judged_metric_without_a_judge_names_the_flags(

@@ -47,6 +47,7 @@ __all__ = [
     "gate_report",
     "plan",
     "plan_files",
+    "read_run",
     "samples_needed",
 ]
 
@@ -390,8 +391,12 @@ def _trial_plan(
     )
 
 
-def _read_run(path: str | PathLike[str]) -> EvaluationResult:
-    """A run from its ``--out`` folder or results.jsonl, with an error naming the path."""
+def read_run(path: str | PathLike[str]) -> EvaluationResult:
+    """A run from its ``--out`` folder or results.jsonl, as :func:`plan_files` reads it.
+
+    Raises:
+        ConfigError: ``path`` is no results file, not one, or holds no rows (naming the path).
+    """
     where = Path(path)
     if where.is_dir():
         where = where / "results.jsonl"
@@ -421,12 +426,12 @@ def plan_files(
         ConfigError: a path is not a run, or as :func:`plan`.
     """
     return plan(
-        _read_run(run),
+        read_run(run),
         mde=mde,
         metric=metric,
         alpha=alpha,
         power=power,
-        baseline=None if baseline is None else _read_run(baseline),
+        baseline=None if baseline is None else read_run(baseline),
     )
 
 

@@ -87,6 +87,7 @@ __all__ = [
     "UNREADABLE",
     "evaluate_jsonl",
     "finished_lines",
+    "is_otlp",
 ]
 
 
@@ -644,8 +645,11 @@ def _chunks(
         yield chunk
 
 
-def _is_otlp(path: Path) -> bool:
-    """Auto-detection: an OTLP/JSON export starts with ``{"resourceSpans": ...``."""
+def is_otlp(path: Path) -> bool:
+    """Whether ``path`` holds OTLP/JSON traces: an export starts with ``{"resourceSpans": ...``.
+
+    The auto-detection of ``input_format="auto"`` (and the CLI's ``--format auto``).
+    """
     with path.open("rb") as handle:
         head = handle.read(4096)
     return re.match(rb'\s*\{\s*"resourceSpans"\s*:', head.removeprefix(b"\xef\xbb\xbf")) is not None
@@ -930,7 +934,7 @@ def evaluate_jsonl(
     _check_input_file(source)
     if input_format not in ("auto", "jsonl", "otlp"):
         raise InvalidSampleError(f"unknown input format {input_format!r}", field="format")
-    otlp = input_format == "otlp" or (input_format == "auto" and _is_otlp(source))
+    otlp = input_format == "otlp" or (input_format == "auto" and is_otlp(source))
     if group_by not in ("trace", "session"):
         raise ConfigError(f"group_by must be 'trace' or 'session', got {group_by!r}")
     if group_by == "session" and not otlp:

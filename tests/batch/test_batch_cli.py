@@ -39,6 +39,34 @@ def test_evaluate_with_the_batch_engine_writes_a_live_runs_outputs(
     assert "12/12 answered" in printed and "1 round(s)" in printed
 
 
+def test_a_batch_run_folder_remembers_the_judge_flags_and_collects_into_files(
+    stub: BatchStub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    from turneval.errors import ConfigError
+
+    data = tmp_path / "data.jsonl"
+    EvaluationDataset(samples(3)).to_jsonl(data)
+    out = tmp_path / "out"
+    argv = ["evaluate", str(data), "--metric", "fluency", "--quiet", "--engine", "batch"]
+    assert main([*argv, "--out", str(out), "--poll-interval", "0", *flags(stub)]) == 0
+    capsys.readouterr()
+    assert BatchRun.remembered(out) == {  # what 'turneval batch' rebuilds the judge from
+        "judge_model": "gpt-4o-mini",
+        "judge_base_url": stub.url,
+        "judge_api_key_env": None,
+    }
+    with pytest.raises(ConfigError, match=f"{tmp_path} holds no batch run"):
+        BatchRun.remembered(tmp_path)
+    (out / "summary.json").unlink()
+    run = BatchRun.open(out, llm=ChatOpenAI(model="gpt-4o-mini", base_url=stub.url, api_key="x"))
+    result = run.collect_files(show_progress=False)  # from the stored answers: no new request
+    assert result.total_rows == 3 and result.failed_rows == 0
+    assert json.loads((out / "summary.json").read_text())["metrics"]["fluency"]["count"] == 3
+    assert len(stub.submitted) == 3 and stub.sync_requests == 0
+
+
 def test_ctrl_c_leaves_the_batches_running_and_batch_collect_comes_back(
     stub: BatchStub,
     tmp_path: Path,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from turneval.metrics.base import Evaluator
     from turneval.results import EvaluationResult, Prices
     from turneval.samples import Sample
+    from turneval.stream import StreamResult
 
 __all__ = ["BatchRun", "BatchStatus", "Fallback", "submit"]
 
@@ -738,9 +739,60 @@ class BatchRun:
             self._store.db.execute("SELECT key, error FROM requests WHERE state = 'failed'")
         )
 
-    def _remember(self, values: dict[str, Any]) -> None:
-        """Keep how the command line built the judge (its flags, never a key) in the folder."""
+    def collect_files(
+        self, *, fallback: Fallback | None = None, show_progress: bool | None = None
+    ) -> StreamResult:
+        """Score the run into its folder as a live file run does (``turneval batch collect``).
+
+        Like :meth:`collect`, from the answers the batches stored, but through
+        :func:`~turneval.stream.evaluate_jsonl`: the folder gets ``results.jsonl``,
+        ``summary.json`` and ``report.html``, and the result is the streamed summary.
+
+        Args:
+            fallback: What to do with a request every attempt failed (default: the run's).
+            show_progress: The progress bar (None: when the output is a terminal).
+        """
+        from turneval.stream import evaluate_jsonl
+
+        cache = _BatchCache(self.cache_path, self.failed_requests(), fallback or self.fallback)
+        try:
+            return evaluate_jsonl(
+                self.out / "samples.jsonl",
+                self.metrics,
+                self.out,
+                llm=self.llm,
+                cache=cache,
+                show_progress=show_progress,
+                overwrite=True,
+            )
+        finally:
+            cache.close()
+
+    def remember(self, values: dict[str, Any]) -> None:
+        """Keep how a front end built the judge (its flags, never a key) in the folder.
+
+        :meth:`remembered` reads them back, before the run is opened.
+        """
         self._store.set_meta("cli", values)
+
+    @staticmethod
+    def remembered(out: str | PathLike[str]) -> dict[str, Any] | None:
+        """What :meth:`remember` kept in the batch run folder ``out`` (None: nothing).
+
+        Raises:
+            ConfigError: ``out`` holds no batch run.
+        """
+        folder = Path(out)
+        if not (folder / "state.sqlite").exists():
+            raise ConfigError(
+                f"{folder} holds no batch run: start one with evaluate --engine batch"
+            )
+        store = _Store(folder / "state.sqlite")
+        try:
+            values: dict[str, Any] | None = store.meta("cli")
+        finally:
+            store.db.close()
+        return values
 
     def cost(self, prices: Prices) -> tuple[float, float]:
         """What the batches cost at ``prices`` (their discount applied), and the live price."""

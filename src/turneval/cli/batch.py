@@ -1,15 +1,19 @@
-"""The command line of the batch engine: ``evaluate --engine batch`` and ``turneval batch``."""
+"""The batch engine on the command line: ``evaluate --engine batch`` and ``turneval batch``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from turneval.cli.judge_flags import judge_from_flags
+from turneval.cli.options import add_judge_options
+from turneval.cli.summary import print_summary
 from turneval.errors import ConfigError
 
-from ._run import BatchRun, _BatchCache, submit
+if TYPE_CHECKING:
+    from turneval.batch import BatchRun, Fallback
 
 __all__ = ["add_batch_command", "add_batch_options", "evaluate_batch"]
 
@@ -41,7 +45,7 @@ def add_batch_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_batch_command(commands: Any, judge_options: Any, handler_wrapper: Any = None) -> None:
+def add_batch_command(commands: Any) -> None:
     """``turneval batch status|collect|cancel DIR``."""
     parser = commands.add_parser(
         "batch", help="follow, collect or cancel a run of 'evaluate --engine batch'"
@@ -61,30 +65,23 @@ def add_batch_command(commands: Any, judge_options: Any, handler_wrapper: Any = 
         "--price-output", type=float, default=None, help="judge price per 1M output tokens"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress line")
-    judge_options(parser)
+    add_judge_options(parser)
     parser.set_defaults(handler=batch_command)
 
 
 def _judge_of(args: argparse.Namespace, stored: dict[str, Any] | None) -> Any:
     """The judge from the flags given now, else from those stored at submission."""
-    from turneval.cli import _judge
-
     if args.judge_model is None and stored:
         for name in _JUDGE_FLAGS:
             setattr(args, name, stored.get(name))
-    return _judge(args) if args.judge_model or stored else None
+    return judge_from_flags(args) if args.judge_model or stored else None
 
 
 def _open(args: argparse.Namespace) -> BatchRun:
-    from ._run import _Store
+    from turneval.batch import BatchRun
 
-    folder = Path(args.dir)
-    if not (folder / "state.sqlite").exists():
-        raise ConfigError(f"{folder} holds no batch run: start one with evaluate --engine batch")
-    store = _Store(folder / "state.sqlite")
-    stored = store.meta("cli")
-    store.db.close()
-    return BatchRun.open(folder, llm=_judge_of(args, stored))
+    stored = BatchRun.remembered(args.dir)
+    return BatchRun.open(args.dir, llm=_judge_of(args, stored))
 
 
 def _cost_lines(run: BatchRun, args: argparse.Namespace) -> None:
@@ -96,32 +93,10 @@ def _cost_lines(run: BatchRun, args: argparse.Namespace) -> None:
     print(f"judge cost through batches: {batch:.4f} (live it would have been {live:.4f})")
 
 
-def _collect_into(run: BatchRun, args: argparse.Namespace, fallback: str | None) -> Any:
-    """Score the run into its folder as a live run would: results.jsonl, summary.json, report."""
-    from turneval.stream import evaluate_jsonl
-
-    failed = run.failed_requests()
-    cache = _BatchCache(run.cache_path, failed, fallback or run.fallback)  # type: ignore[arg-type]
-    try:
-        return evaluate_jsonl(
-            run.out / "samples.jsonl",
-            run.metrics,
-            run.out,
-            llm=run.llm,
-            cache=cache,
-            show_progress=False if args.quiet else None,
-            overwrite=True,
-        )
-    finally:
-        cache.close()
-
-
-def _finish(run: BatchRun, args: argparse.Namespace, fallback: str | None) -> Any:
-    from turneval.cli import _print_summary
-
+def _finish(run: BatchRun, args: argparse.Namespace, fallback: Fallback | None) -> Any:
     status = run.status()
-    result = _collect_into(run, args, fallback)
-    _print_summary(result, run.out)
+    result = run.collect_files(fallback=fallback, show_progress=False if args.quiet else None)
+    print_summary(result, run.out)
     print(f"batches: {status}")
     _cost_lines(run, args)
     return result
@@ -133,6 +108,7 @@ def evaluate_batch(args: argparse.Namespace, metrics: list[Any], out: Path, llm:
     Returns the run's result, or None when interrupted (Ctrl-C): the batches keep running at
     the provider and ``turneval batch status|collect OUT`` comes back to them.
     """
+    from turneval.batch import BatchRun, submit
     from turneval.runner import resolve_metrics
 
     if args.batch_attempts < 1:
@@ -153,7 +129,7 @@ def evaluate_batch(args: argparse.Namespace, metrics: list[Any], out: Path, llm:
             max_attempts=args.batch_attempts,
             fallback=args.batch_fallback,
         )
-        run._remember({name: getattr(args, name) for name in _JUDGE_FLAGS})
+        run.remember({name: getattr(args, name) for name in _JUDGE_FLAGS})
     try:
         run.wait(progress=not args.quiet, poll_interval=args.poll_interval)
     except KeyboardInterrupt:

@@ -1,0 +1,44 @@
+"""The ``turneval`` command: evaluate files and traces, compare and gate runs, keep and browse them.
+
+Exit codes: 0 success; 1 a ``--fail-under`` (or ``compare --fail-on-regression``) bar was not
+met; 2 bad usage or input (every error is one line, never a traceback); 3 more failed rows than
+``--max-failed`` allows (default 0); 4 ``compare --min-power``: the comparison passed its gates
+but had too little power to see a drop of ``--mde``; 5 (:data:`EXIT_DISK_FULL`) an output file
+could not be written for lack of space; 143 (:data:`EXIT_TERMINATED`) ``evaluate`` was stopped
+by SIGTERM after writing the chunks in flight; 130 (:data:`EXIT_INTERRUPTED`) Ctrl-C: ``evaluate``
+stops as on SIGTERM (a second Ctrl-C stops at once). When rows failed beyond the allowance, 3
+wins over 1; a bar not met (1) wins over 4.
+
+The package holds one module per seam: :mod:`~turneval.cli.entry` (``main``: errors as one line
+and an exit code), :mod:`~turneval.cli.parser` (the parser, assembled from the command modules),
+:mod:`~turneval.cli.arguments` (metric specs, typed values) and :mod:`~turneval.cli.options`
+(option groups several commands share), :mod:`~turneval.cli.judge_flags` (the judge the flags
+configure), :mod:`~turneval.cli.summary` (what a run prints when it ends, and the exit codes), then
+the commands: :mod:`~turneval.cli.evaluate` with :mod:`~turneval.cli.engines` and
+:mod:`~turneval.cli.batch`, :mod:`~turneval.cli.compare` (and ``plan``),
+:mod:`~turneval.cli.calibrate` (and ``labels``), :mod:`~turneval.cli.store` (and ``view``),
+:mod:`~turneval.cli.watch` (and ``regrade``), :mod:`~turneval.cli.metrics` (and ``demo``).
+"""
+
+from turneval.cli.arguments import UsageError, max_failed, parse_metric
+from turneval.cli.compare import SHOWN_ROWS, UNDERPOWERED
+from turneval.cli.entry import main
+from turneval.cli.judge_flags import API_KEY_ENV, DEFAULT_JUDGE_MODEL
+from turneval.cli.parser import build_parser
+from turneval.cli.summary import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_TERMINATED, SHOWN_ERRORS
+
+__all__ = [
+    "API_KEY_ENV",
+    "DEFAULT_JUDGE_MODEL",
+    "EXIT_DISK_FULL",
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "SHOWN_ERRORS",
+    "SHOWN_ROWS",
+    "UNDERPOWERED",
+    "UsageError",
+    "build_parser",
+    "main",
+    "max_failed",
+    "parse_metric",
+]

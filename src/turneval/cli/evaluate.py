@@ -1,0 +1,306 @@
+"""``turneval evaluate``: the run, its dry run, its gates (``--fail-under``, ``--max-failed``)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from turneval.cli.arguments import (
+    UsageError,
+    max_failed,
+    metric_list,
+    positive_number,
+    run_name,
+    whole_number,
+)
+from turneval.cli.batch import add_batch_options, evaluate_batch
+from turneval.cli.engines import rate_limit_of, run_aggregates, run_here, run_on_ray
+from turneval.cli.judge_flags import dry_run_judge, judge_from_flags, require_judge
+from turneval.cli.options import add_concurrency_options, add_judge_options
+from turneval.cli.summary import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    check_bars,
+    check_failed,
+    print_summary,
+)
+from turneval.errors import ConfigError
+from turneval.options import option_default
+
+if TYPE_CHECKING:
+    from turneval.metrics import Evaluator
+
+
+def add_evaluate_command(commands: Any) -> None:
+    """``turneval evaluate DATA``: score a file of samples or traces."""
+    run = commands.add_parser("evaluate", help="score a JSONL file of samples")
+    run.add_argument("data", help="JSONL file, one sample per line")
+    run.add_argument(
+        "--metric",
+        action="append",
+        required=True,
+        metavar="NAME[:key=value,...]",
+        help="a metric to compute (repeatable); see 'turneval metrics'",
+    )
+    run.add_argument("--out", default="turneval-out", help="output folder (default: turneval-out)")
+    run.add_argument(
+        "--fail-under",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="exit 1 when the metric's mean is below VALUE (repeatable)",
+    )
+    run.add_argument(
+        "--repeats",
+        type=whole_number,
+        default=None,
+        metavar="N",
+        help="ask every judged metric N times per row: the value is the mean of the votes "
+        "(majority for yes/no and pairwise judges); with --fail-under, rows whose votes "
+        "straddle the bar are counted as unstable (N times the judge requests)",
+    )
+    run.add_argument(
+        "--max-failed",
+        default="0",
+        metavar="N|FRACTION",
+        help="failed rows allowed before exit code 3: a count, a fraction or N%% (default 0)",
+    )
+    add_concurrency_options(run)
+    run.add_argument(
+        "--traceback",
+        action="store_true",
+        help="with the errors printed past --max-failed, print where each metric raised (its "
+        "traceback; results.jsonl keeps it as <name>_traceback either way)",
+    )
+    run.add_argument(
+        "--rpm", type=float, default=None, help="judge provider quota: requests per minute"
+    )
+    run.add_argument(
+        "--tpm", type=float, default=None, help="judge provider quota: tokens per minute"
+    )
+    run.add_argument(
+        "--max-in-flight",
+        type=whole_number,
+        default=None,
+        help="judge requests in flight at most, adapting to 429s (default: --llm-concurrency)",
+    )
+    run.add_argument(
+        "--workers",
+        type=whole_number,
+        default=None,
+        help="processes for rule-based metrics (with --engine ray: scoring actors, default 2)",
+    )
+    run.add_argument(
+        "--engine",
+        choices=("local", "ray", "batch"),
+        default="local",
+        help="score here (local), on a Ray cluster (ray; needs the ray extra), or ask the "
+        "judge through the provider's batch API at about half price (batch; answers within "
+        "24 h; needs --out for the run's folder)",
+    )
+    add_batch_options(run)
+    run.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="the Ray cluster to join (default: a running one, else a local one)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=option_default("timeout"),
+        help="seconds allowed per sample",
+    )
+    run.add_argument("--details", action="store_true", help="write each metric's details too")
+    run.add_argument("--report-rows", type=int, default=2000, help="rows in the HTML report")
+    run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument(
+        "--format",
+        choices=("auto", "jsonl", "otlp"),
+        default="auto",
+        help="input: samples (jsonl) or OTLP/JSON traces (otlp); auto-detected by default",
+    )
+    run.add_argument(
+        "--group-by",
+        choices=("trace", "session"),
+        default="trace",
+        help="OTLP/JSON traces: one sample per trace, or per session (traces sharing "
+        "gen_ai.conversation.id or session.id; the file is grouped in memory)",
+    )
+    run.add_argument(
+        "--strict-traces",
+        action="store_true",
+        help="OTLP/JSON traces: a trace with no model call (no LLM span) is a failed row "
+        "instead of a skipped trace",
+    )
+    run.add_argument(
+        "--lenient-json",
+        action="store_true",
+        help="accept input lines that are not strict JSON: duplicate keys (the last wins) and "
+        "NaN, Infinity or 1e400 as numbers (by default each such line is an error row)",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue OUT/results.jsonl of an interrupted run: finished lines are not scored "
+        "again (refused if OUT/run.json shows other metrics, judge or input)",
+    )
+    run.add_argument(
+        "--overwrite", action="store_true", help="replace an existing OUT/results.jsonl"
+    )
+    run.add_argument(
+        "--store",
+        nargs="?",
+        const=".turneval/runs.db",
+        metavar="URL",
+        help="keep the run in a run store too: a SQLite file or postgresql://... (alone: "
+        ".turneval/runs.db; default: $TURNEVAL_STORE when set)",
+    )
+    run.add_argument(
+        "--chunk-mb",
+        type=positive_number,
+        default=64.0,
+        help="input megabytes scored at once at most (memory bound; default 64)",
+    )
+    run.add_argument(
+        "--aggregate",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run-level figures to add to summary.json (repeatable): databricks",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="estimate judge calls and prompt tokens; call nothing",
+    )
+    run.add_argument(
+        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
+    )
+    run.add_argument(
+        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
+    )
+    add_judge_options(run)
+    run.set_defaults(handler=_evaluate)
+
+
+def _fail_under(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str, float]:
+    scales = {metric.name: metric.scale for metric in metrics}
+    bars = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals:
+            raise UsageError(f"--fail-under {item!r} is not NAME=VALUE")
+        name = run_name(name, scales)
+        if name not in scales:
+            raise UsageError(
+                f"--fail-under names {name!r}, which is not among the metrics {list(scales)}"
+            )
+        try:
+            bar = float(value)
+        except ValueError:
+            raise UsageError(f"--fail-under {item!r}: {value!r} is not a number") from None
+        low, high = scales[name]
+        if not low <= bar <= high:
+            raise UsageError(
+                f"--fail-under {item}: {name} scores lie in [{low:g}, {high:g}]; "
+                "a bar off that scale is always or never met"
+            )
+        bars[name] = bar
+    return bars
+
+
+def _with_votes(
+    metrics: list[Evaluator | str], repeats: int | None, bars: dict[str, float]
+) -> list[Evaluator | str]:
+    """``--repeats`` on every judged metric, ``--fail-under`` bars as their pass thresholds."""
+    from turneval.metrics.votes import with_vote_options
+    from turneval.runner import resolve_metrics
+
+    resolved = resolve_metrics(metrics)
+    if repeats is None and not any(m.votes_per_row > 1 for m in resolved):
+        return metrics  # nothing votes more than once: the metrics as given
+    try:
+        return list(with_vote_options(resolved, repeats=repeats, thresholds=bars))
+    except ConfigError as exc:
+        raise UsageError(f"--repeats {repeats}: {exc}") from exc
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from turneval.runner import resolve_metrics
+
+    metrics = metric_list(args.metric)
+    bars = _fail_under(args.fail_under, resolve_metrics(metrics))
+    metrics = _with_votes(metrics, args.repeats, bars)
+    allowed = max_failed(args.max_failed)
+    rate_limit = rate_limit_of(args)  # a bad quota fails before any work
+    run_aggregates(args.aggregate)  # so does an unknown aggregate name
+    if args.dry_run:
+        return _dry_run(args, metrics)
+    out = Path(args.out)
+    from turneval.runner import resolve_metrics
+
+    llm = judge_from_flags(args, needed=any(m.uses_llm for m in resolve_metrics(metrics)))
+    require_judge(metrics, llm)
+    received = None
+    if args.engine == "ray":
+        result = run_on_ray(args, metrics, out, llm is not None, rate_limit)
+    elif args.engine == "batch":
+        result = evaluate_batch(args, metrics, out, llm)
+        if result is None:  # Ctrl-C: the batches keep running
+            return 130
+        missed = check_bars(bars, result.summaries)
+        return check_failed(result, allowed, args.max_failed, tracebacks=args.traceback) or missed
+    else:
+        result, received = run_here(args, metrics, out, llm, rate_limit)
+    print_summary(result, out)
+    if getattr(result, "stopped", False):
+        by = "Ctrl-C (SIGINT)" if received == signal.SIGINT else "SIGTERM"
+        print(
+            f"turneval: stopped by {by} after {result.total_rows} rows (the chunks in flight "
+            f"were finished and written); continue with the same command and --resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_TERMINATED
+    if args.price_input is not None and (result.usage.calls or result.usage.cached_calls):
+        from turneval.results import Prices
+
+        prices = Prices(args.price_input, args.price_output or 0.0)
+        print(f"judge cost: {prices.cost(result.usage):.4f}")
+        for name, summary in result.summaries.items():
+            if summary.usage is not None:
+                print(f"  {name}: {prices.cost(summary.usage):.4f}")
+    missed = check_bars(bars, result.summaries)
+    return check_failed(result, allowed, args.max_failed, tracebacks=args.traceback) or missed
+
+
+def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
+    from turneval.dataset import EvaluationDataset
+    from turneval.estimate import estimate
+    from turneval.results import Prices
+    from turneval.runner import resolve_metrics
+    from turneval.stream import is_otlp
+
+    if args.format == "otlp" or (args.format == "auto" and is_otlp(Path(args.data))):
+        from turneval.traces import from_otlp_json
+
+        dataset = from_otlp_json(
+            args.data, strict_traces=args.strict_traces, lenient_json=args.lenient_json
+        )
+    else:
+        dataset = EvaluationDataset.from_jsonl(args.data, lenient_json=args.lenient_json)
+    result = estimate(dataset, resolve_metrics(metrics), llm=dry_run_judge(args))
+    print(result)
+    if args.price_input is not None:
+        prices = Prices(args.price_input, args.price_output or 0.0)
+        cost = result.input_cost(prices)
+        print(f"estimated prompt cost: {cost:.4f} (at {args.price_input} per 1M input tokens)")
+        print(
+            f"  live: {cost:.4f}   through a batch API (--engine batch): "
+            f"{result.batch_input_cost(prices):.4f}"
+        )
+    return 0

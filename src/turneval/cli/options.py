@@ -1,0 +1,96 @@
+"""Option groups several commands share: the judge, concurrency, the run store, power."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from turneval.cli.arguments import fraction, positive_number, whole_number
+from turneval.options import option_default
+
+
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """``--judge-model``, ``--judge-base-url``, ``--judge-api-key-env`` and ``--cache``."""
+    parser.add_argument("--judge-model", help="judge model name (OpenAI-compatible chat API)")
+    parser.add_argument(
+        "--judge-base-url", help="base URL of an OpenAI-compatible server (vLLM, Ollama, ...)"
+    )
+    parser.add_argument(
+        "--judge-api-key-env",
+        default=None,
+        help="variable holding the API key (default: OPENAI_API_KEY; an error if set and empty)",
+    )
+    parser.add_argument("--cache", help="SQLite judge cache: a re-run pays for nothing twice")
+
+
+def add_concurrency_options(parser: argparse.ArgumentParser) -> None:
+    """``--max-concurrency`` and ``--max-llm-concurrency`` (the run options' names and defaults).
+
+    ``--concurrency`` and ``--llm-concurrency``, their first names, still work.
+    """
+    parser.add_argument(
+        "--max-concurrency",
+        "--concurrency",
+        dest="concurrency",
+        type=whole_number,
+        default=option_default("max_concurrency"),
+        metavar="N",
+        help="samples scored at once (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-llm-concurrency",
+        "--llm-concurrency",
+        dest="llm_concurrency",
+        type=whole_number,
+        default=option_default("max_llm_concurrency"),
+        metavar="N",
+        help="judge requests in flight at once (default %(default)s)",
+    )
+
+
+def add_store_option(parser: argparse.ArgumentParser) -> None:
+    """``--store URL`` (default: ``TURNEVAL_STORE``, else ``.turneval/runs.db``)."""
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="the run store: a SQLite file or sqlite:///PATH, or postgresql://... "
+        "(default: $TURNEVAL_STORE, else .turneval/runs.db)",
+    )
+
+
+def add_power_options(parser: argparse.ArgumentParser, *, mde_default: float | None) -> None:
+    """``--mde``, ``--alpha`` and ``--power`` of ``plan`` and ``compare``."""
+    parser.add_argument(
+        "--mde",
+        type=positive_number,
+        default=mde_default,
+        required=mde_default is None,
+        metavar="D",
+        help="the drop to detect, on the metric's scale"
+        + ("" if mde_default is None else f" (default {mde_default:g})"),
+    )
+    parser.add_argument(
+        "--alpha", type=fraction, default=0.05, help="the test's level (default 0.05)"
+    )
+    parser.add_argument(
+        "--power", type=fraction, default=0.8, help="the power wanted (default 0.8)"
+    )
+
+
+def store_url(args: argparse.Namespace) -> str | None:
+    """The store ``--store`` or ``TURNEVAL_STORE`` names (None: no store)."""
+    return str(args.store or os.environ.get("TURNEVAL_STORE") or "") or None
+
+
+def run_store(args: argparse.Namespace, *, default: bool = False) -> Any:
+    """The store ``--store`` (or ``TURNEVAL_STORE``) names, opened; None when neither does.
+
+    With ``default``, the default store (``.turneval/runs.db``) when neither names one.
+    """
+    url = args.store or os.environ.get("TURNEVAL_STORE") or None
+    if url is None and not default:
+        return None
+    from turneval.store import RunStore
+
+    return RunStore(url)

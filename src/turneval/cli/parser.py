@@ -1,0 +1,44 @@
+"""The ``turneval`` argument parser: each command module adds its own commands."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from turneval._version import VERSION
+from turneval.cli.batch import add_batch_command
+from turneval.cli.calibrate import add_calibrate_command, add_labels_command
+from turneval.cli.compare import add_compare_command, add_plan_command
+from turneval.cli.evaluate import add_evaluate_command
+from turneval.cli.metrics import add_demo_command, add_metrics_command
+from turneval.cli.store import add_store_command, add_view_command
+from turneval.cli.watch import add_watch_commands
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (``turneval: error: ...``) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the error on one line, with a pointer to ``--help``, and exit 2."""
+        self.exit(2, f"turneval: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``turneval`` argument parser."""
+    from turneval import cli
+
+    parser = _Parser(prog="turneval", description=(cli.__doc__ or "").splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"turneval {VERSION}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_evaluate_command(commands)
+    add_batch_command(commands)
+    add_metrics_command(commands)
+    add_demo_command(commands)
+    add_compare_command(commands)
+    add_plan_command(commands)
+    add_calibrate_command(commands)
+    add_store_command(commands)
+    add_labels_command(commands)
+    add_view_command(commands)
+    add_watch_commands(commands)
+    return parser

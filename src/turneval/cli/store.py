@@ -1,0 +1,89 @@
+"""``turneval store`` and ``turneval view``: the run store, on the command line and in a browser."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from turneval.cli.arguments import whole_number
+from turneval.cli.options import add_store_option, run_store, store_url
+
+
+def add_store_command(commands: Any) -> None:
+    """``turneval store import|export|list|delete``."""
+    stored = commands.add_parser("store", help="the run store: import, export and list runs")
+    store_commands = stored.add_subparsers(dest="store_command", required=True)
+    importing = store_commands.add_parser(
+        "import", help="bring a run folder (results.jsonl, summary.json, run.json) in"
+    )
+    importing.add_argument("run_dir", help="a run's --out folder")
+    importing.add_argument("--name", help="the run's name (default: the folder's)")
+    exporting = store_commands.add_parser(
+        "export", help="write a stored run's folder (what compare and calibrate read)"
+    )
+    exporting.add_argument("run", help="the run's id (or a unique prefix)")
+    exporting.add_argument("--out", required=True, help="the folder to write")
+    listing_runs = store_commands.add_parser("list", help="the stored runs, newest first")
+    listing_runs.add_argument("--limit", type=whole_number, default=None, help="at most this many")
+    deleting = store_commands.add_parser("delete", help="delete a run, its rows and labels")
+    deleting.add_argument("run", help="the run's id (or a unique prefix)")
+    for command in (importing, exporting, listing_runs, deleting):
+        add_store_option(command)
+    stored.set_defaults(handler=_store_command)
+
+
+def add_view_command(commands: Any) -> None:
+    """``turneval view``: the local web app over the run store."""
+    viewing = commands.add_parser(
+        "view", help="browse, compare and label stored runs in a local web app"
+    )
+    add_store_option(viewing)
+    viewing.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    viewing.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    viewing.add_argument(
+        "--token", help="a secret every request must carry (needed for any other host)"
+    )
+    viewing.add_argument("--annotator", help="the name labels are saved under (default: $USER)")
+    viewing.set_defaults(handler=_view_command)
+
+
+def _store_command(args: argparse.Namespace) -> int:
+    store = run_store(args, default=True)
+    try:
+        if args.store_command == "import":
+            run_id = store.import_run(args.run_dir, name=args.name)
+            run = store.run(run_id)
+            print(f"imported {args.run_dir} as run {run.id} ({run.rows} rows) into {store.url}")
+        elif args.store_command == "delete":
+            run = store.run(args.run)
+            store.delete_run(run.id)
+            print(f"deleted run {run.id} ({run.name}, {run.rows} rows, its labels too)")
+        elif args.store_command == "export":
+            out = store.export_run(args.run, args.out)
+            print(f"wrote {out / 'results.jsonl'} and {out / 'summary.json'}")
+        else:
+            for run in store.runs(limit=args.limit):
+                created = run.created.strftime("%Y-%m-%d %H:%M")
+                judge = f"  judge {run.judge_model}" if run.judge_model else ""
+                print(
+                    f"{run.id[:12]}  {created}  {run.status:<11} {run.rows:>9} rows  "
+                    f"{run.name}  [{', '.join(run.metric_names)}]{judge}"
+                )
+    finally:
+        store.close()
+    return 0
+
+
+def _view_command(args: argparse.Namespace) -> int:
+    from turneval.view import serve
+
+    serve(
+        store_url(args),
+        host=args.host,
+        port=args.port,
+        token=args.token or None,
+        annotator=args.annotator,
+    )
+    return 0

@@ -1,0 +1,212 @@
+"""``turneval watch`` (score production traces as they arrive) and ``turneval regrade``."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+from turneval.cli.arguments import UsageError, bounded, duration, metric_list
+from turneval.cli.judge_flags import judge_from_flags, require_judge
+from turneval.cli.options import (
+    add_concurrency_options,
+    add_judge_options,
+    add_store_option,
+    run_store,
+)
+
+
+def add_watch_commands(commands: Any) -> None:
+    """``turneval watch``: score production traces as they arrive (see docs/how-to/watch.md)."""
+    watch = commands.add_parser(
+        "watch", help="receive OTLP traces and score each conversation once it is complete"
+    )
+    watch.add_argument(
+        "--metric",
+        action="append",
+        required=True,
+        metavar="NAME[:key=value,...]",
+        help="a metric to compute (repeatable); see 'turneval metrics'",
+    )
+    watch.add_argument(
+        "--listen",
+        default="127.0.0.1:4318",
+        metavar="HOST:PORT",
+        help="where to receive OTLP/HTTP (default: 127.0.0.1:4318; port 0 picks a free one)",
+    )
+    watch.add_argument(
+        "--out",
+        default="turneval-watch",
+        help="state folder: spool, ledger, and results.jsonl without a store "
+        "(default: turneval-watch)",
+    )
+    watch.add_argument(
+        "--store",
+        metavar="URL",
+        help="write the rows to this run store (default: $TURNEVAL_STORE, else results.jsonl)",
+    )
+    watch.add_argument(
+        "--group-by",
+        choices=("trace", "session"),
+        default="trace",
+        help="one conversation per trace (default) or per session id",
+    )
+    watch.add_argument(
+        "--idle",
+        type=duration,
+        default=30.0,
+        metavar="DURATION",
+        help="a conversation is complete after this long without a new span (default: 30s)",
+    )
+    watch.add_argument(
+        "--sample",
+        type=bounded(float, 0, above=True, what="a number"),
+        default=1.0,
+        metavar="RATE",
+        help="share of conversations scored, chosen by a hash of their id (default: 1)",
+    )
+    watch.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="score only conversations with this resource or span attribute (repeatable)",
+    )
+    watch.add_argument(
+        "--budget",
+        metavar="AMOUNT/PERIOD",
+        help="judge budget, e.g. 20USD/day (needs --price-input) or 100000tokens/hour",
+    )
+    watch.add_argument(
+        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
+    )
+    watch.add_argument(
+        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
+    )
+    watch.add_argument(
+        "--max-queue",
+        type=int,
+        default=100_000,
+        help="spans held at most; past it exports get 503 with Retry-After (default: 100000)",
+    )
+    watch.add_argument(
+        "--export-to",
+        metavar="OTLP_ENDPOINT",
+        help="send the scores as gen_ai.evaluation.result events to this OTLP/HTTP endpoint "
+        "(e.g. http://collector:4318; /v1/logs is appended)",
+    )
+    add_concurrency_options(watch)
+    add_judge_options(watch)
+    watch.set_defaults(handler=_watch)
+    regrading = commands.add_parser(
+        "regrade", help="re-score a stored run's judged metrics with another judge, and compare"
+    )
+    regrading.add_argument("run", metavar="RUN", help="the stored run (its id or a unique prefix)")
+    regrading.add_argument(
+        "--sample", type=int, default=None, metavar="N", help="re-score N rows (default: all)"
+    )
+    regrading.add_argument(
+        "--metric", action="append", default=None, help="only this judged metric (repeatable)"
+    )
+    regrading.add_argument(
+        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
+    )
+    regrading.add_argument(
+        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
+    )
+    add_store_option(regrading)
+    add_judge_options(regrading)
+    regrading.set_defaults(handler=_regrade)
+
+
+def _regrade(args: argparse.Namespace) -> int:
+    """``turneval regrade RUN --judge-model NEW``: prints the agreement, the flips, the cost."""
+    if not args.judge_model:
+        raise UsageError("regrade needs --judge-model: the new judge")
+    if args.sample is not None and args.sample < 1:
+        raise UsageError(f"--sample must be at least 1, got {args.sample}")
+    from turneval.pipeline import RunOptions
+    from turneval.results import Prices
+    from turneval.watch import regrade
+
+    prices = (
+        None if args.price_input is None else Prices(args.price_input, args.price_output or 0.0)
+    )
+    report = regrade(
+        run_store(args, default=True),
+        args.run,
+        judge_from_flags(args),
+        sample=args.sample,
+        metrics=args.metric,
+        prices=prices,
+        options=RunOptions(cache=args.cache),
+    )
+    print(report)
+    if report.new_run_id:
+        print(f"the new judge's rows: run {report.new_run_id[:12]} in the store")
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """``turneval watch``: serve until SIGTERM or Ctrl-C."""
+    from turneval.pipeline import RunOptions
+    from turneval.runner import resolve_metrics
+
+    metrics = resolve_metrics(metric_list(args.metric))
+    llm = judge_from_flags(args, needed=any(m.uses_llm for m in metrics))
+    require_judge(list(metrics), llm)
+    host, _, port = args.listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--listen {args.listen!r} is not HOST:PORT (e.g. 127.0.0.1:4318)")
+    from turneval.results import Prices
+    from turneval.watch import Budget, Watcher, WatchServer, parse_filter
+
+    prices = (
+        None if args.price_input is None else Prices(args.price_input, args.price_output or 0.0)
+    )
+    watcher = Watcher(
+        metrics,
+        args.out,
+        store=run_store(args),
+        options=RunOptions(
+            llm=llm,
+            cache=args.cache,
+            max_concurrency=args.concurrency,
+            max_llm_concurrency=args.llm_concurrency,
+            show_progress=False,
+        ),
+        group_by=args.group_by,
+        idle=args.idle,
+        max_queue=args.max_queue,
+        sample=min(args.sample, 1.0),
+        filters=[parse_filter(item) for item in args.filter],
+        budget=None if args.budget is None else Budget.parse(args.budget),
+        prices=prices,
+        export_to=args.export_to,
+    )
+    server = WatchServer((host, int(port)), watcher, tick=min(1.0, args.idle / 4))
+    bound = f"{host}:{server.server_address[1]}"
+    print(f"turneval watch: receiving OTLP/HTTP on http://{bound}/v1/traces", flush=True)
+
+    def on_signal(signum: int, frame: Any) -> None:
+        threading.Thread(target=server.stop, daemon=True).start()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.serve()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.server_close()
+        watcher.close()
+        if watcher.store is not None:
+            watcher.store.close()
+    print(
+        f"turneval watch: stopped; {int(watcher.counts['conversations_scored'])} conversations "
+        f"scored, skipped {dict(watcher.skipped)}; the spans still waiting are in the spool, "
+        "scored after a restart",
+        file=sys.stderr,
+    )
+    return 0
