@@ -227,3 +227,11 @@ def test_a_row_is_one_value_only_where_every_count_gives_it() -> None:
     assert PRECISION.row(3, 2) == (0.0, 1 / 3, 2 / 3)
     assert EXACT.row(3, 3) == (0.0, 0.0, 0.0, 1.0)
     assert F1.row(0, 4) == 0.0 and F1.row(0, 0) == 1.0
+
+
+async def test_the_single_tool_kernel_follows_a_renamed_tool() -> None:
+    """The kernel binds the tool's name when built; renaming the tool builds it again."""
+    metric = TrajectorySingleToolUse(tool_name="a")
+    assert await metric.multi_turn_ascore(MIXED) == 1.0
+    metric.tool_name = "z"
+    assert await metric.multi_turn_ascore(MIXED) == 0.0

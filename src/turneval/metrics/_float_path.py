@@ -784,11 +784,13 @@ def count_kernel(formula: CountFormula, count: Counter) -> Kernel:
     return value
 
 
-def single_tool_value(formula: SingleToolFormula) -> Callable[[Sequence[Message], str], float]:
-    """TrajectorySingleToolUse's float path: ``formula`` of whether the tool was called."""
+def single_tool_value(
+    formula: SingleToolFormula, tool_name: str
+) -> Callable[[Sequence[Message]], float]:
+    """TrajectorySingleToolUse's float path: ``formula`` of whether ``tool_name`` was called."""
     absent, present = float(formula.value(False)), float(formula.value(True))
 
-    def value(messages: Sequence[Message], tool_name: str) -> float:
+    def value(messages: Sequence[Message]) -> float:
         for message in messages:
             if type(message) is AIMessage:
                 calls = message.tool_calls

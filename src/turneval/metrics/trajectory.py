@@ -170,9 +170,9 @@ class TrajectorySingleToolUse(MultiTurnMetric):
     """The value and reason (:mod:`._formulas`), shared by the float and the detailed path."""
 
     @cached_property
-    def _kernel(self) -> Callable[[Sequence[Message], str], float]:
-        """The float path, built once from :attr:`_formula`."""
-        return single_tool_value(self._formula)
+    def _kernel(self) -> Callable[[Sequence[Message]], float]:
+        """The float path, built once from :attr:`_formula` and the tool's name."""
+        return single_tool_value(self._formula, self.tool_name)
 
     async def multi_turn_ascore(
         self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
@@ -182,7 +182,7 @@ class TrajectorySingleToolUse(MultiTurnMetric):
         The value is computed in one plain call, with the same result as :meth:`ascore`'s.
         """
         if timeout is None and type(sample) is MultiTurnSample:
-            return self._kernel(sample.user_input, self.tool_name)
+            return self._kernel(sample.user_input)
         return await self._value(sample, timeout)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
