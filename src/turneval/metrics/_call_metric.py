@@ -11,7 +11,8 @@ from pydantic import Field, field_validator
 
 from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
-from turneval.metrics._float_path import Kernel
+from turneval.metrics._float_path import Counter, Kernel, count_kernel
+from turneval.metrics._formulas import CountFormula
 from turneval.metrics._matching import CallComparison, Pair, json_comparison, scored_comparison
 from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
@@ -85,13 +86,22 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         """Whether calls compare by JSON-value equality alone (no comparator, no rules)."""
         return self._comparator is None and self._rule_book is None
 
-    _float_value: ClassVar[Kernel | None] = None
-    """The metric's value under JSON-value equality (a :mod:`._float_path` function), if any."""
+    _formula: ClassVar[CountFormula | None] = None
+    """The metric's value and reason from counts (:mod:`._formulas`), shared by every path."""
+
+    _plain_count: ClassVar[Counter | None] = None
+    """The formula's count under JSON-value equality (a :mod:`._float_path` function)."""
 
     @cached_property
     def _kernel(self) -> Kernel | None:
-        """The plain function ``multi_turn_ascore`` calls, when the configuration allows one."""
-        return type(self)._float_value if self._plain else None
+        """The plain function ``multi_turn_ascore`` calls, when the configuration allows one.
+
+        Built once per metric from its formula and count (:func:`._float_path.count_kernel`).
+        """
+        formula, count = self._formula, type(self)._plain_count
+        if not self._plain or formula is None or count is None:
+            return None
+        return count_kernel(formula, count)
 
     def _plain_explained(
         self, predicted: list[ToolCall], reference: list[ToolCall]
@@ -99,9 +109,16 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
         """The value and reason under JSON-value equality, from counts (None: not known).
 
         :meth:`ascore` with ``details=False`` returns them without building the comparison
-        records; they must equal the detailed path's value and reason.
+        records: the formula of the count :attr:`_plain_count` takes, which is the detailed
+        path's count.
         """
-        return None
+        formula, count = self._formula, type(self)._plain_count
+        if formula is None or count is None:
+            return None
+        n_pred, n_ref = len(predicted), len(reference)
+        matched = count(predicted, reference)
+        value = formula.value(n_pred, n_ref, matched)
+        return value, formula.reason(n_pred, n_ref, matched, value)
 
     def _plain_explainer(self) -> PlainExplainer | None:
         """:meth:`_plain_explained` when ``ascore(details=False)`` is exactly it, else None.

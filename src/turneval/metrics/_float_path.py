@@ -1,7 +1,8 @@
 """The float path of the tool-call and trajectory metrics: one plain function per metric.
 
-Under the default configuration ``multi_turn_ascore`` calls one of the ``*_value`` functions
-below with the sample's messages and reference calls, and returns what it returns: no
+Under the default configuration ``multi_turn_ascore`` calls a function built here from the
+metric's formula (:func:`count_kernel`, :func:`accuracy_value`, :func:`single_tool_value`)
+with the sample's messages and reference calls, and returns what it returns: no
 coroutine besides its own, no outcome object, no comparison records. Each gives exactly the
 float :meth:`~turneval.metrics.base.Metric.ascore` gives (``tests/metrics/test_reference_impl.py``
 checks both paths against slow references written from the definitions).
@@ -16,6 +17,12 @@ Three shortcuts carry most of the speed, all exact:
 * ToolCallAccuracy scores an argument by ``str(reference) == str(prediction)`` (ragas);
   :func:`same_text` decides that without building the strings for same-typed values, and for
   nested values by comparing their JSON texts.
+
+The functions here only count (matched calls, the equal prefix, calls found in order, summed
+argument scores); every value comes from the metric's formula (:mod:`._formulas`), bound once
+when the function is built: a count formula's values are read from its table by sizes
+(:meth:`~turneval.metrics._formulas.CountFormula.row`), ToolCallAccuracy's pair and mean
+formulas are called as locals.
 """
 
 from __future__ import annotations
@@ -27,23 +34,35 @@ from typing import Any
 from pydantic_core import to_json
 
 from turneval.messages import AIMessage, Message, ToolCall
+from turneval.metrics._formulas import (
+    PAIR_SIDE,
+    SIDE,
+    AccuracyFormula,
+    CountFormula,
+    SingleToolFormula,
+)
 from turneval.metrics._matching import call_key
 
 __all__ = [
     "accuracy_value",
-    "any_order_value",
     "args_text",
-    "exact_value",
-    "f1_value",
-    "in_order_value",
-    "precision_value",
+    "count_kernel",
+    "equal_prefix",
+    "found_in_order",
+    "matched_count",
     "predicted_calls",
-    "recall_value",
     "same_text",
     "single_tool_value",
 ]
 
 Kernel = Callable[[Sequence[Message], list[ToolCall]], float]
+"""``(messages, reference calls) -> value``: a metric's float path."""
+Counter = Callable[[list[ToolCall], list[ToolCall]], int]
+"""``(predicted calls, reference calls) -> count``: the count a :class:`CountFormula` takes."""
+ArgsScore = Callable[[dict[str, Any], dict[str, Any]], float]
+"""``(reference args, predicted args) -> the pair's score``."""
+PairFormula = Callable[[int, int, float], float]
+""":attr:`AccuracyFormula.pair`."""
 
 _dumps: Callable[[Any], bytes]
 try:
@@ -126,58 +145,68 @@ def _same_strs(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> bool:
         return False
 
 
-def _args_score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
-    """The exact argument score (ragas'):: the share of the reference's args with an equal ``str``."""
-    if not ref_args:
-        return 0.0 if pred_args else 1.0
-    if len(ref_args) > 2 and _same_strs(ref_args, pred_args):
-        return 1.0  # worth it for larger and nested args
-    equal = 0
-    for key, ref_value in ref_args.items():
-        pred_value = pred_args.get(key, _ABSENT)
-        if ref_value is pred_value:
-            equal += 1
-        elif pred_value is _ABSENT:
-            continue
+def _exact_args(formula: AccuracyFormula) -> ArgsScore:
+    """The exact argument score (ragas'): the pair formula of the reference's args equal as ``str``.
+
+    The pair score is read from the formula's row for the two sizes (:meth:`AccuracyFormula.pair_row`).
+    """
+    table, row_of = formula.pair_table, formula.pair_row
+
+    def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
+        n_args, n_pred = len(ref_args), len(pred_args)
+        if n_args < PAIR_SIDE and n_pred < PAIR_SIDE:
+            row = table[n_args * PAIR_SIDE + n_pred]
+            if row is None:
+                row = row_of(n_args, n_pred)
         else:
-            kind = type(ref_value)
-            if kind is type(pred_value) and (kind is str or kind is int or kind is bool):
-                if ref_value == pred_value:
-                    equal += 1
-            elif same_text(ref_value, pred_value):
+            row = row_of(n_args, n_pred)
+        if n_args > 2 and _same_strs(ref_args, pred_args):
+            return row[n_args]  # worth it for larger args
+        equal = 0
+        for key, ref_value in ref_args.items():
+            pred_value = pred_args.get(key, _ABSENT)
+            if ref_value is pred_value:
                 equal += 1
-    return equal / len(ref_args)
+            elif pred_value is _ABSENT:
+                continue
+            else:
+                kind = type(ref_value)
+                if kind is type(pred_value) and (kind is str or kind is int or kind is bool):
+                    if ref_value == pred_value:
+                        equal += 1
+                elif same_text(ref_value, pred_value):
+                    equal += 1
+        return row[equal]
+
+    return score
 
 
-def _scored_args(compare: Callable[[str, str], float]) -> Callable[..., float]:
+def _scored_args(pair: PairFormula, compare: Callable[[str, str], float]) -> ArgsScore:
     """The argument score with a trusted sync comparator on ``str`` of both values."""
 
     def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
-        if not ref_args:
-            return 0.0 if pred_args else 1.0
         total = 0.0
         for key, ref_value in ref_args.items():
             pred_value = pred_args.get(key, _ABSENT)
             if pred_value is not _ABSENT:
                 total += compare(str(ref_value), str(pred_value))
-        return total / len(ref_args)
+        return pair(len(ref_args), len(pred_args), total)
 
     return score
 
 
-def _skipping_args(compare: Callable[[str, str], float]) -> Callable[..., float]:
+def _skipping_args(pair: PairFormula, compare: Callable[[str, str], float]) -> ArgsScore:
     """:func:`_scored_args` for a comparator that scores equal strings 1.0.
 
     Values with equal ``str()`` (:func:`same_text`, mostly without building the strings) add
-    1.0 without a call; args equal in Python with equal JSON texts score 1.0 at once. The sum
-    is the same float: the comparator would have returned exactly 1.0 for each.
+    1.0 without a call; args equal in Python with equal JSON texts add 1.0 each at once. The
+    sum is the same float: the comparator would have returned exactly 1.0 for each.
     """
 
     def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
-        if not ref_args:
-            return 0.0 if pred_args else 1.0
-        if len(ref_args) > 2 and _same_strs(ref_args, pred_args):
-            return 1.0  # n times 1.0, over n
+        n_args = len(ref_args)
+        if n_args > 2 and _same_strs(ref_args, pred_args):
+            return pair(n_args, n_args, float(n_args))  # n times 1.0
         total = 0.0
         for key, ref_value in ref_args.items():
             pred_value = pred_args.get(key, _ABSENT)
@@ -194,7 +223,7 @@ def _skipping_args(compare: Callable[[str, str], float]) -> Callable[..., float]
                     total += 1.0
                 else:
                     total += compare(str(ref_value), str(pred_value))
-        return total / len(ref_args)
+        return pair(n_args, len(pred_args), total)
 
     return score
 
@@ -298,7 +327,21 @@ def _same_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> bool:
     return True
 
 
-ArgsScore = Callable[[dict[str, Any], dict[str, Any]], float]
+def _identical_total(calls: list[ToolCall], pair: PairFormula) -> float | None:
+    """The summed scores of ``calls`` each paired with an equal call, or None.
+
+    Such a pair counts every reference arg as equal (``args_score`` scores equal strings 1.0),
+    so it scores the pair formula of ``(k, k, k)``; when that is exactly 1.0 for every call the
+    sum does not depend on its order, and the sort that orders it is skipped. None: a formula
+    that scores some of them otherwise (the caller then sums in ragas' order).
+    """
+    total = 0.0
+    for call in calls:
+        n_args = len(call.args)
+        if pair(n_args, n_args, n_args) != 1.0:
+            return None
+        total += 1.0
+    return total
 
 
 def _by_name_groups(
@@ -307,13 +350,14 @@ def _by_name_groups(
     reference: list[ToolCall],
     ref_names: list[str],
     args_score: ArgsScore,
+    pair: PairFormula,
 ) -> float:
     """The unordered sum of pair scores (ragas' sort), name by name; same sorted names.
 
     Sorting by ragas' key puts each name's calls together, names in order, so the sorted
     pairs are those of each name's group sorted alone, in name order. A name called once is
     its own pair; a group holding the same calls on both sides (:func:`_same_calls`) pairs
-    calls of equal keys, each scoring 1.0 (``args_score`` scores equal strings 1.0); only the
+    calls of equal keys, summed by :func:`_identical_total` when it can; only the
     other groups build the sort keys. The pair scores are summed in the sorted order: the
     same float.
     """
@@ -331,18 +375,61 @@ def _by_name_groups(
         preds, refs = groups[name]
         if len(refs) == 1:
             total += args_score(refs[0].args, preds[0].args)
-        elif _same_calls(preds, refs):
-            for _ in refs:
-                total += 1.0
-        else:
-            preds.sort(key=_sort_key)
-            refs.sort(key=_sort_key)
-            for index in range(len(refs)):
-                total += args_score(refs[index].args, preds[index].args)
+            continue
+        if _same_calls(preds, refs):
+            same = _identical_total(refs, pair)
+            if same is not None:
+                total += same
+                continue
+        preds.sort(key=_sort_key)
+        refs.sort(key=_sort_key)
+        for index in range(len(refs)):
+            total += args_score(refs[index].args, preds[index].args)
+    return total
+
+
+def _unordered_total(
+    predicted: list[ToolCall],
+    reference: list[ToolCall],
+    args: ArgsScore,
+    scored: bool,
+    pair: PairFormula,
+) -> float | None:
+    """The summed pair scores of ragas' sorted pairs; None when the sorted names differ.
+
+    Both lists hold ``n > 1`` calls; ``scored``: ``args`` calls the comparator on every value
+    (so the shortcuts that assume equal strings score 1.0 are skipped).
+    """
+    n = len(reference)
+    pred_names = list(map(_by_name, predicted))
+    ref_names = list(map(_by_name, reference))
+    unique = set(ref_names)
+    if pred_names == ref_names:
+        if len(unique) == n:
+            # Distinct names in the same order: sorting pairs the same calls; the
+            # pair scores are only summed in the sorted order.
+            scores = [args(reference[i].args, predicted[i].args) for i in range(n)]
+            total = 0.0
+            for index in sorted(range(n), key=ref_names.__getitem__):
+                total += scores[index]
+            return total
+    elif sorted(pred_names) != sorted(ref_names):
+        return None
+    if not scored and len(unique) < n:
+        if _same_calls(predicted, reference):
+            same = _identical_total(reference, pair)
+            if same is not None:
+                return same
+        return _by_name_groups(predicted, pred_names, reference, ref_names, args, pair)
+    predicted, reference = _unordered(predicted, reference, ref_names, unique)
+    total = 0.0  # summed in order, as ragas does: the float must be the same
+    for index in range(n):
+        total += args(reference[index].args, predicted[index].args)
     return total
 
 
 def _accuracy(
+    formula: AccuracyFormula,
     args_score: ArgsScore,
     strict: bool,
     fallback: ArgsScore | None = None,
@@ -351,67 +438,57 @@ def _accuracy(
     """ToolCallAccuracy's value with ``args_score``, which scores equal strings 1.0.
 
     With a ``fallback``, a sample is scored with it unless ``identical()`` is true (the
-    comparator scores equal strings 1.0).
+    comparator scores equal strings 1.0). The formula's functions are bound here, once.
     """
+    mean, pair = formula.value, formula.pair
 
     def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
         args = args_score
         if fallback is not None and (identical is None or not identical()):
             args = fallback
-        predicted = predicted_calls(messages)
+        predicted: list[ToolCall] = []  # predicted_calls(messages), inlined: one call less
+        for message in messages:
+            if type(message) is AIMessage:
+                found = message.tool_calls
+                if found:
+                    predicted += found
         n = len(reference)
-        if len(predicted) != n or not n:
-            return 0.0 if predicted or n else 1.0  # lengths differ: so do the names
+        if len(predicted) != n or not n:  # lengths differ: so do the names
+            return mean(len(predicted), n, None)
         if n == 1:
             pred, ref = predicted[0], reference[0]
-            return args(ref.args, pred.args) if pred.name == ref.name else 0.0
+            if pred.name != ref.name:
+                return mean(1, 1, None)
+            return mean(1, 1, args(ref.args, pred.args))
         if strict:
             total = 0.0  # summed in order, as ragas does: the float must be the same
             for pred, ref in zip(predicted, reference, strict=True):
                 if pred.name != ref.name:
-                    return 0.0  # a score computed before is dropped: no side effects
+                    return mean(n, n, None)  # a score computed before is dropped
                 total += args(ref.args, pred.args)
-            return total / n
-        pred_names = list(map(_by_name, predicted))
-        ref_names = list(map(_by_name, reference))
-        unique = set(ref_names)
-        if pred_names == ref_names:
-            if len(unique) == n:
-                # Distinct names in the same order: sorting pairs the same calls; the
-                # pair scores are only summed in the sorted order.
-                scores = [args(reference[i].args, predicted[i].args) for i in range(n)]
-                total = 0.0
-                for index in sorted(range(n), key=ref_names.__getitem__):
-                    total += scores[index]
-                return total / n
-        elif sorted(pred_names) != sorted(ref_names):
-            return 0.0
-        if args is not fallback and len(unique) < n:
-            if _same_calls(predicted, reference):
-                return 1.0
-            return _by_name_groups(predicted, pred_names, reference, ref_names, args) / n
-        predicted, reference = _unordered(predicted, reference, ref_names, unique)
-        total = 0.0  # summed in order, as ragas does: the float must be the same
-        for index in range(n):
-            total += args(reference[index].args, predicted[index].args)
-        return total / n
+            return mean(n, n, total)
+        return mean(n, n, _unordered_total(predicted, reference, args, args is fallback, pair))
 
     return value
 
 
 def accuracy_value(
+    formula: AccuracyFormula,
     strict: bool,
     compare: Callable[[str, str], float] | None = None,
     identical: Callable[[], bool] | None = None,
 ) -> Kernel:
-    """ToolCallAccuracy's value: exact ``str`` equality, or a trusted sync ``compare``.
+    """ToolCallAccuracy's value of ``formula``: exact ``str`` equality, or a trusted ``compare``.
 
     ``identical()`` tells, per sample, whether ``compare(s, s)`` is exactly 1.0 for every
     string (then values with equal ``str()`` are not compared); without it they always are.
     """
+    pair = formula.pair
     if compare is None:
-        return _accuracy(_args_score, strict)
-    return _accuracy(_skipping_args(compare), strict, _scored_args(compare), identical)
+        return _accuracy(formula, _exact_args(formula), strict)
+    return _accuracy(
+        formula, _skipping_args(pair, compare), strict, _scored_args(pair, compare), identical
+    )
 
 
 # -- the call-matching metrics -------------------------------------------------------------------
@@ -624,59 +701,42 @@ def _matched_by_counting(predicted: list[ToolCall], reference: list[ToolCall]) -
     return matched
 
 
-def f1_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
-    """ToolCallF1: 2PR/(P+R) of the maximum matching; both empty 1, one empty 0."""
-    predicted = predicted_calls(messages)
-    if not predicted or not reference:
-        return 0.0 if predicted or reference else 1.0
-    matched = _matched(predicted, reference)
-    if not matched:
-        return 0.0
-    precision, recall = matched / len(predicted), matched / len(reference)
-    return 2 * precision * recall / (precision + recall)
-
-
 def matched_count(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
     """Size of a maximum one-to-one matching of two call lists under call equality.
 
-    The count the multiset metrics' values come from (and ``ascore(details=False)``'s reasons,
-    which are built from counts).
+    The count of the multiset metrics' formulas (F1, any order, precision, recall).
     """
     return _matched(predicted, reference)
 
 
-def exact_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
-    """TrajectoryExactMatch: same length, equal position by position."""
-    return exact_calls(predicted_calls(messages), reference)
-
-
-def exact_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> float:
-    """:func:`exact_value` of the predicted calls themselves."""
-    if len(predicted) != len(reference):
-        return 0.0
-    for index in range(len(reference)):
+def equal_prefix(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
+    """How many positions from the first on hold equal calls (TrajectoryExactMatch's count)."""
+    common = len(predicted)
+    if len(reference) < common:
+        common = len(reference)
+    for index in range(common):
         if not _equal(predicted[index], reference[index]):
-            return 0.0
-    return 1.0
+            return index
+    return common
 
 
-def in_order_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
-    """TrajectoryInOrderMatch: the reference is a subsequence of the prediction."""
-    return in_order_calls(predicted_calls(messages), reference)
+def found_in_order(predicted: list[ToolCall], reference: list[ToolCall]) -> int:
+    """How many reference calls the greedy earliest embedding finds in order, up to a miss.
 
-
-def in_order_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> float:
-    """:func:`in_order_value` of the predicted calls themselves."""
-    if len(reference) == 1:
+    TrajectoryInOrderMatch's count: greedy earliest matching finds the whole reference exactly
+    when it is a subsequence of the prediction.
+    """
+    n_ref = len(reference)
+    if n_ref == 1:
         ref = reference[0]
         for pred in predicted:
             if _equal(pred, ref):
-                return 1.0
-        return 0.0
-    if len(reference) > len(predicted):
-        return 0.0  # a subsequence is never longer
+                return 1
+        return 0
     n_pred = len(predicted)
-    if n_pred + len(reference) > 2 * _PAIRWISE:
+    if not n_pred or not n_ref:
+        return 0
+    if n_pred + n_ref > 2 * _PAIRWISE:
         texts = _call_texts(predicted) + _call_texts(reference)
     else:
         texts = _call_texts(predicted + reference)
@@ -687,38 +747,57 @@ def in_order_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> floa
             if texts[index] == ref_text or _equal_left(predicted[index], ref):
                 break
         else:
-            return 0.0
+            return ref_index
         start = index + 1
-    return 1.0
+    return n_ref
 
 
-def any_order_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
-    """TrajectoryAnyOrderMatch: every reference call matched by a distinct predicted one."""
-    return float(_matched(predicted_calls(messages), reference) == len(reference))
+def count_kernel(formula: CountFormula, count: Counter) -> Kernel:
+    """The float path of a metric whose value is ``formula`` of ``count`` and the sizes.
+
+    The values come from :meth:`CountFormula.row`, read per pair of sizes from its table
+    (no call of the formula per sample); where the row is one value the sizes decide, and
+    ``count`` is not called.
+    """
+    table, row_of = formula.table, formula.row
+
+    def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+        predicted: list[ToolCall] = []  # predicted_calls(messages), inlined: one call less
+        for message in messages:
+            if type(message) is AIMessage:
+                found = message.tool_calls
+                if found:
+                    predicted += found
+        n_pred, n_ref = len(predicted), len(reference)
+        if n_pred < SIDE and n_ref < SIDE:
+            row = table[n_pred * SIDE + n_ref]
+            if row is None:
+                row = row_of(n_pred, n_ref)
+        else:
+            row = formula.rows.get((n_pred, n_ref))
+            if row is None:
+                row = row_of(n_pred, n_ref)
+        if type(row) is float:
+            return row
+        return row[count(predicted, reference)]  # type: ignore[index]
+
+    return value
 
 
-def precision_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
-    """TrajectoryPrecision: matched/|predicted| (both empty 1, none predicted 0)."""
-    predicted = predicted_calls(messages)
-    if not predicted:
-        return 0.0 if reference else 1.0
-    return _matched(predicted, reference) / len(predicted)
+def single_tool_value(
+    formula: SingleToolFormula, tool_name: str
+) -> Callable[[Sequence[Message]], float]:
+    """TrajectorySingleToolUse's float path: ``formula`` of whether ``tool_name`` was called."""
+    absent, present = float(formula.value(False)), float(formula.value(True))
 
+    def value(messages: Sequence[Message]) -> float:
+        for message in messages:
+            if type(message) is AIMessage:
+                calls = message.tool_calls
+                if calls:
+                    for call in calls:
+                        if call.name == tool_name:
+                            return present
+        return absent
 
-def recall_value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
-    """TrajectoryRecall: matched/|reference| (empty reference 1)."""
-    if not reference:
-        return 1.0
-    return _matched(predicted_calls(messages), reference) / len(reference)
-
-
-def single_tool_value(messages: Sequence[Message], tool_name: str) -> float:
-    """TrajectorySingleToolUse: 1 if a predicted call has the name ``tool_name``."""
-    for message in messages:
-        if type(message) is AIMessage:
-            calls = message.tool_calls
-            if calls:
-                for call in calls:
-                    if call.name == tool_name:
-                        return 1.0
-    return 0.0
+    return value

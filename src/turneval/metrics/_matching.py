@@ -133,18 +133,24 @@ class CallComparison:
         assert self.scores is not None
         return self.scores.get((pred_index, ref_index), -1.0) >= self.threshold
 
-    def exact(self) -> bool:
-        """Same length and equal position by position."""
-        if len(self.predicted) != len(self.reference):
-            return False
-        if self.pred_texts is not None and self.pred_texts == self.ref_texts:
-            return True
-        return all(self.equal(index, index) for index in range(len(self.reference)))
+    def equal_prefix(self) -> int:
+        """How many positions from the first on hold equal calls."""
+        common = min(len(self.predicted), len(self.reference))
+        pred_texts, ref_texts = self.pred_texts, self.ref_texts
+        if pred_texts is not None and ref_texts is not None:
+            if pred_texts[:common] == ref_texts[:common]:
+                return common
+        for index in range(common):
+            if not self.equal(index, index):
+                return index
+        return common
 
-    def in_order(self) -> list[Pair] | None:
-        """Pairs embedding the reference as a subsequence of the prediction, or None.
+    def in_order(self) -> list[Pair]:
+        """The greedy earliest embedding of the reference in the prediction, up to a miss.
 
-        Greedy earliest matching is optimal for a subsequence test under any pair relation.
+        It holds a pair per reference call exactly when the reference is a subsequence of the
+        prediction: greedy earliest matching is optimal for a subsequence test under any pair
+        relation.
         """
         pairs: list[Pair] = []
         start = 0
@@ -156,7 +162,7 @@ class CallComparison:
                     start = pred_index + 1
                     break
             else:
-                return None
+                break
         return pairs
 
     def matched_count(self) -> int:

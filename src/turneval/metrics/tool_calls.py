@@ -6,20 +6,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import field_validator
 
 from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric, PlainExplainer, plain_result
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
-from turneval.metrics._float_path import Kernel, accuracy_value, f1_value, matched_count
+from turneval.metrics._float_path import Kernel, accuracy_value, matched_count
+from turneval.metrics._formulas import ACCURACY, F1, AccuracyFormula, CountFormula
 from turneval.metrics._matching import CallComparison, describe_matching
 from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
 from turneval.metrics.text import ExactMatch, StringMetric
-from turneval.results import MetricResult, ratio
+from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
@@ -39,6 +40,7 @@ def _sort_key(call: ToolCall) -> tuple[str, ...]:
 
 @dataclass(slots=True)
 class _AccuracyOutcome(Outcome):
+    formula: AccuracyFormula
     value: float
     strict_order: bool
     predicted: list[ToolCall]
@@ -49,7 +51,12 @@ class _AccuracyOutcome(Outcome):
 
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         reason = _accuracy_reason(
-            self.strict_order, self.predicted, self.reference, self.pair_scores, self.value
+            self.formula,
+            self.strict_order,
+            self.predicted,
+            self.reference,
+            self.pair_scores,
+            self.value,
         )
         if not details:
             return reason, {}
@@ -78,30 +85,20 @@ class _AccuracyOutcome(Outcome):
 
 
 def _accuracy_reason(
+    formula: AccuracyFormula,
     strict: bool,
     predicted: Sequence[ToolCall],
     reference: Sequence[ToolCall],
     pair_scores: Sequence[float],
     value: float,
 ) -> str:
-    """ToolCallAccuracy's reason (the detailed and the plain path share it).
+    """ToolCallAccuracy's reason (the formula's, of the calls' names; both paths share it).
 
     ``pair_scores`` holds each aligned pair's args score; empty when the names do not align.
     """
-    if not predicted and not reference:
-        return "no predicted and no reference tool calls: 1.0"
-    if not predicted or not reference:
-        return (
-            f"{len(predicted)} predicted vs {len(reference)} reference tool calls: "
-            "one side is empty, 0.0"
-        )
-    order = "strict order" if strict else "any order (sorted by name and args)"
-    if not pair_scores:
-        names_pred = [call.name for call in predicted]
-        names_ref = [call.name for call in reference]
-        return f"tool-name sequences differ ({order}): {names_pred} vs {names_ref}: 0.0"
-    terms = " + ".join(f"{score:.3f}" for score in pair_scores)
-    return f"names aligned ({order}); mean args score = ({terms})/{len(pair_scores)} = {value:.3f}"
+    names_pred = [call.name for call in predicted]
+    names_ref = [call.name for call in reference]
+    return formula.reason(strict, names_pred, names_ref, pair_scores, value)
 
 
 class ToolCallAccuracy(MultiTurnMetric):
@@ -129,6 +126,9 @@ class ToolCallAccuracy(MultiTurnMetric):
     arg_comparison_metric: Any = ExactMatch()
     strict_order: bool = True
     arg_rules: Any = None
+
+    _formula: ClassVar[AccuracyFormula] = ACCURACY
+    """The pair score, value and reason (:mod:`._formulas`), shared by every path."""
 
     @field_validator("arg_rules")
     @classmethod
@@ -168,10 +168,10 @@ class ToolCallAccuracy(MultiTurnMetric):
         if self._rule_book is not None or compare.sync is None or not compare.trusted:
             return None
         if compare.exact:
-            return accuracy_value(self.strict_order)
+            return accuracy_value(self._formula, self.strict_order)
         metric = self.arg_comparison_metric
         identical = metric._identical_scores_one if isinstance(metric, StringMetric) else None
-        return accuracy_value(self.strict_order, compare.sync, identical)
+        return accuracy_value(self._formula, self.strict_order, compare.sync, identical)
 
     async def multi_turn_ascore(
         self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
@@ -207,7 +207,7 @@ class ToolCallAccuracy(MultiTurnMetric):
         self, predicted: list[ToolCall], reference: list[ToolCall]
     ) -> tuple[float, str]:
         """The value and reason with ExactMatch and no rules (only when ``_plain``)."""
-        return _exact_explained(predicted, reference, self.strict_order)
+        return _exact_explained(self._formula, predicted, reference, self.strict_order)
 
     def _plain_explainer(self) -> PlainExplainer | None:
         """:meth:`_plain_explained` when ``ascore(details=False)`` is exactly it, else None."""
@@ -221,9 +221,10 @@ class ToolCallAccuracy(MultiTurnMetric):
             raise missing_field(self, "reference_tool_calls")
         predicted = sample.tool_calls
         strict = self.strict_order
+        formula = self._formula
         if not predicted or not reference:
-            value = 0.0 if predicted or reference else 1.0
-            return _AccuracyOutcome(value, strict, predicted, reference)
+            value = formula.value(len(predicted), len(reference), None)
+            return _AccuracyOutcome(formula, value, strict, predicted, reference)
         pred_names = [call.name for call in predicted]
         ref_names = [call.name for call in reference]
         if not strict:
@@ -231,7 +232,8 @@ class ToolCallAccuracy(MultiTurnMetric):
             # so the (costlier) argument keys are only built for aligned samples; with unique
             # names the name alone decides the order.
             if sorted(pred_names) != sorted(ref_names):
-                return _AccuracyOutcome(0.0, strict, predicted, reference)
+                value = formula.value(len(predicted), len(reference), None)
+                return _AccuracyOutcome(formula, value, strict, predicted, reference)
             order: Callable[[ToolCall], Any] = (
                 _sort_key if len(set(ref_names)) < len(ref_names) else _by_name
             )
@@ -239,7 +241,8 @@ class ToolCallAccuracy(MultiTurnMetric):
                 order = _ruled_sort_key(self._rule_book)
             predicted, reference = sorted(predicted, key=order), sorted(reference, key=order)
         elif pred_names != ref_names:
-            return _AccuracyOutcome(0.0, strict, predicted, reference)
+            value = formula.value(len(predicted), len(reference), None)
+            return _AccuracyOutcome(formula, value, strict, predicted, reference)
         compare = self._comparator
         if self._rule_book is not None:
             return await self._ruled(sample, self._rule_book, predicted, reference)
@@ -250,28 +253,27 @@ class ToolCallAccuracy(MultiTurnMetric):
         total = 0.0
         for pred, ref in zip(predicted, reference, strict=True):
             ref_args, pred_args = ref.args, pred.args
-            if not ref_args:
-                pair = 0.0 if pred_args else 1.0
-            else:
-                pair = 0.0
-                for key, ref_value in ref_args.items():
-                    if key in pred_args:
-                        ref_text, pred_text = str(ref_value), str(pred_args[key])
-                        if exact:
-                            score = 1.0 if ref_text == pred_text else 0.0
-                        elif sync is not None:
-                            score = sync(ref_text, pred_text)
-                        else:
-                            score = await compare(ref_text, pred_text)
-                        pair += score
+            summed = 0.0
+            for key, ref_value in ref_args.items():
+                if key in pred_args:
+                    ref_text, pred_text = str(ref_value), str(pred_args[key])
+                    if exact:
+                        score = 1.0 if ref_text == pred_text else 0.0
+                    elif sync is not None:
+                        score = sync(ref_text, pred_text)
                     else:
-                        score = 0.0
-                    arg_scores.append(score)
-                pair /= len(ref_args)
+                        score = await compare(ref_text, pred_text)
+                    summed += score
+                else:
+                    score = 0.0
+                arg_scores.append(score)
+            pair = formula.pair(len(ref_args), len(pred_args), summed)
             pair_scores.append(pair)
             total += pair
-        value = total / len(reference)
-        return _AccuracyOutcome(value, strict, predicted, reference, pair_scores, arg_scores)
+        value = formula.value(len(predicted), len(reference), total)
+        return _AccuracyOutcome(
+            formula, value, strict, predicted, reference, pair_scores, arg_scores
+        )
 
     async def _ruled(
         self,
@@ -289,30 +291,35 @@ class ToolCallAccuracy(MultiTurnMetric):
             )
             pair_scores.append(pair)
             per_pair.append(scores)
-        value = sum(pair_scores) / len(reference)
-        outcome = _AccuracyOutcome(value, self.strict_order, predicted, reference, pair_scores)
+        total = 0.0
+        for pair in pair_scores:  # summed in order, as ragas does
+            total += pair
+        value = self._formula.value(len(predicted), len(reference), total)
+        outcome = _AccuracyOutcome(
+            self._formula, value, self.strict_order, predicted, reference, pair_scores
+        )
         outcome.pair_arg_scores = per_pair
         return outcome
 
 
 def _exact_explained(
-    predicted: list[ToolCall], reference: list[ToolCall], strict: bool
+    formula: AccuracyFormula, predicted: list[ToolCall], reference: list[ToolCall], strict: bool
 ) -> tuple[float, str]:
     """ToolCallAccuracy's value and reason with ExactMatch and no rules (``_evaluate``'s)."""
     pair_scores: list[float] = []
-    if not predicted or not reference:
-        value = 0.0 if predicted or reference else 1.0
-    else:
-        pair_scores = _plain_pair_scores(predicted, reference, strict)
-        total = 0.0
-        for pair in pair_scores:  # summed in order, as ``_evaluate`` does
-            total += pair
-        value = total / len(reference)
-    return value, _accuracy_reason(strict, predicted, reference, pair_scores, value)
+    total: float | None = None
+    if predicted and reference:
+        pair_scores = _plain_pair_scores(formula, predicted, reference, strict)
+        if pair_scores:
+            total = 0.0
+            for pair in pair_scores:  # summed in order, as ``_evaluate`` does
+                total += pair
+    value = formula.value(len(predicted), len(reference), total)
+    return value, _accuracy_reason(formula, strict, predicted, reference, pair_scores, value)
 
 
 def _plain_pair_scores(
-    predicted: list[ToolCall], reference: list[ToolCall], strict: bool
+    formula: AccuracyFormula, predicted: list[ToolCall], reference: list[ToolCall], strict: bool
 ) -> list[float]:
     """Each aligned pair's args score under ExactMatch; empty when the names do not align."""
     if len(predicted) != len(reference):
@@ -328,17 +335,15 @@ def _plain_pair_scores(
         order = _sort_key if len(set(ref_names)) < len(ref_names) else _by_name
         predicted, reference = sorted(predicted, key=order), sorted(reference, key=order)
     scores: list[float] = []
+    pair = formula.pair
     for pred, ref in zip(predicted, reference, strict=True):
         ref_args, pred_args = ref.args, pred.args
-        if not ref_args:
-            scores.append(0.0 if pred_args else 1.0)
-            continue
         equal = 0
         for key, ref_value in ref_args.items():
             pred_value = pred_args.get(key, _ABSENT)
             if pred_value is not _ABSENT and str(ref_value) == str(pred_value):
                 equal += 1
-        scores.append(equal / len(ref_args))
+        scores.append(pair(len(ref_args), len(pred_args), equal))
     return scores
 
 
@@ -359,13 +364,14 @@ def _ruled_sort_key(book: RuleBook) -> Callable[[ToolCall], tuple[str, ...]]:
 
 @dataclass(slots=True)
 class _F1Outcome(Outcome):
+    formula: CountFormula
     value: float
     comparison: CallComparison
     matched: int
 
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
         n_pred, n_ref = len(self.comparison.predicted), len(self.comparison.reference)
-        reason = _f1_reason(n_pred, n_ref, self.matched, self.value)
+        reason = self.formula.reason(n_pred, n_ref, self.matched, self.value)
         if not details:
             return reason, {}
         evidence = describe_matching(self.comparison, self.comparison.maximum_matching())
@@ -374,18 +380,6 @@ class _F1Outcome(Outcome):
             recall = self.matched / n_ref if n_ref else 0.0
             evidence.update(precision=precision, recall=recall)
         return reason, evidence
-
-
-def _f1_reason(n_pred: int, n_ref: int, matched: int, value: float) -> str:
-    """ToolCallF1's reason, from counts (the detailed and the plain path share it)."""
-    if not n_pred and not n_ref:
-        return "no predicted and no reference tool calls: F1=1.000"
-    precision = matched / n_pred if n_pred else 0.0
-    recall = matched / n_ref if n_ref else 0.0
-    return (
-        f"{ratio('precision', matched, n_pred, precision)}, "
-        f"{ratio('recall', matched, n_ref, recall)}, F1={value:.3f}"
-    )
 
 
 class ToolCallF1(CallMatchingMetric):
@@ -397,27 +391,13 @@ class ToolCallF1(CallMatchingMetric):
 
     name: str = "tool_call_f1"
 
-    _float_value = f1_value
-
-    def _plain_explained(
-        self, predicted: list[ToolCall], reference: list[ToolCall]
-    ) -> tuple[float, str]:
-        n_pred, n_ref = len(predicted), len(reference)
-        matched = matched_count(predicted, reference) if n_pred and n_ref else 0
-        if matched:
-            precision, recall = matched / n_pred, matched / n_ref
-            value = 2 * precision * recall / (precision + recall)
-        else:
-            value = 0.0 if n_pred or n_ref else 1.0
-        return value, _f1_reason(n_pred, n_ref, matched, value)
+    _formula = F1
+    _plain_count = matched_count
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
         n_pred, n_ref = len(comparison.predicted), len(comparison.reference)
-        if not n_pred or not n_ref:
-            return _F1Outcome(0.0 if n_pred or n_ref else 1.0, comparison, 0)
         matched = comparison.matched_count()
-        if not matched:
-            return _F1Outcome(0.0, comparison, 0)
-        precision, recall = matched / n_pred, matched / n_ref
-        return _F1Outcome(2 * precision * recall / (precision + recall), comparison, matched)
+        formula = self._formula
+        assert formula is not None
+        return _F1Outcome(formula, formula.value(n_pred, n_ref, matched), comparison, matched)

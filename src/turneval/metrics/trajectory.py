@@ -7,28 +7,33 @@ Precision and recall count multisets under a maximum one-to-one matching.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, ClassVar
 
 from pydantic import Field
 
-from turneval.messages import ToolCall
+from turneval.messages import Message
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._float_path import (
-    any_order_value,
-    exact_calls,
-    exact_value,
-    in_order_calls,
-    in_order_value,
+    equal_prefix,
+    found_in_order,
     matched_count,
-    precision_value,
-    recall_value,
     single_tool_value,
+)
+from turneval.metrics._formulas import (
+    ANY_ORDER,
+    EXACT,
+    IN_ORDER,
+    PRECISION,
+    RECALL,
+    SINGLE_TOOL,
+    CountFormula,
+    SingleToolFormula,
 )
 from turneval.metrics._matching import CallComparison, Pair, describe_matching
 from turneval.metrics.base import Explained, MultiTurnMetric, Outcome
-from turneval.results import ratio
 from turneval.samples import MultiTurnSample
 
 __all__ = [
@@ -41,63 +46,39 @@ __all__ = [
 ]
 
 
-Describe = Callable[[int, int, int, float], str]
-"""A reason from ``(predicted calls, reference calls, matched pairs, value)``."""
-
-
 @dataclass(slots=True)
 class _TrajectoryOutcome(Outcome):
-    """Value now; pairs (when not already known) and the reason only when explained."""
+    """Value and count now; pairs (when not already known) and the reason only when explained."""
 
     value: float
     comparison: CallComparison
-    describe: Describe
+    formula: CountFormula
+    matched: int
     pairs: list[Pair] | None = None
 
     def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
-        pairs = self.pairs if self.pairs is not None else self.comparison.maximum_matching()
         n_pred, n_ref = len(self.comparison.predicted), len(self.comparison.reference)
-        reason = self.describe(n_pred, n_ref, len(pairs), self.value)
+        reason = self.formula.reason(n_pred, n_ref, self.matched, self.value)
         if not details:
             return reason, {}
+        pairs = self.pairs if self.pairs is not None else self.comparison.maximum_matching()
         evidence = describe_matching(self.comparison, pairs)
         evidence["predicted_trajectory"] = [c.pretty_repr() for c in self.comparison.predicted]
         evidence["reference_trajectory"] = [c.pretty_repr() for c in self.comparison.reference]
         return reason, evidence
 
 
-# The reasons, from counts alone: the detailed path (pairs) and the plain one (counts) share them.
-
-
-def _sizes(n_pred: int, n_ref: int) -> str:
-    return f"{n_pred} predicted vs {n_ref} reference calls"
-
-
-def _describe_exact(n_pred: int, n_ref: int, matched: int, value: float) -> str:
-    verdict = "equal" if value else "not equal"
-    return f"{_sizes(n_pred, n_ref)}, {verdict} position by position: {value:.0f}"
-
-
-def _describe_in_order(n_pred: int, n_ref: int, matched: int, value: float) -> str:
-    if not value:
-        return f"{_sizes(n_pred, n_ref)}; the reference is not a subsequence: 0"
-    return f"{_sizes(n_pred, n_ref)}; all {matched} reference calls found in order: 1"
-
-
-def _describe_any_order(n_pred: int, n_ref: int, matched: int, value: float) -> str:
-    return f"{matched}/{n_ref} reference calls matched in any order: {value:.0f}"
-
-
-def _describe_precision(n_pred: int, n_ref: int, matched: int, value: float) -> str:
-    if not n_pred:
-        return f"no predicted calls, {n_ref} reference: {value:.1f}"
-    return ratio("precision", matched, n_pred, value)
-
-
-def _describe_recall(n_pred: int, n_ref: int, matched: int, value: float) -> str:
-    if not n_ref:
-        return "no reference calls: recall 1.0"
-    return ratio("recall", matched, n_ref, value)
+def _outcome(
+    formula: CountFormula | None,
+    comparison: CallComparison,
+    matched: int,
+    pairs: list[Pair] | None,
+) -> _TrajectoryOutcome:
+    """The formula's value of the counts, with what explains it."""
+    assert formula is not None  # every trajectory metric has one
+    n_pred, n_ref = len(comparison.predicted), len(comparison.reference)
+    value = formula.value(n_pred, n_ref, matched)
+    return _TrajectoryOutcome(value, comparison, formula, matched, pairs)
 
 
 class TrajectoryExactMatch(CallMatchingMetric):
@@ -105,22 +86,18 @@ class TrajectoryExactMatch(CallMatchingMetric):
 
     name: str = "trajectory_exact_match"
 
-    _float_value = exact_value
-
-    def _plain_explained(
-        self, predicted: list[ToolCall], reference: list[ToolCall]
-    ) -> tuple[float, str]:
-        value = exact_calls(predicted, reference)
-        return value, _describe_exact(len(predicted), len(reference), 0, value)
+    _formula = EXACT
+    _plain_count = equal_prefix
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
+        matched = comparison.equal_prefix()
         common = range(min(len(comparison.predicted), len(comparison.reference)))
-        if comparison.exact():
+        if matched == len(common):
             pairs = [(index, index) for index in common]
-            return _TrajectoryOutcome(1.0, comparison, _describe_exact, pairs)
-        pairs = [(index, index) for index in common if comparison.equal(index, index)]
-        return _TrajectoryOutcome(0.0, comparison, _describe_exact, pairs)
+        else:
+            pairs = [(index, index) for index in common if comparison.equal(index, index)]
+        return _outcome(self._formula, comparison, matched, pairs)
 
 
 class TrajectoryInOrderMatch(CallMatchingMetric):
@@ -128,21 +105,16 @@ class TrajectoryInOrderMatch(CallMatchingMetric):
 
     name: str = "trajectory_in_order_match"
 
-    _float_value = in_order_value
-
-    def _plain_explained(
-        self, predicted: list[ToolCall], reference: list[ToolCall]
-    ) -> tuple[float, str]:
-        value = in_order_calls(predicted, reference)  # found: one pair per reference call
-        n_ref = len(reference)
-        return value, _describe_in_order(len(predicted), n_ref, n_ref if value else 0, value)
+    _formula = IN_ORDER
+    _plain_count = found_in_order
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
         pairs = comparison.in_order()
-        if pairs is None:
-            return _TrajectoryOutcome(0.0, comparison, _describe_in_order, [])
-        return _TrajectoryOutcome(1.0, comparison, _describe_in_order, pairs)
+        found = (
+            pairs if len(pairs) == len(comparison.reference) else []
+        )  # evidence: a whole embedding
+        return _outcome(self._formula, comparison, len(pairs), found)
 
 
 class TrajectoryAnyOrderMatch(CallMatchingMetric):
@@ -150,19 +122,12 @@ class TrajectoryAnyOrderMatch(CallMatchingMetric):
 
     name: str = "trajectory_any_order_match"
 
-    _float_value = any_order_value
-
-    def _plain_explained(
-        self, predicted: list[ToolCall], reference: list[ToolCall]
-    ) -> tuple[float, str]:
-        matched = matched_count(predicted, reference)
-        value = float(matched == len(reference))
-        return value, _describe_any_order(len(predicted), len(reference), matched, value)
+    _formula = ANY_ORDER
+    _plain_count = matched_count
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
-        value = float(comparison.matched_count() == len(comparison.reference))
-        return _TrajectoryOutcome(value, comparison, _describe_any_order)
+        return _outcome(self._formula, comparison, comparison.matched_count(), None)
 
 
 class TrajectoryPrecision(CallMatchingMetric):
@@ -170,27 +135,12 @@ class TrajectoryPrecision(CallMatchingMetric):
 
     name: str = "trajectory_precision"
 
-    _float_value = precision_value
-
-    def _plain_explained(
-        self, predicted: list[ToolCall], reference: list[ToolCall]
-    ) -> tuple[float, str]:
-        n_pred, matched = len(predicted), 0
-        if not n_pred:
-            value = 0.0 if reference else 1.0
-        else:
-            matched = matched_count(predicted, reference)
-            value = matched / n_pred
-        return value, _describe_precision(n_pred, len(reference), matched, value)
+    _formula = PRECISION
+    _plain_count = matched_count
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
-        n_pred = len(comparison.predicted)
-        if not n_pred:
-            value = 0.0 if comparison.reference else 1.0
-        else:
-            value = comparison.matched_count() / n_pred
-        return _TrajectoryOutcome(value, comparison, _describe_precision)
+        return _outcome(self._formula, comparison, comparison.matched_count(), None)
 
 
 class TrajectoryRecall(CallMatchingMetric):
@@ -198,21 +148,12 @@ class TrajectoryRecall(CallMatchingMetric):
 
     name: str = "trajectory_recall"
 
-    _float_value = recall_value
-
-    def _plain_explained(
-        self, predicted: list[ToolCall], reference: list[ToolCall]
-    ) -> tuple[float, str]:
-        n_ref = len(reference)
-        matched = matched_count(predicted, reference) if n_ref else 0
-        value = matched / n_ref if n_ref else 1.0
-        return value, _describe_recall(len(predicted), n_ref, matched, value)
+    _formula = RECALL
+    _plain_count = matched_count
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         comparison = self._compare(sample) or await self._scored(sample)
-        n_ref = len(comparison.reference)
-        value = comparison.matched_count() / n_ref if n_ref else 1.0
-        return _TrajectoryOutcome(value, comparison, _describe_recall)
+        return _outcome(self._formula, comparison, comparison.matched_count(), None)
 
 
 class TrajectorySingleToolUse(MultiTurnMetric):
@@ -225,6 +166,14 @@ class TrajectorySingleToolUse(MultiTurnMetric):
     name: str = "trajectory_single_tool_use"
     tool_name: str = Field(min_length=1)
 
+    _formula: ClassVar[SingleToolFormula] = SINGLE_TOOL
+    """The value and reason (:mod:`._formulas`), shared by the float and the detailed path."""
+
+    @cached_property
+    def _kernel(self) -> Callable[[Sequence[Message]], float]:
+        """The float path, built once from :attr:`_formula` and the tool's name."""
+        return single_tool_value(self._formula, self.tool_name)
+
     async def multi_turn_ascore(
         self, sample: MultiTurnSample, callbacks: Any = None, timeout: float | None = None
     ) -> float:
@@ -233,16 +182,15 @@ class TrajectorySingleToolUse(MultiTurnMetric):
         The value is computed in one plain call, with the same result as :meth:`ascore`'s.
         """
         if timeout is None and type(sample) is MultiTurnSample:
-            return single_tool_value(sample.user_input, self.tool_name)
+            return self._kernel(sample.user_input)
         return await self._value(sample, timeout)
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         positions = [
             index for index, call in enumerate(sample.tool_calls) if call.name == self.tool_name
         ]
-        if positions:
-            reason = f"{self.tool_name!r} called {len(positions)} time(s): 1"
-        else:
-            reason = f"{self.tool_name!r} never called: 0"
+        formula = self._formula
+        value = float(formula.value(bool(positions)))
+        reason = formula.reason(self.tool_name, len(positions), value)
         details = {"positions": positions, "tool_name": self.tool_name}
-        return Explained(float(bool(positions)), reason, details)
+        return Explained(value, reason, details)
