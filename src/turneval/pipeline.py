@@ -125,7 +125,9 @@ def _failure(row: SampleResult, name: str, exc: BaseException) -> None:
     if raw:  # what the judge said, for the row's reader (the exception keeps all of it)
         shown = raw if len(raw) <= RAW_SHOWN else raw[:RAW_SHOWN] + "..."
         message = f"{message}; its last output: {shown!r}"
-    trace = failure_traceback(exc)
+    # a data error names its sample and field already: where the check sits says nothing more,
+    # and formatting it for every row of a bad file cost 16x the run (a traceback is for a bug)
+    trace = None if isinstance(exc, InvalidSampleError) else failure_traceback(exc)
     row.failures[name] = MetricFailure(name, row.index, type(exc).__name__, message, trace)
 
 

@@ -77,7 +77,8 @@ class MetricFailure:
 
     ``traceback`` is where the metric raised (the last frames, formatted as Python prints
     them, at most a few KB), or None when the error was not raised by a metric's code (an
-    unreadable line, a timeout, a failed agent run). results.jsonl keeps it as
+    unreadable line, a timeout, a failed agent run) or is a data error
+    (:class:`~turneval.errors.InvalidSampleError`, which names the sample and field). results.jsonl keeps it as
     ``<name>_traceback`` on the rows that have one.
     """
 

@@ -107,6 +107,7 @@ def _check(result: EvaluationResult, bars: dict[str, float]) -> None:
     from turneval.aggregate import unstable
 
     failures: list[str] = []
+    shown: list[str] = []  # the message: each failure, with where a metric raised under it
     for row in result.rows:
         label = f"sample {row.index}"
         if row.sample is not None and len(result.rows) > 1:
@@ -116,16 +117,18 @@ def _check(result: EvaluationResult, bars: dict[str, float]) -> None:
             failed = row.failures.get(name)
             if failed is not None:
                 failures.append(f"{label}: {name} failed: {failed}")
+                shown.append(f"  {failures[-1]}")
+                if failed.traceback:  # a bug in the metric's code: where it raised
+                    shown.extend(f"    {line}" for line in failed.traceback.splitlines())
             elif scored is not None and scored.value < bar:
                 reason = f": {scored.reason}" if scored.reason else ""
                 if unstable(scored, bar):
                     reason = " (unstable: its votes fall on both sides of the bar)" + reason
                 failures.append(f"{label}: {name} = {scored.value:.4g} < {bar:g}{reason}")
+                shown.append(f"  {failures[-1]}")
     if failures:
         checked = len(result.rows) * len(bars)
-        message = f"{len(failures)} of {checked} score checks failed:\n" + "\n".join(
-            f"  {line}" for line in failures
-        )
+        message = f"{len(failures)} of {checked} score checks failed:\n" + "\n".join(shown)
         raise ScoreAssertionError(message, result, failures)
 
 
