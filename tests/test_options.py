@@ -146,6 +146,24 @@ def test_evaluate_jsonl_calls_on_row_as_evaluate_does(tmp_path: Path) -> None:
     assert [row.index for row in streamed] == [0, 1, 2, 3]  # in input order, as written
 
 
+def test_an_on_row_that_raises_stops_every_front_end_with_its_own_error(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in lines()))
+
+    def broken(row: SampleResult) -> None:
+        raise RuntimeError(f"on_row broke at row {row.index}")
+
+    with pytest.raises(RuntimeError, match="on_row broke") as memory:  # not an ExceptionGroup
+        runner.evaluate(
+            EvaluationDataset.from_list([json.loads(line) for line in lines()]),
+            ["tool_call_f1"],
+            on_row=broken,
+        )
+    with pytest.raises(RuntimeError, match="on_row broke") as streamed:
+        stream.evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "out", workers=1, on_row=broken)
+    assert type(memory.value) is type(streamed.value) is RuntimeError
+
+
 def test_evaluate_jsonl_stops_on_error_as_evaluate_does(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in lines()))
@@ -232,3 +250,7 @@ def test_evaluate_on_ray_passes_the_shared_options_and_maps_the_old_names(
     picked = ("max_concurrency", "max_llm_concurrency", "show_progress", "fail_on_error", "details")
     assert [given[1][name] for name in picked] == [3, 2, True, 0.25, False]
     assert given[1]["on_row"] == rows.append
+    with pytest.raises(TypeError, match=r"both sample_concurrency= .* and max_concurrency="):
+        distributed.evaluate_on_ray(
+            data, ["tool_call_f1"], output=tmp_path / "d", sample_concurrency=4, max_concurrency=8
+        )

@@ -22,6 +22,7 @@ Needs the ``ray`` extra: ``pip install 'turneval[ray]'``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import pickle
@@ -438,7 +439,12 @@ def evaluate_on_ray(
             out of range.
         TypeError: an unknown keyword argument.
     """
-    given = _renamed(renamed)
+    shared = {
+        "max_concurrency": max_concurrency,
+        "max_llm_concurrency": max_llm_concurrency,
+        "show_progress": show_progress,
+    }
+    given = _renamed(renamed, shared)
     max_concurrency = given.get("max_concurrency", max_concurrency)
     max_llm_concurrency = given.get("max_llm_concurrency", max_llm_concurrency)
     show_progress = given.get("show_progress", show_progress)
@@ -534,13 +540,22 @@ RENAMED_OPTIONS = {
 """The old names of :func:`evaluate_on_ray`'s run options, each with its shared name."""
 
 
-def _renamed(given: dict[str, Any]) -> dict[str, Any]:
-    """The options given by their old names, under the shared names (a warning each)."""
+def _renamed(given: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+    """The options given by their old names, under the shared names (a warning each).
+
+    ``shared`` holds the shared names' values as given: an old name beside its new one given
+    too (not at its default) is a :class:`TypeError`, never a silent choice.
+    """
     found: dict[str, Any] = {}
+    defaults = inspect.signature(evaluate_on_ray).parameters
     for old, value in given.items():
         new = RENAMED_OPTIONS.get(old)
         if new is None:
             raise TypeError(f"evaluate_on_ray() got an unexpected keyword argument {old!r}")
+        if shared[new] != defaults[new].default:
+            raise TypeError(
+                f"evaluate_on_ray() got both {old}= (its old name) and {new}=: pass {new} only"
+            )
         warnings.warn(
             f"evaluate_on_ray({old}=...) is deprecated: pass {new}=..., the name every "
             "front end uses",

@@ -49,9 +49,12 @@ class RunOptions(BaseModel):
         fail_on_error: False: never abort. True: abort at the first failed row. A fraction f
             in [0, 1): abort once more than f of the rows done have failed (checked from
             :data:`MIN_ROWS_FOR_FRACTION` rows on). Aborting raises
-            :class:`~turneval.errors.EvaluationAbortedError` carrying the rows done so far.
+            :class:`~turneval.errors.EvaluationAbortedError` carrying the rows done so far. A
+            streamed run (``evaluate_jsonl``, Ray) checks after each chunk it writes, so it
+            stops at the end of the chunk that crossed the line.
         on_row: Called with each finished row (a :class:`~turneval.results.SampleResult`),
-            in completion order.
+            in completion order (a streamed run: in input order, as written). An exception it
+            raises stops the run and is raised as it is.
         show_progress: A progress display on stderr; None shows it only when stderr is a
             terminal.
         details: Keep each result's ``details`` (matched calls, verdicts, ...); False saves

@@ -275,12 +275,17 @@ async def run_rows(
     pending = iter(range(count))
     bar = None if batch else _progress_bar(count, options)
     tally = {"done": 0, "failed": 0}
+    raised: list[Exception] = []  # on_row's own error: the run stops and raises it as it is
 
     def stop(row: SampleResult) -> bool:
         tally["done"] += 1
         tally["failed"] += bool(row.failures)
         if options.on_row is not None:
-            options.on_row(row)
+            try:
+                options.on_row(row)
+            except Exception as exc:  # not wrapped in the task group's ExceptionGroup
+                raised.append(exc)
+                return True
         if not options.should_abort(tally["failed"], tally["done"]):
             return False
         if aborted is not None:
@@ -311,6 +316,8 @@ async def run_rows(
     finally:
         if bar is not None:
             bar.close()
+    if raised:
+        raise raised[0]
     return [row for row in rows if row is not None]
 
 

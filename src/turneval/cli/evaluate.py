@@ -86,7 +86,7 @@ def add_evaluate_command(commands: Any) -> None:
         "--max-in-flight",
         type=whole_number,
         default=None,
-        help="judge requests in flight at most, adapting to 429s (default: --llm-concurrency)",
+        help="judge requests in flight at most, adapting to 429s (default: --max-llm-concurrency)",
     )
     run.add_argument(
         "--workers",
