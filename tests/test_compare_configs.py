@@ -65,7 +65,7 @@ def test_metrics_of_one_name_configured_differently_are_refused_in_python() -> N
     message = str(refused.value)
     assert "\n" not in message
     assert message.startswith(
-        'metric tool_call_f1 (arg_rules null -> {"*": {"request_id": {"kind": '
+        'metric tool_call_f1 (arg_rules (unset) -> {"*": {"request_id": {"kind": '
     )
     assert "configured differently in the two runs" in message
     assert "--allow-config-change (allow_config_change=True)" in message
@@ -116,7 +116,7 @@ def test_the_cli_refuses_a_config_change_in_one_line_unless_allowed(
     assert main(["compare", str(plain), str(ruled)]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1
-    assert error.startswith("turneval: error: metric tool_call_f1 (arg_rules null -> {")
+    assert error.startswith("turneval: error: metric tool_call_f1 (arg_rules (unset) -> {")
     # a results.jsonl or summary.json in the run folder is checked the same way
     assert main(["compare", str(plain / "results.jsonl"), str(ruled / "summary.json")]) == 2
     assert "configured differently" in capsys.readouterr().err
@@ -128,10 +128,15 @@ def test_the_cli_refuses_a_config_change_in_one_line_unless_allowed(
     assert main(["compare", str(plain), str(means / "summary.json")]) == 2
     assert "configured differently" in capsys.readouterr().err
     assert main(["compare", str(plain), str(means / "summary.json"), "--allow-config-change"]) == 0
-    assert "| tool_call_f1 | 0.5000 | 1.0000 | +0.5000 |" in capsys.readouterr().out
+    allowed = capsys.readouterr().out
+    assert "| tool_call_f1 | 0.5000 | 1.0000 | +0.5000 |" in allowed
+    assert "note: compared although configured differently: tool_call_f1 (arg_rules" in allowed
     # a run folder without run.json (written before it existed) still compares, unchecked
     (ruled / "run.json").unlink()
-    assert compare_files(plain, ruled).metrics["tool_call_f1"].difference == 0.5
+    unchecked = compare_files(plain, ruled)
+    assert unchecked.metrics["tool_call_f1"].difference == 0.5
+    assert unchecked.config_notes == [f"metric configurations not checked: no run.json for {ruled}"]
+    assert f"note: metric configurations not checked: no run.json for {ruled}" in str(unchecked)
     # a run.json that is no run record is named
     (ruled / "run.json").write_text("[1, 2]")
     with pytest.raises(ConfigError, match=r"ruled/run.json: not a run record \(no \"metrics\""):
@@ -157,8 +162,21 @@ def test_the_viewer_shows_the_refusal_and_a_way_to_compare_anyway(tmp_path: Path
         allowed = client.get(f"/compare?a={plain}&b={ruled}&allow_config_change=1")
         same = client.get(f"/compare?a={plain}&b={plain}")
     assert refused.status_code == 409
-    assert "metric tool_call_f1 (arg_rules null -&gt; {&quot;*&quot;" in refused.text
+    assert "metric tool_call_f1 (arg_rules (unset) -&gt; {&quot;*&quot;" in refused.text
     assert "<table id='metrics'>" not in refused.text
     assert f"href='/compare?a={plain}&amp;b={ruled}&amp;allow_config_change=1'" in refused.text
     assert allowed.status_code == 200 and "<table id='metrics'>" in allowed.text
     assert same.status_code == 200 and "configured differently" not in same.text
+
+
+def test_empty_settings_are_unset_settings() -> None:
+    # no rules, an empty table of rules and a wildcard with no rule all score alike
+    records = [
+        {"name": "tool_call_f1", "class": "ToolCallF1", "config": {"arg_rules": rules}}
+        for rules in (None, {}, {"*": {}})
+    ]
+    for other in records[1:]:
+        check_metric_configs([records[0]], [other])
+    ruled = {"name": "tool_call_f1", "class": "ToolCallF1", "config": {"arg_rules": RULES}}
+    with pytest.raises(ConfigError, match=r"arg_rules \(unset\) -> "):
+        check_metric_configs([records[1]], [ruled])

@@ -91,8 +91,17 @@ def _changed(before: Any, after: Any, path: str = "") -> str:
     return next(_changes(before, after, path), "")
 
 
+def _pruned(value: Any) -> Any:
+    """``value`` without empty settings: ``None``, ``{}`` and ``[]`` at any depth mean unset."""
+    if isinstance(value, dict):
+        kept = {key: _pruned(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item not in (None, {}, [])}
+    return value
+
+
 def _changes(before: Any, after: Any, path: str = "") -> Iterator[str]:
     """Each key (dotted, sorted) whose value differs, with both values: ``a.b 1 -> 2``."""
+    before, after = _pruned(before), _pruned(after)
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(set(before) | set(after), key=str):
             missing = object()
@@ -131,7 +140,7 @@ def config_changes(
     return list(_changes(configs[0], configs[1]))
 
 
-def _clip(text: str, limit: int = 60) -> str:
+def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "check_metric_configs",
     "compare",
     "compare_files",
+    "metric_config_changes",
     "pair_rows",
 ]
 
@@ -62,6 +63,25 @@ def check_metric_configs(
         ConfigError: one line naming each metric configured differently and its differing
             fields with both values, and how to compare anyway.
     """
+    differing = metric_config_changes(baseline, candidate)
+    if differing:
+        noun = "metric" if len(differing) == 1 else "metrics"
+        verb = "is" if len(differing) == 1 else "are"
+        raise ConfigError(
+            f"{noun} {', '.join(differing)} {verb} configured differently in the two runs, so "
+            "their scores do not compare; compare anyway with --allow-config-change "
+            "(allow_config_change=True)"
+        )
+
+
+def metric_config_changes(
+    baseline: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """Each metric of one name configured differently in the two runs, with its changes.
+
+    ``name (field old -> new; ...)`` per metric, as :func:`check_metric_configs` names them
+    (empty when every shared metric scores alike).
+    """
     before = {str(m.get("name")): m for m in baseline if isinstance(m, Mapping)}
     differing = []
     for metric in candidate:
@@ -71,14 +91,7 @@ def check_metric_configs(
         changes = config_changes(before[name], metric, ignored=JUDGE_FIELDS)
         if changes:
             differing.append(f"{name} ({'; '.join(changes)})")
-    if differing:
-        noun = "metric" if len(differing) == 1 else "metrics"
-        verb = "is" if len(differing) == 1 else "are"
-        raise ConfigError(
-            f"{noun} {', '.join(differing)} {verb} configured differently in the two runs, so "
-            "their scores do not compare; compare anyway with --allow-config-change "
-            "(allow_config_change=True)"
-        )
+    return differing
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +195,12 @@ class Comparison:
     pass_threshold: float
     only_baseline: list[str] = field(default_factory=list)
     only_candidate: list[str] = field(default_factory=list)
+    config_notes: list[str] = field(default_factory=list)
+    """What :func:`compare_files` could say of the metrics' configurations: unchecked (no
+    run.json), or compared although different (``allow_config_change``)."""
 
     def __str__(self) -> str:
-        """A Markdown table of the comparison."""
+        """A Markdown table of the comparison, then its notes."""
         lines = [
             "| metric | baseline | candidate | diff | p | regressions | improvements |",
             "|---|---:|---:|---:|---:|---:|---:|",
@@ -202,6 +218,7 @@ class Comparison:
             lines.append(
                 f"| {m.name} | {' | '.join(cells)} | {len(m.regressions)} | {len(m.improvements)} |"
             )
+        lines += [f"note: {note}" for note in self.config_notes]
         lines += [f"note: {m.failed_note()}" for m in self.metrics.values() if m.newly_failed]
         lines += [f"note: {m.flaky_note()}" for m in self.metrics.values() if m.flaky_regressions]
         lines += [
@@ -468,19 +485,29 @@ def compare_files(
             metric is configured differently, or the runs cannot be paired.
     """
     paths = [Path(path) for path in (baseline, candidate)]
-    if not allow_config_change:
-        records = [_run_metrics(path) for path in paths]
-        if records[0] is not None and records[1] is not None:
-            check_metric_configs(records[0], records[1])
+    records = [_run_metrics(path, allow_config_change) for path in paths]
+    notes: list[str] = []
+    if records[0] is None or records[1] is None:
+        without = [str(path) for path, record in zip(paths, records, strict=True) if record is None]
+        notes.append(f"metric configurations not checked: no run.json for {' and '.join(without)}")
+    elif not allow_config_change:
+        check_metric_configs(records[0], records[1])
+    else:
+        notes += [
+            f"compared although configured differently: {change}"
+            for change in metric_config_changes(records[0], records[1])
+        ]
     first, second = (_load(path) for path in paths)
     if isinstance(first, tuple) and isinstance(second, tuple):
-        return compare(
+        paired = compare(
             first[0],
             second[0],
             pass_threshold=pass_threshold,
             pass_thresholds=pass_thresholds,
             lines=first[1],
         )
+        paired.config_notes.extend(notes)
+        return paired
     means = [run if isinstance(run, dict) else _means(run[0]) for run in (first, second)]
     shared = [name for name in means[0] if name in means[1]]
     if not shared:
@@ -498,13 +525,15 @@ def compare_files(
         pass_threshold,
         [name for name in means[0] if name not in shared],
         [name for name in means[1] if name not in shared],
+        notes,
     )
 
 
-def _run_metrics(path: Path) -> list[Mapping[str, Any]] | None:
+def _run_metrics(path: Path, lenient: bool = False) -> list[Mapping[str, Any]] | None:
     """The metrics' records of the run.json of the run folder ``path`` is or is in (None: none).
 
-    Only a folder, or a results.jsonl or summary.json in one, has a run.json of its own.
+    Only a folder, or a results.jsonl or summary.json in one, has a run.json of its own. One
+    that is not a run record is an error, or None when ``lenient`` (the check is skipped).
     """
     if not path.is_dir():
         if path.name not in ("results.jsonl", "summary.json"):
@@ -516,12 +545,16 @@ def _run_metrics(path: Path) -> list[Mapping[str, Any]] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
+        if lenient:
+            return None
         raise ConfigError(
             f"{record}: not a run record ({exc}); compare with --allow-config-change to skip "
             "the configuration check"
         ) from exc
     metrics = document.get("metrics") if isinstance(document, dict) else None
     if not isinstance(metrics, list):
+        if lenient:
+            return None
         raise ConfigError(
             f'{record}: not a run record (no "metrics" list); compare with '
             "--allow-config-change to skip the configuration check"
