@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turneval.judge import JudgeRun, judge_run
-from turneval.metrics import Evaluator
-from turneval.metrics._judged import JudgedMetric
+from turneval.metrics import Evaluator, JudgedMetric
 from turneval.ratelimit import CHARS_PER_TOKEN
 from turneval.results import Prices
 from turneval.samples import Sample

@@ -247,7 +247,7 @@ def _may_ask_unstated(metrics: Sequence[Evaluator]) -> bool:
     ``judge_requests``; a rule-based metric asks nothing. Any other metric that uses an LLM
     (a verdict depending on an earlier one, a hand-written judge call) may.
     """
-    from turneval.metrics._judged import JudgedMetric
+    from turneval.metrics import JudgedMetric
 
     def stated(metric: Any) -> bool:
         kind = type(metric)
@@ -261,7 +261,7 @@ def _may_ask_unstated(metrics: Sequence[Evaluator]) -> bool:
 def _plan(samples: Sequence[Sample], metrics: Sequence[Any], llm: Any) -> dict[str, _Planned]:
     """Every judge request of the run, keyed by its cache key (the judge's own)."""
     from turneval.judge import JudgeRun, judge_run
-    from turneval.metrics._judged import JudgedMetric, _repeat_key
+    from turneval.metrics import JudgedMetric
 
     plan: dict[str, _Planned] = {}
     judged = [m for m in metrics if isinstance(m, JudgedMetric)]
@@ -282,7 +282,7 @@ def _plan(samples: Sequence[Sample], metrics: Sequence[Any], llm: Any) -> dict[s
                     )
                     messages = judge.prompt(request.system, request.prompt, request.schema)
                     key = judge.cache_key(
-                        messages, request.schema, _repeat_key(request), vote=request.vote
+                        messages, request.schema, request.cache_extra, vote=request.vote
                     )
                     plan[key] = _Planned(judge, request.schema, messages)
     return plan
@@ -389,12 +389,12 @@ class BatchRun:
     # -- submission -----------------------------------------------------------------------------
 
     def _body(self, key: str, feedback: list[list[str]]) -> dict[str, Any]:
-        from turneval.judge.core import _with_feedback
+        from turneval.judge.core import with_feedback
 
         planned = self._plan[key]
         messages = planned.messages
         for raw, detail in feedback:  # a repair round: the model sees its earlier answers
-            messages = _with_feedback(messages, raw, detail)
+            messages = with_feedback(messages, raw, detail)
         provider = self._providers.get(id(planned.judge))
         if provider is None:  # a judge first seen in a scoring pass (another temperature)
             provider = self._providers[id(planned.judge)] = provider_for(planned.judge.llm)
@@ -546,7 +546,7 @@ class BatchRun:
 
     def _find_unstated(self) -> dict[str, _Planned]:
         """The requests a scoring pass would make that the plan lacks (none are sent)."""
-        from turneval.judge.core import _DEFER
+        from turneval.judge.core import DEFERRED_REQUESTS
         from turneval.runner import evaluate
 
         found: dict[str, _Planned] = {}
@@ -557,7 +557,7 @@ class BatchRun:
             raise JudgeCallError("asked in the next batch round")
 
         cache = _BatchCache(self.cache_path, {}, "sync")  # answers, or a miss: never raises
-        token = _DEFER.set(record)
+        token = DEFERRED_REQUESTS.set(record)
         try:
             evaluate(
                 self.samples,
@@ -568,7 +568,7 @@ class BatchRun:
                 details=False,
             )
         finally:
-            _DEFER.reset(token)
+            DEFERRED_REQUESTS.reset(token)
             cache.close()
         return found
 
@@ -577,11 +577,11 @@ class BatchRun:
         from pydantic import ValidationError
 
         from turneval.judge.core import (
-            _describe,
-            _structured_arguments,
-            _text_of,
-            _tokens_of,
+            describe_parse_error,
+            message_text,
+            message_tokens,
             parse_json_reply,
+            structured_arguments,
         )
 
         rows = {
@@ -607,14 +607,14 @@ class BatchRun:
             if outcome.message is None:
                 updates.append(self._retry(key, sends, repairs, feedback, str(outcome.error)))
                 continue
-            usage = usage + _tokens_of(outcome.message)
-            text = _text_of(outcome.message)
-            arguments = _structured_arguments(outcome.message)
+            usage = usage + message_tokens(outcome.message)
+            text = message_text(outcome.message)
+            arguments = structured_arguments(outcome.message)
             raw = text or arguments or ""
             try:
                 parsed = parse_json_reply(arguments or text, planned.schema)
             except (ValueError, ValidationError) as error:
-                detail = _describe(error)
+                detail = describe_parse_error(error)
                 notes = [*json.loads(feedback), [raw, detail]]
                 if repairs < planned.judge.max_parse_retries:
                     updates.append(("pending", repairs + 1, json.dumps(notes), None, key))

@@ -49,14 +49,20 @@ if TYPE_CHECKING:  # LangChain is imported when a judge is used, not with turnev
     from langchain_core.messages import BaseMessage
 
 __all__ = [
+    "DEFERRED_REQUESTS",
     "Judge",
     "JudgeReply",
     "JudgeRun",
     "LangchainLLMWrapper",
     "current_run",
+    "describe_parse_error",
     "judge_run",
+    "message_text",
+    "message_tokens",
     "parse_json_reply",
     "resolve_llm",
+    "structured_arguments",
+    "with_feedback",
 ]
 
 T = TypeVar("T", bound=BaseModel)
@@ -121,9 +127,9 @@ class JudgeRun:
         return self._limiter
 
 
-_DEFER: contextvars.ContextVar[Callable[[Judge, str, list[BaseMessage], Any], None] | None] = (
-    contextvars.ContextVar("turneval_batch_defer", default=None)
-)
+DEFERRED_REQUESTS: contextvars.ContextVar[
+    Callable[[Judge, str, list[BaseMessage], Any], None] | None
+] = contextvars.ContextVar("turneval_batch_defer", default=None)
 """Set by the batch engine while it looks for requests no metric stated up front: a request
 the cache does not answer is handed to it (with its cache key and messages) instead of sent."""
 
@@ -267,7 +273,7 @@ def _identity(llm: BaseChatModel) -> dict[str, Any]:
     return {"class": f"{type(llm).__module__}.{type(llm).__qualname__}", "params": params}
 
 
-def _tokens_of(message: Any) -> Usage:
+def message_tokens(message: Any) -> Usage:
     """The tokens billed for ``message`` (its request is counted when sent)."""
     metadata = getattr(message, "usage_metadata", None) or {}
     return Usage(
@@ -275,7 +281,8 @@ def _tokens_of(message: Any) -> Usage:
     )
 
 
-def _text_of(message: Any) -> str:
+def message_text(message: Any) -> str:
+    """The text of a chat model's reply (its content, or the text parts of a list of blocks)."""
     content = getattr(message, "content", message)
     if isinstance(content, str):
         return content
@@ -400,7 +407,7 @@ class Judge:
         """
         payload: dict[str, Any] = {
             "model": self.identity,
-            "messages": [[m.type, _text_of(m)] for m in messages],
+            "messages": [[m.type, message_text(m)] for m in messages],
             "schema": _json_schema(schema),
             "structured": self._supports_structured,
         }
@@ -449,7 +456,7 @@ class Judge:
                 self._record(run, usage)
                 return JudgeReply(cached, str(hit["raw"]), usage, True)  # type: ignore[index]
             stale = hit is not None  # an entry that is no valid verdict is asked again
-            defer = _DEFER.get()
+            defer = DEFERRED_REQUESTS.get()
             if defer is not None:  # the batch engine asks it in its next round (and raises)
                 defer(self, key, messages, schema)
         tally = _Tally()
@@ -479,11 +486,11 @@ class Judge:
                 reply = await self._request(runnable, messages, run, tally)
             except _OutputProblem as problem:  # the client parsed (and rejected) the answer
                 raw, detail = problem.raw, problem.detail
-                messages = _with_feedback(messages, raw, detail)
+                messages = with_feedback(messages, raw, detail)
                 continue
             raw_message = reply["raw"] if runnable is not None else reply
-            text = _text_of(raw_message)
-            arguments = _structured_arguments(raw_message) if runnable is not None else None
+            text = message_text(raw_message)
+            arguments = structured_arguments(raw_message) if runnable is not None else None
             raw = text or arguments or ""  # a tool-calling answer's raw output is its arguments
             tally.message = raw_message
             try:
@@ -491,8 +498,8 @@ class Judge:
                     return schema.model_validate(reply["parsed"]), raw
                 return parse_json_reply(arguments or text, schema), raw
             except (ValueError, ValidationError) as error:
-                detail = _describe(error)
-                messages = _with_feedback(messages, raw, detail)
+                detail = describe_parse_error(error)
+                messages = with_feedback(messages, raw, detail)
         raise JudgeOutputError(
             f"judge output could not be parsed after {self.max_parse_retries + 1} attempt(s): "
             f"{detail}",
@@ -521,7 +528,7 @@ class Judge:
                     reply = await self._send(runnable, messages, tally, held=False)
             except (ValidationError, OutputParserException) as error:
                 # Clients that parse inside the request (OpenAI's json_schema) raise here.
-                raise _OutputProblem(_raw_from(error), _describe(error)) from error
+                raise _OutputProblem(_raw_from(error), describe_parse_error(error)) from error
             except Exception as error:
                 kind = classify(error)
                 if not kind.transient or attempt == self.max_retries:
@@ -549,7 +556,7 @@ class Judge:
         self, limiter: RateLimiter, runnable: Any, messages: list[BaseMessage], tally: _Tally
     ) -> Any:
         """:meth:`_send` inside the run's rate limiter: quota, adaptive window, usage settled."""
-        async with limiter.slot(estimate_tokens(_text_of(m) for m in messages)) as slot:
+        async with limiter.slot(estimate_tokens(message_text(m) for m in messages)) as slot:
             before = tally.usage.total_tokens
             try:
                 return await self._send(runnable, messages, tally)
@@ -603,7 +610,7 @@ class Judge:
             if timed_out:
                 await drain()
         if "reply" in outcome:
-            tally.usage = tally.usage + _tokens_of(
+            tally.usage = tally.usage + message_tokens(
                 outcome["reply"]["raw"] if runnable is not None else outcome["reply"]
             )
         if timed_out:
@@ -652,7 +659,7 @@ def _raw_from(error: Exception) -> str:
     return ""
 
 
-def _with_feedback(messages: list[BaseMessage], raw: str, detail: str) -> list[BaseMessage]:
+def with_feedback(messages: list[BaseMessage], raw: str, detail: str) -> list[BaseMessage]:
     """The conversation so far, the model's unusable answer, and what was wrong with it."""
     from langchain_core.messages import AIMessage, HumanMessage
 
@@ -666,7 +673,7 @@ def _with_feedback(messages: list[BaseMessage], raw: str, detail: str) -> list[B
     ]
 
 
-def _describe(error: Exception) -> str:
+def describe_parse_error(error: Exception) -> str:
     """A parse error as the model should read it: each invalid field and why."""
     if isinstance(error, ValidationError):
         return "; ".join(
@@ -676,7 +683,7 @@ def _describe(error: Exception) -> str:
     return str(error) or type(error).__name__
 
 
-def _structured_arguments(message: Any) -> str | None:
+def structured_arguments(message: Any) -> str | None:
     """The JSON arguments of a tool-calling structured answer, when the model used a tool."""
     calls = getattr(message, "tool_calls", None) or []
     if calls:

@@ -140,6 +140,11 @@ class JudgeRequest(Generic[T]):
     vote: int = 0
     repeat: int = 0
 
+    @property
+    def cache_extra(self) -> dict[str, int] | None:
+        """What keeps repeat k > 0 apart in the cache (repeat 0 keeps the request's own key)."""
+        return {"repeat": self.repeat} if self.repeat else None
+
     def __post_init__(self) -> None:
         """Refuse a schema with a list that is not per item (``ConfigError`` naming it)."""
         problems = _per_item_problems(self.schema)

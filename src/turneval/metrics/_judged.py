@@ -258,7 +258,7 @@ class JudgedMetric(Metric[SampleT], ABC):
                     request.prompt,
                     request.schema,
                     vote=request.vote,
-                    cache_extra=_repeat_key(request),
+                    cache_extra=request.cache_extra,
                 )
             ]
         replies: list[JudgeReply[Any] | None] = [None] * len(requests)
@@ -269,7 +269,7 @@ class JudgedMetric(Metric[SampleT], ABC):
             judge = self.judge(
                 temperature=request.temperature, logprobs=request.logprobs, repeat=request.repeat
             )
-            extra = _repeat_key(request)
+            extra = request.cache_extra
             try:
                 if limiter is None:
                     reply = await judge.ask(
@@ -396,11 +396,6 @@ class JudgedMetric(Metric[SampleT], ABC):
 
             entry = judges[key] = (weakref.ref(llm, forget), judge)
         return entry[1]
-
-
-def _repeat_key(request: JudgeRequest[Any]) -> dict[str, int] | None:
-    """What keeps repeat k > 0 apart in the cache (repeat 0 keeps the request's own key)."""
-    return {"repeat": request.repeat} if request.repeat else None
 
 
 def _seed_of(llm: Any) -> int | None:
