@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FlakyScenario",
     "MetricSummary",
+    "PAIRWISE_VALUES",
     "RunAggregate",
     "RunFigures",
     "SummaryTable",
@@ -30,7 +31,10 @@ __all__ = [
     "builtin_aggregates",
     "compute_aggregates",
     "flaky_scenarios",
+    "is_pairwise",
     "paired_permutation_test",
+    "pairwise_rates",
+    "pairwise_reason",
     "pass_at_k",
     "pass_hat_k",
     "summarise_metrics",
@@ -41,7 +45,7 @@ __all__ = [
     "vote_stability",
 ]
 
-_PAIRWISE_VALUES = {"CANDIDATE": 1.0, "TIE": 0.5, "BASELINE": 0.0}
+PAIRWISE_VALUES = {"CANDIDATE": 1.0, "TIE": 0.5, "BASELINE": 0.0}
 """A pairwise verdict's value (:class:`~turneval.metrics.PairwiseMetric`)."""
 
 _PAIRWISE_REASON = re.compile(
@@ -50,15 +54,15 @@ _PAIRWISE_REASON = re.compile(
 """How a pairwise verdict's reason starts: ``CANDIDATE (both orders agree): ...``."""
 
 
-def _pairwise_reason(choice: str, first: str, second: str, explanation: str) -> str:
-    """The reason of a pairwise verdict (read back by :func:`_is_pairwise`)."""
+def pairwise_reason(choice: str, first: str, second: str, explanation: str) -> str:
+    """The reason of a pairwise verdict (read back by :func:`is_pairwise`)."""
     agree = (
         "both orders agree" if first == second else f"orders disagree ({first} vs {second}): TIE"
     )
     return f"{choice} ({agree}): {explanation}"
 
 
-def _is_pairwise(results: Sequence[MetricResult]) -> bool:
+def is_pairwise(results: Sequence[MetricResult]) -> bool:
     """Whether a column read back from a file (no metric object) holds pairwise verdicts.
 
     Every result's reason starts as a pairwise verdict's does and its value is that choice's.
@@ -67,12 +71,12 @@ def _is_pairwise(results: Sequence[MetricResult]) -> bool:
         return False
     for result in results:
         match = _PAIRWISE_REASON.match(result.reason)
-        if match is None or _PAIRWISE_VALUES[match.group(1)] != result.value:
+        if match is None or PAIRWISE_VALUES[match.group(1)] != result.value:
             return False
     return True
 
 
-def _pairwise_rates(results: Sequence[MetricResult]) -> dict[str, float]:
+def pairwise_rates(results: Sequence[MetricResult]) -> dict[str, float]:
     """Win, loss and tie rates of pairwise verdicts; with details, how often the orders agree.
 
     ``candidate_win_rate``, ``baseline_win_rate``, ``tie_rate`` (from the values, so with
@@ -522,8 +526,8 @@ def summarise_metrics(
         extra.update(vote_stability(scored))  # from the rows alone: the same in every sink
         if figures is not None:
             extra.update(figures.trial_figures(name, early_stops))
-        if metric is None and _is_pairwise(scored):  # read back from a file
-            extra.update(_pairwise_rates(scored))
+        if metric is None and is_pairwise(scored):  # read back from a file
+            extra.update(pairwise_rates(scored))
         if extra:
             summary = replace(summary, extra={**(summary.extra or {}), **extra})
         table[name] = summary

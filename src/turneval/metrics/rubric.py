@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from turneval.aggregate import _PAIRWISE_VALUES, _pairwise_rates, _pairwise_reason
+from turneval.aggregate import PAIRWISE_VALUES, pairwise_rates, pairwise_reason
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import (
     JudgeReply,
@@ -356,7 +356,7 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
         (the share of pairs whose two orders agree). Win rates are read from the values (1.0 CANDIDATE, 0.5 TIE, 0.0 BASELINE), so they
         are there with ``details=False`` too.
         """
-        return _pairwise_rates(results)
+        return pairwise_rates(results)
 
     def verdict(self, sample: Any, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """CANDIDATE, BASELINE or (when the two orders disagree) TIE."""
@@ -364,7 +364,7 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
         as_baseline_first = {"A": "BASELINE", "B": "CANDIDATE", "TIE": "TIE"}[first.choice]
         as_candidate_first = {"A": "CANDIDATE", "B": "BASELINE", "TIE": "TIE"}[second.choice]
         choice = as_baseline_first if as_baseline_first == as_candidate_first else "TIE"
-        value = _PAIRWISE_VALUES[choice]
+        value = PAIRWISE_VALUES[choice]
         details = {
             "choice": choice,
             "baseline_first": as_baseline_first,
@@ -372,7 +372,7 @@ class PairwiseMetric(JudgedMetric[SingleTurnSample], SingleTurnMetric):
             "explanation": first.explanation,
             "confidence": 1.0 if as_baseline_first == as_candidate_first else 0.5,
         }
-        reason = _pairwise_reason(choice, as_baseline_first, as_candidate_first, first.explanation)
+        reason = pairwise_reason(choice, as_baseline_first, as_candidate_first, first.explanation)
         return Explained(value, reason, details)
 
 
