@@ -256,7 +256,6 @@ KNOWN: set[str] = {
     "turneval.distributed: imports private name _run_chunk from turneval.stream",
     "turneval.pipeline: imports private name _parse from turneval.stream",
     "turneval.pipeline: imports turneval.stream (layer *) from layer *",
-    "turneval.watch._watcher: imports private module turneval.store._schema from outside turneval.store",
 }
 
 

@@ -399,6 +399,42 @@ class RunStore:
         """A write transaction (on SQLite, it holds the write lock from its start)."""
         return self.engine.execution_options(turneval_write=True).begin()
 
+    def stored_indexes(self, run_id: str) -> set[int]:
+        """The row indexes a run has in the store (what a restarted writer need not redo)."""
+        from sqlalchemy import select
+
+        from turneval.store._schema import rows
+
+        with self.engine.connect() as connection:
+            found = connection.execute(select(rows.c.idx).where(rows.c.run_id == run_id))
+            return {int(index) for index in found.scalars()}
+
+    def claim(self, key: str, owner: str, run_id: str) -> bool:
+        """Claim ``key`` for ``owner`` (writing into ``run_id``); whether ``owner`` holds it.
+
+        The first claim of a key wins, across processes sharing the store; claiming a key one
+        already holds (after a restart) is True again.
+        """
+        from sqlalchemy import insert, select
+        from sqlalchemy.exc import IntegrityError
+
+        from turneval.store._schema import claims
+
+        try:
+            with self.writing() as connection:
+                connection.execute(
+                    insert(claims).values(
+                        key=key, owner=owner, run_id=run_id, claimed=datetime.now(timezone.utc)
+                    )
+                )
+            return True
+        except IntegrityError:
+            with self.engine.connect() as connection:
+                holder = connection.execute(
+                    select(claims.c.owner).where(claims.c.key == key)
+                ).scalar()
+            return bool(holder == owner)
+
     @classmethod
     def coerce(cls, value: RunStore | str | os.PathLike[str] | None) -> RunStore | None:
         """A store from a store, a URL or a path (None stays None)."""

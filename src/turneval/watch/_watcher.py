@@ -275,15 +275,8 @@ class Watcher:
         """The indexes whose row was written (results.jsonl or the store)."""
         if self._recorder is None:
             return {int(r["index"]) for r in _lines(self.state / "results.jsonl")}
-        from sqlalchemy import select
-
-        from turneval.store._schema import rows
-
-        with self.store.engine.connect() as connection:
-            found = connection.execute(
-                select(rows.c.idx).where(rows.c.run_id == self._recorder.run_id)
-            )
-            return {int(index) for index in found.scalars()}
+        written: set[int] = self.store.stored_indexes(self._recorder.run_id)
+        return written
 
     def _recover(self) -> None:
         for name in ("spool.jsonl", "ledger.jsonl", "results.jsonl"):
@@ -483,30 +476,7 @@ class Watcher:
         """
         if self.store is None:
             return True
-        from datetime import datetime, timezone
-
-        from sqlalchemy import insert, select
-        from sqlalchemy.exc import IntegrityError
-
-        from turneval.store._schema import claims
-
-        try:
-            with self.store.writing() as connection:
-                connection.execute(
-                    insert(claims).values(
-                        key=key,
-                        owner=self.owner,
-                        run_id=self._recorder.run_id,
-                        claimed=datetime.now(timezone.utc),
-                    )
-                )
-            return True
-        except IntegrityError:
-            with self.store.engine.connect() as connection:
-                owner = connection.execute(
-                    select(claims.c.owner).where(claims.c.key == key)
-                ).scalar()
-            return bool(owner == self.owner)
+        return bool(self.store.claim(key, self.owner, self._recorder.run_id))
 
     def tick(self, *, force: bool = False) -> int:
         """Score the conversations complete now (all of them with ``force``); returns how many."""
