@@ -17,7 +17,7 @@ from turneval.traces import from_otlp_json
 
 from ._builders import call, conversation
 from ._openai_stub import OpenAIStub, Reply
-from .test_four_sinks import traces_file
+from .test_four_sinks import in_memory, the_same, traces_file, trials_file
 from .test_row_evaluators import FailedRows
 
 ray = pytest.importorskip("ray")
@@ -101,6 +101,35 @@ def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
     assert result.stream.aggregates == here.aggregates == {"failed_row_share": 1 / 3002}
     assert result.summary()["aggregates"] == {"failed_row_share": 1 / 3002}
     assert result.to_pandas()["line"].tolist()[:8] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_four_sinks_give_one_summary_on_the_same_data(tmp_path: Path) -> None:
+    # the traces of test_four_sinks (saved as samples) and its saved trials, in memory,
+    # streamed, read back from results.jsonl and on Ray: every figure of every summary equal
+    from turneval import EvaluationDataset
+    from turneval.metrics import Evaluator, ToolCallF1, TrajectorySingleToolUse
+
+    data = tmp_path / "data.jsonl"
+    samples = [
+        *from_otlp_json(traces_file(tmp_path)),
+        *EvaluationDataset.from_jsonl(trials_file(tmp_path)),
+    ]
+    EvaluationDataset(samples).to_jsonl(data)
+    metrics: list[Evaluator] = [TrajectorySingleToolUse(tool_name="f"), ToolCallF1()]
+    evaluate_jsonl(data, metrics, tmp_path / "streamed", workers=1)
+    on_ray = evaluate_on_ray(data, metrics, output=tmp_path / "ray", batch_size=4)
+    summaries: dict[str, dict[str, dict[str, Any]]] = {
+        "memory": in_memory(data, metrics),
+        "summary.json": json.loads((tmp_path / "streamed" / "summary.json").read_text())["metrics"],
+        "from_jsonl": EvaluationResult.from_jsonl(tmp_path / "streamed" / "results.jsonl")
+        .summary()
+        .to_dict(),
+        "ray": on_ray.summary()["metrics"],
+    }
+    the_same(summaries)
+    # what is compared is there: the traces' agent figures, the trials' pass^k
+    assert summaries["ray"]["latency_in_seconds"]["mean"] == 3.0
+    assert summaries["ray"]["tool_call_f1"]["extra"]["pass@3"] == 2 / 3
 
 
 def test_a_killed_worker_loses_and_duplicates_no_row(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """One summariser fed by every sink: the same data gives the same summary in memory, streamed
-(``evaluate_jsonl``, the CLI's summary.json) and read back from results.jsonl (Ray: in
-test_distributed). Agent figures come from traces, trial figures from saved simulated
+(``evaluate_jsonl``, the CLI's summary.json) and read back from results.jsonl; the fourth sink, Ray, runs the same data in
+test_distributed.test_four_sinks_give_one_summary_on_the_same_data. Agent figures come from traces, trial figures from saved simulated
 conversations; every figure of every summary is compared.
 """
 
