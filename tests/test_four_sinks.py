@@ -1,7 +1,8 @@
 """One summariser fed by every sink: the same data gives the same summary in memory, streamed
-(``evaluate_jsonl``, the CLI's summary.json) and read back from results.jsonl; the fourth sink, Ray, runs the same data in
-test_distributed.test_four_sinks_give_one_summary_on_the_same_data. Agent figures come from traces, trial figures from saved simulated
-conversations; every figure of every summary is compared.
+(``evaluate_jsonl``, the CLI's summary.json) and read back from results.jsonl; the fourth
+sink, Ray, runs the same data in test_distributed (test_four_sinks_give_one_summary_...).
+Agent figures come from traces, trial figures from saved simulated conversations; every figure
+of every summary is compared.
 """
 
 from __future__ import annotations
