@@ -129,6 +129,47 @@ def test_a_streamed_run_stores_its_rows_from_a_writer_thread_and_raises_its_erro
     assert [run.status for run in store.runs()].count("failed") == 1
 
 
+def test_a_streamed_run_stores_its_rows_as_written_without_reading_them_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import turneval.store._store as module
+
+    rows = [_row(0, True), _row(1, False), _row(2, True) | {"reference_tool_calls": None}]
+    rows.append({key: value for key, value in _row(3, True).items() if key != "metadata"})
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    def no_reading(text: Any) -> Any:
+        raise AssertionError("a streamed row is read back from its text")
+
+    monkeypatch.setattr(module, "_loads", no_reading)
+    url, out = str(tmp_path / "s.db"), tmp_path / "out"
+    done = evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=url)
+    monkeypatch.undo()
+    assert done.store_run is not None
+    with RunStore(url) as store:
+        page = store.rows_page(done.store_run)
+        # index, line, id and failed as the file's rows have them (row 2 has no reference calls)
+        assert [(row.index, row.line, row.sample_id, row.failed) for row in page] == [
+            (0, 1, "s0", False),
+            (1, 2, "s1", False),
+            (2, 3, "s2", True),
+            (3, 4, None, False),
+        ]
+        assert [row.index for row in store.rows_page(done.store_run, failed=True)] == [2]
+        lines = (out / "results.jsonl").read_text().splitlines()
+        assert list(store.record_lines(done.store_run)) == lines
+        with store.engine.connect() as connection:  # a new file: 16 KiB pages, partial indexes
+            assert connection.exec_driver_sql("PRAGMA page_size").scalar() == 16384
+            indexes: dict[str, str] = dict(
+                connection.exec_driver_sql(
+                    "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'rows' AND sql IS NOT NULL"
+                ).all()
+            )
+    assert indexes["ix_rows_failed"].endswith("WHERE failed IS 1")
+    assert indexes["ix_rows_run_sample"].endswith("WHERE sample_id IS NOT NULL")
+
+
 def test_a_stopped_run_is_interrupted_and_resume_continues_it(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -362,13 +403,13 @@ def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> No
         )
     assert "ix_rows_run_failed" not in {i["name"] for i in inspect(engine).get_indexes("rows")}
     with RunStore(store_url) as store:
-        assert store.schema_revision() == "0003"
+        assert store.schema_revision() == "0004"
         assert [(run.id, run.name, run.turneval_version) for run in store.runs()] == [
             ("ab12", "old", "0.0.9")
         ]
         store.delete_run("ab")
         assert store.runs() == []
-    assert "ix_rows_run_failed" in {i["name"] for i in inspect(engine).get_indexes("rows")}
+    assert "ix_rows_failed" in {i["name"] for i in inspect(engine).get_indexes("rows")}
     with engine.connect() as connection:  # the migrations build exactly the tables declared
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
     engine.dispose()

@@ -170,6 +170,8 @@ class _Chunk:
     first_errors: list[RowError] = field(default_factory=list)
     results: dict[str, list[MetricResult]] = field(default_factory=dict)  # for summary extras
     figures: RunFigures = field(default_factory=RunFigures)  # agent runs and trials
+    # each row's (index, line, sample id, failed): what a run store keeps beside the record
+    keys: list[tuple[int, int, str | None, bool]] = field(default_factory=list)
 
 
 _Line = tuple[int, str | bytes]  # (1-based line number, the line: raw bytes or text)
@@ -444,6 +446,7 @@ class _ChunkBuilder:
         self.failed = dict.fromkeys(self.names, 0)
         self.metric_usage = {name: Usage() for name in self.names}
         self.records: list[str] = []
+        self.row_keys: list[tuple[int, int, str | None, bool]] = []  # see _Chunk.keys
         self.kept: list[SampleResult] = []
         self.bad = self.failed_rows = 0
         self.first_errors: list[RowError] = []
@@ -467,6 +470,9 @@ class _ChunkBuilder:
         if bad:  # told apart from a sample every metric rejects when a run is resumed
             record[UNREADABLE] = True
         self.records.append(fast_line(record, self.plain_size + ("id" in record)))
+        # failed as the run store tells it (RunRecorder): a metric's error or the agent's
+        failed = bool(record.get("agent_error")) or any(record.get(key) for _, _, key in self.keys)
+        self.row_keys.append((record["index"], number, record.get("id"), failed))
         results, values, extras = scored.results, self.values, self.extras
         for name in self.names:
             cell = results.get(name)
@@ -519,6 +525,7 @@ class _ChunkBuilder:
             values.append(value)
         record["line"] = number
         self.records.append(fast_line(record, size))
+        self.row_keys.append((index, number, record.get("id"), False))
         return True
 
     def finish(self, usage: Usage) -> _Chunk:
@@ -535,6 +542,7 @@ class _ChunkBuilder:
             self.first_errors,
             self.extras,
             self.figures,
+            self.row_keys,
         )
 
 
@@ -1221,7 +1229,7 @@ class _JsonlSink:
             self.handle.flush()
         if self.recorder is not None:  # after the file: a resumed run's file has every row
             self.recorder.in_background()  # stored while the next chunks are scored
-            self.recorder.add_lines(chunk.records)
+            self.recorder.add_rows(chunk.keys, chunk.records)  # the rows as written, not re-read
             self.recorder.flush()
         for name in self.names:
             self.values[name].extend(chunk.values[name])

@@ -54,6 +54,7 @@ STATUSES = ("running", "finished", "failed", "interrupted")
 """A stored run's status: ``running`` until it ends one of the three other ways."""
 
 _FLUSH_SECONDS = 1.0  # a slow run's rows reach the store at least this often
+_PAGE_SIZE = 16384  # a new SQLite store's page size (bytes)
 
 
 @dataclass(frozen=True)
@@ -360,6 +361,10 @@ class RunStore:
                 dbapi.isolation_level = None  # transactions are begun below, IMMEDIATE
                 cursor = dbapi.cursor()
                 cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+                # A new file gets 16 KiB pages: a row (its results row and its sample, about
+                # 2 KB each in a typical run) no longer takes a 4 KiB page of its own, so a run
+                # writes about a third fewer bytes. An existing file keeps its pages (no-op).
+                cursor.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
                 _wal(cursor, busy_timeout)
                 cursor.execute("PRAGMA synchronous = NORMAL")
                 cursor.execute("PRAGMA foreign_keys = ON")
@@ -1096,14 +1101,30 @@ class RunRecorder:
         """Write a results.jsonl row (``text``, parsed as ``record``) with its sample's JSON."""
         self._queue(text, record, sample)
 
-    def add_lines(self, lines: Iterable[str]) -> None:
-        """Write results.jsonl rows (their text); their samples are taken from :meth:`expect`."""
-        for text in lines:
-            sample = self._samples.popleft() if self._samples else None
-            self._queue(text, _loads(text), sample)
+    def add_rows(
+        self, keys: Iterable[tuple[int, int | None, str | None, bool]], lines: Iterable[str]
+    ) -> None:
+        """Write results.jsonl rows as their writer knows them, without reading them back.
+
+        Args:
+            keys: Each row's ``(index, line, sample id, failed)``: its ``index``, ``line`` and
+                ``id`` fields, and whether a metric's ``*_error`` or ``agent_error`` is set.
+            lines: The rows' text, as written to results.jsonl (same order).
+
+        Their samples are taken from :meth:`expect`.
+        """
+        run_id, samples, pending = self.run_id, self._samples, self._pending
+        for (index, line, sample_id, failed), text in zip(keys, lines, strict=True):
+            sample = samples.popleft() if samples else None
+            pending.append((run_id, index, line, sample_id, failed, sample, text))
+            if len(pending) >= self.store.batch_rows:
+                self.flush()
+                pending = self._pending
+        if monotonic() - self._last > _FLUSH_SECONDS:
+            self.flush()
 
     def expect(self, samples: Iterable[str | None]) -> None:
-        """The samples (JSON text) of the next rows :meth:`add_lines` gets, in order."""
+        """The samples (JSON text) of the next rows :meth:`add_rows` gets, in order."""
         self._samples.extend(samples)
 
     def _queue(self, text: str, record: Mapping[str, Any], sample: str | None) -> None:
@@ -1143,13 +1164,18 @@ class RunRecorder:
         self._insert(pending)
 
     def _insert(self, pending: list[tuple[Any, ...]]) -> None:
-        mark = "?" if self.store.kind == "sqlite" else "%s"  # the driver's own parameters:
-        statement = (  # thousands of rows a second, without building a statement per row
-            "INSERT INTO rows (run_id, idx, line, sample_id, failed, sample, record) "
-            f"VALUES ({', '.join([mark] * 7)})"
-        )
+        columns = "rows (run_id, idx, line, sample_id, failed, sample, record)"
         with self.store.writing() as connection:
-            connection.exec_driver_sql(statement, pending)
+            if self.store.kind == "postgresql":  # COPY: one stream of rows, no statement each
+                driver = connection.connection.driver_connection
+                assert driver is not None
+                with driver.cursor() as cursor, cursor.copy(f"COPY {columns} FROM STDIN") as copy:
+                    for row in pending:
+                        copy.write_row(row)
+            else:  # the driver's own executemany: one prepared statement for the batch
+                connection.exec_driver_sql(
+                    f"INSERT INTO {columns} VALUES (?, ?, ?, ?, ?, ?, ?)", pending
+                )
 
     def sync(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Make the stored rows those of a resumed run's file (its finished rows).
