@@ -11,7 +11,8 @@ from langchain_openai import ChatOpenAI
 from turneval import ConfigError
 from turneval.cli import main
 from turneval.metrics import ToolCallF1
-from turneval.stream import ResumeWarning, _JsonlSink, evaluate_jsonl
+from turneval.stream import ResumeWarning, evaluate_jsonl
+from turneval.stream.sink import JsonlSink
 
 from ._builders import call, conversation
 
@@ -38,9 +39,9 @@ def test_run_json_records_the_run_before_the_first_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[dict[str, Any]] = []
-    absorb = _JsonlSink.absorb
+    absorb = JsonlSink.absorb
 
-    def first_absorb(self: _JsonlSink, chunk: Any) -> None:
+    def first_absorb(self: JsonlSink, chunk: Any) -> None:
         run_json = Path(self.handle.name).parent / "run.json"
         if not seen:  # before the first row: run.json is there, no input read yet
             assert Path(self.handle.name).stat().st_size == 0
@@ -48,7 +49,7 @@ def test_run_json_records_the_run_before_the_first_row(
         absorb(self, chunk)
         seen.append(json.loads(run_json.read_text()))  # it covers every row written
 
-    monkeypatch.setattr(_JsonlSink, "absorb", first_absorb)
+    monkeypatch.setattr(JsonlSink, "absorb", first_absorb)
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in LINES))
     judge = ChatOpenAI(model="gpt-4o-mini", api_key="unused", base_url="http://127.0.0.1:9/v1")

@@ -20,7 +20,8 @@ from turneval.metrics import ToolCallF1
 from turneval.results import SampleResult
 from turneval.simulation import ScriptedUser, simulate
 from turneval.store import RunStore
-from turneval.stream import _JsonlSink, evaluate_jsonl
+from turneval.stream import evaluate_jsonl
+from turneval.stream.sink import JsonlSink
 
 pytest.importorskip("sqlalchemy")
 
@@ -174,15 +175,15 @@ def test_a_stopped_run_is_interrupted_and_resume_continues_it(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data, out = _write_data(tmp_path / "data.jsonl"), tmp_path / "out"
-    absorb, calls = _JsonlSink.absorb, []
+    absorb, calls = JsonlSink.absorb, []
 
-    def stop_at_second_chunk(sink: _JsonlSink, chunk: Any) -> None:
+    def stop_at_second_chunk(sink: JsonlSink, chunk: Any) -> None:
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
         absorb(sink, chunk)
 
-    monkeypatch.setattr(_JsonlSink, "absorb", stop_at_second_chunk)
+    monkeypatch.setattr(JsonlSink, "absorb", stop_at_second_chunk)
     with pytest.raises(KeyboardInterrupt):
         evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=store_url)
     store = RunStore(store_url)
@@ -195,7 +196,7 @@ def test_a_stopped_run_is_interrupted_and_resume_continues_it(
 
     with store.engine.begin() as connection:
         connection.execute(delete(rows).where(rows.c.run_id == run.id, rows.c.idx == 1))
-    monkeypatch.setattr(_JsonlSink, "absorb", absorb)
+    monkeypatch.setattr(JsonlSink, "absorb", absorb)
     stop = threading.Event()
     stop.set()  # SIGTERM before the next chunk (as the CLI sets it): the run stops again
     options: dict[str, Any] = {"chunk_size": 2, "workers": 1, "store": store_url, "resume": True}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from turneval import evaluate, stream
+from turneval import evaluate
 from turneval._gc import YOUNG_THRESHOLD, _Policy, batch_collection, freeze_process
 from turneval.metrics import (
     CallMatchingMetric,
@@ -24,7 +24,8 @@ from turneval.pipeline import RunOptions, score_sample
 from turneval.results import json_line
 from turneval.results_codec import fast_line
 from turneval.runner import resolve_metrics
-from turneval.stream import _plain_explainers, _run_chunk, evaluate_jsonl
+from turneval.stream import evaluate_jsonl, scoring
+from turneval.stream.scoring import plain_explainers, run_chunk
 
 from ._builders import call, conversation
 
@@ -200,14 +201,14 @@ def test_one_sample_at_a_time_gives_the_chunk_the_batch_core_gives(
         scored.append(index)
         return await score_sample(index, *args)
 
-    monkeypatch.setattr(stream, "score_sample", counted)
-    lean = _run_chunk(lines, 7, metrics, 4, RunOptions(max_concurrency=1, details=details))
+    monkeypatch.setattr(scoring, "score_sample", counted)
+    lean = run_chunk(lines, 7, metrics, 4, RunOptions(max_concurrency=1, details=details))
     # Report rows (the first 4) and the extra samples take score_sample; without details the
     # other good lines are written from the plain functions.
     # Good lines: positions 0, 1, 3 (report rows), 6, 7, 8; the extra samples: 10, 11, 12.
     plain = [] if details else [7 + 6, 7 + 7, 7 + 8]
     assert scored == [index for index in [7, 8, 10, 13, 14, 15, 17, 18, 19] if index not in plain]
-    batch = _run_chunk(lines, 7, metrics, 4, RunOptions(max_concurrency=4, details=details))
+    batch = run_chunk(lines, 7, metrics, 4, RunOptions(max_concurrency=4, details=details))
     assert lean.records == batch.records and len(lean.records) == len(lines)
     assert (lean.values, lean.failed) == (batch.values, batch.failed)
     assert (lean.bad_lines, lean.failed_rows) == (batch.bad_lines, batch.failed_rows) == (4, 5)
@@ -230,9 +231,9 @@ def test_plain_rows_only_for_plain_metrics_without_details_or_timeout() -> None:
 
     plain = RunOptions(max_concurrency=1, details=False)
     metrics = [ToolCallF1(), ToolCallAccuracy(strict_order=False), TrajectoryRecall()]
-    assert len(_plain_explainers(metrics, plain)) == 3
-    assert _plain_explainers(metrics, plain.replace(details=True)) == []
-    assert _plain_explainers(metrics, plain.replace(timeout=5.0)) == []
+    assert len(plain_explainers(metrics, plain)) == 3
+    assert plain_explainers(metrics, plain.replace(details=True)) == []
+    assert plain_explainers(metrics, plain.replace(timeout=5.0)) == []
     others: list[Evaluator] = [
         TrajectoryRecall(arg_comparison_metric="levenshtein"),  # a comparator: records needed
         ToolCallAccuracy(arg_rules={"search": {"q": "ignore"}}),
@@ -240,7 +241,7 @@ def test_plain_rows_only_for_plain_metrics_without_details_or_timeout() -> None:
         ExactMatch(),
     ]
     for other in others:
-        assert _plain_explainers([*metrics, other], plain) == [], other
+        assert plain_explainers([*metrics, other], plain) == [], other
 
 
 def test_a_frozen_worker_skips_the_freeze_check(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -285,9 +286,9 @@ def test_rows_a_plain_function_cannot_write_take_the_general_path() -> None:
     lines = [(number, raw) for number, raw in enumerate(GOOD, start=1)]
     for metric in (_Counted(name="counted"), _Raising(name="counted")):
         metrics = [resolve_metrics(["tool_call_f1"])[0], metric]
-        assert len(_plain_explainers(metrics, RunOptions(details=False))) == 2
+        assert len(plain_explainers(metrics, RunOptions(details=False))) == 2
         chunks = [
-            _run_chunk(lines, 0, metrics, 0, RunOptions(max_concurrency=flight, details=False))
+            run_chunk(lines, 0, metrics, 0, RunOptions(max_concurrency=flight, details=False))
             for flight in (1, 4)
         ]
         assert chunks[0].records == chunks[1].records

@@ -25,11 +25,12 @@ ROWS, CHUNK = 400, 20
 SLOW_CLI = f"""
 import functools, sys, time
 import turneval.stream as stream
-score = stream._score_in_worker
+import turneval.stream.workers as workers
+score = workers._score_in_worker
 def slow(*args):
     time.sleep(0.1)
     return score(*args)
-stream._score_in_worker = slow
+workers._score_in_worker = slow
 stream.evaluate_jsonl = functools.partial(stream.evaluate_jsonl, chunk_size={CHUNK})
 from turneval.cli import main
 sys.exit(main(sys.argv[1:]))

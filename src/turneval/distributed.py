@@ -46,16 +46,11 @@ from turneval.options import RunOptions
 from turneval.ratelimit import LocalBudget, RateLimit, RateLimiter
 from turneval.results import SampleResult
 from turneval.runner import resolve_metrics
-from turneval.stream import (
-    _UNDECODABLE_ROW,
-    StreamResult,
-    _check_input_file,
-    _Chunk,
-    _Line,
-    _preflight,
-    _run_chunk,
-    evaluate_jsonl,
-)
+from turneval.sample_lines import UNDECODABLE_ROW
+from turneval.stream import StreamResult, evaluate_jsonl
+from turneval.stream.chunks import Chunk, Line, check_input_file
+from turneval.stream.engine import preflight
+from turneval.stream.scoring import run_chunk
 
 if TYPE_CHECKING:
     from turneval.store import RunStore
@@ -228,7 +223,7 @@ class _ChunkScorer:
         chunks = []
         for number in batch["chunk"]:
             lines, first, keep = ray.get(self.chunk_refs[number])
-            chunk = _run_chunk(lines, first, self.metrics, keep, self.options)
+            chunk = run_chunk(lines, first, self.metrics, keep, self.options)
             chunks.append(pickle.dumps(chunk))
         return {"chunk": chunks}
 
@@ -242,12 +237,12 @@ def _engine(
     concurrency: int,
     num_cpus: float,
     max_retries: int,
-) -> Callable[..., Iterable[_Chunk]]:
+) -> Callable[..., Iterable[Chunk]]:
     def run(
-        chunks: Iterator[tuple[list[_Line], int, int]],
+        chunks: Iterator[tuple[list[Line], int, int]],
         metrics: list[Evaluator],
         options: RunOptions,
-    ) -> Iterator[_Chunk]:
+    ) -> Iterator[Chunk]:
         # The chunks go to the object store (which spills to disk), not into the driver's heap:
         # the driver holds one reference per chunk, whatever the size of the file.
         refs = [ray.put(chunk) for chunk in chunks]
@@ -468,11 +463,11 @@ def evaluate_on_ray(
         )
     # The input and the output are checked before Ray starts (which takes seconds).
     if isinstance(data, (str, os.PathLike)) and not _is_parquet(Path(data)):
-        _check_input_file(Path(data))
+        check_input_file(Path(data))
     elif isinstance(data, (str, os.PathLike)) and not Path(data).exists():
         raise InvalidSampleError(f"{data}: no such file or folder", field="path")
     target = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="turneval-"))
-    _preflight(target, batch_size, 1, resume, overwrite)
+    preflight(target, batch_size, 1, resume, overwrite)
     if store is not None:  # an unopenable store fails before Ray starts
         from turneval.store import RunStore
 
@@ -591,7 +586,7 @@ def _write_rows(dataset: Any, target: Path, source: str = "the dataset") -> Path
             for record in records:
                 number += 1
                 if isinstance(record, str):
-                    record = {_UNDECODABLE_ROW: f"row {number} of {source}: {record}"}
+                    record = {UNDECODABLE_ROW: f"row {number} of {source}: {record}"}
                 handle.write(json.dumps(_plain(record), ensure_ascii=False, default=str) + "\n")
     return path
 

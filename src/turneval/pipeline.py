@@ -42,6 +42,7 @@ from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
 from turneval.provenance import Provenance, sample_provenance
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
+from turneval.sample_lines import parse_line  # the per-line reader of streamed runs
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 if TYPE_CHECKING:
@@ -329,9 +330,7 @@ def _read_item(item: Any, index: int, line: int) -> Sample:
     if isinstance(item, (SingleTurnSample, MultiTurnSample)):
         return item
     if isinstance(item, (str, bytes)):
-        from turneval.stream import _parse  # the streaming CLI's per-line reader
-
-        return _parse(item, line)  # bytes are validated as they are (decoded only on error)
+        return parse_line(item, line)  # bytes are validated as they are (decoded only on error)
     if isinstance(item, dict):
         from turneval.dataset import sample_from_dict
 
