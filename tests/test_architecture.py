@@ -11,6 +11,7 @@ package ``pkg``. The checker itself is tested on a synthetic package.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -310,3 +311,22 @@ def test_old_import_paths_still_work() -> None:
 
     assert OldUsage is Usage and JudgeUsage is Usage
     assert old_run_sync is run_sync
+
+
+def test_the_architecture_page_draws_these_layers() -> None:
+    # docs/architecture.md's layer table: one row per layer, or one row per package whose
+    # modules are layered inside it (a -> b), every owner named in its row, rows in order
+    page = (SRC.parent / "docs" / "architecture.md").read_text("utf-8")
+    section = page.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    named = [set(re.findall(r"`([\w.]+)`", row.split(" | ")[1])) for row in rows[1:]]
+    named[-1].add("turneval")  # "the `turneval` package" is written in words
+    place: dict[str, int] = {}
+    for number, names in enumerate(named):
+        for name in names:
+            place.setdefault(f"turneval.{name}" if name != "turneval" else name, number)
+    owners = [owner for layer in LAYERS for owner in layer]
+    assert sorted(set(owners) - set(place)) == [], "layers the page does not draw"
+    assert sorted(set(place) - set(owners)) == [], "modules the page draws in no layer"
+    rows_in_order = [max(place[owner] for owner in layer) for layer in LAYERS]
+    assert rows_in_order == sorted(rows_in_order), "the page's rows are not the layers' order"
