@@ -163,3 +163,10 @@ def test_calibration_reads_the_declared_scale_and_label_text() -> None:
         ConfigError, match="label 7 is outside the scale of 'capability_probe_stars'"
     ):
         agreement(result, [2.0, 7.0], Stars())
+
+
+def test_the_tool_a_metric_is_about_is_declared() -> None:
+    from turneval.metrics import TrajectorySingleToolUse
+
+    assert TrajectorySingleToolUse(tool_name="lookup").subject_tool == "lookup"
+    assert ToolCallF1().subject_tool is None and Stars().subject_tool is None

@@ -28,19 +28,20 @@ without result objects (None: the metric cannot tell from the calls alone)."""
 
 
 def plain_result(
-    metric: MultiTurnMetric, explain: PlainExplainer, sample: MultiTurnSample
+    metric: MultiTurnMetric, explain: PlainExplainer, sample: MultiTurnSample, plain: bool
 ) -> MetricResult | None:
     """``ascore(sample, details=False)`` from ``explain``; None where the detailed path decides.
 
-    Only for a metric whose ``_plain`` holds, a conversation (exactly) and reference calls.
+    Only when ``plain`` (the metric's ``_plain``: no rule the explainer cannot follow), for a
+    conversation (exactly) with reference calls.
     """
-    if not getattr(metric, "_plain", False) or type(sample) is not MultiTurnSample:
+    if not plain or type(sample) is not MultiTurnSample:
         return None
     reference = sample.reference_tool_calls
     if reference is None:
         return None
-    plain = explain(sample.tool_calls, reference)
-    return None if plain is None else MetricResult(metric.name, plain[0], plain[1])
+    explained = explain(sample.tool_calls, reference)
+    return None if explained is None else MetricResult(metric.name, explained[0], explained[1])
 
 
 class CallMatchingMetric(MultiTurnMetric, ABC):
@@ -140,7 +141,7 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
             InvalidSampleError: ``sample`` is not a conversation, or has no
                 ``reference_tool_calls``.
         """
-        plain = None if details else plain_result(self, self._plain_explained, sample)
+        plain = None if details else plain_result(self, self._plain_explained, sample, self._plain)
         return plain if plain is not None else await super().ascore(sample, details=details)
 
     async def multi_turn_ascore(

@@ -284,6 +284,14 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
         return f"{value:g}"
 
     @property
+    def subject_tool(self) -> str | None:
+        """The one tool this evaluator is about, shown beside its name in reports; None for most.
+
+        ``trajectory_single_tool_use`` is about its ``tool_name``.
+        """
+        return None
+
+    @property
     def votes_per_row(self) -> int:
         """Times every question of a row is asked (the value combines the votes); 1 by default.
 

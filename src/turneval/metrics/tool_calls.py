@@ -200,7 +200,7 @@ class ToolCallAccuracy(MultiTurnMetric):
             InvalidSampleError: ``sample`` is not a conversation, or has no
                 ``reference_tool_calls``.
         """
-        plain = None if details else plain_result(self, self._plain_explained, sample)
+        plain = None if details else plain_result(self, self._plain_explained, sample, self._plain)
         return plain if plain is not None else await super().ascore(sample, details=details)
 
     def _plain_explained(

@@ -166,6 +166,11 @@ class TrajectorySingleToolUse(MultiTurnMetric):
     name: str = "trajectory_single_tool_use"
     tool_name: str = Field(min_length=1)
 
+    @property
+    def subject_tool(self) -> str | None:
+        """The tool looked for (:attr:`tool_name`)."""
+        return self.tool_name
+
     _formula: ClassVar[SingleToolFormula] = SINGLE_TOOL
     """The value and reason (:mod:`._formulas`), shared by the float and the detailed path."""
 

@@ -265,7 +265,7 @@ class JsonlSink:
             rows=self.kept,
             total_rows=self.total,
             usage=self.usage,
-            tools={m.name: str(m.tool_name) for m in self.metrics if hasattr(m, "tool_name")},
+            tools={m.name: m.subject_tool for m in self.metrics if m.subject_tool is not None},
         )
         with naming(target / "report.html"):
             (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")
