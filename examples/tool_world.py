@@ -146,7 +146,9 @@ def main() -> None:
         if "pass^3" in extra:
             print(f"{name:<36} mean={summary.mean:.3f}  pass^3={extra['pass^3']:.3f}")
     for scenario in scenarios:
-        rows = [r for r in result.rows if r.trial is not None and r.trial.scenario_id == scenario.id]
+        rows = [
+            r for r in result.rows if r.trial is not None and r.trial.scenario_id == scenario.id
+        ]
         marks = " ".join(
             f"end={r.score('end_state_match'):.0f},traj={r.score('trajectory_exact_match'):.0f},"
             f"goal={r.score('agent_goal_accuracy_with_reference'):.0f},"
