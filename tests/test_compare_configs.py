@@ -171,9 +171,10 @@ def test_the_viewer_shows_the_refusal_and_a_way_to_compare_anyway(tmp_path: Path
 
 def test_empty_settings_are_unset_settings() -> None:
     # no rules, an empty table of rules and a wildcard with no rule all score alike
+    empty: tuple[Any, ...] = (None, {}, {"*": {}})
     records = [
         {"name": "tool_call_f1", "class": "ToolCallF1", "config": {"arg_rules": rules}}
-        for rules in (None, {}, {"*": {}})
+        for rules in empty
     ]
     for other in records[1:]:
         check_metric_configs([records[0]], [other])

@@ -17,6 +17,7 @@ __all__ = [
     "AIMessage",
     "HumanMessage",
     "Message",
+    "MessageBase",
     "MessageList",
     "SystemMessage",
     "ToolCall",
@@ -52,14 +53,20 @@ class ToolCall(BaseModel):
         return f"{self.name}({_json(self.args)})"
 
 
-class _BaseMessage(BaseModel):
+class MessageBase(BaseModel):
+    """What every message has: its text and optional metadata (the classes below add their own).
+
+    :data:`Message` is the union a conversation holds; this base class is the type a list of
+    mixed messages is inferred as, which functions taking messages accept too.
+    """
+
     model_config = _CONFIG
 
     content: str
     metadata: dict[str, Any] | None = None
 
 
-class SystemMessage(_BaseMessage):
+class SystemMessage(MessageBase):
     """The system prompt; allowed only first in a conversation."""
 
     type: Literal["system"] = "system"
@@ -69,7 +76,7 @@ class SystemMessage(_BaseMessage):
         return f"System: {self.content}"
 
 
-class HumanMessage(_BaseMessage):
+class HumanMessage(MessageBase):
     """A turn of the human user."""
 
     type: Literal["human"] = "human"
@@ -79,7 +86,7 @@ class HumanMessage(_BaseMessage):
         return f"Human: {self.content}"
 
 
-class AIMessage(_BaseMessage):
+class AIMessage(MessageBase):
     """A turn of the AI: text, tool calls, or both."""
 
     type: Literal["ai"] = "ai"
@@ -95,7 +102,7 @@ class AIMessage(_BaseMessage):
         return "\n".join(lines)
 
 
-class ToolMessage(_BaseMessage):
+class ToolMessage(MessageBase):
     """The output of a tool, answering a preceding :class:`ToolCall`."""
 
     type: Literal["tool"] = "tool"

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from turneval.errors import ConfigError
-from turneval.messages import AIMessage, Message, ToolCall, ToolMessage
+from turneval.messages import AIMessage, Message, MessageBase, ToolCall, ToolMessage
 
 __all__ = ["Backend", "ToolError", "ToolSpec"]
 
@@ -204,7 +204,7 @@ def _key(name: str, args: Mapping[str, Any]) -> str:
 
 
 def recordings_of(
-    items: Sequence[Message | tuple[ToolCall, Any]],
+    items: Sequence[Message | MessageBase | tuple[ToolCall, Any]],
 ) -> list[tuple[ToolCall, Any]]:
     """(call, answer) pairs from messages (a conversation's tool calls and results) or pairs.
 

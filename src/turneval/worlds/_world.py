@@ -13,7 +13,7 @@ import anyio
 
 from turneval._sync import run_sync
 from turneval.errors import ConfigError
-from turneval.messages import Message, ToolCall
+from turneval.messages import Message, MessageBase, ToolCall
 from turneval.worlds._backends import (
     Backend,
     ObjectBackend,
@@ -147,7 +147,7 @@ class ToolWorld:
     @classmethod
     def from_recordings(
         cls,
-        recordings: Sequence[Message | tuple[ToolCall, Any]],
+        recordings: Sequence[Message | MessageBase | tuple[ToolCall, Any]],
         *,
         name: str = "recorded",
         on_missing: OnMissing = "error",
