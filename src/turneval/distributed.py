@@ -109,13 +109,16 @@ class DistributedResult:
 
         Columns as in ``results.jsonl``, with their JSON types (an id ``"001"`` stays text):
         per metric a float column (NaN where it failed), ``<name>_reason`` and
-        ``<name>_error`` (None where there is none), as ``EvaluationResult.to_pandas`` gives.
+        ``<name>_error`` (None where there is none), as ``EvaluationResult.to_pandas`` gives
+        (a failure's ``<name>_traceback`` stays in results.jsonl, not a column).
         """
         import pandas as pd
 
         with self.results_path.open(encoding="utf-8") as handle:
             frame = pd.DataFrame([json.loads(line) for line in handle if line.strip()])
-        for name in self.summary()["metrics"]:
+        names = self.summary()["metrics"]
+        frame = frame.drop(columns=[f"{name}_traceback" for name in names], errors="ignore")
+        for name in names:
             if name in frame.columns:
                 frame[name] = frame[name].astype(float)
             for column in (f"{name}_reason", f"{name}_error"):
