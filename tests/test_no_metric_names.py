@@ -60,9 +60,9 @@ def test_the_words_checked_include_the_ones_that_used_to_be_special_cased() -> N
 @pytest.mark.parametrize("module", GENERIC)
 def test_no_metric_name_in_a_generic_module(module: str) -> None:
     allowed = {"Evaluator", "Metric", "RowEvaluator"}  # the bases of every metric
-    path = Path(turneval.__file__).parent / f"{module}.py"
-    used = _strings(ast.parse(path.read_text(encoding="utf-8"))) & _metric_words()
-    assert used - allowed == set(), f"{path.name} names metrics: {sorted(used - allowed)}"
+    for path in _files(module):  # a module, or every module of a package (stream)
+        used = _strings(ast.parse(path.read_text(encoding="utf-8"))) & _metric_words()
+        assert used - allowed == set(), f"{path.name} names metrics: {sorted(used - allowed)}"
 
 
 # -- provenance: what produced a row is typed (row.source, row.trial, row.agent) ---------------
