@@ -316,7 +316,6 @@ def test_a_parquet_cell_that_is_not_utf8_costs_its_row_only(tmp_path: Path) -> N
 
 def test_a_429_burst_shrinks_the_workers_window(tmp_path: Path) -> None:
     import threading
-    import time
 
     from langchain_openai import ChatOpenAI
 
@@ -325,15 +324,16 @@ def test_a_429_burst_shrinks_the_workers_window(tmp_path: Path) -> None:
     stub = OpenAIStub()
     arrivals: list[int] = []  # requests in flight at the server as each one arrives
     lock = threading.Lock()
+    first_round = threading.Event()  # set once the whole window has arrived: it stays set
 
     def respond(body: dict[str, Any]) -> Reply:
         with lock:
             arrivals.append(stub.in_flight)
             seen = len(arrivals)
+            if seen == 4:
+                first_round.set()
         if seen <= 4:  # the first round: held until the whole window is in flight, then 429
-            deadline = time.monotonic() + 20.0
-            while stub.in_flight < 4 and time.monotonic() < deadline:
-                time.sleep(0.002)
+            first_round.wait(20.0)  # (a count read in a loop missed it once one had answered)
             return Reply(status=429, headers={"retry-after": "0"})
         return Reply(RATED, delay=0.02)
 

@@ -282,6 +282,7 @@ def test_a_429_burst_shrinks_the_window_then_it_recovers(own_stub: OpenAIStub) -
     limiter = RateLimiter(RateLimit(max_in_flight=8))
     arrivals: list[int] = []  # the limiter's requests in flight as each request arrives
     lock = threading.Lock()
+    first_round = threading.Event()  # set once the whole first round has arrived: stays set
 
     def hold_until(count: int, most: float) -> None:
         """Answer once ``count`` requests hold a slot (at most ``most`` seconds)."""
@@ -293,8 +294,10 @@ def test_a_429_burst_shrinks_the_window_then_it_recovers(own_stub: OpenAIStub) -
         with lock:
             arrivals.append(limiter.in_flight)
             seen = len(arrivals)
+            if seen == 8:
+                first_round.set()
         if seen <= 8:  # the whole first round is sent before any answer, however busy
-            hold_until(8, 20.0)
+            first_round.wait(20.0)  # (a count read in a loop missed it once one had answered)
         elif 48 < seen <= 56:
             hold_until(8, 2.0)
         if seen <= 12:
