@@ -27,6 +27,7 @@ formulas are called as locals.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Hashable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -282,6 +283,42 @@ def _sort_key(call: ToolCall) -> tuple[Any, ...]:
     return tuple(key)
 
 
+def _group_sorted(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The args of ``calls`` (one tool's) in the order of ragas' sort key, ties kept in order.
+
+    Every key starts with the same name, so the rest orders them: ``(a1, str(v1), a2,
+    str(v2), ...)``, the arg names sorted. When every call's smallest arg name is the same
+    ``a``, the keys are equal up to ``str(v)``, the value of ``a``; when those strings all
+    differ they alone order the keys, without ties. Otherwise (a tie, another smallest
+    name, a call without args) the rest of each key is built and compared whole.
+    """
+    args = [call.args for call in calls]
+    firsts: list[str] = []
+    try:
+        first = min(args[0])
+        for each in args:
+            if min(each) != first:
+                break
+            value = each[first]
+            firsts.append(value if type(value) is str else str(value))
+        else:
+            if len(set(firsts)) == len(firsts):
+                if len(firsts) == 2:
+                    return args if firsts[0] < firsts[1] else [args[1], args[0]]
+                return [args[index] for index in sorted(range(len(args)), key=firsts.__getitem__)]
+    except ValueError:  # a call without args
+        pass
+    keys: list[list[str]] = []
+    for each in args:
+        key: list[str] = []
+        for arg_name in sorted(each):
+            value = each[arg_name]
+            key.append(arg_name)
+            key.append(value if type(value) is str else str(value))
+        keys.append(key)
+    return [args[index] for index in sorted(range(len(args)), key=keys.__getitem__)]
+
+
 def _unordered(
     predicted: list[ToolCall], reference: list[ToolCall], ref_names: list[str], unique: set[str]
 ) -> tuple[list[ToolCall], list[ToolCall]]:
@@ -327,64 +364,74 @@ def _same_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> bool:
     return True
 
 
-def _identical_total(calls: list[ToolCall], pair: PairFormula) -> float | None:
-    """The summed scores of ``calls`` each paired with an equal call, or None.
+Identical = Callable[[list[ToolCall]], "float | None"]
+"""``(calls) -> the summed scores of the calls each paired with an equal call, or None``."""
+
+
+def _identical_total(pair: PairFormula) -> Identical:
+    """The summed scores of calls each paired with an equal call, or None: ``pair`` bound.
 
     Such a pair counts every reference arg as equal (``args_score`` scores equal strings 1.0),
     so it scores the pair formula of ``(k, k, k)``; when that is exactly 1.0 for every call the
-    sum does not depend on its order, and the sort that orders it is skipped. None: a formula
-    that scores some of them otherwise (the caller then sums in ragas' order).
+    sum (``1.0`` added once per call: the number of calls) does not depend on its order, and
+    the sort that orders it is skipped. None: a formula that scores some of them otherwise
+    (the caller then sums in ragas' order). Whether ``(k, k, k)`` scores 1.0 is asked once
+    per ``k`` below :data:`~turneval.metrics._formulas.PAIR_SIDE` and kept.
     """
-    total = 0.0
-    for call in calls:
-        n_args = len(call.args)
-        if pair(n_args, n_args, n_args) != 1.0:
-            return None
-        total += 1.0
+    unit: list[bool | None] = [None] * PAIR_SIDE
+
+    def total(calls: list[ToolCall]) -> float | None:
+        for call in calls:
+            k = len(call.args)
+            if k < PAIR_SIDE:
+                one = unit[k]
+                if one is None:
+                    one = unit[k] = pair(k, k, k) == 1.0
+            else:
+                one = pair(k, k, k) == 1.0
+            if not one:
+                return None
+        return float(len(calls))
+
     return total
 
 
 def _by_name_groups(
     predicted: list[ToolCall],
-    pred_names: list[str],
     reference: list[ToolCall],
-    ref_names: list[str],
+    names: list[str],
     args_score: ArgsScore,
-    pair: PairFormula,
+    identical: Identical,
 ) -> float:
-    """The unordered sum of pair scores (ragas' sort), name by name; same sorted names.
+    """The unordered sum of pair scores (ragas' sort), name by name; ``names``: both sorted.
 
     Sorting by ragas' key puts each name's calls together, names in order, so the sorted
-    pairs are those of each name's group sorted alone, in name order. A name called once is
+    pairs are those of each name's group sorted alone, in name order: both lists are sorted
+    by name (stable), and each run of one name in ``names`` is a group. A name called once is
     its own pair; a group holding the same calls on both sides (:func:`_same_calls`) pairs
-    calls of equal keys, summed by :func:`_identical_total` when it can; only the
-    other groups build the sort keys. The pair scores are summed in the sorted order: the
-    same float.
+    calls of equal keys, summed by ``identical`` when it can; only the other groups are
+    sorted by ragas' key (:func:`_group_sorted`). The pair scores are summed in the sorted
+    order: the same float.
     """
-    groups: dict[str, tuple[list[ToolCall], list[ToolCall]]] = {}
-    for call, name in zip(reference, ref_names, strict=True):
-        group = groups.get(name)
-        if group is None:
-            groups[name] = ([], [call])
-        else:
-            group[1].append(call)
-    for call, name in zip(predicted, pred_names, strict=True):
-        groups[name][0].append(call)
+    preds_by_name = sorted(predicted, key=_by_name)
+    refs_by_name = sorted(reference, key=_by_name)
+    n = len(names)
     total = 0.0
-    for name in sorted(groups):
-        preds, refs = groups[name]
-        if len(refs) == 1:
-            total += args_score(refs[0].args, preds[0].args)
-            continue
-        if _same_calls(preds, refs):
-            same = _identical_total(refs, pair)
+    start = 0
+    while start < n:
+        end = bisect_right(names, names[start], start + 1)
+        if end - start == 1:
+            total += args_score(refs_by_name[start].args, preds_by_name[start].args)
+        else:
+            preds, refs = preds_by_name[start:end], refs_by_name[start:end]
+            same = identical(refs) if _same_calls(preds, refs) else None
             if same is not None:
                 total += same
-                continue
-        preds.sort(key=_sort_key)
-        refs.sort(key=_sort_key)
-        for index in range(len(refs)):
-            total += args_score(refs[index].args, preds[index].args)
+            else:
+                pred_args, ref_args = _group_sorted(preds), _group_sorted(refs)
+                for index in range(end - start):
+                    total += args_score(ref_args[index], pred_args[index])
+        start = end
     return total
 
 
@@ -393,7 +440,7 @@ def _unordered_total(
     reference: list[ToolCall],
     args: ArgsScore,
     scored: bool,
-    pair: PairFormula,
+    identical: Identical,
 ) -> float | None:
     """The summed pair scores of ragas' sorted pairs; None when the sorted names differ.
 
@@ -413,14 +460,19 @@ def _unordered_total(
             for index in sorted(range(n), key=ref_names.__getitem__):
                 total += scores[index]
             return total
-    elif sorted(pred_names) != sorted(ref_names):
-        return None
+        names = None  # sorted when needed
+    else:
+        names = sorted(ref_names)
+        if sorted(pred_names) != names:
+            return None
     if not scored and len(unique) < n:
         if _same_calls(predicted, reference):
-            same = _identical_total(reference, pair)
+            same = identical(reference)
             if same is not None:
                 return same
-        return _by_name_groups(predicted, pred_names, reference, ref_names, args, pair)
+        if names is None:
+            names = sorted(ref_names)
+        return _by_name_groups(predicted, reference, names, args, identical)
     predicted, reference = _unordered(predicted, reference, ref_names, unique)
     total = 0.0  # summed in order, as ragas does: the float must be the same
     for index in range(n):
@@ -440,7 +492,7 @@ def _accuracy(
     With a ``fallback``, a sample is scored with it unless ``identical()`` is true (the
     comparator scores equal strings 1.0). The formula's functions are bound here, once.
     """
-    mean, pair = formula.value, formula.pair
+    mean, identical_total = formula.value, _identical_total(formula.pair)
 
     def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
         args = args_score
@@ -467,7 +519,9 @@ def _accuracy(
                     return mean(n, n, None)  # a score computed before is dropped
                 total += args(ref.args, pred.args)
             return mean(n, n, total)
-        return mean(n, n, _unordered_total(predicted, reference, args, args is fallback, pair))
+        return mean(
+            n, n, _unordered_total(predicted, reference, args, args is fallback, identical_total)
+        )
 
     return value
 
