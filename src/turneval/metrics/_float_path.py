@@ -151,16 +151,14 @@ def _exact_args(formula: AccuracyFormula) -> ArgsScore:
 
     The pair score is read from the formula's row for the two sizes (:meth:`AccuracyFormula.pair_row`).
     """
-    table, row_of = formula.pair_table, formula.pair_row
+    rows, row_of = formula.pair_rows, formula.pair_row
 
     def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
-        n_args, n_pred = len(ref_args), len(pred_args)
-        if n_args < PAIR_SIDE and n_pred < PAIR_SIDE:
-            row = table[n_args * PAIR_SIDE + n_pred]
-            if row is None:
-                row = row_of(n_args, n_pred)
-        else:
-            row = row_of(n_args, n_pred)
+        n_args = len(ref_args)
+        try:
+            row = rows[n_args][len(pred_args)]
+        except IndexError:  # sizes beyond the rows kept
+            row = row_of(n_args, len(pred_args))
         if n_args > 2 and _same_strs(ref_args, pred_args):
             return row[n_args]  # worth it for larger args
         equal = 0
@@ -180,6 +178,53 @@ def _exact_args(formula: AccuracyFormula) -> ArgsScore:
         return row[equal]
 
     return score
+
+
+StrictTotal = Callable[[list[ToolCall], list[ToolCall]], "float | None"]
+"""``(predicted, reference) -> summed pair scores in order, or None when a name differs``."""
+
+
+def _exact_strict_total(formula: AccuracyFormula) -> StrictTotal:
+    """:func:`_exact_args`' scores of the aligned pairs summed in order, in one loop.
+
+    The strict loop of the exact kernel, with the argument score of :func:`_exact_args`
+    written into it (one Python call less per pair); the pair scores come from the same
+    rows of the formula.
+    """
+    rows, row_of = formula.pair_rows, formula.pair_row
+
+    def total(predicted: list[ToolCall], reference: list[ToolCall]) -> float | None:
+        summed = 0.0  # summed in order, as ragas does: the float must be the same
+        for pred, ref in zip(predicted, reference, strict=False):  # equal lengths
+            if pred.name != ref.name:
+                return None  # a score computed before is dropped
+            ref_args, pred_args = ref.args, pred.args
+            n_args = len(ref_args)
+            try:
+                row = rows[n_args][len(pred_args)]
+            except IndexError:  # sizes beyond the rows kept
+                row = row_of(n_args, len(pred_args))
+            if n_args > 2 and _same_strs(ref_args, pred_args):
+                summed += row[n_args]
+                continue
+            equal = 0
+            for key, ref_value in ref_args.items():
+                pred_value = pred_args.get(key, _ABSENT)
+                if ref_value is pred_value:
+                    equal += 1
+                elif pred_value is _ABSENT:
+                    continue
+                else:
+                    kind = type(ref_value)
+                    if kind is type(pred_value) and (kind is str or kind is int or kind is bool):
+                        if ref_value == pred_value:
+                            equal += 1
+                    elif same_text(ref_value, pred_value):
+                        equal += 1
+            summed += row[equal]
+        return summed
+
+    return total
 
 
 def _scored_args(pair: PairFormula, compare: Callable[[str, str], float]) -> ArgsScore:
@@ -435,63 +480,69 @@ def _by_name_groups(
     return total
 
 
-def _unordered_total(
+def _repeated_total(
     predicted: list[ToolCall],
     reference: list[ToolCall],
+    names: list[str] | None,
     args: ArgsScore,
-    scored: bool,
     identical: Identical,
-) -> float | None:
-    """The summed pair scores of ragas' sorted pairs; None when the sorted names differ.
+) -> float:
+    """The summed pair scores of ragas' sorted pairs when a name repeats; same sorted names.
 
-    Both lists hold ``n > 1`` calls; ``scored``: ``args`` calls the comparator on every value
-    (so the shortcuts that assume equal strings score 1.0 are skipped).
+    ``args`` scores equal strings 1.0, so lists (or groups) of the same calls need no sort;
+    ``names``: the sorted names, or None (not sorted yet).
     """
-    n = len(reference)
-    pred_names = list(map(_by_name, predicted))
-    ref_names = list(map(_by_name, reference))
-    unique = set(ref_names)
-    if pred_names == ref_names:
-        if len(unique) == n:
-            # Distinct names in the same order: sorting pairs the same calls; the
-            # pair scores are only summed in the sorted order.
-            scores = [args(reference[i].args, predicted[i].args) for i in range(n)]
-            total = 0.0
-            for index in sorted(range(n), key=ref_names.__getitem__):
-                total += scores[index]
-            return total
-        names = None  # sorted when needed
-    else:
-        names = sorted(ref_names)
-        if sorted(pred_names) != names:
-            return None
-    if not scored and len(unique) < n:
-        if _same_calls(predicted, reference):
-            same = identical(reference)
-            if same is not None:
-                return same
-        if names is None:
-            names = sorted(ref_names)
-        return _by_name_groups(predicted, reference, names, args, identical)
-    predicted, reference = _unordered(predicted, reference, ref_names, unique)
-    total = 0.0  # summed in order, as ragas does: the float must be the same
-    for index in range(n):
-        total += args(reference[index].args, predicted[index].args)
-    return total
+    if _same_calls(predicted, reference):
+        same = identical(reference)
+        if same is not None:
+            return same
+    if names is None:
+        names = sorted(map(_by_name, reference))
+    return _by_name_groups(predicted, reference, names, args, identical)
 
 
-def _accuracy(
+def _strict_accuracy(
     formula: AccuracyFormula,
     args_score: ArgsScore,
-    strict: bool,
-    fallback: ArgsScore | None = None,
-    identical: Callable[[], bool] | None = None,
+    fallback: ArgsScore | None,
+    identical: Callable[[], bool] | None,
+    strict_total: StrictTotal | None,
 ) -> Kernel:
-    """ToolCallAccuracy's value with ``args_score``, which scores equal strings 1.0.
+    """ToolCallAccuracy's value in strict order (see :func:`_accuracy`)."""
+    mean = formula.value
 
-    With a ``fallback``, a sample is scored with it unless ``identical()`` is true (the
-    comparator scores equal strings 1.0). The formula's functions are bound here, once.
-    """
+    def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+        args = args_score
+        if fallback is not None and (identical is None or not identical()):
+            args = fallback
+        predicted: list[ToolCall] = []  # predicted_calls(messages), inlined: one call less
+        for message in messages:
+            if type(message) is AIMessage:
+                found = message.tool_calls
+                if found:
+                    predicted += found
+        n = len(reference)
+        if len(predicted) != n or not n:  # lengths differ: so do the names
+            return mean(len(predicted), n, None)
+        if strict_total is not None:
+            return mean(n, n, strict_total(predicted, reference))
+        total = 0.0  # summed in order, as ragas does: the float must be the same
+        for pred, ref in zip(predicted, reference, strict=True):
+            if pred.name != ref.name:
+                return mean(n, n, None)  # a score computed before is dropped
+            total += args(ref.args, pred.args)
+        return mean(n, n, total)
+
+    return value
+
+
+def _unordered_accuracy(
+    formula: AccuracyFormula,
+    args_score: ArgsScore,
+    fallback: ArgsScore | None,
+    identical: Callable[[], bool] | None,
+) -> Kernel:
+    """ToolCallAccuracy's value in any order: ragas' sorted pairs (see :func:`_accuracy`)."""
     mean, identical_total = formula.value, _identical_total(formula.pair)
 
     def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
@@ -512,18 +563,52 @@ def _accuracy(
             if pred.name != ref.name:
                 return mean(1, 1, None)
             return mean(1, 1, args(ref.args, pred.args))
-        if strict:
-            total = 0.0  # summed in order, as ragas does: the float must be the same
-            for pred, ref in zip(predicted, reference, strict=True):
-                if pred.name != ref.name:
-                    return mean(n, n, None)  # a score computed before is dropped
-                total += args(ref.args, pred.args)
-            return mean(n, n, total)
-        return mean(
-            n, n, _unordered_total(predicted, reference, args, args is fallback, identical_total)
-        )
+        pred_names = list(map(_by_name, predicted))
+        ref_names = list(map(_by_name, reference))
+        unique = set(ref_names)
+        names = None  # the sorted names, when sorted
+        if pred_names == ref_names:
+            if len(unique) == n:
+                # Distinct names in the same order: sorting pairs the same calls; the
+                # pairs are scored (no side effects) and summed in the sorted order.
+                total = 0.0
+                for index in sorted(range(n), key=ref_names.__getitem__):
+                    total += args(reference[index].args, predicted[index].args)
+                return mean(n, n, total)
+        else:
+            names = sorted(ref_names)
+            if sorted(pred_names) != names:
+                return mean(n, n, None)
+        if args is not fallback and len(unique) < n:
+            return mean(n, n, _repeated_total(predicted, reference, names, args, identical_total))
+        predicted, reference = _unordered(predicted, reference, ref_names, unique)
+        total = 0.0  # summed in order, as ragas does: the float must be the same
+        for index in range(n):
+            total += args(reference[index].args, predicted[index].args)
+        return mean(n, n, total)
 
     return value
+
+
+def _accuracy(
+    formula: AccuracyFormula,
+    args_score: ArgsScore,
+    strict: bool,
+    fallback: ArgsScore | None = None,
+    identical: Callable[[], bool] | None = None,
+    strict_total: StrictTotal | None = None,
+) -> Kernel:
+    """ToolCallAccuracy's value with ``args_score``, which scores equal strings 1.0.
+
+    With a ``fallback``, a sample is scored with it unless ``identical()`` is true (the
+    comparator scores equal strings 1.0); with a ``strict_total``, strict order sums the
+    pairs with it (the exact score written into the loop). The formula's functions are
+    bound once; the strict and the unordered kernels are built apart (no test of the order
+    per sample).
+    """
+    if strict:
+        return _strict_accuracy(formula, args_score, fallback, identical, strict_total)
+    return _unordered_accuracy(formula, args_score, fallback, identical)
 
 
 def accuracy_value(
@@ -539,7 +624,12 @@ def accuracy_value(
     """
     pair = formula.pair
     if compare is None:
-        return _accuracy(formula, _exact_args(formula), strict)
+        return _accuracy(
+            formula,
+            _exact_args(formula),
+            strict,
+            strict_total=_exact_strict_total(formula) if strict else None,
+        )
     return _accuracy(
         formula, _skipping_args(pair, compare), strict, _scored_args(pair, compare), identical
     )
