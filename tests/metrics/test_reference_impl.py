@@ -636,6 +636,10 @@ async def test_unordered_accuracy_name_by_name(json_writer: str) -> None:
             [("h", {"k": {"a": 1, "b": 2}}), ("h", {"k": {"b": 2, "a": 1}}), ("f", {})],
             [("h", {"k": {"b": 2, "a": 1}}), ("h", {"k": {"a": 1, "b": 2.0}}), ("f", {})],
         ),
+        (  # a group of the same calls after 1/3: ragas adds 1.0 twice, 1/3 + 2.0 rounds up
+            [("a", {"x": 1, "y": 0, "z": 0}), ("b", {"k": 2}), ("b", {"k": 1})],
+            [("a", {"x": 1, "y": 2, "z": 3}), ("b", {"k": 1}), ("b", {"k": 2})],
+        ),
     ]
     similarity = NonLLMStringSimilarity()
     metrics = [

@@ -409,23 +409,24 @@ def _same_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> bool:
     return True
 
 
-Identical = Callable[[list[ToolCall]], "float | None"]
-"""``(calls) -> the summed scores of the calls each paired with an equal call, or None``."""
+AllOne = Callable[[list[ToolCall]], bool]
+"""``(calls) -> whether each of the calls, paired with an equal call, scores exactly 1.0``."""
 
 
-def _identical_total(pair: PairFormula) -> Identical:
-    """The summed scores of calls each paired with an equal call, or None: ``pair`` bound.
+def _all_one(pair: PairFormula) -> AllOne:
+    """Whether calls each paired with an equal call all score exactly 1.0: ``pair`` bound.
 
     Such a pair counts every reference arg as equal (``args_score`` scores equal strings 1.0),
-    so it scores the pair formula of ``(k, k, k)``; when that is exactly 1.0 for every call the
-    sum (``1.0`` added once per call: the number of calls) does not depend on its order, and
-    the sort that orders it is skipped. None: a formula that scores some of them otherwise
-    (the caller then sums in ragas' order). Whether ``(k, k, k)`` scores 1.0 is asked once
-    per ``k`` below :data:`~turneval.metrics._formulas.PAIR_SIDE` and kept.
+    so it scores the pair formula of ``(k, k, k)``; when that is exactly 1.0 for every call,
+    the pairs' scores do not depend on the order of the calls, and the sort that orders them
+    is skipped: the caller adds 1.0 once per call, in order (one by one, as ragas sums: a
+    running total plus ``k`` at once may round otherwise). False: a formula that scores
+    some of them otherwise (the caller then sorts). Whether ``(k, k, k)`` scores 1.0 is
+    asked once per ``k`` below :data:`~turneval.metrics._formulas.PAIR_SIDE` and kept.
     """
     unit: list[bool | None] = [None] * PAIR_SIDE
 
-    def total(calls: list[ToolCall]) -> float | None:
+    def all_one(calls: list[ToolCall]) -> bool:
         for call in calls:
             k = len(call.args)
             if k < PAIR_SIDE:
@@ -435,10 +436,10 @@ def _identical_total(pair: PairFormula) -> Identical:
             else:
                 one = pair(k, k, k) == 1.0
             if not one:
-                return None
-        return float(len(calls))
+                return False
+        return True
 
-    return total
+    return all_one
 
 
 def _by_name_groups(
@@ -446,7 +447,7 @@ def _by_name_groups(
     reference: list[ToolCall],
     names: list[str],
     args_score: ArgsScore,
-    identical: Identical,
+    all_one: AllOne,
 ) -> float:
     """The unordered sum of pair scores (ragas' sort), name by name; ``names``: both sorted.
 
@@ -454,7 +455,7 @@ def _by_name_groups(
     pairs are those of each name's group sorted alone, in name order: both lists are sorted
     by name (stable), and each run of one name in ``names`` is a group. A name called once is
     its own pair; a group holding the same calls on both sides (:func:`_same_calls`) pairs
-    calls of equal keys, summed by ``identical`` when it can; only the other groups are
+    calls of equal keys, each adding 1.0 when ``all_one`` says so; only the other groups are
     sorted by ragas' key (:func:`_group_sorted`). The pair scores are summed in the sorted
     order: the same float.
     """
@@ -469,9 +470,9 @@ def _by_name_groups(
             total += args_score(refs_by_name[start].args, preds_by_name[start].args)
         else:
             preds, refs = preds_by_name[start:end], refs_by_name[start:end]
-            same = identical(refs) if _same_calls(preds, refs) else None
-            if same is not None:
-                total += same
+            if _same_calls(preds, refs) and all_one(refs):
+                for _ in refs:  # one by one, as ragas adds them
+                    total += 1.0
             else:
                 pred_args, ref_args = _group_sorted(preds), _group_sorted(refs)
                 for index in range(end - start):
@@ -485,20 +486,18 @@ def _repeated_total(
     reference: list[ToolCall],
     names: list[str] | None,
     args: ArgsScore,
-    identical: Identical,
+    all_one: AllOne,
 ) -> float:
     """The summed pair scores of ragas' sorted pairs when a name repeats; same sorted names.
 
     ``args`` scores equal strings 1.0, so lists (or groups) of the same calls need no sort;
     ``names``: the sorted names, or None (not sorted yet).
     """
-    if _same_calls(predicted, reference):
-        same = identical(reference)
-        if same is not None:
-            return same
+    if _same_calls(predicted, reference) and all_one(reference):
+        return float(len(reference))  # 1.0 added once per call from 0.0: exactly this
     if names is None:
         names = sorted(map(_by_name, reference))
-    return _by_name_groups(predicted, reference, names, args, identical)
+    return _by_name_groups(predicted, reference, names, args, all_one)
 
 
 def _strict_accuracy(
@@ -543,7 +542,7 @@ def _unordered_accuracy(
     identical: Callable[[], bool] | None,
 ) -> Kernel:
     """ToolCallAccuracy's value in any order: ragas' sorted pairs (see :func:`_accuracy`)."""
-    mean, identical_total = formula.value, _identical_total(formula.pair)
+    mean, all_one = formula.value, _all_one(formula.pair)
 
     def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
         args = args_score
@@ -580,7 +579,7 @@ def _unordered_accuracy(
             if sorted(pred_names) != names:
                 return mean(n, n, None)
         if args is not fallback and len(unique) < n:
-            return mean(n, n, _repeated_total(predicted, reference, names, args, identical_total))
+            return mean(n, n, _repeated_total(predicted, reference, names, args, all_one))
         predicted, reference = _unordered(predicted, reference, ref_names, unique)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
