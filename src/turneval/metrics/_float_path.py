@@ -21,8 +21,9 @@ Three shortcuts carry most of the speed, all exact:
 The functions here only count (matched calls, the equal prefix, calls found in order, summed
 argument scores); every value comes from the metric's formula (:mod:`._formulas`), bound once
 when the function is built: a count formula's values are read from its table by sizes
-(:meth:`~turneval.metrics._formulas.CountFormula.row`), ToolCallAccuracy's pair and mean
-formulas are called as locals.
+(:meth:`~turneval.metrics._formulas.CountFormula.row`), ToolCallAccuracy's pair scores from
+its rows by arg counts (:attr:`~turneval.metrics._formulas.AccuracyFormula.pair_rows`), and
+its mean formula is called as a local.
 """
 
 from __future__ import annotations
@@ -523,6 +524,11 @@ def _strict_accuracy(
         n = len(reference)
         if len(predicted) != n or not n:  # lengths differ: so do the names
             return mean(len(predicted), n, None)
+        if n == 1:
+            pred, ref = predicted[0], reference[0]
+            if pred.name != ref.name:
+                return mean(1, 1, None)
+            return mean(1, 1, args(ref.args, pred.args))
         if strict_total is not None:
             return mean(n, n, strict_total(predicted, reference))
         total = 0.0  # summed in order, as ragas does: the float must be the same
