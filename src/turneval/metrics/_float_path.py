@@ -41,6 +41,7 @@ from turneval.metrics._formulas import (
     SIDE,
     AccuracyFormula,
     CountFormula,
+    PairRow,
     SingleToolFormula,
 )
 from turneval.metrics._matching import call_key
@@ -147,12 +148,15 @@ def _same_strs(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> bool:
         return False
 
 
-def _exact_args(formula: AccuracyFormula) -> ArgsScore:
+def _exact_args(
+    rows: list[list[PairRow]], row_of: Callable[[int, int], tuple[float, ...]]
+) -> ArgsScore:
     """The exact argument score (ragas'): the pair formula of the reference's args equal as ``str``.
 
-    The pair score is read from the formula's row for the two sizes (:meth:`AccuracyFormula.pair_row`).
+    The score is read from ``rows`` by the two sizes and the count of equal args (``row_of``
+    for sizes beyond them): :attr:`AccuracyFormula.pair_rows` gives the pair score,
+    :attr:`AccuracyFormula.single_rows` the value of a sample of that one pair.
     """
-    rows, row_of = formula.pair_rows, formula.pair_row
 
     def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
         n_args = len(ref_args)
@@ -507,6 +511,7 @@ def _strict_accuracy(
     fallback: ArgsScore | None,
     identical: Callable[[], bool] | None,
     strict_total: StrictTotal | None,
+    single: ArgsScore | None,
 ) -> Kernel:
     """ToolCallAccuracy's value in strict order (see :func:`_accuracy`)."""
     mean = formula.value
@@ -528,7 +533,9 @@ def _strict_accuracy(
             pred, ref = predicted[0], reference[0]
             if pred.name != ref.name:
                 return mean(1, 1, None)
-            return mean(1, 1, args(ref.args, pred.args))
+            if single is None:
+                return mean(1, 1, args(ref.args, pred.args))
+            return single(ref.args, pred.args)  # the exact score: the value read from rows
         if strict_total is not None:
             return mean(n, n, strict_total(predicted, reference))
         total = 0.0  # summed in order, as ragas does: the float must be the same
@@ -546,6 +553,7 @@ def _unordered_accuracy(
     args_score: ArgsScore,
     fallback: ArgsScore | None,
     identical: Callable[[], bool] | None,
+    single: ArgsScore | None,
 ) -> Kernel:
     """ToolCallAccuracy's value in any order: ragas' sorted pairs (see :func:`_accuracy`)."""
     mean, all_one = formula.value, _all_one(formula.pair)
@@ -567,7 +575,11 @@ def _unordered_accuracy(
             pred, ref = predicted[0], reference[0]
             if pred.name != ref.name:
                 return mean(1, 1, None)
-            return mean(1, 1, args(ref.args, pred.args))
+            return (
+                mean(1, 1, args(ref.args, pred.args))
+                if single is None
+                else single(ref.args, pred.args)  # the exact score: the value read from rows
+            )
         pred_names = list(map(_by_name, predicted))
         ref_names = list(map(_by_name, reference))
         unique = set(ref_names)
@@ -602,18 +614,20 @@ def _accuracy(
     fallback: ArgsScore | None = None,
     identical: Callable[[], bool] | None = None,
     strict_total: StrictTotal | None = None,
+    single: ArgsScore | None = None,
 ) -> Kernel:
     """ToolCallAccuracy's value with ``args_score``, which scores equal strings 1.0.
 
     With a ``fallback``, a sample is scored with it unless ``identical()`` is true (the
     comparator scores equal strings 1.0); with a ``strict_total``, strict order sums the
-    pairs with it (the exact score written into the loop). The formula's functions are
+    pairs with it (the exact score written into the loop); with ``single``, a sample of one
+    aligned pair takes its value from it (the exact score read from the value's rows). The formula's functions are
     bound once; the strict and the unordered kernels are built apart (no test of the order
     per sample).
     """
     if strict:
-        return _strict_accuracy(formula, args_score, fallback, identical, strict_total)
-    return _unordered_accuracy(formula, args_score, fallback, identical)
+        return _strict_accuracy(formula, args_score, fallback, identical, strict_total, single)
+    return _unordered_accuracy(formula, args_score, fallback, identical, single)
 
 
 def accuracy_value(
@@ -631,9 +645,10 @@ def accuracy_value(
     if compare is None:
         return _accuracy(
             formula,
-            _exact_args(formula),
+            _exact_args(formula.pair_rows, formula.pair_row),
             strict,
             strict_total=_exact_strict_total(formula) if strict else None,
+            single=_exact_args(formula.single_rows, formula.single_row),
         )
     return _accuracy(
         formula, _skipping_args(pair, compare), strict, _scored_args(pair, compare), identical

@@ -252,21 +252,30 @@ class PairRow(Protocol):
 
 
 class _RowToBe:
-    """A row of :attr:`AccuracyFormula.pair_rows` not read yet.
+    """A row of :attr:`AccuracyFormula.pair_rows` (or ``single_rows``) not read yet.
 
-    Its first read asks the formula (:meth:`AccuracyFormula.pair_row`, which puts the row in
-    its place), so later reads find the row itself.
+    Its first read asks the formula (``fill``: :meth:`AccuracyFormula.pair_row` or
+    :meth:`AccuracyFormula.single_row`, which put the row in its place), so later reads find
+    the row itself.
     """
 
-    __slots__ = ("formula", "n_pred_args", "n_ref_args")
+    __slots__ = ("fill", "n_pred_args", "n_ref_args")
 
-    def __init__(self, formula: AccuracyFormula, n_ref_args: int, n_pred_args: int) -> None:
-        self.formula = formula
+    def __init__(
+        self, fill: Callable[[int, int], tuple[float, ...]], n_ref_args: int, n_pred_args: int
+    ) -> None:
+        self.fill = fill
         self.n_ref_args = n_ref_args
         self.n_pred_args = n_pred_args
 
     def __getitem__(self, equal: int, /) -> float:
-        return self.formula.pair_row(self.n_ref_args, self.n_pred_args)[equal]
+        return self.fill(self.n_ref_args, self.n_pred_args)[equal]
+
+
+def _rows_to_be(fill: Callable[[int, int], tuple[float, ...]]) -> list[list[PairRow]]:
+    return [
+        [_RowToBe(fill, n_ref, n_pred) for n_pred in range(PAIR_SIDE)] for n_ref in range(PAIR_SIDE)
+    ]
 
 
 class AccuracyFormula:
@@ -283,9 +292,10 @@ class AccuracyFormula:
             :data:`PAIR_SIDE`; a row not yet read is asked of the formula on its first read,
             so the kernels read ``pair_rows[n_ref_args][n_pred_args][equal]`` without a test
             (an ``IndexError`` for larger sizes: then they call :meth:`pair_row`).
+        single_rows: :meth:`single_row`'s rows, kept and read the same way.
     """
 
-    __slots__ = ("pair", "pair_rows", "reason", "value")
+    __slots__ = ("pair", "pair_rows", "reason", "single_rows", "value")
 
     def __init__(
         self,
@@ -296,10 +306,8 @@ class AccuracyFormula:
         self.pair = pair
         self.value = value
         self.reason = reason
-        self.pair_rows: list[list[PairRow]] = [
-            [_RowToBe(self, n_ref, n_pred) for n_pred in range(PAIR_SIDE)]
-            for n_ref in range(PAIR_SIDE)
-        ]
+        self.pair_rows = _rows_to_be(self.pair_row)
+        self.single_rows = _rows_to_be(self.single_row)
 
     def pair_row(self, n_ref_args: int, n_pred_args: int) -> tuple[float, ...]:
         """:attr:`pair` of every whole count of equal args (``0..n_ref_args``), by count.
@@ -312,6 +320,19 @@ class AccuracyFormula:
         row = tuple(float(pair(n_ref_args, n_pred_args, equal)) for equal in range(n_ref_args + 1))
         if n_ref_args < PAIR_SIDE and n_pred_args < PAIR_SIDE:
             self.pair_rows[n_ref_args][n_pred_args] = row
+        return row
+
+    def single_row(self, n_ref_args: int, n_pred_args: int) -> tuple[float, ...]:
+        """:attr:`value` of one aligned pair (``(1, 1, pair score)``) by its count of equal args.
+
+        A sample of one call on each side, names equal, under the exact argument score: its
+        kernel reads the value here (kept in :attr:`single_rows`) instead of calling the value
+        formula per sample.
+        """
+        value = self.value
+        row = tuple(value(1, 1, score) for score in self.pair_row(n_ref_args, n_pred_args))
+        if n_ref_args < PAIR_SIDE and n_pred_args < PAIR_SIDE:
+            self.single_rows[n_ref_args][n_pred_args] = row
         return row
 
 
