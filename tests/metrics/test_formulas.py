@@ -185,6 +185,27 @@ async def test_a_replaced_accuracy_value_sees_unaligned_names() -> None:
     assert seen == [(4, 3, None)] * 6
 
 
+@pytest.mark.parametrize("strict", [True, False])
+async def test_a_replaced_accuracy_value_decides_one_call_samples(strict: bool) -> None:
+    """One call a side: the kernel reads the value of its one pair from the value formula."""
+    seen: list[tuple[int, int, float | None]] = []
+
+    def value(n_pred: int, n_ref: int, total: float | None) -> float:
+        seen.append((n_pred, n_ref, total))
+        return -1.0 if total is None else 0.125 + total / 8
+
+    real = ToolCallAccuracy._formula
+    metric = _replaced(
+        ToolCallAccuracy, AccuracyFormula(real.pair, value, real.reason), strict_order=strict
+    )
+    # 2 reference args, 1 equal: the real pair score 0.5, the replaced value 0.125 + 0.5 / 8
+    sample = _sample([_call("a", x=1, y=0)], [_call("a", x=1, y=2)])
+    for _ in range(2):  # the second time from the rows kept
+        kernel, plain, detailed = await _three_paths(metric, sample)
+        assert kernel == plain.value == detailed.value == 0.1875
+    assert (1, 1, 0.5) in seen
+
+
 async def test_a_replaced_single_tool_formula_changes_both_paths() -> None:
     def value(called: bool) -> float:
         return 0.25 if called else 0.75

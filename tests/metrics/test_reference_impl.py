@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic_core import to_json
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
-from turneval import MultiTurnSample, ToolCall
+from turneval import AIMessage, MultiTurnSample, ToolCall
 from turneval.metrics import (
     NonLLMStringSimilarity,
     ToolCallAccuracy,
@@ -471,6 +473,54 @@ def test_unordered_sort_key_orders_as_ragas_key() -> None:
             assert (left >= right) == (left_text >= right_text)
 
 
+# One tool's calls whose ragas keys tie, or differ at the first value, at the smallest arg
+# name or later: values whose str() share prefixes or are equal across types ("1" and 1,
+# "['a']" and ["a"]), sort differently as values than as texts (9 and 10), or are nested.
+_GROUP_VALUES = st.sampled_from(
+    ["a", "a b", "a'", "ab", "1", "['a']", 1, 9, 10, True, 1.0, -0.0, 0.0, None]
+    + [["a"], ["a", "b"], ["a b"], [1], {"k": 1}, {"k": [1]}]
+)
+_GROUP_ARGS = st.dictionaries(st.sampled_from(["a", "b", "c"]), _GROUP_VALUES, max_size=3)
+
+
+def _ragas_key(call: ToolCall) -> tuple[str, ...]:
+    return (call.name, *(part for n in sorted(call.args) for part in (n, str(call.args[n]))))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_GROUP_ARGS, min_size=2, max_size=6))
+def test_a_group_of_one_tool_is_ordered_as_ragas_sorts_it(group: list[dict[str, Any]]) -> None:
+    """The first value's str() alone orders a group only when it decides ragas' key; ties kept."""
+    calls = [ToolCall(name="t", args=args) for args in group]
+    ordered = _float_path._group_sorted(calls)
+    assert [id(args) for args in ordered] == [id(c.args) for c in sorted(calls, key=_ragas_key)]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("tu"), _GROUP_ARGS, _GROUP_ARGS, st.booleans()),
+        min_size=2,
+        max_size=6,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_unordered_accuracy_of_repeated_tools_equals_ragas(
+    rows: list[tuple[str, dict[str, Any], dict[str, Any], bool]], rng: Any
+) -> None:
+    """Parallel calls of one tool, reordered, some changed: the value of ragas' sorted pairs."""
+    reference = [ToolCall(name=name, args=args) for name, args, _, _ in rows]
+    predicted = [
+        ToolCall(name=name, args=changed if change else dict(args))
+        for name, args, changed, change in rows
+    ]
+    rng.shuffle(predicted)
+    kernel = ToolCallAccuracy(strict_order=False)._kernel
+    assert kernel is not None
+    messages = [AIMessage(content="", tool_calls=predicted)]
+    assert kernel(messages, reference) == reference_accuracy(predicted, reference, strict=False)
+
+
 async def test_timeout_takes_the_awaited_path_with_the_same_value() -> None:
     sample = MultiTurnSample(
         user_input=[{"type": "ai", "content": "", "tool_calls": [{"name": "f", "args": {"x": 1}}]}],
@@ -585,6 +635,10 @@ async def test_unordered_accuracy_name_by_name(json_writer: str) -> None:
         (
             [("h", {"k": {"a": 1, "b": 2}}), ("h", {"k": {"b": 2, "a": 1}}), ("f", {})],
             [("h", {"k": {"b": 2, "a": 1}}), ("h", {"k": {"a": 1, "b": 2.0}}), ("f", {})],
+        ),
+        (  # a group of the same calls after 1/3: ragas adds 1.0 twice, 1/3 + 2.0 rounds up
+            [("a", {"x": 1, "y": 0, "z": 0}), ("b", {"k": 2}), ("b", {"k": 1})],
+            [("a", {"x": 1, "y": 2, "z": 3}), ("b", {"k": 1}), ("b", {"k": 2})],
         ),
     ]
     similarity = NonLLMStringSimilarity()

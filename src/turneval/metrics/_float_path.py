@@ -21,12 +21,14 @@ Three shortcuts carry most of the speed, all exact:
 The functions here only count (matched calls, the equal prefix, calls found in order, summed
 argument scores); every value comes from the metric's formula (:mod:`._formulas`), bound once
 when the function is built: a count formula's values are read from its table by sizes
-(:meth:`~turneval.metrics._formulas.CountFormula.row`), ToolCallAccuracy's pair and mean
-formulas are called as locals.
+(:meth:`~turneval.metrics._formulas.CountFormula.row`), ToolCallAccuracy's pair scores from
+its rows by arg counts (:attr:`~turneval.metrics._formulas.AccuracyFormula.pair_rows`), and
+its mean formula is called as a local.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Hashable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -39,6 +41,7 @@ from turneval.metrics._formulas import (
     SIDE,
     AccuracyFormula,
     CountFormula,
+    PairRow,
     SingleToolFormula,
 )
 from turneval.metrics._matching import call_key
@@ -145,21 +148,22 @@ def _same_strs(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> bool:
         return False
 
 
-def _exact_args(formula: AccuracyFormula) -> ArgsScore:
+def _exact_args(
+    rows: list[list[PairRow]], row_of: Callable[[int, int], tuple[float, ...]]
+) -> ArgsScore:
     """The exact argument score (ragas'): the pair formula of the reference's args equal as ``str``.
 
-    The pair score is read from the formula's row for the two sizes (:meth:`AccuracyFormula.pair_row`).
+    The score is read from ``rows`` by the two sizes and the count of equal args (``row_of``
+    for sizes beyond them): :attr:`AccuracyFormula.pair_rows` gives the pair score,
+    :attr:`AccuracyFormula.single_rows` the value of a sample of that one pair.
     """
-    table, row_of = formula.pair_table, formula.pair_row
 
     def score(ref_args: dict[str, Any], pred_args: dict[str, Any]) -> float:
-        n_args, n_pred = len(ref_args), len(pred_args)
-        if n_args < PAIR_SIDE and n_pred < PAIR_SIDE:
-            row = table[n_args * PAIR_SIDE + n_pred]
-            if row is None:
-                row = row_of(n_args, n_pred)
-        else:
-            row = row_of(n_args, n_pred)
+        n_args = len(ref_args)
+        try:
+            row = rows[n_args][len(pred_args)]
+        except IndexError:  # sizes beyond the rows kept
+            row = row_of(n_args, len(pred_args))
         if n_args > 2 and _same_strs(ref_args, pred_args):
             return row[n_args]  # worth it for larger args
         equal = 0
@@ -179,6 +183,53 @@ def _exact_args(formula: AccuracyFormula) -> ArgsScore:
         return row[equal]
 
     return score
+
+
+StrictTotal = Callable[[list[ToolCall], list[ToolCall]], "float | None"]
+"""``(predicted, reference) -> summed pair scores in order, or None when a name differs``."""
+
+
+def _exact_strict_total(formula: AccuracyFormula) -> StrictTotal:
+    """:func:`_exact_args`' scores of the aligned pairs summed in order, in one loop.
+
+    The strict loop of the exact kernel, with the argument score of :func:`_exact_args`
+    written into it (one Python call less per pair); the pair scores come from the same
+    rows of the formula.
+    """
+    rows, row_of = formula.pair_rows, formula.pair_row
+
+    def total(predicted: list[ToolCall], reference: list[ToolCall]) -> float | None:
+        summed = 0.0  # summed in order, as ragas does: the float must be the same
+        for pred, ref in zip(predicted, reference, strict=False):  # equal lengths
+            if pred.name != ref.name:
+                return None  # a score computed before is dropped
+            ref_args, pred_args = ref.args, pred.args
+            n_args = len(ref_args)
+            try:
+                row = rows[n_args][len(pred_args)]
+            except IndexError:  # sizes beyond the rows kept
+                row = row_of(n_args, len(pred_args))
+            if n_args > 2 and _same_strs(ref_args, pred_args):
+                summed += row[n_args]
+                continue
+            equal = 0
+            for key, ref_value in ref_args.items():
+                pred_value = pred_args.get(key, _ABSENT)
+                if ref_value is pred_value:
+                    equal += 1
+                elif pred_value is _ABSENT:
+                    continue
+                else:
+                    kind = type(ref_value)
+                    if kind is type(pred_value) and (kind is str or kind is int or kind is bool):
+                        if ref_value == pred_value:
+                            equal += 1
+                    elif same_text(ref_value, pred_value):
+                        equal += 1
+            summed += row[equal]
+        return summed
+
+    return total
 
 
 def _scored_args(pair: PairFormula, compare: Callable[[str, str], float]) -> ArgsScore:
@@ -282,6 +333,42 @@ def _sort_key(call: ToolCall) -> tuple[Any, ...]:
     return tuple(key)
 
 
+def _group_sorted(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The args of ``calls`` (one tool's) in the order of ragas' sort key, ties kept in order.
+
+    Every key starts with the same name, so the rest orders them: ``(a1, str(v1), a2,
+    str(v2), ...)``, the arg names sorted. When every call's smallest arg name is the same
+    ``a``, the keys are equal up to ``str(v)``, the value of ``a``; when those strings all
+    differ they alone order the keys, without ties. Otherwise (a tie, another smallest
+    name, a call without args) the rest of each key is built and compared whole.
+    """
+    args = [call.args for call in calls]
+    firsts: list[str] = []
+    try:
+        first = min(args[0])
+        for each in args:
+            if min(each) != first:
+                break
+            value = each[first]
+            firsts.append(value if type(value) is str else str(value))
+        else:
+            if len(set(firsts)) == len(firsts):
+                if len(firsts) == 2:
+                    return args if firsts[0] < firsts[1] else [args[1], args[0]]
+                return [args[index] for index in sorted(range(len(args)), key=firsts.__getitem__)]
+    except ValueError:  # a call without args
+        pass
+    keys: list[list[str]] = []
+    for each in args:
+        key: list[str] = []
+        for arg_name in sorted(each):
+            value = each[arg_name]
+            key.append(arg_name)
+            key.append(value if type(value) is str else str(value))
+        keys.append(key)
+    return [args[index] for index in sorted(range(len(args)), key=keys.__getitem__)]
+
+
 def _unordered(
     predicted: list[ToolCall], reference: list[ToolCall], ref_names: list[str], unique: set[str]
 ) -> tuple[list[ToolCall], list[ToolCall]]:
@@ -327,120 +414,107 @@ def _same_calls(predicted: list[ToolCall], reference: list[ToolCall]) -> bool:
     return True
 
 
-def _identical_total(calls: list[ToolCall], pair: PairFormula) -> float | None:
-    """The summed scores of ``calls`` each paired with an equal call, or None.
+AllOne = Callable[[list[ToolCall]], bool]
+"""``(calls) -> whether each of the calls, paired with an equal call, scores exactly 1.0``."""
+
+
+def _all_one(pair: PairFormula) -> AllOne:
+    """Whether calls each paired with an equal call all score exactly 1.0: ``pair`` bound.
 
     Such a pair counts every reference arg as equal (``args_score`` scores equal strings 1.0),
-    so it scores the pair formula of ``(k, k, k)``; when that is exactly 1.0 for every call the
-    sum does not depend on its order, and the sort that orders it is skipped. None: a formula
-    that scores some of them otherwise (the caller then sums in ragas' order).
+    so it scores the pair formula of ``(k, k, k)``; when that is exactly 1.0 for every call,
+    the pairs' scores do not depend on the order of the calls, and the sort that orders them
+    is skipped: the caller adds 1.0 once per call, in order (one by one, as ragas sums: a
+    running total plus ``k`` at once may round otherwise). False: a formula that scores
+    some of them otherwise (the caller then sorts). Whether ``(k, k, k)`` scores 1.0 is
+    asked once per ``k`` below :data:`~turneval.metrics._formulas.PAIR_SIDE` and kept.
     """
-    total = 0.0
-    for call in calls:
-        n_args = len(call.args)
-        if pair(n_args, n_args, n_args) != 1.0:
-            return None
-        total += 1.0
-    return total
+    unit: list[bool | None] = [None] * PAIR_SIDE
+
+    def all_one(calls: list[ToolCall]) -> bool:
+        for call in calls:
+            k = len(call.args)
+            if k < PAIR_SIDE:
+                one = unit[k]
+                if one is None:
+                    one = unit[k] = pair(k, k, k) == 1.0
+            else:
+                one = pair(k, k, k) == 1.0
+            if not one:
+                return False
+        return True
+
+    return all_one
 
 
 def _by_name_groups(
     predicted: list[ToolCall],
-    pred_names: list[str],
     reference: list[ToolCall],
-    ref_names: list[str],
+    names: list[str],
     args_score: ArgsScore,
-    pair: PairFormula,
+    all_one: AllOne,
 ) -> float:
-    """The unordered sum of pair scores (ragas' sort), name by name; same sorted names.
+    """The unordered sum of pair scores (ragas' sort), name by name; ``names``: both sorted.
 
     Sorting by ragas' key puts each name's calls together, names in order, so the sorted
-    pairs are those of each name's group sorted alone, in name order. A name called once is
+    pairs are those of each name's group sorted alone, in name order: both lists are sorted
+    by name (stable), and each run of one name in ``names`` is a group. A name called once is
     its own pair; a group holding the same calls on both sides (:func:`_same_calls`) pairs
-    calls of equal keys, summed by :func:`_identical_total` when it can; only the
-    other groups build the sort keys. The pair scores are summed in the sorted order: the
-    same float.
+    calls of equal keys, each adding 1.0 when ``all_one`` says so; only the other groups are
+    sorted by ragas' key (:func:`_group_sorted`). The pair scores are summed in the sorted
+    order: the same float.
     """
-    groups: dict[str, tuple[list[ToolCall], list[ToolCall]]] = {}
-    for call, name in zip(reference, ref_names, strict=True):
-        group = groups.get(name)
-        if group is None:
-            groups[name] = ([], [call])
-        else:
-            group[1].append(call)
-    for call, name in zip(predicted, pred_names, strict=True):
-        groups[name][0].append(call)
+    preds_by_name = sorted(predicted, key=_by_name)
+    refs_by_name = sorted(reference, key=_by_name)
+    n = len(names)
     total = 0.0
-    for name in sorted(groups):
-        preds, refs = groups[name]
-        if len(refs) == 1:
-            total += args_score(refs[0].args, preds[0].args)
-            continue
-        if _same_calls(preds, refs):
-            same = _identical_total(refs, pair)
-            if same is not None:
-                total += same
-                continue
-        preds.sort(key=_sort_key)
-        refs.sort(key=_sort_key)
-        for index in range(len(refs)):
-            total += args_score(refs[index].args, preds[index].args)
+    start = 0
+    while start < n:
+        end = bisect_right(names, names[start], start + 1)
+        if end - start == 1:
+            total += args_score(refs_by_name[start].args, preds_by_name[start].args)
+        else:
+            preds, refs = preds_by_name[start:end], refs_by_name[start:end]
+            if _same_calls(preds, refs) and all_one(refs):
+                for _ in refs:  # one by one, as ragas adds them
+                    total += 1.0
+            else:
+                pred_args, ref_args = _group_sorted(preds), _group_sorted(refs)
+                for index in range(end - start):
+                    total += args_score(ref_args[index], pred_args[index])
+        start = end
     return total
 
 
-def _unordered_total(
+def _repeated_total(
     predicted: list[ToolCall],
     reference: list[ToolCall],
+    names: list[str] | None,
     args: ArgsScore,
-    scored: bool,
-    pair: PairFormula,
-) -> float | None:
-    """The summed pair scores of ragas' sorted pairs; None when the sorted names differ.
+    all_one: AllOne,
+) -> float:
+    """The summed pair scores of ragas' sorted pairs when a name repeats; same sorted names.
 
-    Both lists hold ``n > 1`` calls; ``scored``: ``args`` calls the comparator on every value
-    (so the shortcuts that assume equal strings score 1.0 are skipped).
+    ``args`` scores equal strings 1.0, so lists (or groups) of the same calls need no sort;
+    ``names``: the sorted names, or None (not sorted yet).
     """
-    n = len(reference)
-    pred_names = list(map(_by_name, predicted))
-    ref_names = list(map(_by_name, reference))
-    unique = set(ref_names)
-    if pred_names == ref_names:
-        if len(unique) == n:
-            # Distinct names in the same order: sorting pairs the same calls; the
-            # pair scores are only summed in the sorted order.
-            scores = [args(reference[i].args, predicted[i].args) for i in range(n)]
-            total = 0.0
-            for index in sorted(range(n), key=ref_names.__getitem__):
-                total += scores[index]
-            return total
-    elif sorted(pred_names) != sorted(ref_names):
-        return None
-    if not scored and len(unique) < n:
-        if _same_calls(predicted, reference):
-            same = _identical_total(reference, pair)
-            if same is not None:
-                return same
-        return _by_name_groups(predicted, pred_names, reference, ref_names, args, pair)
-    predicted, reference = _unordered(predicted, reference, ref_names, unique)
-    total = 0.0  # summed in order, as ragas does: the float must be the same
-    for index in range(n):
-        total += args(reference[index].args, predicted[index].args)
-    return total
+    if _same_calls(predicted, reference) and all_one(reference):
+        return float(len(reference))  # 1.0 added once per call from 0.0: exactly this
+    if names is None:
+        names = sorted(map(_by_name, reference))
+    return _by_name_groups(predicted, reference, names, args, all_one)
 
 
-def _accuracy(
+def _strict_accuracy(
     formula: AccuracyFormula,
     args_score: ArgsScore,
-    strict: bool,
-    fallback: ArgsScore | None = None,
-    identical: Callable[[], bool] | None = None,
+    fallback: ArgsScore | None,
+    identical: Callable[[], bool] | None,
+    strict_total: StrictTotal | None,
+    single: ArgsScore | None,
 ) -> Kernel:
-    """ToolCallAccuracy's value with ``args_score``, which scores equal strings 1.0.
-
-    With a ``fallback``, a sample is scored with it unless ``identical()`` is true (the
-    comparator scores equal strings 1.0). The formula's functions are bound here, once.
-    """
-    mean, pair = formula.value, formula.pair
+    """ToolCallAccuracy's value in strict order (see :func:`_accuracy`)."""
+    mean = formula.value
 
     def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
         args = args_score
@@ -459,17 +533,101 @@ def _accuracy(
             pred, ref = predicted[0], reference[0]
             if pred.name != ref.name:
                 return mean(1, 1, None)
-            return mean(1, 1, args(ref.args, pred.args))
-        if strict:
-            total = 0.0  # summed in order, as ragas does: the float must be the same
-            for pred, ref in zip(predicted, reference, strict=True):
-                if pred.name != ref.name:
-                    return mean(n, n, None)  # a score computed before is dropped
-                total += args(ref.args, pred.args)
-            return mean(n, n, total)
-        return mean(n, n, _unordered_total(predicted, reference, args, args is fallback, pair))
+            if single is None:
+                return mean(1, 1, args(ref.args, pred.args))
+            return single(ref.args, pred.args)  # the exact score: the value read from rows
+        if strict_total is not None:
+            return mean(n, n, strict_total(predicted, reference))
+        total = 0.0  # summed in order, as ragas does: the float must be the same
+        for pred, ref in zip(predicted, reference, strict=True):
+            if pred.name != ref.name:
+                return mean(n, n, None)  # a score computed before is dropped
+            total += args(ref.args, pred.args)
+        return mean(n, n, total)
 
     return value
+
+
+def _unordered_accuracy(
+    formula: AccuracyFormula,
+    args_score: ArgsScore,
+    fallback: ArgsScore | None,
+    identical: Callable[[], bool] | None,
+    single: ArgsScore | None,
+) -> Kernel:
+    """ToolCallAccuracy's value in any order: ragas' sorted pairs (see :func:`_accuracy`)."""
+    mean, all_one = formula.value, _all_one(formula.pair)
+
+    def value(messages: Sequence[Message], reference: list[ToolCall]) -> float:
+        args = args_score
+        if fallback is not None and (identical is None or not identical()):
+            args = fallback
+        predicted: list[ToolCall] = []  # predicted_calls(messages), inlined: one call less
+        for message in messages:
+            if type(message) is AIMessage:
+                found = message.tool_calls
+                if found:
+                    predicted += found
+        n = len(reference)
+        if len(predicted) != n or not n:  # lengths differ: so do the names
+            return mean(len(predicted), n, None)
+        if n == 1:
+            pred, ref = predicted[0], reference[0]
+            if pred.name != ref.name:
+                return mean(1, 1, None)
+            return (
+                mean(1, 1, args(ref.args, pred.args))
+                if single is None
+                else single(ref.args, pred.args)  # the exact score: the value read from rows
+            )
+        pred_names = list(map(_by_name, predicted))
+        ref_names = list(map(_by_name, reference))
+        unique = set(ref_names)
+        names = None  # the sorted names, when sorted
+        if pred_names == ref_names:
+            if len(unique) == n:
+                # Distinct names in the same order: sorting pairs the same calls; the
+                # pairs are scored (no side effects) and summed in the sorted order.
+                total = 0.0
+                for index in sorted(range(n), key=ref_names.__getitem__):
+                    total += args(reference[index].args, predicted[index].args)
+                return mean(n, n, total)
+        else:
+            names = sorted(ref_names)
+            if sorted(pred_names) != names:
+                return mean(n, n, None)
+        if args is not fallback and len(unique) < n:
+            return mean(n, n, _repeated_total(predicted, reference, names, args, all_one))
+        predicted, reference = _unordered(predicted, reference, ref_names, unique)
+        total = 0.0  # summed in order, as ragas does: the float must be the same
+        for index in range(n):
+            total += args(reference[index].args, predicted[index].args)
+        return mean(n, n, total)
+
+    return value
+
+
+def _accuracy(
+    formula: AccuracyFormula,
+    args_score: ArgsScore,
+    strict: bool,
+    fallback: ArgsScore | None = None,
+    identical: Callable[[], bool] | None = None,
+    strict_total: StrictTotal | None = None,
+    single: ArgsScore | None = None,
+) -> Kernel:
+    """ToolCallAccuracy's value with ``args_score``, which scores equal strings 1.0.
+
+    With a ``fallback``, a sample is scored with it unless ``identical()`` is true (the
+    comparator scores equal strings 1.0); with a ``strict_total``, strict order sums the
+    pairs with it (the exact score written into the loop); with ``single``, a sample of one
+    aligned pair takes its value from it (the exact score read from the value's rows). The formula's functions are
+    bound once; the strict and the unordered kernels are built apart (no test of the order
+    per sample).
+    """
+    if strict:
+        return _strict_accuracy(formula, args_score, fallback, identical, strict_total, single)
+    return _unordered_accuracy(formula, args_score, fallback, identical, single)
 
 
 def accuracy_value(
@@ -485,7 +643,13 @@ def accuracy_value(
     """
     pair = formula.pair
     if compare is None:
-        return _accuracy(formula, _exact_args(formula), strict)
+        return _accuracy(
+            formula,
+            _exact_args(formula.pair_rows, formula.pair_row),
+            strict,
+            strict_total=_exact_strict_total(formula) if strict else None,
+            single=_exact_args(formula.single_rows, formula.single_row),
+        )
     return _accuracy(
         formula, _skipping_args(pair, compare), strict, _scored_args(pair, compare), identical
     )

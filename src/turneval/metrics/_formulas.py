@@ -27,7 +27,7 @@ Counts, per formula:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from turneval.results import ratio
 
@@ -43,6 +43,7 @@ __all__ = [
     "SIDE",
     "SINGLE_TOOL",
     "AccuracyFormula",
+    "PairRow",
     "CountFormula",
     "Row",
     "SingleToolFormula",
@@ -244,6 +245,39 @@ SINGLE_TOOL = SingleToolFormula(_single_value, _single_reason)
 # -- ToolCallAccuracy --------------------------------------------------------------------------
 
 
+class PairRow(Protocol):
+    """A row of :attr:`AccuracyFormula.pair_rows`: the pair score by the count of equal args."""
+
+    def __getitem__(self, equal: int, /) -> float: ...
+
+
+class _RowToBe:
+    """A row of :attr:`AccuracyFormula.pair_rows` (or ``single_rows``) not read yet.
+
+    Its first read asks the formula (``fill``: :meth:`AccuracyFormula.pair_row` or
+    :meth:`AccuracyFormula.single_row`, which put the row in its place), so later reads find
+    the row itself.
+    """
+
+    __slots__ = ("fill", "n_pred_args", "n_ref_args")
+
+    def __init__(
+        self, fill: Callable[[int, int], tuple[float, ...]], n_ref_args: int, n_pred_args: int
+    ) -> None:
+        self.fill = fill
+        self.n_ref_args = n_ref_args
+        self.n_pred_args = n_pred_args
+
+    def __getitem__(self, equal: int, /) -> float:
+        return self.fill(self.n_ref_args, self.n_pred_args)[equal]
+
+
+def _rows_to_be(fill: Callable[[int, int], tuple[float, ...]]) -> list[list[PairRow]]:
+    return [
+        [_RowToBe(fill, n_ref, n_pred) for n_pred in range(PAIR_SIDE)] for n_ref in range(PAIR_SIDE)
+    ]
+
+
 class AccuracyFormula:
     """ToolCallAccuracy's formulas: a pair's args score, the value and the reason.
 
@@ -254,9 +288,14 @@ class AccuracyFormula:
         pair: ``(reference args, predicted args, summed arg scores) -> the pair's score``.
         value: ``(n_pred, n_ref, total) -> value``.
         reason: ``(strict, predicted names, reference names, pair scores, value) -> reason``.
+        pair_rows: :meth:`pair_row`'s rows at ``[n_ref_args][n_pred_args]`` for sizes below
+            :data:`PAIR_SIDE`; a row not yet read is asked of the formula on its first read,
+            so the kernels read ``pair_rows[n_ref_args][n_pred_args][equal]`` without a test
+            (an ``IndexError`` for larger sizes: then they call :meth:`pair_row`).
+        single_rows: :meth:`single_row`'s rows, kept and read the same way.
     """
 
-    __slots__ = ("pair", "pair_table", "reason", "value")
+    __slots__ = ("pair", "pair_rows", "reason", "single_rows", "value")
 
     def __init__(
         self,
@@ -267,24 +306,38 @@ class AccuracyFormula:
         self.pair = pair
         self.value = value
         self.reason = reason
-        self.pair_table: list[tuple[float, ...] | None] = [None] * (PAIR_SIDE * PAIR_SIDE)
+        self.pair_rows = _rows_to_be(self.pair_row)
+        self.single_rows = _rows_to_be(self.single_row)
 
     def pair_row(self, n_ref_args: int, n_pred_args: int) -> tuple[float, ...]:
         """:attr:`pair` of every whole count of equal args (``0..n_ref_args``), by count.
 
         The exact argument score counts equal args; its kernel reads the pair score here
-        (kept in :attr:`pair_table` at ``n_ref_args * PAIR_SIDE + n_pred_args`` below
-        :data:`PAIR_SIDE`) instead of calling the formula per pair.
+        (kept in :attr:`pair_rows` below :data:`PAIR_SIDE`) instead of calling the formula
+        per pair.
         """
         pair = self.pair
         row = tuple(float(pair(n_ref_args, n_pred_args, equal)) for equal in range(n_ref_args + 1))
         if n_ref_args < PAIR_SIDE and n_pred_args < PAIR_SIDE:
-            self.pair_table[n_ref_args * PAIR_SIDE + n_pred_args] = row
+            self.pair_rows[n_ref_args][n_pred_args] = row
+        return row
+
+    def single_row(self, n_ref_args: int, n_pred_args: int) -> tuple[float, ...]:
+        """:attr:`value` of one aligned pair (``(1, 1, pair score)``) by its count of equal args.
+
+        A sample of one call on each side, names equal, under the exact argument score: its
+        kernel reads the value here (kept in :attr:`single_rows`) instead of calling the value
+        formula per sample.
+        """
+        value = self.value
+        row = tuple(value(1, 1, score) for score in self.pair_row(n_ref_args, n_pred_args))
+        if n_ref_args < PAIR_SIDE and n_pred_args < PAIR_SIDE:
+            self.single_rows[n_ref_args][n_pred_args] = row
         return row
 
 
 PAIR_SIDE = 16
-"""Pair rows of fewer args than this (both sides) are kept in :attr:`AccuracyFormula.pair_table`."""
+"""Pair rows of fewer args than this (both sides) are kept in :attr:`AccuracyFormula.pair_rows`."""
 
 
 def _accuracy_pair(n_ref_args: int, n_pred_args: int, total: float) -> float:
