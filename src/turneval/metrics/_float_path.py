@@ -492,14 +492,24 @@ def _repeated_total(
     names: list[str] | None,
     args: ArgsScore,
     all_one: AllOne,
+    one_name: bool,
 ) -> float:
     """The summed pair scores of ragas' sorted pairs when a name repeats; same sorted names.
 
     ``args`` scores equal strings 1.0, so lists (or groups) of the same calls need no sort;
-    ``names``: the sorted names, or None (not sorted yet).
+    ``names``: the sorted names, or None (not sorted yet). When every call has one name
+    (``one_name``), the lists are the only group of :func:`_by_name_groups`, whose test of
+    the same calls has just failed: they are ordered and scored at once.
     """
     if _same_calls(predicted, reference) and all_one(reference):
         return float(len(reference))  # 1.0 added once per call from 0.0: exactly this
+    if one_name:
+        total = 0.0  # summed in the sorted order, as ragas does
+        for ref_args, pred_args in zip(
+            _group_sorted(reference), _group_sorted(predicted), strict=True
+        ):
+            total += args(ref_args, pred_args)
+        return total
     if names is None:
         names = sorted(map(_by_name, reference))
     return _by_name_groups(predicted, reference, names, args, all_one)
@@ -597,7 +607,11 @@ def _unordered_accuracy(
             if sorted(pred_names) != names:
                 return mean(n, n, None)
         if args is not fallback and len(unique) < n:
-            return mean(n, n, _repeated_total(predicted, reference, names, args, all_one))
+            return mean(
+                n,
+                n,
+                _repeated_total(predicted, reference, names, args, all_one, len(unique) == 1),
+            )
         predicted, reference = _unordered(predicted, reference, ref_names, unique)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
