@@ -342,22 +342,31 @@ def _group_sorted(calls: list[ToolCall]) -> list[dict[str, Any]]:
     differ they alone order the keys, without ties. Otherwise (a tie, another smallest
     name, a call without args) the rest of each key is built and compared whole.
     """
-    args = [call.args for call in calls]
-    firsts: list[str] = []
+    if len(calls) == 2:  # one comparison of the first values, when they differ
+        left, right = calls[0].args, calls[1].args
+        if left and right:
+            first = min(left)
+            if first == min(right):
+                value, other = left[first], right[first]
+                text = value if type(value) is str else str(value)
+                other_text = other if type(other) is str else str(other)
+                if text != other_text:
+                    return [left, right] if text < other_text else [right, left]
+    by_first: dict[str, dict[str, Any]] = {}  # each call's args by its first text
     try:
-        first = min(args[0])
-        for each in args:
+        first = min(calls[0].args)
+        for call in calls:
+            each = call.args
             if min(each) != first:
                 break
             value = each[first]
-            firsts.append(value if type(value) is str else str(value))
+            by_first[value if type(value) is str else str(value)] = each
         else:
-            if len(set(firsts)) == len(firsts):
-                if len(firsts) == 2:
-                    return args if firsts[0] < firsts[1] else [args[1], args[0]]
-                return [args[index] for index in sorted(range(len(args)), key=firsts.__getitem__)]
+            if len(by_first) == len(calls):  # the texts all differ
+                return [by_first[text] for text in sorted(by_first)]
     except ValueError:  # a call without args
         pass
+    args = [call.args for call in calls]
     keys: list[list[str]] = []
     for each in args:
         key: list[str] = []
