@@ -342,22 +342,31 @@ def _group_sorted(calls: list[ToolCall]) -> list[dict[str, Any]]:
     differ they alone order the keys, without ties. Otherwise (a tie, another smallest
     name, a call without args) the rest of each key is built and compared whole.
     """
-    args = [call.args for call in calls]
-    firsts: list[str] = []
+    if len(calls) == 2:  # one comparison of the first values, when they differ
+        left, right = calls[0].args, calls[1].args
+        if left and right:
+            first = min(left)
+            if first == min(right):
+                value, other = left[first], right[first]
+                text = value if type(value) is str else str(value)
+                other_text = other if type(other) is str else str(other)
+                if text != other_text:
+                    return [left, right] if text < other_text else [right, left]
+    by_first: dict[str, dict[str, Any]] = {}  # each call's args by its first text
     try:
-        first = min(args[0])
-        for each in args:
+        first = min(calls[0].args)
+        for call in calls:
+            each = call.args
             if min(each) != first:
                 break
             value = each[first]
-            firsts.append(value if type(value) is str else str(value))
+            by_first[value if type(value) is str else str(value)] = each
         else:
-            if len(set(firsts)) == len(firsts):
-                if len(firsts) == 2:
-                    return args if firsts[0] < firsts[1] else [args[1], args[0]]
-                return [args[index] for index in sorted(range(len(args)), key=firsts.__getitem__)]
+            if len(by_first) == len(calls):  # the texts all differ
+                return [by_first[text] for text in sorted(by_first)]
     except ValueError:  # a call without args
         pass
+    args = [call.args for call in calls]
     keys: list[list[str]] = []
     for each in args:
         key: list[str] = []
@@ -492,14 +501,24 @@ def _repeated_total(
     names: list[str] | None,
     args: ArgsScore,
     all_one: AllOne,
+    one_name: bool,
 ) -> float:
     """The summed pair scores of ragas' sorted pairs when a name repeats; same sorted names.
 
     ``args`` scores equal strings 1.0, so lists (or groups) of the same calls need no sort;
-    ``names``: the sorted names, or None (not sorted yet).
+    ``names``: the sorted names, or None (not sorted yet). When every call has one name
+    (``one_name``), the lists are the only group of :func:`_by_name_groups`, whose test of
+    the same calls has just failed: they are ordered and scored at once.
     """
     if _same_calls(predicted, reference) and all_one(reference):
         return float(len(reference))  # 1.0 added once per call from 0.0: exactly this
+    if one_name:
+        total = 0.0  # summed in the sorted order, as ragas does
+        for ref_args, pred_args in zip(
+            _group_sorted(reference), _group_sorted(predicted), strict=True
+        ):
+            total += args(ref_args, pred_args)
+        return total
     if names is None:
         names = sorted(map(_by_name, reference))
     return _by_name_groups(predicted, reference, names, args, all_one)
@@ -597,7 +616,11 @@ def _unordered_accuracy(
             if sorted(pred_names) != names:
                 return mean(n, n, None)
         if args is not fallback and len(unique) < n:
-            return mean(n, n, _repeated_total(predicted, reference, names, args, all_one))
+            return mean(
+                n,
+                n,
+                _repeated_total(predicted, reference, names, args, all_one, len(unique) == 1),
+            )
         predicted, reference = _unordered(predicted, reference, ref_names, unique)
         total = 0.0  # summed in order, as ragas does: the float must be the same
         for index in range(n):
