@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval.cli.judge_flags import judge_from_flags
-from turneval.cli.options import add_judge_options
+from turneval.cli.options import add_judge_options, add_price_options
 from turneval.cli.summary import print_summary
 from turneval.errors import ConfigError
 
@@ -58,12 +58,7 @@ def add_batch_command(commands: Any) -> None:
         default=None,
         help="collect: override the fallback chosen at submission",
     )
-    parser.add_argument(
-        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
-    )
-    parser.add_argument(
-        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
-    )
+    add_price_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     add_judge_options(parser)
     parser.set_defaults(handler=batch_command)

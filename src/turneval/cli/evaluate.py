@@ -20,7 +20,7 @@ from turneval.cli.arguments import (
 from turneval.cli.batch import add_batch_options, evaluate_batch
 from turneval.cli.engines import rate_limit_of, run_aggregates, run_here, run_on_ray
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags, require_judge
-from turneval.cli.options import add_concurrency_options, add_judge_options
+from turneval.cli.options import add_concurrency_options, add_judge_options, add_price_options
 from turneval.cli.summary import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -178,12 +178,7 @@ def add_evaluate_command(commands: Any) -> None:
         action="store_true",
         help="estimate judge calls and prompt tokens; call nothing",
     )
-    run.add_argument(
-        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
-    )
-    run.add_argument(
-        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
-    )
+    add_price_options(run)
     add_judge_options(run)
     run.set_defaults(handler=_evaluate)
 

@@ -1,4 +1,4 @@
-"""Option groups several commands share: the judge, concurrency, the run store, power."""
+"""Option groups several commands share: the judge, its prices, concurrency, the run store, power."""
 
 from __future__ import annotations
 
@@ -22,6 +22,16 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
         help="variable holding the API key (default: OPENAI_API_KEY; an error if set and empty)",
     )
     parser.add_argument("--cache", help="SQLite judge cache: a re-run pays for nothing twice")
+
+
+def add_price_options(parser: argparse.ArgumentParser) -> None:
+    """``--price-input`` and ``--price-output``: the judge's prices per 1M tokens."""
+    parser.add_argument(
+        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
+    )
+    parser.add_argument(
+        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
+    )
 
 
 def add_concurrency_options(parser: argparse.ArgumentParser) -> None:

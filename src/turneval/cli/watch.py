@@ -13,6 +13,7 @@ from turneval.cli.judge_flags import judge_from_flags, require_judge
 from turneval.cli.options import (
     add_concurrency_options,
     add_judge_options,
+    add_price_options,
     add_store_option,
     run_store,
 )
@@ -79,12 +80,7 @@ def add_watch_commands(commands: Any) -> None:
         metavar="AMOUNT/PERIOD",
         help="judge budget, e.g. 20USD/day (needs --price-input) or 100000tokens/hour",
     )
-    watch.add_argument(
-        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
-    )
-    watch.add_argument(
-        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
-    )
+    add_price_options(watch)
     watch.add_argument(
         "--max-queue",
         type=int,
@@ -110,12 +106,7 @@ def add_watch_commands(commands: Any) -> None:
     regrading.add_argument(
         "--metric", action="append", default=None, help="only this judged metric (repeatable)"
     )
-    regrading.add_argument(
-        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
-    )
-    regrading.add_argument(
-        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
-    )
+    add_price_options(regrading)
     add_store_option(regrading)
     add_judge_options(regrading)
     regrading.set_defaults(handler=_regrade)
