@@ -381,12 +381,25 @@ def test_to_pandas_keeps_the_rows_types(tmp_path: Path) -> None:
     ]
     data = tmp_path / "data.jsonl"
     data.write_text("".join(s.model_dump_json(exclude_none=True) + "\n" for s in lines) + "{\n")
-    stream = evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "out", workers=1, details=False)
+    from turneval.metrics import CustomMetric, Evaluator
+
+    def broken(instance: dict[str, Any]) -> float:
+        return float(instance["budget"])  # a bug: KeyError, with a traceback on the row
+
+    metrics: list[Evaluator | str] = [
+        "tool_call_f1",
+        CustomMetric(name="budget", metric_function=broken),
+    ]
+    stream = evaluate_jsonl(data, metrics, tmp_path / "out", workers=1, details=False)
     frame = DistributedResult(stream, tmp_path / "out").to_pandas()
     assert frame["id"].tolist()[:2] == ["001", "010"]
     assert frame["tool_call_f1"].dtype == float and frame["tool_call_f1"].tolist()[:2] == [1.0, 1.0]
     assert frame["tool_call_f1_error"].tolist()[:2] == [None, None]
     assert frame["tool_call_f1_error"][2].startswith("InvalidSampleError: line 3")
+    # a traceback stays in results.jsonl, not a column (as EvaluationResult.to_pandas)
+    assert frame["budget_error"][0].startswith("KeyError")
+    assert "budget_traceback" in rows(tmp_path / "out" / "results.jsonl")[0]
+    assert not [column for column in frame.columns if column.endswith("_traceback")]
 
 
 def test_a_missing_input_or_a_kept_results_file_is_refused_before_ray_starts(
