@@ -14,6 +14,10 @@ request per stdin line, ``{"variant": name, "repeat": r, "scores": bool}``, with
 of ``r`` loops over the samples: ``{"per_s": rate, "cpu_per_s": rate, "seconds": wall
 seconds, "scores": [...] or null}``. The orchestrator then alternates the two libraries pass
 by pass (``run_tool_call_bench.py --pairing pass``).
+
+With ``--by-kind LABELS`` (a JSON file of one label per sample) it times each label's samples
+apart for the ``--variants`` named and prints ``{variant: {label: [samples, best µs per
+sample]}}``, the whole file (in order) under ``"all"`` (``run_tool_call_kinds.py``).
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
@@ -174,18 +180,47 @@ async def run(samples: list[Any], variants: dict[str, Score], passes: int) -> di
     return report
 
 
+async def by_kind(
+    samples: list[Any], score: Score, labels: list[str], passes: int
+) -> dict[str, list[float]]:
+    """Best of ``passes`` timed loops (CPU µs per sample) over each label's samples, and all."""
+    groups: dict[str, list[Any]] = {"all": samples}
+    for sample, label in zip(samples, labels, strict=True):
+        groups.setdefault(label, []).append(sample)
+    best: dict[str, list[float]] = {}
+    for label, group in groups.items():
+        seconds = math.inf
+        for _ in range(passes):
+            start = time.process_time()
+            for sample in group:
+                await score(sample)
+            seconds = min(seconds, time.process_time() - start)
+        best[label] = [len(group), seconds / len(group) * 1e6]
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", choices=["turneval", "ragas"], required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--serve", action="store_true", help="answer pass requests from stdin")
+    parser.add_argument("--by-kind", help="a JSON file of one label per sample: time each apart")
+    parser.add_argument("--variants", default="", help="--by-kind: comma-separated variants")
     args = parser.parse_args()
     rows = load(args.data)
     build = turneval_variants if args.lib == "turneval" else ragas_variants
     samples, variants = build(rows)
     if args.serve:
         serve(samples, variants)
+        return
+    if args.by_kind:
+        labels = json.loads(Path(args.by_kind).read_text(encoding="utf-8"))
+        report = {
+            name: asyncio.run(by_kind(samples, variants[name], labels, args.passes))
+            for name in args.variants.split(",")
+        }
+        print(json.dumps(report))
         return
     print(json.dumps(asyncio.run(run(samples, variants, args.passes))))
 
