@@ -215,6 +215,9 @@ def main() -> None:
         serve(samples, variants)
         return
     if args.by_kind:
+        unknown = sorted(set(args.variants.split(",")) - set(variants))
+        if unknown:
+            parser.error(f"--variants: unknown {unknown}; known: {sorted(variants)}")
         labels = json.loads(Path(args.by_kind).read_text(encoding="utf-8"))
         report = {
             name: asyncio.run(by_kind(samples, variants[name], labels, args.passes))
