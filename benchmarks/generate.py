@@ -450,6 +450,20 @@ def generate_shape(shape: str, n: int, seed: int) -> list[dict[str, Any]]:
     return [shaped_row(rng, shape) for _ in range(n)]
 
 
+def rows_of(shape: str, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` seeded samples of ``shape``: ``mixed`` (:func:`generate`) or a fixed shape."""
+    return generate(n, seed) if shape == "mixed" else generate_shape(shape, n, seed)
+
+
+def write_samples(shape: str, n: int, seed: int, rows: list[dict[str, Any]] | None = None) -> Path:
+    """Write ``rows`` (default: :func:`rows_of`) to ``.data/samples-<shape>-<n>-<seed>.jsonl``."""
+    path = Path(__file__).parent / ".data" / f"samples-{shape}-{n}-{seed}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    found = rows_of(shape, n, seed) if rows is None else rows
+    path.write_text("".join(json.dumps(row) + "\n" for row in found), encoding="utf-8")
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=["mixed", *SHAPES], default="mixed")
@@ -461,12 +475,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as handle:
-        rows = (
-            generate(args.n, args.seed)
-            if args.shape == "mixed"
-            else generate_shape(args.shape, args.n, args.seed)
-        )
-        for row in rows:
+        for row in rows_of(args.shape, args.n, args.seed):
             handle.write(json.dumps(row) + "\n")
     print(f"wrote {args.n} samples to {args.out}")
 

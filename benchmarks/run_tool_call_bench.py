@@ -25,7 +25,6 @@ non-zero.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -37,7 +36,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from _harness import DEFAULT_RAGAS_PYTHON, Server, alternate, run_side  # noqa: E402
-from generate import generate, generate_shape  # noqa: E402
+from generate import rows_of, write_samples  # noqa: E402
 
 ACCURACY = [
     "tool_call_accuracy[strict]",
@@ -134,13 +133,6 @@ def parity(
     return failures
 
 
-def write_data(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> Path:
-    data = HERE / ".data" / f"samples-{label}-{args.n}-{args.seed}.jsonl"
-    data.parent.mkdir(parents=True, exist_ok=True)
-    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return data
-
-
 def references(name: str, theirs: list[str]) -> list[str]:
     """The ragas variants a turneval variant is compared with (legacy reference first)."""
     wanted = [LEGACY_REFERENCE, COLLECTIONS.get(name, "collections:tool_call_accuracy[unordered]")]
@@ -199,7 +191,7 @@ def print_speed(
 
 def bench_rounds(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
     """``--pairing round``: whole side processes alternate; ratios per round."""
-    data = write_data(label, rows, args)
+    data = write_samples(label, args.n, args.seed, rows)
     sides = [("ragas", args.ragas_python), ("turneval", sys.executable)]
     results = alternate(args.rounds, sides, side, data, args.passes)
     rounds = [(result["turneval"], result["ragas"]) for result in results]
@@ -228,7 +220,7 @@ def bench_rounds(label: str, rows: list[dict[str, Any]], args: argparse.Namespac
 
 def bench_passes(label: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
     """``--pairing pass``: both sides loaded at once; ragas passes sandwiched by turneval's."""
-    data = write_data(label, rows, args)
+    data = write_samples(label, args.n, args.seed, rows)
     ours = Server(sys.executable, "tool_call_side.py", "--lib", "turneval", "--data", str(data))
     theirs = Server(args.ragas_python, "tool_call_side.py", "--lib", "ragas", "--data", str(data))
     try:
@@ -313,11 +305,7 @@ def main() -> None:
 
     failures = []
     for label in args.shapes.split(","):
-        rows = (
-            generate(args.n, args.seed)
-            if label == "mixed"
-            else generate_shape(label, args.n, args.seed)
-        )
+        rows = rows_of(label, args.n, args.seed)
         bench = bench_passes if args.pairing == "pass" else bench_rounds
         failures += bench(label, rows, args)
     for failure in failures:

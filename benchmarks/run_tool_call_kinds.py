@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _harness import DEFAULT_RAGAS_PYTHON, run_side  # noqa: E402
-from generate import generate, generate_shape  # noqa: E402
+from generate import rows_of, write_samples  # noqa: E402
 
 OURS = {
     "unordered": "tool_call_accuracy[unordered]",
@@ -76,16 +76,9 @@ def main() -> None:
     parser.add_argument("--ragas-python", default=DEFAULT_RAGAS_PYTHON)
     args = parser.parse_args()
 
-    rows = (
-        generate(args.n, args.seed)
-        if args.shape == "mixed"
-        else generate_shape(args.shape, args.n, args.seed)
-    )
-    folder = HERE / ".data"
-    folder.mkdir(parents=True, exist_ok=True)
-    data = folder / f"samples-{args.shape}-{args.n}-{args.seed}.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    labels = folder / f"kinds-{args.shape}-{args.n}-{args.seed}.json"
+    rows = rows_of(args.shape, args.n, args.seed)
+    data = write_samples(args.shape, args.n, args.seed, rows)
+    labels = data.parent / f"kinds-{args.shape}-{args.n}-{args.seed}.json"
     labels.write_text(json.dumps([sample_kind(row) for row in rows]), encoding="utf-8")
 
     def side(python: str, lib: str, variants: str) -> dict[str, Any]:
