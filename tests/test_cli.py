@@ -75,9 +75,10 @@ def test_fail_under_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     [
         (
             ["--metric", "tool_call_f2"],
-            "unknown metric 'tool_call_f2'; did you mean 'tool_call_f1'?",
+            "unknown metric 'tool_call_f2'; did you mean 'tool_call_f1', 'tool_call_valid' or "
+            "'tool_call_efficiency'? run 'turneval metrics' for the list",
         ),
-        (["--metric", "rouge_scor"], "did you mean 'rouge_score'?"),
+        (["--metric", "rouge_scor"], "did you mean 'rouge_score' or 'bleu_score'?"),
         (
             ["--metric", "agent_goal_accuracy"],
             "'agent_goal_accuracy' is ragas' name for agent_goal_accuracy_with_reference and "

@@ -72,7 +72,8 @@ def test_to_pandas_and_jsonl(tmp_path: Path) -> None:
 def test_bad_metric_lists_fail_before_running() -> None:
     with pytest.raises(
         ConfigError,
-        match="unknown metric name 'tool_call_f2'; known names: agent_goal_accuracy_with_reference",
+        match="unknown metric 'tool_call_f2'; did you mean 'tool_call_f1', 'tool_call_valid' or "
+        "'tool_call_efficiency'[?] known names: agent_goal_accuracy_with_reference,",
     ):
         evaluate(dataset(), ["tool_call_f2"])
     with pytest.raises(ConfigError, match=r"share the name\(s\) \['tool_call_f1'\]"):

@@ -12,6 +12,11 @@ The agent may be:
   output may be a message, a list of messages, or a dict with ``messages`` or ``output``;
 * any sync or async callable taking the conversation so far (turneval messages) and returning
   the new messages, or the whole conversation (turneval or LangChain messages).
+
+Messages may be objects or dicts: a dict with ``role`` is an OpenAI chat message; a dict with
+``type`` is a turneval message's JSON (``{"type": "ai", "content": ..., "tool_calls": [...]}``)
+or LangChain's (``messages_to_dict``'s ``{"type": "ai", "data": {...}}`` or a message's
+``model_dump()``).
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ from itertools import groupby
 from typing import Any
 
 import anyio
+from pydantic import ValidationError
 
 from turneval.errors import AgentRunError, ConfigError
 from turneval.messages import (
     AIMessage,
     HumanMessage,
     Message,
+    MessageList,
     SystemMessage,
     ToolMessage,
     from_langchain,
@@ -62,8 +69,9 @@ def is_graph(agent: Any) -> bool:
 
 
 CONTRACT = (
-    "an agent must return a string, messages (LangChain, turneval or OpenAI-format dicts), or a "
-    "state dict with 'messages'"
+    "an agent must return a string, messages (LangChain or turneval messages, or their dicts: "
+    "{'type': 'ai', ...} as turneval's JSON, LangChain's messages_to_dict or model_dump write "
+    "them, or OpenAI-format {'role': 'assistant', ...}), or a state dict with 'messages'"
 )
 """What an agent may return, quoted in the error when it returns something else."""
 
@@ -74,7 +82,14 @@ def _kind(item: Any) -> str:
     if isinstance(item, str):
         return "text"
     if isinstance(item, dict):
-        return "openai"
+        if "role" in item:
+            return "openai"
+        if "type" in item:
+            return "typed"
+        raise AgentRunError(
+            f"the agent returned a message dict with neither 'role' nor 'type' "
+            f"(keys: {sorted(map(str, item))}); {CONTRACT}"
+        )
     if hasattr(item, "type") and hasattr(item, "additional_kwargs"):
         return "langchain"
     raise AgentRunError(f"the agent returned a list holding {type(item).__name__}; {CONTRACT}")
@@ -91,9 +106,19 @@ def _to_turneval(items: Sequence[Any]) -> list[Message]:
             converted.extend(AIMessage(content=text) for text in run)
         elif kind == "openai":
             converted.extend(from_openai(run))
+        elif kind == "typed":
+            converted.extend(_from_typed_dicts(run))
         else:
             converted.extend(from_langchain(run))
     return converted
+
+
+def _from_typed_dicts(items: list[Any]) -> list[Message]:
+    """Messages from dicts with ``type``: turneval's own JSON, else LangChain's dicts."""
+    try:
+        return MessageList.validate_python(items)
+    except ValidationError:
+        return from_langchain(items)  # its error names the message and the shapes it reads
 
 
 def _as_messages(output: Any) -> list[Message]:
@@ -105,11 +130,11 @@ def _as_messages(output: Any) -> list[Message]:
             output = output["messages"]
         elif "output" in output:
             return [AIMessage(content=str(output["output"]))]
-        elif "role" in output:
+        elif "role" in output or "type" in output:
             output = [output]
         else:
             raise AgentRunError(
-                f"the agent returned a dict without 'messages', 'output' or 'role' "
+                f"the agent returned a dict without 'messages', 'output', 'role' or 'type' "
                 f"(keys: {sorted(output)}); {CONTRACT}"
             )
     if isinstance(output, (list, tuple)):

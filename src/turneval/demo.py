@@ -153,15 +153,17 @@ def build_rows(domain: Domain) -> list[dict[str, Any]]:
 def write_datasets(folder: Path) -> list[Path]:
     """Write each domain's JSONL file into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for domain in DOMAINS:
-        path = folder / f"{domain.name}.jsonl"
+    return [_write_dataset(folder, domain, build_rows(domain)) for domain in DOMAINS]
+
+
+def _write_dataset(folder: Path, domain: Domain, rows: list[dict[str, Any]]) -> Path:
+    """``rows`` as ``folder/<domain>.jsonl``, one sample a line; its path."""
+    path = folder / f"{domain.name}.jsonl"
+    with naming(path):
         path.write_text(
-            "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in build_rows(domain)),
-            encoding="utf-8",
+            "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
         )
-        paths.append(path)
-    return paths
+    return path
 
 
 RULE_BASED = [
@@ -185,9 +187,13 @@ def run_demo(
 ) -> int:
     """Evaluate the three datasets, print each summary, write results and HTML reports.
 
-    With ``store`` (a run store's URL or path), the three runs are kept there too, named
-    ``demo: <dataset>``.
+    ``out/data/`` gets the three input files and ``out/<dataset>/`` each run's folder, as
+    ``turneval evaluate`` writes one: ``results.jsonl``, ``summary.json``, ``report.html`` and
+    ``run.json`` (what the run was started with: metrics, judge, input and its digest), so that
+    ``compare`` checks two demo runs' metric configurations. With ``store`` (a run store's URL
+    or path), the three runs are kept there too, named ``demo: <dataset>``.
     """
+    from turneval._runfile import RunFile
     from turneval.aggregate import summary_document
     from turneval.judge import SQLiteCache
     from turneval.metrics import ToolCallAccuracy, TrajectorySingleToolUse
@@ -199,8 +205,12 @@ def run_demo(
         from turneval.store import RunStore
 
         run_store = RunStore(store)
+    inputs = out / "data"
+    inputs.mkdir(exist_ok=True)
     for domain in DOMAINS:
-        dataset = EvaluationDataset.from_list(build_rows(domain))
+        rows = build_rows(domain)
+        source = _write_dataset(inputs, domain, rows)
+        dataset = EvaluationDataset.from_list(rows)
         metrics: list[Any] = [
             *RULE_BASED,
             ToolCallAccuracy(name="tool_call_accuracy_unordered", strict_order=False),
@@ -220,6 +230,11 @@ def run_demo(
             run_store.rename_run(str(result.store_run), f"demo: {domain.name}")
         folder = out / domain.name
         folder.mkdir(exist_ok=True)
+        record = RunFile(folder, source, result.metrics, llm)
+        try:
+            record.read_to(len(rows))  # every line of the input was scored
+        finally:
+            record.close()
         result.to_jsonl(folder / "results.jsonl")
         result.to_html(folder / "report.html", title=f"turneval demo: {domain.name}")
         document = summary_document(len(result), result.summary(), result.usage)

@@ -14,7 +14,7 @@ from turneval.aggregate import RunAggregate
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache, resolve_llm
-from turneval.metrics import BUILTIN_METRICS, Evaluator
+from turneval.metrics import BUILTIN_METRICS, Evaluator, builtin_metrics, resolve_metric_name
 from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
 from turneval.pipeline import arun, score_row, score_sample
@@ -48,7 +48,6 @@ def resolve_metrics(metrics: Iterable[Evaluator | str] | Evaluator | str) -> lis
     ``["tool_call_f1"]``). ragas' names are accepted where they mean one metric
     (``"bleu_score"`` is ``"bleu"``).
     """
-    by_name = metric_names()
     if isinstance(metrics, (str, Evaluator)):  # one metric given alone, not in a list
         metrics = [metrics]
     elif not isinstance(metrics, Iterable):
@@ -59,7 +58,7 @@ def resolve_metrics(metrics: Iterable[Evaluator | str] | Evaluator | str) -> lis
     resolved: list[Evaluator] = []
     for item in metrics:
         if isinstance(item, str):
-            resolved.append(_by_name(item, by_name).model_validate({}))
+            resolved.append(_by_name(item).model_validate({}))
         elif isinstance(item, Evaluator):  # a Metric or a RowEvaluator (no other subclass)
             resolved.append(item)
         else:
@@ -78,16 +77,21 @@ def resolve_metrics(metrics: Iterable[Evaluator | str] | Evaluator | str) -> lis
     return resolved
 
 
-def _by_name(name: str, by_name: dict[str, type[Evaluator]]) -> type[Evaluator]:
-    """The built-in metric called ``name``, or the only one ragas calls so (``bleu_score``)."""
-    if name in by_name:
-        return by_name[name]
-    ragas = sorted(key for key, cls in by_name.items() if name in cls.ragas_names)
-    if len(ragas) == 1:
-        return by_name[ragas[0]]
-    if ragas:
-        raise ConfigError(f"{name!r} is ragas' name for {' and '.join(ragas)}: name one of them")
-    raise ConfigError(f"unknown metric name {name!r}; known names: {', '.join(sorted(by_name))}")
+def _by_name(name: str) -> type[Evaluator]:
+    """The built-in metric called ``name`` (see :func:`~turneval.metrics.resolve_metric_name`).
+
+    A metric that needs options to be built (``trajectory_single_tool_use`` needs
+    ``tool_name``) is refused, naming them and its class.
+    """
+    cls = builtin_metrics()[resolve_metric_name(name)]
+    if not cls.buildable_by_name():
+        needed = [key for key, info in cls.model_fields.items() if info.is_required()]
+        options = ", ".join(f"{key}=..." for key in needed)
+        raise ConfigError(
+            f"metric {cls.model_fields['name'].default!r} needs its option(s) "
+            f"{', '.join(map(repr, needed))}: pass {cls.__name__}({options}) instead of its name"
+        )
+    return cls
 
 
 def check_judges(metrics: Sequence[Evaluator], llm: Any) -> None:

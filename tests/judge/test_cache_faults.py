@@ -83,30 +83,33 @@ def test_a_cache_that_fails_during_the_run_warns_once_and_the_run_goes_on(
     assert not cache.readable
 
 
-def test_a_cache_path_that_cannot_be_created_warns_and_the_run_goes_on(
-    tmp_path: Path,
-) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("")  # a file where the cache's folder should be
-    with pytest.warns(CacheWarning, match=rf"judge cache {blocker / 'c.sqlite'} cannot be opened"):
-        cache = SQLiteCache(blocker / "c.sqlite")
-    model = ScriptedChatModel(responses=[VERDICT])
-    result = evaluate_jsonl(
-        data_file(tmp_path, 3), [METRIC], tmp_path / "out", llm=model, cache=cache, workers=1
-    )
-    assert model.calls == 3 and result.failed_rows == 0 and len(cache) == 0
-
-
 def test_the_cli_prints_the_warning_on_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from turneval.cli import main
+
+    path = tmp_path / "cache.sqlite"
+    SQLiteCache(path).close()
+    read_only_connections(monkeypatch)
+    data = data_file(tmp_path, 1)
+    args = ["evaluate", str(data), "--metric", "tool_call_f1", "--out", str(tmp_path / "out")]
+    assert main([*args, "--quiet", "--cache", str(path)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"turneval: warning: judge cache {path} cannot be written (")
+
+
+def test_the_cli_refuses_a_cache_that_cannot_be_created_on_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from turneval.cli import main
 
     blocker = tmp_path / "file"
-    blocker.write_text("")
+    blocker.write_text("")  # a file where the cache's folder should be
     data = data_file(tmp_path, 1)
     args = ["evaluate", str(data), "--metric", "tool_call_f1", "--out", str(tmp_path / "out")]
-    assert main([*args, "--quiet", "--cache", str(blocker / "c.sqlite")]) == 0
+    assert main([*args, "--quiet", "--cache", str(blocker / "c.sqlite")]) == 2  # before the run
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1
-    assert err[0].startswith(f"turneval: warning: judge cache {blocker / 'c.sqlite'} cannot be")
+    assert len(err) == 1 and f"judge cache {blocker / 'c.sqlite'} does not exist" in err[0]
+    assert f"its folder {blocker} cannot be made" in err[0]
+    assert not (tmp_path / "out").exists()

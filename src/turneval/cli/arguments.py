@@ -41,21 +41,16 @@ def _split_options(options: str) -> list[str]:
 def _known_name(name: str, known: dict[str, type[Evaluator]]) -> str:
     """``name``, or the one built-in metric ragas calls so (``bleu_score`` is ``bleu``).
 
-    An unknown name fails, suggesting the closest known name (or ragas name) when there is one.
+    An unknown name fails, suggesting the closest known names (as ``evaluate`` does: one
+    resolution, :func:`turneval.metrics.resolve_metric_name`).
     """
-    if name in known:
-        return name
-    ragas = [key for key, cls in known.items() if name in cls.ragas_names]
-    if len(ragas) == 1:
-        return ragas[0]
-    if ragas:
-        raise UsageError(f"{name!r} is ragas' name for {' and '.join(ragas)}: name one of them")
-    import difflib
+    from turneval.errors import ConfigError
+    from turneval.metrics import resolve_metric_name
 
-    spellings = [*known, *{alias for cls in known.values() for alias in cls.ragas_names}]
-    close = difflib.get_close_matches(name, spellings, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise UsageError(f"unknown metric {name!r}; {hint}run 'turneval metrics' for the list")
+    try:
+        return resolve_metric_name(name, known, listing="run 'turneval metrics' for the list")
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run_name(name: str, names: Iterable[str] | None = None) -> str:

@@ -21,6 +21,10 @@ __all__ = ["from_langchain", "to_langchain"]
 def from_langchain(messages: Any) -> list[Message]:
     """Convert LangChain messages (including chunks) to turneval messages, losslessly.
 
+    A message may also be given as the dict LangChain writes for it: ``messages_to_dict``'s
+    ``{"type": "ai", "data": {...}}``, or the flat ``{"type": "ai", "content": ...}`` of a
+    message's ``model_dump()``; LangChain's ``messages_from_dict`` reads it back.
+
     Tool calls are read from ``AIMessage.tool_calls`` (LangChain's normalised field, filled by
     every current provider), with their ids; ``invalid_tool_calls`` are kept in
     ``metadata["invalid_tool_calls"]``; list-of-blocks content becomes its text joined (other
@@ -29,16 +33,20 @@ def from_langchain(messages: Any) -> list[Message]:
 
     Raises:
         InvalidSampleError: naming the message index and field, for an unsupported message
-            type, a tool result with no preceding tool call, or arguments that are not JSON.
+            type or dict, a tool result with no preceding tool call, or arguments that are not
+            JSON.
     """
     from langchain_core import messages as lc
 
     converted: list[Message] = []
     rule = OpenToolCalls()
-    for index, message in enumerate(messages):
+    for index, item in enumerate(messages):
+        message = _from_dict(index, item) if isinstance(item, dict) else item
         if not isinstance(message, lc.BaseMessage):
             raise sample_error(
-                index, "type", f"expected a LangChain BaseMessage, got {type(message).__name__}"
+                index,
+                "type",
+                f"expected a LangChain BaseMessage or its dict, got {type(message).__name__}",
             )
         text, blocks = blocks_text(message.content)
         metadata: dict[str, Any] = dict(message.additional_kwargs.get("turneval_metadata") or {})
@@ -78,6 +86,39 @@ def from_langchain(messages: Any) -> list[Message]:
                 f"unsupported message type {type(message).__name__!r}; expected system, human, ai or tool messages",
             )
     return converted
+
+
+_DICT_SHAPES = (
+    "expected a LangChain message dict: messages_to_dict's {'type': 'ai', 'data': {...}} or a "
+    "message's model_dump() {'type': 'ai', 'content': ...}, with type human, ai, system or tool"
+)
+
+
+def _from_dict(index: int, message: dict[str, Any]) -> Any:
+    """The LangChain message a dict describes (``messages_to_dict`` or ``model_dump`` shape)."""
+    from langchain_core.messages import messages_from_dict
+    from pydantic import ValidationError
+
+    kind = message.get("type")
+    if not isinstance(kind, str):
+        raise sample_error(
+            index, "type", f"no 'type' (keys: {sorted(map(str, message))}); {_DICT_SHAPES}"
+        )
+    wrapped = set(message) == {"type", "data"} and isinstance(message["data"], dict)
+    data = message["data"] if wrapped else message
+    field = "type"
+    try:
+        return messages_from_dict([{"type": kind, "data": data}])[0]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "type"
+        problem = f"{field}: {first['msg']}"
+    except KeyError as exc:  # a field LangChain reads before validating
+        field = str(exc.args[0]) if exc.args else "type"
+        problem = f"no {field!r}"
+    except (ValueError, TypeError) as exc:
+        problem = " ".join(str(exc).split())
+    raise sample_error(index, field, f"{kind!r} message dict not read ({problem}); {_DICT_SHAPES}")
 
 
 def _from_langchain_ai(index: int, message: Any, text: str, metadata: dict[str, Any]) -> AIMessage:

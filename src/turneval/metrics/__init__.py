@@ -25,6 +25,7 @@ from turneval.metrics.base import (
     SingleTurnScoring,
     builtin_metrics,
     registered_metrics,
+    resolve_metric_name,
 )
 from turneval.metrics.behaviour import (
     AgentLoopDetection,
@@ -161,6 +162,7 @@ __all__ = [
     "UserFrustration",
     "builtin_metrics",
     "registered_metrics",
+    "resolve_metric_name",
 ]
 
 BUILTIN_METRICS: tuple[type[Evaluator], ...] = tuple(

@@ -1,0 +1,59 @@
+"""The demo's run folders are run folders as ``evaluate`` writes them, ``run.json`` included.
+
+Without ``run.json`` (what the run was started with), ``compare`` of two demo runs checked no
+metric configuration and a demo folder could not be told from a foreign one.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from turneval.compare import compare_files
+from turneval.demo import DOMAINS, RULE_BASED, run_demo
+from turneval.metrics import Evaluator, ToolCallAccuracy, TrajectorySingleToolUse
+from turneval.stream import evaluate_jsonl
+
+
+def test_every_demo_run_folder_has_the_run_json_evaluate_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    assert run_demo(out) == 0
+    capsys.readouterr()
+    runs = sorted(path.parent for path in out.glob("*/results.jsonl"))
+    assert [run.name for run in runs] == sorted(domain.name for domain in DOMAINS)
+    for domain in DOMAINS:
+        folder = out / domain.name
+        record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        source = out / "data" / f"{domain.name}.jsonl"
+        lines = source.read_text(encoding="utf-8").splitlines()
+        assert record["dataset"]["path"] == str(source)
+        assert record["dataset"]["lines_read"] == len(lines) == 32
+        assert [m["name"] for m in record["metrics"]] == [
+            *RULE_BASED,
+            "tool_call_accuracy_unordered",
+            "trajectory_single_tool_use",
+        ]
+        assert record["judge"] == {"model": None, "base_url": None, "prompt_version": None}
+        # The same input, scored by evaluate with the same metrics, records the same run.
+        metrics: list[Evaluator | str] = [
+            *RULE_BASED,
+            ToolCallAccuracy(name="tool_call_accuracy_unordered", strict_order=False),
+            TrajectorySingleToolUse(tool_name=domain.key_tool),
+        ]
+        evaluated = tmp_path / "evaluated" / domain.name
+        evaluate_jsonl(source, metrics, evaluated, workers=1, show_progress=False)
+        assert json.loads((evaluated / "run.json").read_text(encoding="utf-8")) == record
+        assert (folder / "results.jsonl").read_text().count("\n") == len(lines)
+
+
+def test_two_demo_runs_compare_with_their_configurations_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_demo(tmp_path / "base")
+    run_demo(tmp_path / "cand")
+    capsys.readouterr()
+    comparison = compare_files(tmp_path / "base" / "on_device", tmp_path / "cand" / "on_device")
+    assert not any("not checked" in note for note in comparison.config_notes)
+    assert comparison.metrics["tool_call_f1"].difference == 0.0
