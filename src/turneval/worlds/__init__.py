@@ -9,16 +9,31 @@ every injected :class:`Faults`. ``EndStateMatch`` and ``StateAssertions``
 :func:`~turneval.worlds.domains.orders_world` and :func:`~turneval.worlds.domains.files_world`.
 """
 
-from turneval.worlds._backends import ToolError, ToolSpec
+from turneval.worlds._backends import TOOL_THREADS, ToolError, ToolSpec
 from turneval.worlds._faults import FaultKind, Faults
+from turneval.worlds._state import (
+    MAX_DEPTH,
+    Difference,
+    WorldStateError,
+    compare_states,
+    path_matches,
+    path_segments,
+)
 from turneval.worlds._world import ToolWorld, bind_worlds, current_world
 
 __all__ = [
+    "Difference",
     "FaultKind",
     "Faults",
+    "MAX_DEPTH",
+    "TOOL_THREADS",
     "ToolError",
     "ToolSpec",
     "ToolWorld",
+    "WorldStateError",
     "bind_worlds",
+    "compare_states",
     "current_world",
+    "path_matches",
+    "path_segments",
 ]
