@@ -1,9 +1,12 @@
 """Tool worlds: tools from objects, recordings and a model; faults; fresh copies per trial."""
 
+import ast
+import importlib
 import json
 import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -950,3 +953,127 @@ async def test_several_objects_are_compared_object_by_object() -> None:
         {"path": "Bank.balance", "kind": "changed", "expected": 95, "actual": 50}
     ]
     assert metadata_of(rows["overpaid"].sample)["world"]["objects"] == ["Bank", "Shelf"]
+
+
+# -- BFCL's own multi-class tasks (where bfcl_eval is installed: pip install --no-deps) --------
+
+
+def bfcl_tasks(count: int) -> list[tuple[dict[str, Any], list[list[str]]]]:
+    """Multi-class base tasks, the first of each set of classes, whose backends import."""
+    bfcl_eval = pytest.importorskip("bfcl_eval")
+    config = pytest.importorskip("bfcl_eval.constants.executable_backend_config")
+    data = Path(bfcl_eval.__file__).parent / "data"
+    (tasks_file,) = sorted(data.glob("BFCL_v*_multi_turn_base.json"))
+    answers = {
+        entry["id"]: entry["ground_truth"]
+        for entry in map(
+            json.loads, (data / "possible_answer" / tasks_file.name).read_text().splitlines()
+        )
+    }
+    found, seen = [], set()
+    for entry in map(json.loads, tasks_file.read_text().splitlines()):
+        classes = entry["involved_classes"]
+        if len(classes) < 2 or frozenset(classes) in seen:
+            continue
+        seen.add(frozenset(classes))
+        try:
+            for name in classes:
+                importlib.import_module(config.CLASS_FILE_PATH_MAPPING[name])
+        except ImportError:  # a backend needing a dependency not installed (mpmath)
+            continue
+        found.append((entry, answers[entry["id"]]))
+        if len(found) == count:
+            break
+    return found
+
+
+def bfcl_world(entry: dict[str, Any]) -> ToolWorld:
+    """A task's backends as one world, each loaded with its part of the initial config."""
+    from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
+
+    classes = entry["involved_classes"]
+    objects = [
+        getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[name]), name)() for name in classes
+    ]
+    world = ToolWorld.from_objects(*objects, names=classes)
+    return world.fresh({name: entry["initial_config"].get(name, {}) for name in classes})
+
+
+def bfcl_call(world: ToolWorld, text: str) -> ToolCall:
+    """``cd(folder='x')`` as a ToolCall (positional arguments named by the signature)."""
+    node = ast.parse(text, mode="eval").body
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    names = list(world.tools[node.func.id].args_model.model_fields)
+    args = {names[i]: ast.literal_eval(arg) for i, arg in enumerate(node.args)}
+    args.update({kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg})
+    return ToolCall(name=node.func.id, args=args)
+
+
+def bfcl_run(entry: dict[str, Any], turns: list[list[str]], run: str) -> dict[str, Any]:
+    """BFCL's own execution of ``turns``: its instances by class name."""
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
+        execute_multi_turn_func_call,
+    )
+
+    instances: dict[str, Any] = {}
+    for turn in turns:
+        _, instances = execute_multi_turn_func_call(
+            turn, entry["initial_config"], entry["involved_classes"], run, entry["id"]
+        )
+    return instances
+
+
+def test_bfcl_multi_class_tasks_agree_with_bfcls_own_state_checker() -> None:
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import state_checker
+
+    tasks = bfcl_tasks(12)
+    assert len(tasks) == 12
+    for number, (entry, ground_truth) in enumerate(tasks):
+        expected = bfcl_run(entry, ground_truth, f"turneval_truth_{number}")
+        reference = ToolWorld.from_objects(*expected.values(), names=list(expected), name="bfcl")
+        # The ground truth replayed on our world reaches BFCL's state, object by object.
+        ours = bfcl_world(entry)
+        calls = [bfcl_call(ours, text) for turn in ground_truth for text in turn]
+        for call in calls:
+            try:
+                ours.call(call.name, call.args)
+            except ToolError:
+                pass  # BFCL's ground truth may include a call its backend refuses
+        objects = {name: ours.backend.parts[name].obj for name in expected}  # type: ignore[attr-defined]
+        assert state_checker(objects, expected) == {"valid": True}, entry["id"]
+        assert ours.differences(reference) == [], entry["id"]
+        # Without one call, the verdicts agree (both differ, or both do not: a look-up).
+        for dropped in range(len(calls)):
+            short = bfcl_world(entry)
+            for call in calls[:dropped] + calls[dropped + 1 :]:
+                try:
+                    short.call(call.name, call.args)
+                except ToolError:
+                    pass
+            mine = {name: short.backend.parts[name].obj for name in expected}  # type: ignore[attr-defined]
+            bfcl_verdict = state_checker(mine, expected)["valid"]
+            found = short.differences(reference)
+            assert (found == []) == bfcl_verdict, (entry["id"], calls[dropped], found)
+            assert all(d.path.split(".")[0] in expected for d in found)
+
+
+def test_bfcl_files_created_in_another_order_are_equal_as_bfcl_says() -> None:
+    module = pytest.importorskip(
+        "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system"
+    )
+    world = ToolWorld.from_object(module.GorillaFileSystem).fresh(
+        {"root": {"home": {"type": "directory", "contents": {}}}}
+    )
+    first, second = world.fresh(), world.fresh()
+    for trial, names in ((first, ["a.txt", "b.txt"]), (second, ["b.txt", "a.txt"])):
+        trial.call("cd", {"folder": "home"})
+        for name in names:
+            trial.call("touch", {"file_name": name})
+            trial.call("echo", {"content": name.upper(), "file_name": name})
+    assert first.backend.obj == second.backend.obj  # type: ignore[attr-defined]  # BFCL's ==
+    assert first.differences(second) == []
+    second.call("echo", {"content": "changed", "file_name": "a.txt"})
+    # BFCL's loader makes the scenario's one top directory (``home``) the root.
+    assert [d.brief() for d in second.differences(first)] == [
+        "root.contents['a.txt'].content: expected 'A.TXT', got 'changed'"
+    ]
