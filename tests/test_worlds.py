@@ -714,6 +714,7 @@ async def test_a_hung_tool_fails_its_row_at_the_timeout_while_the_other_trials_f
             [
                 scenario_of(world, "hung", [("hang", {})], []),
                 scenario_of(world, "quick", [("work", {})], [("work", {})]),
+                scenario_of(world, "hung_reference", [], [("hang", {})]),
             ],
             trials=2,
             timeout=1.0,
@@ -739,6 +740,13 @@ async def test_a_hung_tool_fails_its_row_at_the_timeout_while_the_other_trials_f
         quick = rows[("quick", trial)]
         assert quick.score("end_state_match") == 1.0
         assert metadata_of(quick.sample)["world"]["end_state"] == {"done": 1}
+        # The reference actions hang while the trial's record is made: that row alone fails.
+        unrecorded = rows[("hung_reference", trial)].failures["end_state_match"]
+        assert (unrecorded.error_type, unrecorded.message) == (
+            "WorldStateError",
+            "the world's state could not be recorded: its reference actions did not finish "
+            "within 1s",
+        )
 
 
 async def test_trials_of_a_world_run_at_once_up_to_the_limit_each_on_its_own_state() -> None:
@@ -781,6 +789,31 @@ async def test_trials_of_a_world_run_at_once_up_to_the_limit_each_on_its_own_sta
     for row in result.rows:  # each trial changed its own copy only
         assert metadata_of(row.sample)["world"]["end_state"] == {"joined": [7]}
     assert world.state == {"joined": []}
+
+
+async def test_sync_tools_in_threads_are_bounded_per_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("turneval.worlds._backends.TOOL_THREADS", 1)
+    lock, running, peak = threading.Lock(), [0], [0]
+
+    class Slow:
+        def wait(self) -> str:
+            """Hold a thread a moment."""
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.02)
+            with lock:
+                running[0] -= 1
+            return "done"
+
+    worlds = [ToolWorld.from_object(Slow).fresh() for _ in range(4)]
+    async with anyio.create_task_group() as group:
+        for world in worlds:  # four worlds, four calls at once: one thread at a time
+            group.start_soon(world.acall, "wait", {})
+    assert peak[0] == 1
+    assert all(world.calls[0]["output"] == "done" for world in worlds)
 
 
 async def test_calls_on_one_world_take_turns_so_its_state_stays_whole() -> None:
