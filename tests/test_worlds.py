@@ -967,7 +967,7 @@ async def test_a_world_of_several_objects_has_their_tools_and_a_state_each() -> 
 
 async def test_several_objects_are_compared_object_by_object() -> None:
     world = ToolWorld.from_objects(Bank, Shelf, tools={"Shelf": ["put"]}, name="shop")
-    reference = [("pay", {"amount": 5}), ("put", {"item": "tea"})]
+    reference: list[tuple[str, dict[str, Any]]] = [("pay", {"amount": 5}), ("put", {"item": "tea"})]
     result = await play(
         world,
         [
@@ -1022,11 +1022,11 @@ def bfcl_tasks(count: int) -> list[tuple[dict[str, Any], list[list[str]]]]:
 
 def bfcl_world(entry: dict[str, Any]) -> ToolWorld:
     """A task's backends as one world, each loaded with its part of the initial config."""
-    from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
-
+    paths = importlib.import_module("bfcl_eval.constants.executable_backend_config")
     classes = entry["involved_classes"]
     objects = [
-        getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[name]), name)() for name in classes
+        getattr(importlib.import_module(paths.CLASS_FILE_PATH_MAPPING[name]), name)()
+        for name in classes
     ]
     world = ToolWorld.from_objects(*objects, names=classes)
     return world.fresh({name: entry["initial_config"].get(name, {}) for name in classes})
@@ -1044,21 +1044,17 @@ def bfcl_call(world: ToolWorld, text: str) -> ToolCall:
 
 def bfcl_run(entry: dict[str, Any], turns: list[list[str]], run: str) -> dict[str, Any]:
     """BFCL's own execution of ``turns``: its instances by class name."""
-    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
-        execute_multi_turn_func_call,
-    )
-
+    utils = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils")
     instances: dict[str, Any] = {}
     for turn in turns:
-        _, instances = execute_multi_turn_func_call(
+        _, instances = utils.execute_multi_turn_func_call(
             turn, entry["initial_config"], entry["involved_classes"], run, entry["id"]
         )
     return instances
 
 
 def test_bfcl_multi_class_tasks_agree_with_bfcls_own_state_checker() -> None:
-    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import state_checker
-
+    checker = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
     tasks = bfcl_tasks(12)
     assert len(tasks) == 12
     for number, (entry, ground_truth) in enumerate(tasks):
@@ -1073,7 +1069,7 @@ def test_bfcl_multi_class_tasks_agree_with_bfcls_own_state_checker() -> None:
             except ToolError:
                 pass  # BFCL's ground truth may include a call its backend refuses
         objects = {name: ours.backend.parts[name].obj for name in expected}  # type: ignore[attr-defined]
-        assert state_checker(objects, expected) == {"valid": True}, entry["id"]
+        assert checker.state_checker(objects, expected) == {"valid": True}, entry["id"]
         assert ours.differences(reference) == [], entry["id"]
         # Without one call, the verdicts agree (both differ, or both do not: a look-up).
         for dropped in range(len(calls)):
@@ -1084,7 +1080,7 @@ def test_bfcl_multi_class_tasks_agree_with_bfcls_own_state_checker() -> None:
                 except ToolError:
                     pass
             mine = {name: short.backend.parts[name].obj for name in expected}  # type: ignore[attr-defined]
-            bfcl_verdict = state_checker(mine, expected)["valid"]
+            bfcl_verdict = checker.state_checker(mine, expected)["valid"]
             found = short.differences(reference)
             assert (found == []) == bfcl_verdict, (entry["id"], calls[dropped], found)
             assert all(d.path.split(".")[0] in expected for d in found)

@@ -101,8 +101,7 @@ def test_a_different_trajectory_to_the_same_state_scores_1_on_end_state_only() -
         {"path": "files['/tmp/b.log']", "kind": "unexpected", "actual": "stopped\n"}
     ]
     assert result.reason == (
-        "1 difference(s) from the reference end state: files['/tmp/b.log']: unexpected "
-        "'stopped\\n'"
+        "1 difference(s) from the reference end state: files['/tmp/b.log']: unexpected 'stopped\\n'"
     )
 
 

@@ -129,8 +129,7 @@ def _segments(rule: str) -> list[tuple[str, bool]]:
 def _pattern(rule: str) -> list[str]:
     """A rule's segments as globs: bare words glob (``*``), quoted keys match as written."""
     return [
-        re.sub(r"([*?\[])", r"[\1]", text) if literal else text
-        for text, literal in _segments(rule)
+        re.sub(r"([*?\[])", r"[\1]", text) if literal else text for text, literal in _segments(rule)
     ]
 
 
