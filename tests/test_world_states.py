@@ -11,13 +11,18 @@ import copy
 import itertools
 import json
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal
+from enum import Enum
 from typing import Any
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from turneval.worlds import (
     MAX_DEPTH,
@@ -436,3 +441,87 @@ def test_a_difference_reads_as_one_line() -> None:
     (difference,) = compare_states({"files": {"a.txt": "x"}}, {"files": {"a.txt": "y"}})
     assert difference == Difference("files['a.txt']", "changed", "x", "y")
     assert difference.brief() == "files['a.txt']: expected 'x', got 'y'"
+
+
+class Colour(Enum):
+    RED = "red"
+
+
+class Model(BaseModel):
+    name: str
+    tags: set[str] = set()
+    owner: Any = None
+
+
+class Raises:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        raise TypeError("cannot compare")
+
+
+def test_values_of_every_kind_render_as_json_with_no_address() -> None:
+    lock = threading.Lock()
+    state = {
+        "colour": Colour.RED,
+        "when": datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc),
+        "price": Decimal("9.50"),
+        "model": Model(name="m", tags={"b", "a"}, owner=Plain([("id", 1)])),
+        "slots": Slotted(1, [2]),
+        "lock": lock,
+        "hook": len,
+        "pair": (1, 2),
+    }
+    assert ToolWorld.from_object(Holder(state)).state == {
+        "colour": "red",
+        "when": "2024-05-01T12:30:00Z",
+        "price": "9.50",
+        "model": {"name": "m", "tags": ["a", "b"], "owner": {"id": 1}},
+        "slots": {"a": 1, "b": [2]},
+        "lock": "<lock>",
+        "hook": "<builtin_function_or_method>",
+        "pair": [1, 2],
+    }
+    # A pydantic model's own == would compare the Plain inside by identity: walked instead.
+    assert (
+        differences(
+            Model(name="m", owner=Plain([("id", 1)])), Model(name="m", owner=Plain([("id", 1)]))
+        )
+        == []
+    )
+    assert differences(
+        Model(name="m", owner=Plain([("id", 1)])), Model(name="m", owner=Plain([("id", 2)]))
+    ) == [{"path": "owner.id", "kind": "changed", "expected": 1, "actual": 2}]
+    assert differences(
+        {"when": datetime(2024, 5, 1, tzinfo=timezone.utc)},
+        {"when": datetime(2024, 5, 2, tzinfo=timezone.utc)},
+    ) == [
+        {
+            "path": "when",
+            "kind": "changed",
+            "expected": "2024-05-01T00:00:00Z",
+            "actual": "2024-05-02T00:00:00Z",
+        }
+    ]
+
+
+def test_objects_as_keys_pair_up_and_an_eq_that_raises_is_noted() -> None:
+    class Key:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    assert differences({Key("a"): 1}, {Key("a"): 1}) == []
+    (found,) = differences({Key("a"): 1}, {Key("a"): 2})
+    assert (found["kind"], found["expected"], found["actual"]) == ("changed", 1, 2)
+    assert differences({"r": Raises(1)}, {"r": Raises(2)}) == [
+        {"path": "r.value", "kind": "changed", "expected": 1, "actual": 2}
+    ]
+    (same,) = differences({"r": Raises(1)}, {"r": Raises(1)})
+    assert same["note"] == "Raises.__eq__ raised TypeError: cannot compare"
+
+
+def test_differences_read_as_lines_of_each_kind() -> None:
+    missing, unexpected = compare_states({"a": 1}, {"b": 2})
+    assert missing.brief() == "a: expected 1, missing"
+    assert unexpected.brief() == "b: unexpected 2"

@@ -221,3 +221,33 @@ def at(value: Any, path: str) -> Any:
         else:
             return ABSENT
     return value
+
+
+def test_recorded_differences_are_read_and_checked() -> None:
+    def sample(world: dict[str, Any]) -> MultiTurnSample:
+        return MultiTurnSample(
+            user_input=[HumanMessage(content="hi"), AIMessage(content="done")],
+            metadata={"world": world},
+        )
+
+    recorded = [
+        {"path": "files['a.txt'].content", "kind": "changed", "expected": "x", "actual": "y"},
+        {"path": "clock", "kind": "changed", "expected": 1, "actual": 2},
+    ]
+    # The run's live comparison wins over the JSON states (equal here: an __eq__ disagreed).
+    state = {"end_state": {"n": 1}, "reference_state": {"n": 1}, "differences": recorded}
+    result = EndStateMatch(ignore=["clock"]).score(sample(state))
+    assert (result.value, result.reason) == (
+        0.0,
+        "1 difference(s) from the reference end state (1 difference(s) ignored): "
+        "files['a.txt'].content: expected 'x', got 'y'",
+    )
+    assert result.details["ignored_differences"] == 1
+    with pytest.raises(InvalidSampleError, match="differences'\\] as a list") as caught:
+        EndStateMatch().score(sample({"end_state": {}, "differences": "none"}))
+    assert caught.value.field == "metadata.world.differences"
+    deep: list[Any] = [0, 0]
+    for _ in range(300):
+        deep = [[deep[0]], [deep[1]]]  # two equal states, 300 levels deep
+    with pytest.raises(InvalidSampleError, match="cannot compare the states: the state nests"):
+        EndStateMatch().score(sample({"end_state": deep[0], "reference_state": deep[1]}))
