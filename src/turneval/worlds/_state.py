@@ -68,6 +68,27 @@ class Fields(dict[str, Any]):
 # -- paths -------------------------------------------------------------------------------------
 
 Segment = tuple[str, Any]  # ("field", name) | ("key", key) | ("index", i)
+Link = tuple[Any, str, Any, int] | None  # (parent link, kind, value, depth): a path, built cheaply
+
+
+def _child(path: Link, kind: str, value: Any) -> Link:
+    return (path, kind, value, 1 + (path[3] if path else 0))
+
+
+def _depth(path: Link) -> int:
+    return path[3] if path else 0
+
+
+def _unlink(path: Link) -> list[Segment]:
+    segments: list[Segment] = []
+    while path is not None:
+        path, kind, value, _ = path
+        segments.append((kind, value))
+    return segments[::-1]
+
+
+def _shown(path: Link) -> str:
+    return show(_unlink(path))
 
 
 def show(path: Sequence[Segment]) -> str:
@@ -206,8 +227,8 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _key_text(key: Any, rendered: Any) -> str:
-    return key if isinstance(key, str) else _canonical(rendered)
+def _key_text(rendered: Any) -> str:
+    return rendered if isinstance(rendered, str) else _canonical(rendered)
 
 
 def render(value: Any) -> Any:
@@ -216,9 +237,9 @@ def render(value: Any) -> Any:
     Raises:
         WorldStateError: the value nests deeper than :data:`MAX_DEPTH`.
     """
-    ancestors: dict[int, str] = {}
+    ancestors: dict[int, Link] = {}
 
-    def walk(item: Any, path: list[Segment]) -> Any:
+    def walk(item: Any, path: Link) -> Any:
         if isinstance(item, _SCALARS):
             return item
         if isinstance(item, Enum):
@@ -226,33 +247,36 @@ def render(value: Any) -> Any:
         if isinstance(item, _LEAVES):
             return _JSON.dump_python(item, mode="json")
         if id(item) in ancestors:
-            return {"$ref": ancestors[id(item)]}
-        if len(path) >= MAX_DEPTH:
+            return {"$ref": _shown(ancestors[id(item)])}
+        if _depth(path) >= MAX_DEPTH:
             raise WorldStateError(
-                f"the state nests deeper than {MAX_DEPTH} levels (at {show(path)})"
+                f"the state nests deeper than {MAX_DEPTH} levels (at {_shown(path)})"
             )
-        ancestors[id(item)] = show(path)
+        ancestors[id(item)] = path
         try:
-            if isinstance(item, Mapping):
+            if type(item) is dict or isinstance(item, Mapping):
                 out: dict[str, Any] = {}
                 kind = "field" if isinstance(item, Fields) else "key"
                 for key, inner in item.items():
-                    out[_key_text(key, walk(key, path))] = walk(inner, [*path, (kind, key)])
+                    text = key if isinstance(key, str) else _key_text(walk(key, path))
+                    out[text] = walk(inner, _child(path, kind, key))
                 return out
             if isinstance(item, Set):
-                items = [walk(inner, [*path, ("index", n)]) for n, inner in enumerate(item)]
+                items = [walk(inner, _child(path, "index", n)) for n, inner in enumerate(item)]
                 return sorted(items, key=_canonical)
             if _sequence(item):
-                return [walk(inner, [*path, ("index", n)]) for n, inner in enumerate(item)]
+                return [walk(inner, _child(path, "index", n)) for n, inner in enumerate(item)]
             held = attributes(item)
             if held is not None:
-                return {name: walk(inner, [*path, ("field", name)]) for name, inner in held.items()}
+                return {
+                    name: walk(inner, _child(path, "field", name)) for name, inner in held.items()
+                }
             return _JSON.dump_python(item, mode="json", fallback=_opaque)
         finally:
             del ancestors[id(item)]
 
     try:
-        return walk(value, [])
+        return walk(value, None)
     except RecursionError:  # deep inside pydantic's own serializer
         raise WorldStateError("the state nests too deep to render") from None
 
@@ -325,17 +349,17 @@ class _Comparison:
         self.differences: list[Difference] = []
         self.active: set[tuple[int, int]] = set()
 
-    def equal(self, path: list[Segment], a: Any, b: Any) -> bool:
+    def equal(self, path: Link, a: Any, b: Any) -> bool:
         """Whether two values are equal, on a separate walk (set elements, object keys)."""
         probe = _Comparison()
         probe.active = set(self.active)
         probe.walk(path, a, b)
         return not probe.differences
 
-    def add(self, path: list[Segment], kind: str, want: Any, got: Any, note: str | None) -> None:
+    def add(self, path: Link, kind: str, want: Any, got: Any, note: str | None) -> None:
         self.differences.append(
             Difference(
-                show(path),
+                _shown(path),
                 kind,
                 _ABSENT if want is _ABSENT else render(want),
                 _ABSENT if got is _ABSENT else render(got),
@@ -343,7 +367,7 @@ class _Comparison:
             )
         )
 
-    def walk(self, path: list[Segment], want: Any, got: Any) -> None:
+    def walk(self, path: Link, want: Any, got: Any) -> None:
         if want is got:
             return
         if want is _ABSENT or got is _ABSENT:
@@ -362,9 +386,9 @@ class _Comparison:
         pair = (id(want), id(got))
         if pair in self.active:
             return  # met again through a cycle: equal unless a difference shows elsewhere
-        if len(path) >= MAX_DEPTH:
+        if _depth(path) >= MAX_DEPTH:
             raise WorldStateError(
-                f"the state nests deeper than {MAX_DEPTH} levels (at {show(path)})"
+                f"the state nests deeper than {MAX_DEPTH} levels (at {_shown(path)})"
             )
         self.active.add(pair)
         try:
@@ -372,7 +396,7 @@ class _Comparison:
         finally:
             self.active.discard(pair)
 
-    def _inside(self, path: list[Segment], want: Any, got: Any) -> None:
+    def _inside(self, path: Link, want: Any, got: Any) -> None:
         if isinstance(want, Mapping):
             self._mapping(path, want, got)
         elif isinstance(want, Set):
@@ -380,7 +404,7 @@ class _Comparison:
         elif _sequence(want):
             for index in range(max(len(want), len(got))):
                 self.walk(
-                    [*path, ("index", index)],
+                    _child(path, "index", index),
                     want[index] if index < len(want) else _ABSENT,
                     got[index] if index < len(got) else _ABSENT,
                 )
@@ -389,7 +413,7 @@ class _Comparison:
         else:
             self._attributes(path, want, got, attributes(want), attributes(got))
 
-    def _by_own_equality(self, path: list[Segment], want: Any, got: Any) -> None:
+    def _by_own_equality(self, path: Link, want: Any, got: Any) -> None:
         note = f"unequal by {type(want).__qualname__}.__eq__"
         try:
             if bool(want == got):
@@ -405,7 +429,7 @@ class _Comparison:
 
     def _attributes(
         self,
-        path: list[Segment],
+        path: Link,
         want: Any,
         got: Any,
         wanted: dict[str, Any] | None,
@@ -417,29 +441,27 @@ class _Comparison:
             return
         for name in [*wanted, *(name for name in gotten if name not in wanted)]:
             self.walk(
-                [*path, ("field", name)], wanted.get(name, _ABSENT), gotten.get(name, _ABSENT)
+                _child(path, "field", name), wanted.get(name, _ABSENT), gotten.get(name, _ABSENT)
             )
 
-    def _mapping(
-        self, path: list[Segment], want: Mapping[Any, Any], got: Mapping[Any, Any]
-    ) -> None:
+    def _mapping(self, path: Link, want: Mapping[Any, Any], got: Mapping[Any, Any]) -> None:
         kind = "field" if isinstance(want, Fields) else "key"
         extra = [key for key in got if key not in want]
         lost = [key for key in want if key not in got]
         pairs = self._pair(path, lost, extra)  # keys equal only structurally (objects as keys)
         for key in want:
             if key in got:
-                self.walk([*path, (kind, key)], want[key], got[key])
+                self.walk(_child(path, kind, key), want[key], got[key])
             elif key in pairs:
-                self.walk([*path, (kind, key)], want[key], got[pairs[key]])
+                self.walk(_child(path, kind, key), want[key], got[pairs[key]])
             else:
-                self.walk([*path, (kind, key)], want[key], _ABSENT)
+                self.walk(_child(path, kind, key), want[key], _ABSENT)
         taken = {id(key) for key in pairs.values()}
         for key in extra:
             if id(key) not in taken:
-                self.walk([*path, (kind, key)], _ABSENT, got[key])
+                self.walk(_child(path, kind, key), _ABSENT, got[key])
 
-    def _set(self, path: list[Segment], want: Set[Any], got: Set[Any]) -> None:
+    def _set(self, path: Link, want: Set[Any], got: Set[Any]) -> None:
         lost = [item for item in want if item not in got]
         extra = [item for item in got if item not in want]
         pairs = self._pair(path, lost, extra)
@@ -453,7 +475,7 @@ class _Comparison:
         ):
             self.add(path, "unexpected", _ABSENT, item, "an element of the set")
 
-    def _pair(self, path: list[Segment], lost: list[Any], extra: list[Any]) -> dict[Any, Any]:
+    def _pair(self, path: Link, lost: list[Any], extra: list[Any]) -> dict[Any, Any]:
         """Each unmatched expected item with a structurally equal actual one, where one is."""
         pairs: dict[Any, Any] = {}
         free = list(extra)
@@ -461,7 +483,7 @@ class _Comparison:
             if isinstance(item, _SCALARS):
                 continue
             for candidate in free:
-                if self.equal([*path, ("index", 0)], item, candidate):
+                if self.equal(_child(path, "index", 0), item, candidate):
                     pairs[item] = candidate
                     free.remove(candidate)
                     break
@@ -477,7 +499,7 @@ def compare_states(expected: Any, actual: Any) -> list[Difference]:
     """
     comparison = _Comparison()
     try:
-        comparison.walk([], expected, actual)
+        comparison.walk(None, expected, actual)
     except RecursionError:  # deep inside an object's own __eq__ or repr
         raise WorldStateError("the states nest too deep to compare") from None
     return comparison.differences
