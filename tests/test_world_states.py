@@ -471,6 +471,8 @@ def test_values_of_every_kind_render_as_json_with_no_address() -> None:
         "slots": Slotted(1, [2]),
         "lock": lock,
         "hook": len,
+        "kind": Model,
+        "raw": b"\xff",
         "pair": (1, 2),
     }
     assert ToolWorld.from_object(Holder(state)).state == {
@@ -480,7 +482,9 @@ def test_values_of_every_kind_render_as_json_with_no_address() -> None:
         "model": {"name": "m", "tags": ["a", "b"], "owner": {"id": 1}},
         "slots": {"a": 1, "b": [2]},
         "lock": "<lock>",
-        "hook": "<builtin_function_or_method>",
+        "hook": "<builtin_function_or_method len>",
+        "kind": "<ModelMetaclass Model>",
+        "raw": "<bytes>",
         "pair": [1, 2],
     }
     # A pydantic model's own == would compare the Plain inside by identity: walked instead.

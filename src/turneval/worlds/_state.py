@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import json
 import math
 import re
@@ -193,6 +194,8 @@ def own_equality(cls: type) -> bool:
 
 def attributes(value: Any) -> dict[str, Any] | None:
     """An object's public attributes (fields of a model or dataclass), or None for a leaf."""
+    if isinstance(value, type) or inspect.isroutine(value):
+        return None  # a class or a function held in the state: a leaf, shown by its type
     if isinstance(value, BaseModel):
         names = [*type(value).model_fields, *(value.model_extra or {})]
         return {name: getattr(value, name) for name in names if not name.startswith("_")}
@@ -245,7 +248,7 @@ def render(value: Any) -> Any:
         if isinstance(item, Enum):
             return walk(item.value, path)
         if isinstance(item, _LEAVES):
-            return _JSON.dump_python(item, mode="json")
+            return _leaf(item)
         if id(item) in ancestors:
             return {"$ref": _shown(ancestors[id(item)])}
         if _depth(path) >= MAX_DEPTH:
@@ -281,9 +284,19 @@ def render(value: Any) -> Any:
         raise WorldStateError("the state nests too deep to render") from None
 
 
+def _leaf(value: Any) -> Any:
+    """A date, a number type, a path, bytes: as pydantic writes it in JSON (else its type)."""
+    try:
+        return _JSON.dump_python(value, mode="json", fallback=_opaque)
+    except ValueError:  # bytes that are not UTF-8
+        return _opaque(value)
+
+
 def _opaque(value: Any) -> str:
-    """A value with no state to show (a function, a lock): its type, never its address."""
-    return f"<{type(value).__qualname__}>"
+    """A value with no state to show (a lock, a function): its type (and name), no address."""
+    named = isinstance(value, type) or inspect.isroutine(value)
+    name = getattr(value, "__qualname__", None) if named else None
+    return f"<{type(value).__qualname__} {name}>" if name else f"<{type(value).__qualname__}>"
 
 
 # -- comparing ---------------------------------------------------------------------------------
