@@ -1,8 +1,10 @@
 """Tool worlds: the tools an agent calls during an evaluation, their state and their faults.
 
 A :class:`ToolWorld` serves tools from a Python object (its public methods; its attributes
-are the state), from recorded answers, or from a model simulating them; ``as_langchain_tools()``
-gives them to any LangChain or LangGraph agent. A :class:`~turneval.simulation.Scenario` with
+are the state) or several (``from_objects``, one state each), from recorded answers, or from a
+model simulating them; ``as_langchain_tools()`` gives them to any LangChain or LangGraph agent.
+States are compared as the backend defines equality (:func:`compare_states`: an object's own
+``__eq__``, else structurally), each :class:`Difference` at its path. A :class:`~turneval.simulation.Scenario` with
 a ``world`` gives every trial a fresh copy, and the row records the end state, the calls and
 every injected :class:`Faults`. ``EndStateMatch`` and ``StateAssertions``
 (:mod:`turneval.metrics`) grade the end state. Two small worlds ship ready-made:

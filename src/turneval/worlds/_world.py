@@ -59,10 +59,15 @@ class ToolWorld:
     """Tools with a state, served to an agent during an evaluation.
 
     Build one from a Python object whose public methods are the tools
-    (:meth:`from_object`), from recorded answers (:meth:`from_recordings`) or from a model
-    that simulates the tools (:meth:`simulated`). :meth:`as_langchain_tools` gives LangChain
-    tools for the agent; :meth:`fresh` gives an independent copy (what each trial gets); the
-    state (:attr:`state`) is a JSON snapshot that end-state metrics compare.
+    (:meth:`from_object`; several objects: :meth:`from_objects`), from recorded answers
+    (:meth:`from_recordings`) or from a model that simulates the tools (:meth:`simulated`).
+    :meth:`as_langchain_tools` gives LangChain tools for the agent; :meth:`fresh` gives an
+    independent copy (what each trial gets); :attr:`state` shows the state as JSON and
+    :meth:`differences` compares two worlds' live states, as end-state metrics need.
+
+    A sync tool method runs in a worker thread (an async one on the event loop), so a slow
+    or hung tool holds up neither the other trials nor the run's timeout; the calls on one
+    world take turns.
 
     Every call is logged in :attr:`calls`; every injected fault in :attr:`faults_injected`
     (``tool``, ``call``: its index in :attr:`calls`, ``kind``, ``detail``). A tool's error
