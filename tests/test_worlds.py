@@ -1054,8 +1054,8 @@ def bfcl_run(entry: dict[str, Any], turns: list[list[str]], run: str) -> dict[st
 
 
 def test_bfcl_multi_class_tasks_agree_with_bfcls_own_state_checker() -> None:
+    tasks = bfcl_tasks(12)  # skips without bfcl_eval
     checker = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
-    tasks = bfcl_tasks(12)
     assert len(tasks) == 12
     for number, (entry, ground_truth) in enumerate(tasks):
         expected = bfcl_run(entry, ground_truth, f"turneval_truth_{number}")
