@@ -697,7 +697,7 @@ async def test_a_hung_tool_fails_its_row_at_the_timeout_while_the_other_trials_f
         def hang(self) -> str:
             """Never answers (until the test ends)."""
             entered.set()
-            release.wait(timeout=5)
+            release.wait(timeout=10)  # set by the test once the run is over
             finished.append("hang")
             return "late"
 
