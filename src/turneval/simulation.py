@@ -644,17 +644,30 @@ def _trial_world(scenario: Scenario, trial: int) -> ToolWorld | None:
     return scenario.world.fresh(scenario.initial_state, seed=seed)
 
 
-async def _record_world(sample: MultiTurnSample, scenario: Scenario, world: ToolWorld) -> None:
-    """Record on the sample the trial's world: states, reference end state, calls, faults."""
-    record = world.report()
-    record["initial_state"] = world.initial_state
-    if scenario.world is not None and scenario.reference_tool_calls is not None:
-        reference = await scenario.world.areplay(
-            scenario.reference_tool_calls, scenario.initial_state
-        )
-        record["reference_state"] = reference.state
-    if sample.metadata is not None:
-        sample.metadata["world"] = record
+async def _world_record(
+    scenario: Scenario, world: ToolWorld, convo: _Conversation, timeout: float | None
+) -> Any:
+    """The trial's world record: states, reference end state, differences, calls, faults.
+
+    A state that cannot be recorded (nested too deep, the reference actions hung past
+    ``timeout``) fails this trial alone, with the reason, as ``WorldStateError``.
+    """
+    try:
+        reference = None
+        if scenario.world is not None and scenario.reference_tool_calls is not None:
+            with anyio.fail_after(timeout) if timeout is not None else nullcontext():
+                reference = await scenario.world.areplay(
+                    scenario.reference_tool_calls, scenario.initial_state
+                )
+        return world.report(reference)
+    except Exception as exc:  # this trial's world only: the run goes on
+        reason = str(exc) or type(exc).__name__
+        if isinstance(exc, TimeoutError):
+            reason = f"its reference actions did not finish within {timeout:g}s"
+        error = f"WorldStateError: the world's state could not be recorded: {reason}"
+        if convo.error is None:
+            convo.error_type, convo.error = "WorldStateError", error
+        return {"name": world.name, "seed": world.seed, "error": error}
 
 
 def _check_run(user: Any, trials: int, max_steps: int) -> None:
@@ -887,9 +900,10 @@ async def _simulated_rows(
                 seed=seed,
                 base=config,
             )
+        record = None if world is None else await _world_record(scenario, world, convo, timeout)
         sample = _sample(scenario, trial, convo)
-        if world is not None:
-            await _record_world(sample, scenario, world)
+        if record is not None and sample.metadata is not None:
+            sample.metadata["world"] = record
         played = Trial(str(scenario.id), trial, convo.stop_reason)
         if metrics is None:
             return SampleResult(index, sample, trial=played, source="simulation")

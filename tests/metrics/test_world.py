@@ -15,7 +15,7 @@ from turneval.errors import InvalidSampleError
 from turneval.metrics import EndStateMatch, StateAssertions, ToolCallF1, TrajectoryExactMatch
 from turneval.metrics.world import state_differences
 from turneval.simulation import Scenario
-from turneval.worlds import ToolError
+from turneval.worlds import ToolError, path_segments
 from turneval.worlds.domains import files_scenarios, orders_scenarios
 
 SCENARIOS = orders_scenarios() + files_scenarios()
@@ -98,10 +98,10 @@ def test_a_different_trajectory_to_the_same_state_scores_1_on_end_state_only() -
     result = EndStateMatch(world=clean_tmp.world).score(wrong)
     assert result.value == 0.0
     assert result.details["differences"] == [
-        {"path": "files./tmp/b.log", "kind": "unexpected", "actual": "stopped\n"}
+        {"path": "files['/tmp/b.log']", "kind": "unexpected", "actual": "stopped\n"}
     ]
     assert result.reason == (
-        "1 difference(s) from the reference end state: files./tmp/b.log: unexpected 'stopped\\n'"
+        "1 difference(s) from the reference end state: files['/tmp/b.log']: unexpected 'stopped\\n'"
     )
 
 
@@ -115,7 +115,7 @@ def test_the_recorded_reference_state_serves_without_a_world_and_ignore_rules_ap
     assert strict.value == 0.0
     assert strict.details["differences"] == [
         {
-            "path": "orders.C300.address",
+            "path": "orders['C300']['address']",
             "kind": "changed",
             "expected": "12 Mill St, Derby",
             "actual": "12 Mill Street",
@@ -124,7 +124,8 @@ def test_the_recorded_reference_state_serves_without_a_world_and_ignore_rules_ap
     lenient = EndStateMatch(ignore=["orders.*.address"]).score(sample)
     assert lenient.value == 1.0
     assert (
-        lenient.reason == "the end state matches the reference end state (6 field(s) ignored): 1.0"
+        lenient.reason
+        == "the end state matches the reference end state (1 difference(s) ignored): 1.0"
     )
     with pytest.raises(ValidationError, match="must name a field path"):
         EndStateMatch(ignore=["."])
@@ -134,14 +135,16 @@ def test_state_differences_lists_changed_missing_and_unexpected_fields() -> None
     expected = {"a": [1, 2, 3], "b": {"x": 1, "y": True}, "n": 1}
     actual = {"a": [1, 5], "b": {"x": 1.0, "z": None}, "n": True}
     differences, ignored = state_differences(expected, actual, ["b.z"])
-    assert ignored == 1
+    assert ignored == 1  # b['z'], unexpected
     assert differences == [
-        {"path": "a.1", "kind": "changed", "expected": 2, "actual": 5},
-        {"path": "a.2", "kind": "missing", "expected": 3},
-        {"path": "b.y", "kind": "missing", "expected": True},  # 1 == 1.0: no difference
+        {"path": "a[1]", "kind": "changed", "expected": 2, "actual": 5},
+        {"path": "a[2]", "kind": "missing", "expected": 3},
+        {"path": "b['y']", "kind": "missing", "expected": True},  # 1 == 1.0: no difference
         {"path": "n", "kind": "changed", "expected": 1, "actual": True},  # a bool is no number
     ]
-    assert state_differences(expected, actual, ["a[1]", "a.2", "b", "n"]) == ([], 4)
+    # Dotted, bracketed and quoted forms name the same segments; a rule covers what is below.
+    assert state_differences(expected, actual, ["a[1]", "a.2", "b", "n"]) == ([], 5)
+    assert state_differences(expected, actual, ["['a']", "b[*]", "n"]) == ([], 5)
 
 
 def test_state_assertions_report_each_predicate() -> None:
@@ -210,7 +213,7 @@ ABSENT = object()
 
 def at(value: Any, path: str) -> Any:
     """The value at a difference's path, or ABSENT."""
-    for part in [] if path == "(state)" else path.split("."):
+    for part in [] if path == "(state)" else path_segments(path):
         if isinstance(value, dict) and part in value:
             value = value[part]
         elif isinstance(value, list) and int(part) < len(value):
@@ -218,3 +221,33 @@ def at(value: Any, path: str) -> Any:
         else:
             return ABSENT
     return value
+
+
+def test_recorded_differences_are_read_and_checked() -> None:
+    def sample(world: dict[str, Any]) -> MultiTurnSample:
+        return MultiTurnSample(
+            user_input=[HumanMessage(content="hi"), AIMessage(content="done")],
+            metadata={"world": world},
+        )
+
+    recorded = [
+        {"path": "files['a.txt'].content", "kind": "changed", "expected": "x", "actual": "y"},
+        {"path": "clock", "kind": "changed", "expected": 1, "actual": 2},
+    ]
+    # The run's live comparison wins over the JSON states (equal here: an __eq__ disagreed).
+    state = {"end_state": {"n": 1}, "reference_state": {"n": 1}, "differences": recorded}
+    result = EndStateMatch(ignore=["clock"]).score(sample(state))
+    assert (result.value, result.reason) == (
+        0.0,
+        "1 difference(s) from the reference end state (1 difference(s) ignored): "
+        "files['a.txt'].content: expected 'x', got 'y'",
+    )
+    assert result.details["ignored_differences"] == 1
+    with pytest.raises(InvalidSampleError, match="differences'\\] as a list") as caught:
+        EndStateMatch().score(sample({"end_state": {}, "differences": "none"}))
+    assert caught.value.field == "metadata.world.differences"
+    deep: list[Any] = [0, 0]
+    for _ in range(300):
+        deep = [[deep[0]], [deep[1]]]  # two equal states, 300 levels deep
+    with pytest.raises(InvalidSampleError, match="cannot compare the states: the state nests"):
+        EndStateMatch().score(sample({"end_state": deep[0], "reference_state": deep[1]}))

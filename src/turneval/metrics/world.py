@@ -7,8 +7,7 @@ scenario's reference actions lead from the same initial state), ``calls`` and ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from fnmatch import fnmatchcase
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -16,11 +15,15 @@ from pydantic import Field, field_validator
 from turneval.errors import InvalidSampleError
 from turneval.metrics.base import Explained, MultiTurnMetric, Outcome
 from turneval.samples import MultiTurnSample
-from turneval.worlds import ToolWorld
+from turneval.worlds import (
+    ToolWorld,
+    WorldStateError,
+    compare_states,
+    path_matches,
+    path_segments,
+)
 
 __all__ = ["EndStateMatch", "StateAssertions"]
-
-_ABSENT = object()
 
 
 def _world_record(metric: str, sample: MultiTurnSample, key: str) -> Any:
@@ -34,77 +37,52 @@ def _world_record(metric: str, sample: MultiTurnSample, key: str) -> Any:
     return record[key]
 
 
-def _segments(rule: str) -> list[str]:
-    return [part for part in rule.replace("[", ".").replace("]", "").split(".") if part]
-
-
-def _ignored(path: list[str], rules: list[list[str]]) -> bool:
-    """A rule ignores a path it matches segment by segment (``*`` globs), and all below it."""
-    return any(
-        len(rule) <= len(path) and all(fnmatchcase(p, r) for p, r in zip(path, rule, strict=False))
-        for rule in rules
-    )
-
-
-def _show(path: list[str]) -> str:
-    return ".".join(path) or "(state)"
-
-
 def state_differences(
-    expected: Any, actual: Any, ignore: list[str] | tuple[str, ...] = ()
+    expected: Any, actual: Any, ignore: Sequence[str] = ()
 ) -> tuple[list[dict[str, Any]], int]:
-    """Where two JSON states differ, field by field, and how many fields the rules ignored.
+    """Where two states differ (each difference a dict), and how many ``ignore`` left out.
 
-    Dicts are compared key by key, lists item by item (a length difference shows as missing
-    or unexpected items); each difference is ``{"path", "kind", "expected", "actual"}`` with
-    ``kind`` one of ``changed``, ``missing`` (in the reference only) or ``unexpected`` (in the
-    end state only).
+    :func:`~turneval.worlds.compare_states` compares them: mappings key by key and sets
+    element by element (order-free), lists item by item, objects by their own ``__eq__``
+    or attribute by attribute. Each difference is ``{"path", "kind", "expected", "actual"}``
+    (and a ``note`` where one helps), ``kind`` one of ``changed``, ``missing`` (in the
+    reference only) or ``unexpected`` (in the end state only).
     """
-    rules = [_segments(rule) for rule in ignore]
-    differences: list[dict[str, Any]] = []
-    ignored = 0
-
-    def walk(path: list[str], want: Any, got: Any) -> None:
-        nonlocal ignored
-        if path and _ignored(path, rules):
-            ignored += 1
-            return
-        if isinstance(want, dict) and isinstance(got, dict):
-            for key in sorted(set(want) | set(got), key=str):
-                walk([*path, str(key)], want.get(key, _ABSENT), got.get(key, _ABSENT))
-            return
-        if isinstance(want, list) and isinstance(got, list):
-            for index in range(max(len(want), len(got))):
-                walk(
-                    [*path, str(index)],
-                    want[index] if index < len(want) else _ABSENT,
-                    got[index] if index < len(got) else _ABSENT,
-                )
-            return
-        if want is _ABSENT:
-            differences.append({"path": _show(path), "kind": "unexpected", "actual": got})
-        elif got is _ABSENT:
-            differences.append({"path": _show(path), "kind": "missing", "expected": want})
-        elif want != got or (type(want) is not type(got) and not _numbers(want, got)):
-            differences.append(
-                {"path": _show(path), "kind": "changed", "expected": want, "actual": got}
-            )
-
-    walk([], expected, actual)
-    return differences, ignored
+    found = [difference.to_dict() for difference in compare_states(expected, actual)]
+    return _kept(found, ignore)
 
 
-def _numbers(a: Any, b: Any) -> bool:
-    return all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b))
+def _kept(
+    differences: Sequence[Mapping[str, Any]], ignore: Sequence[str]
+) -> tuple[list[dict[str, Any]], int]:
+    kept = [dict(d) for d in differences if not (ignore and path_matches(str(d["path"]), ignore))]
+    return kept, len(differences) - len(kept)
+
+
+def _recorded(metric: str, record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The differences the run recorded (the live states compared), checked."""
+    found = record["differences"]
+    if not isinstance(found, list) or not all(
+        isinstance(d, Mapping) and isinstance(d.get("path"), str) and "kind" in d for d in found
+    ):
+        raise InvalidSampleError(
+            f"metric {metric!r} reads metadata['world']['differences'] as a list of "
+            "{'path', 'kind', ...} records, got something else",
+            field="metadata.world.differences",
+        )
+    return found
 
 
 def _brief(difference: Mapping[str, Any]) -> str:
     kind, path = difference["kind"], difference["path"]
-    if kind == "changed":
-        return f"{path}: expected {difference['expected']!r}, got {difference['actual']!r}"
+    note = f" ({difference['note']})" if difference.get("note") else ""
     if kind == "missing":
-        return f"{path}: expected {difference['expected']!r}, missing"
-    return f"{path}: unexpected {difference['actual']!r}"
+        return f"{path}: expected {difference.get('expected')!r}, missing{note}"
+    if kind == "unexpected":
+        return f"{path}: unexpected {difference.get('actual')!r}{note}"
+    return (
+        f"{path}: expected {difference.get('expected')!r}, got {difference.get('actual')!r}{note}"
+    )
 
 
 class EndStateMatch(MultiTurnMetric):
@@ -133,27 +111,34 @@ class EndStateMatch(MultiTurnMetric):
     @classmethod
     def _check_ignore(cls, rules: list[str]) -> list[str]:
         for rule in rules:
-            if not _segments(rule):
+            if not path_segments(rule):
                 raise ValueError(f"ignore rules must name a field path, got {rule!r}")
         return rules
 
     async def _evaluate(self, sample: MultiTurnSample) -> Outcome:
         actual = _world_record(self.name, sample, "end_state")
-        if self.world is not None:
-            calls = sample.reference_tool_calls
-            if calls is None:
-                raise InvalidSampleError(
-                    f"metric {self.name!r} replays the sample's reference_tool_calls, which are "
-                    "missing",
-                    field="reference_tool_calls",
-                )
-            record = (sample.metadata or {}).get("world") or {}
-            replayed = await self.world.areplay(calls, record.get("initial_state"))
-            expected = replayed.state
-        else:
-            expected = _world_record(self.name, sample, "reference_state")
-        differences, ignored = state_differences(expected, actual, self.ignore)
-        skipped = f" ({ignored} field(s) ignored)" if ignored else ""
+        record: Mapping[str, Any] = (sample.metadata or {})["world"]
+        try:
+            if self.world is not None:
+                calls = sample.reference_tool_calls
+                if calls is None:
+                    raise InvalidSampleError(
+                        f"metric {self.name!r} replays the sample's reference_tool_calls, "
+                        "which are missing",
+                        field="reference_tool_calls",
+                    )
+                replayed = await self.world.areplay(calls, record.get("initial_state"))
+                differences, ignored = state_differences(replayed.state, actual, self.ignore)
+            elif "differences" in record:  # the run compared the live states
+                differences, ignored = _kept(_recorded(self.name, record), self.ignore)
+            else:
+                expected = _world_record(self.name, sample, "reference_state")
+                differences, ignored = state_differences(expected, actual, self.ignore)
+        except WorldStateError as exc:
+            raise InvalidSampleError(
+                f"metric {self.name!r} cannot compare the states: {exc}", field="metadata.world"
+            ) from exc
+        skipped = f" ({ignored} difference(s) ignored)" if ignored else ""
         if not differences:
             reason = f"the end state matches the reference end state{skipped}: 1.0"
         else:
@@ -161,11 +146,12 @@ class EndStateMatch(MultiTurnMetric):
             more = f"; and {len(differences) - 5} more" if len(differences) > 5 else ""
             count = len(differences)
             reason = f"{count} difference(s) from the reference end state{skipped}: {shown}{more}"
-        return Explained(
-            0.0 if differences else 1.0,
-            reason,
-            {"differences": differences, "ignored_fields": ignored},
-        )
+        details: dict[str, Any] = {"differences": differences, "ignored_differences": ignored}
+        objects = record.get("objects")
+        if isinstance(objects, list):  # a world of several objects: a verdict for each
+            first = [path_segments(str(d["path"]))[:1] for d in differences]
+            details["objects"] = {str(name): [str(name)] not in first for name in objects}
+        return Explained(0.0 if differences else 1.0, reason, details)
 
 
 class StateAssertions(MultiTurnMetric):

@@ -8,16 +8,34 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+import anyio
+import anyio.to_thread
+from anyio.lowlevel import RunVar
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from turneval.errors import ConfigError
 from turneval.messages import AIMessage, Message, MessageBase, ToolCall, ToolMessage
+from turneval.worlds._state import Fields, render
 
-__all__ = ["Backend", "ToolError", "ToolSpec"]
+__all__ = ["TOOL_THREADS", "Backend", "ToolError", "ToolSpec"]
 
-_JSON: TypeAdapter[Any] = TypeAdapter(Any)
+TOOL_THREADS = 32
+"""Sync tool methods running at once in worker threads, per event loop."""
+
+_THREADS: RunVar[anyio.CapacityLimiter] = RunVar("turneval_tool_threads")
+
+
+def tool_threads() -> anyio.CapacityLimiter:
+    """This event loop's limiter of tool threads (:data:`TOOL_THREADS` tokens)."""
+    try:
+        return _THREADS.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(TOOL_THREADS)
+        _THREADS.set(limiter)
+        return limiter
 
 
 class ToolError(Exception):
@@ -35,8 +53,8 @@ class ToolSpec:
 
 
 def to_json(value: Any) -> Any:
-    """A JSON-able copy of ``value`` (models, dataclasses, sets converted; others as text)."""
-    return _JSON.dump_python(value, mode="json", fallback=str)
+    """A JSON copy of ``value``: objects as their public attributes, sets sorted, cycles as refs."""
+    return render(value)
 
 
 def dumps(value: Any) -> str:
@@ -137,8 +155,8 @@ class ObjectBackend(Backend):
     it.
     """
 
-    def __init__(self, obj: Any, tools: Sequence[str] | None = None) -> None:
-        """Read the tools off ``obj``'s class (``tools`` limits them)."""
+    def __init__(self, obj: Any, tools: Sequence[str] | None = None, *, alone: bool = True) -> None:
+        """Read the tools off ``obj``'s class (``tools`` limits them; ``alone``: it needs one)."""
         self.obj = obj
         names = _public_methods(type(obj))
         if tools is not None:
@@ -148,13 +166,23 @@ class ObjectBackend(Backend):
                     f"{type(obj).__name__} has no public method(s) {unknown} (its tools: {names})"
                 )
             names = [name for name in names if name in tools]
-        if not names:
+        if not names and alone:
             raise ConfigError(f"{type(obj).__name__} has no public method to serve as a tool")
         self.specs = {name: _spec(name, getattr(type(obj), name)) for name in names}
 
     async def invoke(self, name: str, args: dict[str, Any]) -> Any:
-        """Call the method (awaited when async); its exception is the tool's error."""
-        result = getattr(self.obj, name)(**args)
+        """Call the method; its exception is the tool's error.
+
+        An async method runs on the event loop; a sync one in a worker thread (at most
+        :data:`TOOL_THREADS` at once), so a slow or hung tool never blocks the loop: other
+        trials go on and a timeout fires. A call cancelled (a timeout) abandons its thread.
+        """
+        method = getattr(self.obj, name)
+        if inspect.iscoroutinefunction(method):
+            return await method(**args)
+        result = await anyio.to_thread.run_sync(
+            partial(method, **args), abandon_on_cancel=True, limiter=tool_threads()
+        )
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -168,7 +196,7 @@ class ObjectBackend(Backend):
         holder = self._holder()
         if holder is not None:
             return holder
-        return {k: v for k, v in vars(self.obj).items() if not k.startswith("_")}
+        return Fields({k: v for k, v in vars(self.obj).items() if not k.startswith("_")})
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Set each named part (a key of a dict state, else an attribute), or load it all."""
@@ -192,6 +220,69 @@ class ObjectBackend(Backend):
                         f"(its state: {sorted(self.get_state())})"
                     )
                 setattr(self.obj, key, value)
+
+
+class ObjectsBackend(Backend):
+    """Several objects served as one world: the tools of all, one state per object.
+
+    The state maps each object's name to its state (as :class:`ObjectBackend` reads it); an
+    initial state names the objects it sets (each loads its part, with its own
+    ``_load_scenario`` where it has one). Two objects serving a tool of the same name are
+    refused: an agent sees tool names only, so a call could not say which one it means.
+    """
+
+    def __init__(
+        self,
+        objects: Mapping[str, Any],
+        tools: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        """Read each object's tools (``tools`` limits them, by object name)."""
+        unknown = sorted(set(tools or {}) - set(objects))
+        if unknown:
+            raise ConfigError(
+                f"tools names unknown object(s) {unknown} (the objects: {sorted(objects)})"
+            )
+        self.parts = {
+            name: ObjectBackend(obj, (tools or {}).get(name), alone=False)
+            for name, obj in objects.items()
+        }
+        self.owner: dict[str, str] = {}
+        self.specs = {}
+        for name, part in self.parts.items():
+            for tool, spec in part.specs.items():
+                if tool in self.owner:
+                    raise ConfigError(
+                        f"tool {tool!r} is served by both {self.owner[tool]!r} and {name!r}: "
+                        "an agent calls tools by name only; leave it out of one with "
+                        f"tools={{{name!r}: [...]}}"
+                    )
+                self.owner[tool], self.specs[tool] = name, spec
+        if not self.specs:
+            raise ConfigError(f"none of the objects {sorted(objects)} serves a tool")
+
+    async def invoke(self, name: str, args: dict[str, Any]) -> Any:
+        """Call the tool on the object serving it."""
+        return await self.parts[self.owner[name]].invoke(name, args)
+
+    def get_state(self) -> Any:
+        """Each object's state, by the object's name."""
+        return Fields({name: part.get_state() for name, part in self.parts.items()})
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Set the named objects' states (each a mapping of that object's state parts)."""
+        unknown = sorted(set(state) - set(self.parts))
+        if unknown:
+            raise ConfigError(
+                f"initial_state names unknown object(s) {unknown}: a world of several objects "
+                f"takes one state per object, by name ({sorted(self.parts)})"
+            )
+        for name, part_state in state.items():
+            if not isinstance(part_state, Mapping):
+                raise ConfigError(
+                    f"initial_state[{name!r}] must be a mapping of {name}'s state parts, got "
+                    f"{type(part_state).__name__}"
+                )
+            self.parts[name].set_state(part_state)
 
 
 # -- recorded answers replayed by tool name and arguments --------------------------------------

@@ -17,6 +17,7 @@ from turneval.messages import Message, MessageBase, ToolCall
 from turneval.worlds._backends import (
     Backend,
     ObjectBackend,
+    ObjectsBackend,
     OnMissing,
     RecordedBackend,
     SimulatedBackend,
@@ -28,6 +29,7 @@ from turneval.worlds._backends import (
     validate,
 )
 from turneval.worlds._faults import Faults
+from turneval.worlds._state import Difference, compare_states
 
 __all__ = ["ToolWorld", "bind_worlds", "current_world"]
 
@@ -57,10 +59,15 @@ class ToolWorld:
     """Tools with a state, served to an agent during an evaluation.
 
     Build one from a Python object whose public methods are the tools
-    (:meth:`from_object`), from recorded answers (:meth:`from_recordings`) or from a model
-    that simulates the tools (:meth:`simulated`). :meth:`as_langchain_tools` gives LangChain
-    tools for the agent; :meth:`fresh` gives an independent copy (what each trial gets); the
-    state (:attr:`state`) is a JSON snapshot that end-state metrics compare.
+    (:meth:`from_object`; several objects: :meth:`from_objects`), from recorded answers
+    (:meth:`from_recordings`) or from a model that simulates the tools (:meth:`simulated`).
+    :meth:`as_langchain_tools` gives LangChain tools for the agent; :meth:`fresh` gives an
+    independent copy (what each trial gets); :attr:`state` shows the state as JSON and
+    :meth:`differences` compares two worlds' live states, as end-state metrics need.
+
+    A sync tool method runs in a worker thread (an async one on the event loop), so a slow
+    or hung tool holds up neither the other trials nor the run's timeout; the calls on one
+    world take turns.
 
     Every call is logged in :attr:`calls`; every injected fault in :attr:`faults_injected`
     (``tool``, ``call``: its index in :attr:`calls`, ``kind``, ``detail``). A tool's error
@@ -109,6 +116,7 @@ class ToolWorld:
         self.calls: list[dict[str, Any]] = []
         self.faults_injected: list[dict[str, Any]] = []
         self._counts: dict[str, int] = {}
+        self._lock: anyio.Lock | None = None  # made on the first call, on its event loop
         self.initial_state: Any = to_json(backend.get_state())
 
     # -- building ------------------------------------------------------------------------------
@@ -143,6 +151,50 @@ class ToolWorld:
             obj = obj()
         backend = ObjectBackend(obj, tools)
         return cls(backend, name=name or type(obj).__name__, faults=faults, seed=seed)
+
+    @classmethod
+    def from_objects(
+        cls,
+        *objects: Any,
+        names: Sequence[str] | None = None,
+        name: str | None = None,
+        tools: Mapping[str, Sequence[str]] | None = None,
+        faults: Faults | Mapping[str, Faults] | None = None,
+        seed: int | str = 0,
+    ) -> ToolWorld:
+        """One world served by several objects: BFCL's multi-class tasks, a shop and a bank.
+
+        The tools are the public methods of all the objects; the state has one part per
+        object, under its name (``{"GorillaFileSystem": {...}, "TwitterAPI": {...}}``), each
+        read as :meth:`from_object` reads it. ``fresh(initial_state)`` takes one state per
+        object by name (BFCL's ``initial_config``), each loaded with the object's own
+        ``_load_scenario`` where it has one. End states are compared object by object: each
+        difference's path starts with the object's name.
+
+        Two objects serving a tool of the same name are refused (:class:`ConfigError`): an
+        agent calls tools by name only. Leave the tool out of one object with ``tools``.
+
+        Args:
+            objects: The objects (or classes, instantiated with no arguments).
+            names: Their names (default: their class names, which must then differ).
+            name: The world's name (default: the objects' names joined by ``+``).
+            tools: The methods to serve, by object name (default: every public method).
+            faults: See :class:`ToolWorld`.
+            seed: See :class:`ToolWorld`.
+        """
+        if not objects:
+            raise ConfigError("from_objects needs at least one object")
+        made = [obj() if isinstance(obj, type) else obj for obj in objects]
+        labels = list(names) if names is not None else [type(obj).__name__ for obj in made]
+        if len(labels) != len(made):
+            raise ConfigError(f"names has {len(labels)} name(s) for {len(made)} object(s)")
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ConfigError(
+                f"objects named {twice} more than once: give each its own name with names=[...]"
+            )
+        backend = ObjectsBackend(dict(zip(labels, made, strict=True)), tools)
+        return cls(backend, name=name or "+".join(labels), faults=faults, seed=seed)
 
     @classmethod
     def from_recordings(
@@ -197,8 +249,32 @@ class ToolWorld:
 
     @property
     def state(self) -> Any:
-        """The state now, as a JSON value (a deep copy: changing it changes nothing)."""
+        """The state now, as a JSON value (a copy: changing it changes nothing).
+
+        Objects are shown as their public attributes, sets as sorted lists and a cycle as
+        ``{"$ref": path}`` (the path of the ancestor it returns to).
+        """
         return to_json(self.backend.get_state())
+
+    @property
+    def objects(self) -> list[str] | None:
+        """The names of the objects of a world made by :meth:`from_objects`, else None."""
+        if isinstance(self.backend, ObjectsBackend):
+            return list(self.backend.parts)
+        return None
+
+    def differences(self, reference: ToolWorld) -> list[Difference]:
+        """Where this world's state differs from ``reference``'s (the expected one).
+
+        The live states are compared: an object with its own ``__eq__`` by it, the rest
+        structurally (mappings and sets order-free, lists in order, objects attribute by
+        attribute, cycles once). Each :class:`~turneval.worlds.Difference` has its path
+        (``files['a.txt'].content``).
+
+        Raises:
+            WorldStateError: a state nests too deep to compare.
+        """
+        return compare_states(reference.backend.get_state(), self.backend.get_state())
 
     def fresh(
         self, initial_state: Mapping[str, Any] | None = None, *, seed: int | str | None = None
@@ -246,15 +322,31 @@ class ToolWorld:
         """Sync form of :meth:`areplay`."""
         return run_sync(self.areplay, calls, initial_state)
 
-    def report(self) -> dict[str, Any]:
-        """What a trial's row records: name, seed, end state, calls and injected faults."""
-        return {
+    def report(self, reference: ToolWorld | None = None) -> dict[str, Any]:
+        """What a trial's row records: name, seed, states, calls and injected faults.
+
+        With ``reference`` (where the reference actions lead), also ``reference_state`` and
+        ``differences`` (:meth:`differences`, each as a dict): the live states compared, so
+        an object's own ``__eq__`` has its say, which the JSON states alone could not.
+        A world of several objects records their names in ``objects``.
+
+        Raises:
+            WorldStateError: a state nests too deep to render or compare.
+        """
+        record: dict[str, Any] = {
             "name": self.name,
             "seed": self.seed,
+            "initial_state": self.initial_state,
             "end_state": self.state,
             "calls": copy.deepcopy(self.calls),
             "faults": copy.deepcopy(self.faults_injected),
         }
+        if self.objects is not None:
+            record["objects"] = self.objects
+        if reference is not None:
+            record["reference_state"] = reference.state
+            record["differences"] = [d.to_dict() for d in self.differences(reference)]
+        return record
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -294,15 +386,21 @@ class ToolWorld:
                 self._fault(name, number, draw.kind, message)
                 entry["error"] = message
                 raise ToolError(message)
+        if self._lock is None:
+            self._lock = anyio.Lock()
         try:
-            result = await self.backend.invoke(name, validate(spec, args))
+            async with self._lock:  # one call at a time on a world: its state stays whole
+                result = await self.backend.invoke(name, validate(spec, args))
+            text = dumps(result)
         except ToolError as exc:
             entry["error"] = str(exc)
             raise
         except Exception as exc:  # the tool's own refusal reaches the agent as an error
             entry["error"] = f"{type(exc).__name__}: {exc}"
             raise ToolError(entry["error"]) from exc
-        text = dumps(result)
+        except BaseException:  # cancelled (the trial's timeout): the call never answered
+            entry["error"] = "Cancelled: the call had not answered when the trial ended"
+            raise
         if draw is not None and draw.kind == "malformed":
             text = '{"data": ' + text[: len(text) // 2]  # an unclosed, cut payload
             self._fault(name, number, "malformed", "answer truncated to half, envelope unclosed")
