@@ -6,9 +6,13 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: install browser postgres test lint typecheck unit wheel-check demo bench docs clean check-constraints
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+	# BFCL's own tool backends, for the tests that check tool worlds against BFCL's state
+	# checker: installed without their requirements (torch, faiss, provider SDKs), which the
+	# backends the tests import do not need.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps bfcl-eval==2026.3.23 mpmath==1.4.1
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1029,7 +1029,10 @@ def bfcl_world(entry: dict[str, Any]) -> ToolWorld:
         for name in classes
     ]
     world = ToolWorld.from_objects(*objects, names=classes)
-    return world.fresh({name: entry["initial_config"].get(name, {}) for name in classes})
+    # As BFCL's harness does: a class without a loader (MathAPI) keeps no state, and its part
+    # of the initial config is not given to it.
+    loaded = [name for name, obj in zip(classes, objects) if hasattr(obj, "_load_scenario")]
+    return world.fresh({name: entry["initial_config"].get(name, {}) for name in loaded})
 
 
 def bfcl_call(world: ToolWorld, text: str) -> ToolCall:
