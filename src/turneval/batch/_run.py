@@ -597,6 +597,7 @@ class BatchRun:
         self.input: dict[str, Any] | None = store.meta("input")
         self._counts = _Counts()
         self._plan = _plan(self.samples, self.metrics, llm, self._counts)
+        self._refreshed_at = 0  # requests in the folder when the plan was last completed
         judges = {id(p.judge): p.judge for p in self._plan.values()}
         self._providers = {jid: provider_for(judge.llm) for jid, judge in judges.items()}
         first = next(iter(self._providers.values()), None)
@@ -665,10 +666,15 @@ class BatchRun:
         return run
 
     def _refresh_plan(self) -> None:
-        """Find the requests of later rounds again (another process may have added some)."""
-        known = self._store.db.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
-        if known > len(self._plan):  # requests found by a scoring pass: find them again
+        """Find the requests of later rounds again (another process may have added some).
+
+        A scoring pass finds them; it runs only when the folder holds requests the plan lacks
+        and their number changed since the last pass.
+        """
+        known = int(self._store.db.execute("SELECT COUNT(*) FROM requests").fetchone()[0])
+        if known > len(self._plan) and known != self._refreshed_at:
             self._plan.update(self._find_unstated())
+            self._refreshed_at = known
 
     def _state(self, key: str) -> str | None:
         row = self._store.db.execute("SELECT state FROM requests WHERE key = ?", (key,)).fetchone()
