@@ -39,6 +39,21 @@ def test_doc_block_runs(
         assert done.returncode == 0, f"{where} failed:\n{done.stderr}"
         return
     monkeypatch.chdir(tmp_path)
+    if "turneval.batch" in code:
+        # The batch API of a local server (tests/_batch_stub.py): batches end at the first
+        # poll, so the block's wait() returns at once.
+        from ._batch_stub import BatchStub
+
+        server = BatchStub()
+        server.instant = True
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        try:
+            exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})
+        finally:
+            server.close()
+        assert server.submitted and server.sync_requests == 0  # every answer from a batch
+        return
     exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})
 
 

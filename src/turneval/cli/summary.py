@@ -93,6 +93,23 @@ def check_bars(bars: dict[str, float], summaries: Any) -> int:
     return 1 if missed else 0
 
 
+def gates_exit(
+    result: Any,
+    bars: dict[str, float],
+    allowed: Callable[[int], float],
+    text: str,
+    *,
+    tracebacks: bool = False,
+) -> int:
+    """The exit code of a finished run's gates, each miss printed.
+
+    One rule for ``evaluate`` (any engine) and ``batch collect``: 3 past ``--max-failed``,
+    which wins over 1, a ``--fail-under`` mean not met; else 0.
+    """
+    missed = check_bars(bars, result.summaries)
+    return check_failed(result, allowed, text, tracebacks=tracebacks) or missed
+
+
 EXIT_TERMINATED = 143
 """Exit code of ``evaluate`` stopped by SIGTERM (128 + 15, as a shell reports a process it
 ended): the chunks in flight were finished and written; ``--resume`` continues the run."""
