@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any
 
-from turneval.cli.arguments import UsageError, bounded, duration, metric_list
+from turneval.cli.arguments import UsageError, bounded, duration, metric_list, whole_number
 from turneval.cli.judge_flags import judge_from_flags, require_judge
 from turneval.cli.options import (
     add_concurrency_options,
@@ -78,7 +78,8 @@ def add_watch_commands(commands: Any) -> None:
     watch.add_argument(
         "--budget",
         metavar="AMOUNT/PERIOD",
-        help="judge budget, e.g. 20USD/day (needs --price-input) or 100000tokens/hour",
+        help="judge budget, input and output tokens: e.g. 20USD/day (needs --price-input and "
+        "--price-output) or 100000tokens/hour",
     )
     add_price_options(watch)
     watch.add_argument(
@@ -86,6 +87,21 @@ def add_watch_commands(commands: Any) -> None:
         type=int,
         default=100_000,
         help="spans held at most; past it exports get 503 with Retry-After (default: 100000)",
+    )
+    watch.add_argument(
+        "--max-connections",
+        type=whole_number,
+        default=128,
+        metavar="N",
+        help="connections served at once, a thread each; as many more wait, then 503 "
+        "(default: 128)",
+    )
+    watch.add_argument(
+        "--read-timeout",
+        type=duration,
+        default=10.0,
+        metavar="DURATION",
+        help="close a connection silent this long, idle or mid-request (default: 10s)",
     )
     watch.add_argument(
         "--export-to",
@@ -154,6 +170,10 @@ def _watch(args: argparse.Namespace) -> int:
     from turneval.results import Prices
     from turneval.watch import Budget, Watcher, WatchServer, parse_filter
 
+    budget = None if args.budget is None else Budget.parse(args.budget)
+    if budget is not None and budget.unit == "USD" and args.price_input is not None:
+        if args.price_output is None:  # output tokens are most of a judge's cost
+            raise UsageError("a USD budget needs --price-output too: output tokens cost")
     prices = (
         None if args.price_input is None else Prices(args.price_input, args.price_output or 0.0)
     )
@@ -173,11 +193,17 @@ def _watch(args: argparse.Namespace) -> int:
         max_queue=args.max_queue,
         sample=min(args.sample, 1.0),
         filters=[parse_filter(item) for item in args.filter],
-        budget=None if args.budget is None else Budget.parse(args.budget),
+        budget=budget,
         prices=prices,
         export_to=args.export_to,
     )
-    server = WatchServer((host, int(port)), watcher, tick=min(1.0, args.idle / 4))
+    server = WatchServer(
+        (host, int(port)),
+        watcher,
+        tick=min(1.0, args.idle / 4),
+        max_connections=args.max_connections,
+        read_timeout=args.read_timeout,
+    )
     bound = f"{host}:{server.server_address[1]}"
     print(f"turneval watch: receiving OTLP/HTTP on http://{bound}/v1/traces", flush=True)
 

@@ -1,4 +1,4 @@
-"""The store's tables (SQLAlchemy Core): runs, their rows, human labels, and watch claims.
+"""The store's tables (SQLAlchemy Core): runs, their rows, human labels, watch claims and skips.
 
 The migrations in ``migrations/versions`` create exactly these; a change here needs a new
 migration (and the store's schema revision moves with it).
@@ -20,7 +20,7 @@ from sqlalchemy import (
     text,
 )
 
-__all__ = ["claims", "labels", "metadata", "rows", "runs"]
+__all__ = ["claims", "labels", "metadata", "rows", "runs", "watch_skips"]
 
 metadata = MetaData()
 
@@ -92,4 +92,16 @@ claims = Table(  # revision 0003: which `turneval watch` process scores a conver
     Column("owner", String(32), nullable=False),  # the claiming watch's state folder id
     Column("run_id", String(32)),
     Column("claimed", DateTime(timezone=True), nullable=False),
+)
+
+watch_skips = Table(  # revision 0005: conversations a `turneval watch` run did not score, and why
+    "watch_skips",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("conversation", Text, primary_key=True),  # "trace:<id>" or "session:<id>"
+    Column("reason", String(32), nullable=False),  # no_conversation, filtered, sampled_out, ...
+    Column("detail", Text),  # why, in words ("no service.name=checkout")
+    Column("trace_ids", Text, nullable=False),  # JSON: the conversation's trace ids
+    Column("created", DateTime(timezone=True), nullable=False),
+    Index("ix_watch_skips_run_created", "run_id", "created"),
 )

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from turneval._version import VERSION
 from turneval.errors import ConfigError
+from turneval.store._skips import StoredSkip
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine, RowMapping
@@ -439,6 +440,34 @@ class RunStore:
                     select(claims.c.owner).where(claims.c.key == key)
                 ).scalar()
             return bool(holder == owner)
+
+    # -- conversations `turneval watch` skipped (schema revision 0005) -----------------------
+
+    def add_skipped(self, run_id: str, skips: Iterable[StoredSkip]) -> None:
+        """Record conversations a ``turneval watch`` run did not score, with why.
+
+        A conversation the run already has is left as it was (recording again is harmless).
+        """
+        from turneval.store._skips import insert_skips
+
+        with self.writing() as connection:
+            insert_skips(connection, self.kind, self._resolve(connection, run_id), skips)
+
+    def skipped(
+        self, run_id: str, *, reason: str | None = None, limit: int | None = 100
+    ) -> list[StoredSkip]:
+        """A run's skipped conversations, newest first: of one ``reason``, ``limit`` at most."""
+        from turneval.store._skips import select_skips
+
+        with self.engine.connect() as connection:
+            return select_skips(connection, self._resolve(connection, run_id), reason, limit)
+
+    def skipped_counts(self, run_id: str) -> dict[str, int]:
+        """A run's skipped conversations counted by reason, most first (empty: none)."""
+        from turneval.store._skips import select_skip_counts
+
+        with self.engine.connect() as connection:
+            return select_skip_counts(connection, self._resolve(connection, run_id))
 
     @classmethod
     def coerce(cls, value: RunStore | str | os.PathLike[str] | None) -> RunStore | None:

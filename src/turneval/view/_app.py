@@ -285,6 +285,23 @@ class _Viewer:
                 f"<p class='muted'>distributions and the trials grid are drawn for runs of up "
                 f"to {_FULL_RUN:,} rows</p>"
             )
+        # issue 43: the conversations a `turneval watch` run skipped, and why (revision 0005)
+        skipped = self.store.skipped_counts(run.id)
+        if skipped:
+            counts = ", ".join(f"{escape_text(r)}: {n:,}" for r, n in skipped.items())
+            listed = "".join(
+                f"<tr><td>{escape_text(s.conversation)}</td><td>{escape_text(s.reason)}</td>"
+                f"<td>{escape_text(s.detail or '')}</td>"
+                f"<td>{escape_text(s.created.strftime('%Y-%m-%d %H:%M:%S') if s.created else '')}"
+                "</td></tr>"
+                for s in self.store.skipped(run.id, limit=20)
+            )
+            extra += (
+                f"<h2>Skipped conversations</h2><p id='skipped'>{counts}</p>"
+                "<table id='skips'><thead><tr><th>conversation</th><th>reason</th><th>why</th>"
+                f"<th>when (UTC)</th></tr></thead><tbody>{listed}</tbody></table>"
+                f"<p class='muted'>the latest {min(20, sum(skipped.values()))}</p>"
+            )
         return self.page(f"Run {run.name}", head + table + extra)
 
     # -- rows --------------------------------------------------------------------------------

@@ -1,14 +1,22 @@
-"""The state of ``turneval watch``: spans in, conversations out, nothing accepted lost.
+"""The state of ``turneval watch``: spans in, conversations out, nothing acknowledged lost.
 
-Every accepted span is appended to ``spool.jsonl`` (and fsync'd) before the receiver answers;
-a conversation about to be scored is claimed in ``ledger.jsonl`` (its index and trace ids);
-its row goes to ``results.jsonl`` (or the run store). A restart replays the spool, drops the
-traces the ledger holds whose row was written, and scores the others: each accepted
-conversation is scored exactly once.
+Every accepted span is appended to ``spool.jsonl`` (and fsync'd) before the receiver answers,
+and a request is taken whole or not at all: its spans are read and checked first, then
+written; only once they are on disk does the watcher's state take them (a request refused,
+for a bad span or a spool that cannot be written, leaves nothing behind, so its resend is new).
+A conversation about to be scored is claimed in ``ledger.jsonl`` (its index and trace ids, and
+its estimated judge cost under a budget); its row goes to ``results.jsonl`` (or the run store).
+A restart replays the spool, drops the traces the ledger holds whose row was written, and
+scores the others: each accepted conversation is scored exactly once.
+
+Each of the three files is appended whole or not at all (:class:`_Log`): a write or an fsync
+that fails (a full disk) is cut back off the file, so no torn line is left between whole ones.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import itertools
 import json
@@ -33,6 +41,8 @@ from turneval.traces import (
 GroupBy = Literal["trace", "session"]
 DONE_KEPT = 10  # decided trace ids remembered per queue slot (for dropping late spans)
 SKIP_REASONS = ("no_conversation", "filtered", "sampled_out", "elsewhere", "budget")
+DEFAULT_OUTPUT_TOKENS = 400
+"""Output tokens a judge request is expected to spend, before any was seen (budget estimates)."""
 
 
 class QueueFullError(Exception):
@@ -41,6 +51,68 @@ class QueueFullError(Exception):
 
 class BadRequestError(ValueError):
     """A body that is no ``ExportTraceServiceRequest``: the receiver answers 400 with the reason."""
+
+
+class BodyTooLargeError(ValueError):
+    """A body over the receiver's limit, as sent or once decompressed: answered 413."""
+
+
+class SpoolUnavailableError(Exception):
+    """The spool cannot be written (a full disk, say): answered 503 with ``Retry-After``.
+
+    Nothing of the request was accepted: the exporter's retry is taken once the spool writes.
+    """
+
+
+class _Log:
+    """An append-only JSON Lines file whose appends are on disk whole, or not in it at all.
+
+    Each append is written with ``os.write`` and fsync'd; when either fails, the bytes written
+    past the last whole append are cut off again (and, should that fail too, before the next
+    append), so a full disk never leaves a torn line between whole ones.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self._dirty = False
+
+    def append(self, records: Iterable[Any]) -> None:
+        """Append ``records`` as JSON lines, fsync'd; raises ``OSError`` with nothing appended."""
+        self.write(b"".join(_dumps(record) + b"\n" for record in records))
+
+    def write(self, data: bytes) -> None:
+        """Append ``data`` (whole lines), fsync'd; raises ``OSError`` with nothing appended."""
+        if not data:
+            return
+        try:
+            if self._dirty:
+                os.ftruncate(self.fd, self.size)
+                self._dirty = False
+            self._dirty = True
+            view, done = memoryview(data), 0
+            while done < len(data):
+                written = os.write(self.fd, view[done:])
+                if written <= 0:  # pragma: no cover - a regular file never writes nothing
+                    raise OSError(errno.EIO, "write wrote nothing", str(self.path))
+                done += written
+            os.fsync(self.fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # else cut at the next append
+                os.ftruncate(self.fd, self.size)
+                self._dirty = False
+            if exc.filename is None:
+                exc.filename = str(self.path)
+            raise
+        self._dirty = False
+        self.size += len(data)
+
+    def close(self) -> None:
+        """Close the file."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def sampled(conversation_id: str, rate: float) -> bool:
@@ -127,12 +199,6 @@ def _dumps(record: Any) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
 
 
-def _append(handle: Any, records: Iterable[Any]) -> None:
-    handle.write(b"".join(_dumps(r) + b"\n" for r in records))
-    handle.flush()
-    os.fsync(handle.fileno())
-
-
 def _event_logger(endpoint: str) -> tuple[Any, Any]:
     """A logger provider exporting to ``endpoint`` (OTLP/HTTP, protobuf) and its logger."""
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -146,21 +212,110 @@ def _event_logger(endpoint: str) -> tuple[Any, Any]:
     return provider, provider.get_logger("turneval.watch")
 
 
+@dataclass
+class _Plan:
+    """What a request brings, read and checked, before anything of it is taken."""
+
+    spans: list[tuple[dict[str, Any], list[Any]]] = field(default_factory=list)
+    """Per resource: its attributes (read) and its new spans as ``(raw, span)``."""
+    resources: list[list[Any]] = field(default_factory=list)
+    """Per resource: its attributes as received (written to the spool)."""
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def new(self) -> int:
+        return sum(len(spans) for _, spans in self.spans)
+
+    def line(self) -> dict[str, Any]:
+        """The spool line: the new spans, by resource, as received."""
+        return {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": attributes},
+                    "scopeSpans": [{"spans": [raw for raw, _ in spans]}],
+                }
+                for attributes, (_, spans) in zip(self.resources, self.spans, strict=True)
+                if spans
+            ]
+        }
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _listed(owner: dict[str, Any], key: str, where: str) -> list[Any]:
+    """``owner[key]``: a list (absent or null: empty); else a 400 naming the place."""
+    value = owner.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadRequestError(f"{where}{key} must be a list, got {_kind(value)}")
+    return value
+
+
+def _objects(items: list[Any], where: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise BadRequestError(f"{where}[{position}] must be an object, got {_kind(item)}")
+        yield position, item
+
+
+def _request_spans(document: Any) -> list[tuple[list[Any], list[dict[str, Any]]]]:
+    """A request's shape checked: per resource, its attributes and its spans (every scope's).
+
+    The request is an ``ExportTraceServiceRequest`` in its OTLP/JSON form.
+
+    Raises:
+        BadRequestError: the document is not of that shape, naming the place
+            (``resourceSpans[0].scopeSpans[1].spans[2] must be an object, got int``).
+    """
+    if not isinstance(document, dict):
+        raise BadRequestError(
+            f"expected an object with a 'resourceSpans' list, got {_kind(document)}"
+        )
+    out: list[tuple[list[Any], list[dict[str, Any]]]] = []
+    for r, resource in _objects(_listed(document, "resourceSpans", ""), "resourceSpans"):
+        where = f"resourceSpans[{r}]."
+        inner = resource.get("resource")
+        if inner is not None and not isinstance(inner, dict):
+            raise BadRequestError(f"{where}resource must be an object, got {_kind(inner)}")
+        attributes = _listed(inner or {}, "attributes", f"{where}resource.")
+        spans: list[dict[str, Any]] = []
+        for s, scope in _objects(_listed(resource, "scopeSpans", where), f"{where}scopeSpans"):
+            spans_where = f"{where}scopeSpans[{s}]."
+            items = _listed(scope, "spans", spans_where)
+            spans += [span for _, span in _objects(items, f"{spans_where}spans")]
+        out.append((attributes, spans))
+    return out
+
+
+@dataclass
+class _Spend:
+    """The budget's period: when it started, and what is counted against it."""
+
+    start: float = -1.0
+    spent: float = 0.0
+    at: float = 0.0  # the moment the decisions are made at
+
+
 class Watcher:
     """Spans accepted, assembled into conversations, and scored once each is complete.
 
     Args:
         metrics: The run's metrics (resolved).
         state: The folder of the spool, the ledger and (without a store) results.jsonl.
-        store: A run store: rows go there (a run named ``watch``), else to results.jsonl.
+        store: A run store: rows go there (a run named ``watch``), and so does each skipped
+            conversation with its reason; else rows go to results.jsonl.
         options: The run options (judge, concurrency, cache) of the scoring.
         group_by: One conversation per trace or per session.
         idle: Seconds without a new span after which a conversation is complete.
         max_queue: Spans held waiting at most; past it exports are refused (503).
         sample: The share of conversations scored (by a hash of their id).
         filters: ``(key, value)`` pairs a conversation's resource or span attributes must hold.
-        budget: The judge budget, or None.
-        prices: Judge prices (for a USD budget), or None.
+        budget: The judge budget, or None. Its period's spend is kept in the ledger, so a
+            restart goes on counting where it stopped.
+        prices: Judge prices (for a USD budget: input and output tokens), or None.
         export_to: An OTLP/HTTP endpoint (``http://host:4318``) the scores are sent to as
             ``gen_ai.evaluation.result`` events (:func:`~turneval.traces.to_otel_events`),
             parented to the traces they score; None sends nothing.
@@ -202,6 +357,12 @@ class Watcher:
             "spans_late": 0,
             "spans_invalid": 0,
             "requests_rejected": 0,
+            "requests_unspooled": 0,
+            "requests_bad": 0,
+            "requests_too_large": 0,
+            "requests_failed": 0,
+            "connections_timed_out": 0,
+            "connections_refused": 0,
             "conversations_complete": 0,
             "conversations_sampled": 0,
             "conversations_scored": 0,
@@ -221,7 +382,12 @@ class Watcher:
         self._done: dict[str, None] = {}
         self._queued = 0
         self._next = 0
-        self._period: tuple[float, float] = (0.0, 0.0)  # (period start, spent in it)
+        self._spend = _Spend()  # the budget's current period
+        self._periods: dict[float, float] = {}  # the ledger's spend by period start (restart)
+        # what the judge spent against what was estimated (the next estimates learn from it)
+        self._seen_spend = {"estimated_input": 0.0, "input": 0.0, "output": 0.0, "calls": 0.0}
+        self._unwritten: list[Any] = []  # rows scored whose write failed: written next tick
+        self._write_lock = threading.Lock()
         self.clock = time.time  # the wall clock budget periods follow (replaceable in tests)
         self.store = store
         self._recorder: Any = None
@@ -243,9 +409,9 @@ class Watcher:
         self.owner = owner.read_text().strip()
         self._events = None if export_to is None else _event_logger(export_to)
         self._recover()
-        self._spool = (self.state / "spool.jsonl").open("ab")
-        self._ledger = (self.state / "ledger.jsonl").open("ab")
-        self._results = None if store is not None else (self.state / "results.jsonl").open("ab")
+        self._spool = _Log(self.state / "spool.jsonl")
+        self._ledger = _Log(self.state / "ledger.jsonl")
+        self._results = None if store is not None else _Log(self.state / "results.jsonl")
 
     def _provenance(self) -> None:
         """``run.json`` in the state folder: turneval version, metrics and judge of the rows.
@@ -283,24 +449,40 @@ class Watcher:
             _torn(self.state / name)
         written = self._written()
         for claim in _lines(self.state / "ledger.jsonl"):
+            if "spend" in claim:  # what a scored batch cost, against its estimate
+                self._learn(claim)
+                self._count_spend(claim.get("at"), claim["spend"] - claim.get("reserved", 0.0))
+                continue
             index = claim.get("index")
             if index is None or int(index) in written:
                 self._done.update(dict.fromkeys(claim["trace_ids"]))
                 if claim.get("skipped"):
-                    self.skipped[claim["skipped"]] += 1
+                    self.skipped[claim["skipped"]] = self.skipped.get(claim["skipped"], 0) + 1
                 else:
                     self.counts["conversations_scored"] += 1
             if index is not None:
                 self._next = max(self._next, int(index) + 1)
+            self._count_spend(claim.get("at"), claim.get("cost", 0.0))
         if written:
             self._next = max(self._next, max(written) + 1)
         spool = self.state / "spool.jsonl"
         kept = [self._replay(document) for document in _lines(spool)]
-        compact = self.state / "spool.jsonl.tmp"
-        with compact.open("wb") as handle:  # the spans still waiting, the scored ones left out
-            _append(handle, [document for document in kept if document["resourceSpans"]])
-        os.replace(compact, spool)
+        compact = _Log(self.state / "spool.jsonl.tmp")
+        try:  # the spans still waiting, the scored ones left out
+            os.ftruncate(compact.fd, 0)
+            compact.size = 0
+            compact.append(document for document in kept if document["resourceSpans"])
+        finally:
+            compact.close()
+        os.replace(compact.path, spool)
         self._forget()
+
+    def _count_spend(self, at: Any, amount: float) -> None:
+        """Count ``amount`` against the budget period holding the moment ``at`` (the ledger's)."""
+        if self.budget is None or at is None or not amount:
+            return
+        start = float(at) - float(at) % self.budget.period
+        self._periods[start] = self._periods.get(start, 0.0) + float(amount)
 
     def _forget(self) -> None:
         """Keep the newest ``DONE_KEPT * max_queue`` decided trace ids."""
@@ -318,7 +500,7 @@ class Watcher:
                     for raw in scope.get("spans") or ()
                     if from_otlp_span(raw).trace_id not in self._done
                 ]
-        self._ingest(document, time.monotonic())
+        self._commit(self._plan(self._read(document)), time.monotonic())
         document["resourceSpans"] = [
             resource
             for resource in document.get("resourceSpans") or ()
@@ -328,42 +510,61 @@ class Watcher:
 
     # -- receiving -----------------------------------------------------------------------
 
-    def _ingest(self, document: dict[str, Any], now: float) -> list[tuple[Any, list[Any]]]:
-        """Add the new spans of a decoded request; returns them by resource, as received.
+    @staticmethod
+    def _read(document: Any) -> list[tuple[list[Any], dict[str, Any], list[tuple[Any, Span]]]]:
+        """Every span of a request read, no state looked at.
 
-        Every span is read before any is added: one that cannot be read refuses the request
-        (``ValueError`` and the like) and leaves the state as it was.
+        Per resource: its attributes as received and as read, and its spans as ``(raw, span)``.
+
+        Raises:
+            BadRequestError: the request is not of the OTLP shape, or a span or an attribute
+                cannot be read (the whole request is refused).
         """
-        read = [
-            (
-                (resource.get("resource") or {}).get("attributes") or [],
-                [
-                    (raw, from_otlp_span(raw))
-                    for scope in resource.get("scopeSpans") or ()
-                    for raw in scope.get("spans") or ()
-                ],
-            )
-            for resource in document.get("resourceSpans") or ()
-        ]
-        new: list[tuple[Any, list[Any]]] = []
-        for attributes, spans in read:
+        try:
+            return [
+                (
+                    raw_attributes,
+                    otlp_attributes(raw_attributes),
+                    [(r, from_otlp_span(r)) for r in raws],
+                )
+                for raw_attributes, raws in _request_spans(document)
+            ]
+        except BadRequestError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise BadRequestError(f"unreadable span: {type(exc).__name__}: {exc}") from exc
+
+    def _plan(self, read: list[tuple[list[Any], dict[str, Any], list[tuple[Any, Span]]]]) -> _Plan:
+        """Which spans of a request read are new (call under the lock; changes nothing)."""
+        plan = _Plan()
+        counts = dict.fromkeys(("spans_invalid", "spans_duplicate", "spans_late"), 0)
+        here: set[tuple[str, str]] = set()
+        for raw_attributes, attributes, spans in read:
             kept: list[Any] = []
             for raw, span in spans:
+                identity = (span.trace_id, span.span_id)
                 if span.trace_id == "":
-                    self.counts["spans_invalid"] += 1
-                    continue
-                if (span.trace_id, span.span_id) in self._seen:
-                    self.counts["spans_duplicate"] += 1
-                    continue
-                if span.trace_id in self._done:
-                    self.counts["spans_late"] += 1
-                    continue
+                    counts["spans_invalid"] += 1
+                elif identity in self._seen or identity in here:
+                    counts["spans_duplicate"] += 1
+                elif span.trace_id in self._done:
+                    counts["spans_late"] += 1
+                else:
+                    here.add(identity)
+                    kept.append((raw, span))
+            plan.spans.append((attributes, kept))
+            plan.resources.append(raw_attributes)
+        plan.counts = counts
+        return plan
+
+    def _commit(self, plan: _Plan, now: float) -> None:
+        """Take a planned request's spans (its spool line is written): nothing here fails."""
+        for name, value in plan.counts.items():
+            self.counts[name] += value
+        for attributes, spans in plan.spans:
+            for _, span in spans:
                 self._seen.add((span.trace_id, span.span_id))
-                self._add(span, otlp_attributes(attributes), now)
-                kept.append(raw)
-            if kept:
-                new.append((attributes, kept))
-        return new
+                self._add(span, attributes, now)
 
     def _add(self, span: Span, resource: dict[str, Any], now: float) -> None:
         trace = span.trace_id
@@ -387,6 +588,14 @@ class Watcher:
         group.last = now
 
     @property
+    def period_spend(self) -> float:
+        """What is counted against the budget in its current period (0 without a budget)."""
+        if self.budget is None:
+            return 0.0
+        with self.lock:
+            return self._period(self.clock()).spent
+
+    @property
     def queued(self) -> int:
         """Spans held, waiting for their conversation to complete and be scored."""
         return self._queued
@@ -394,78 +603,86 @@ class Watcher:
     def accept(self, document: dict[str, Any]) -> int:
         """Accept a decoded ``ExportTraceServiceRequest`` (OTLP/JSON form); returns new spans.
 
-        The new spans are in the spool (fsync'd) when this returns.
+        All or nothing: when this returns, the request's new spans are in the spool
+        (fsync'd); when it raises, nothing of the request was taken (a resend is new).
 
         Raises:
-            BadRequestError: ``document`` is no request.
-            QueueFullError: the queue has no room for its spans (nothing is accepted).
+            BadRequestError: ``document`` is no request, or one of its spans is unreadable.
+            QueueFullError: the queue has no room for its spans.
+            SpoolUnavailableError: the spool cannot be written (a full disk).
         """
-        if not isinstance(document, dict) or not isinstance(
-            document.get("resourceSpans", []), list
-        ):
-            raise BadRequestError("expected an object with a 'resourceSpans' list")
+        read = self._read(document)
         with self.lock:
-            incoming = sum(
-                len(scope.get("spans") or ())
-                for resource in document.get("resourceSpans") or ()
-                for scope in resource.get("scopeSpans") or ()
-            )
-            if self.queued + incoming > self.max_queue:
+            plan = self._plan(read)
+            incoming = plan.new
+            if incoming and self.queued + incoming > self.max_queue:
                 self.counts["requests_rejected"] += 1
                 raise QueueFullError(f"{self.queued} spans wait (the queue holds {self.max_queue})")
-            try:
-                new = self._ingest(document, time.monotonic())
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                raise BadRequestError(f"unreadable span: {type(exc).__name__}: {exc}") from exc
-            if new:
-                line = {
-                    "resourceSpans": [
-                        {"resource": {"attributes": attrs}, "scopeSpans": [{"spans": spans}]}
-                        for attrs, spans in new
-                    ]
-                }
-                _append(self._spool, [line])
-            return sum(len(spans) for _, spans in new)
+            if incoming:
+                try:
+                    self._spool.append([plan.line()])
+                except OSError as exc:
+                    self.counts["requests_unspooled"] += 1
+                    raise SpoolUnavailableError(
+                        f"the spool cannot be written ({exc.strerror or exc}): "
+                        "nothing of this request was taken; send it again later"
+                    ) from exc
+            self._commit(plan, time.monotonic())
+            return incoming
 
     # -- scoring -------------------------------------------------------------------------
 
-    def _complete(self, now: float, force: bool) -> list[tuple[str, list[str]]]:
-        ready = [
-            key for key, group in self._groups.items() if force or now - group.last >= self.idle
-        ]
-        return [(key, sorted(self._groups.pop(key).traces)) for key in ready]
-
-    def _matches(self, traces: list[str], spans: list[Span]) -> bool:
+    def _unmatched(self, traces: list[str], spans: list[Span]) -> str | None:
+        """The first filter the conversation does not hold (``KEY=VALUE``), or None."""
         for key, value in self.filters:
             resources = (self._resource.get(t, {}) for t in traces)
             values = [*(r.get(key) for r in resources), *(s.attributes.get(key) for s in spans)]
             if value not in {str(v) for v in values if v is not None}:
-                return False
-        return True
+                return f"{key}={value}"
+        return None
 
-    def _cost(self, sample: Any) -> float:
+    def _output_per_call(self) -> float:
+        """Output tokens a judge request is counted for: the judge's cap, else what was seen."""
+        llm = self.options.llm
+        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            cap = getattr(llm, name, None)
+            if isinstance(cap, int) and cap > 0:
+                return float(cap)
+        seen = self._seen_spend
+        return seen["output"] / seen["calls"] if seen["calls"] else float(DEFAULT_OUTPUT_TOKENS)
+
+    def _cost(self, sample: Any) -> tuple[float, float]:
+        """A conversation's estimated judge cost in the budget's unit, and its input estimate.
+
+        Input tokens are the dry run's estimate (raised by the share the judge really spent
+        over it, when more); output tokens are the judge's ``max_tokens`` per request, else
+        the mean seen so far (``DEFAULT_OUTPUT_TOKENS`` before any).
+        """
         from turneval.estimate import estimate
 
         assert self.budget is not None
         found = estimate([sample], self.metrics, llm=self.options.llm)
+        seen = self._seen_spend
+        ratio = max(1.0, seen["input"] / seen["estimated_input"]) if seen["estimated_input"] else 1
+        estimated = float(found.total_prompt_tokens)
+        tokens_in = estimated * ratio
+        tokens_out = found.total_calls * self._output_per_call()
         if self.budget.unit == "tokens":
-            return float(found.total_prompt_tokens)
-        return float(found.input_cost(self.prices))
+            return tokens_in + tokens_out, estimated
+        price_in, price_out = self.prices.input_per_million, self.prices.output_per_million
+        return (tokens_in * price_in + tokens_out * price_out) / 1e6, estimated
 
-    def _within_budget(self, sample: Any) -> bool:
-        if self.budget is None:
-            return True
-        cost = self._cost(sample)
-        start, spent = self._period
-        now = self.clock()
-        if now - start >= self.budget.period:
-            start, spent = now - now % self.budget.period, 0.0
-        if spent + cost > self.budget.amount:
-            self._period = (start, spent)
-            return False
-        self._period = (start, spent + cost)
-        self.counts["judge_spend"] += cost
-        return True
+    def _period(self, at: float) -> _Spend:
+        """The budget period holding ``at``, with what is spent in it (a copy)."""
+        assert self.budget is not None
+        start = at - at % self.budget.period
+        if start != self._spend.start:
+            return _Spend(start, self._periods.get(start, 0.0), at)
+        return _Spend(start, self._spend.spent, at)
+
+    def _learn(self, line: dict[str, Any]) -> None:
+        for name in self._seen_spend:
+            self._seen_spend[name] += float(line.get(name) or 0)
 
     def _claim(self, key: str) -> bool:
         """Whether this watch scores ``key``: True without a store, or once it holds the claim.
@@ -478,42 +695,89 @@ class Watcher:
             return True
         return bool(self.store.claim(key, self.owner, self._recorder.run_id))
 
+    def _decide(self, key: str, spend: _Spend) -> tuple[dict[str, Any], Any]:
+        """A complete conversation's claim, and its sample when it is scored (None: skipped).
+
+        A claim to score has no index yet; one skipped has its reason and why. Under a budget
+        the conversation's estimated cost is added to ``spend`` when it fits.
+        """
+        traces = sorted(self._groups[key].traces)
+        spans = [span for trace in traces for span in self._spans.get(trace, ())]
+        claim: dict[str, Any] = {"id": key, "trace_ids": traces}
+        why: dict[str, int] = {}
+        sample = trace_conversation(spans, self.group_by, False, why)
+        if sample is None:
+            detail = f"{', '.join(why) or 'no conversation'} in {len(spans)} spans"
+            return claim | {"skipped": "no_conversation", "detail": detail}, None
+        missing = self._unmatched(traces, spans)
+        if missing is not None:
+            return claim | {"skipped": "filtered", "detail": f"no {missing}"}, None
+        if not sampled(key.split(":", 1)[1], self.rate):
+            return claim | {
+                "skipped": "sampled_out",
+                "detail": f"not in the {self.rate:g} sample",
+            }, None
+        if not self._claim(key):
+            detail = "claimed by another watch sharing the store"
+            return claim | {"skipped": "elsewhere", "detail": detail}, None
+        if self.budget is not None:
+            cost, estimated = self._cost(sample)
+            if spend.spent + cost > self.budget.amount:
+                detail = (
+                    f"estimated {cost:.6g} {self.budget.unit}; {spend.spent:.6g} of "
+                    f"{self.budget.amount:g} spent in this period"
+                )
+                return claim | {"skipped": "budget", "detail": detail}, None
+            spend.spent += cost
+            if cost:
+                claim.update(cost=cost, estimated_input=estimated, at=spend.at)
+        return claim, sample
+
     def tick(self, *, force: bool = False) -> int:
-        """Score the conversations complete now (all of them with ``force``); returns how many."""
+        """Score the conversations complete now (all of them with ``force``); returns how many.
+
+        The decisions are made, then claimed in the ledger (and the skipped ones recorded in
+        the store): when either write fails, nothing was decided and the next tick decides
+        again. Rows scored whose write failed are written at the next tick.
+        """
+        self._write_rows([])
         with self.lock:
-            ready = self._complete(time.monotonic(), force)
+            now = time.monotonic()
+            ready = [key for key, g in self._groups.items() if force or now - g.last >= self.idle]
+            if not ready:
+                return 0
+            at = self.clock()
+            spend = self._period(at) if self.budget is not None else _Spend()
+            index, sampled_count = self._next, 0
             batch: list[tuple[dict[str, Any], Any]] = []
             skips: list[dict[str, Any]] = []
-            for key, traces in ready:
-                spans = [span for trace in traces for span in self._spans.get(trace, ())]
-                self.counts["conversations_complete"] += 1
-                sample = trace_conversation(spans, self.group_by, False, None)
-                reason = None
+            for key in ready:
+                claim, sample = self._decide(key, spend)
+                if sample is not None or claim.get("skipped") == "budget":
+                    sampled_count += 1
                 if sample is None:
-                    reason = "no_conversation"
-                elif not self._matches(traces, spans):
-                    reason = "filtered"
-                elif not sampled(key.split(":", 1)[1], self.rate):
-                    reason = "sampled_out"
-                elif not self._claim(key):
-                    reason = "elsewhere"
-                else:
-                    self.counts["conversations_sampled"] += 1
-                    if not self._within_budget(sample):
-                        reason = "budget"
-                claim: dict[str, Any] = {"id": key, "trace_ids": traces}
-                if reason is None:
-                    claim["index"] = self._next
-                    self._next += 1
-                    batch.append((claim, sample))
-                else:
-                    claim["skipped"] = reason
-                    self.skipped[reason] += 1
                     skips.append(claim)
-            if batch or skips:
-                _append(self._ledger, [claim for claim, _ in batch] + skips)
-            for _, traces in ready:
-                for trace in traces:
+                else:
+                    claim["index"] = index
+                    index += 1
+                    batch.append((claim, sample))
+            if skips and self._recorder is not None:  # recorded again after a failure: kept once
+                from turneval.store import StoredSkip
+
+                recorded = [
+                    StoredSkip(c["id"], c["skipped"], c["detail"], tuple(c["trace_ids"]))
+                    for c in skips
+                ]
+                self.store.add_skipped(self._recorder.run_id, recorded)
+            self._ledger.append([claim for claim, _ in batch] + skips)
+            # decided: from here on nothing fails
+            self._next, self._spend = index, spend
+            self.counts["conversations_complete"] += len(ready)
+            self.counts["conversations_sampled"] += sampled_count
+            for claim in skips:
+                self.skipped[claim["skipped"]] += 1
+            for key in ready:
+                for trace in self._groups.pop(key).traces:
                     held = self._spans.pop(trace, [])
                     self._queued -= len(held)
                     for span in held:
@@ -528,8 +792,6 @@ class Watcher:
 
     def _score(self, batch: list[tuple[dict[str, Any], Any]]) -> None:
         from turneval.pipeline import score_batch
-        from turneval.results import json_line
-        from turneval.results_codec import encode
 
         samples = [sample for _, sample in batch]
         first = int(batch[0][0]["index"])
@@ -541,27 +803,78 @@ class Watcher:
             self.counts["judge_spend_usd"] = self.counts.get("judge_spend_usd", 0.0) + float(
                 self.prices.cost(judge.usage)
             )
-        if self._recorder is not None:
-            for row in rows:
-                self._recorder.add(row)
-            self._recorder.flush()
-        else:
-            assert self._results is not None
-            lines = [
-                json_line(encode(row, self.names, details=self.options.details)) for row in rows
-            ]
-            self._results.write("".join(line + "\n" for line in lines).encode())
-            self._results.flush()
-            os.fsync(self._results.fileno())
+        if self.budget is not None:
+            self._spent(batch, judge.usage)
+        self._write_rows(rows)
         if self._events is not None:
             from turneval.results import EvaluationResult
             from turneval.traces import to_otel_events
 
             result = EvaluationResult(rows, self.names, judge.usage)
             to_otel_events(result, logger=self._events[1])  # sent in the background
+
+    def _spent(self, batch: list[tuple[dict[str, Any], Any]], usage: Any) -> None:
+        """Count what a scored batch really cost in place of its estimate (and keep it)."""
+        assert self.budget is not None
+        if self.budget.unit == "tokens":
+            actual = float(usage.input_tokens + usage.output_tokens)
+        else:
+            actual = float(self.prices.cost(usage))
+        reserved = sum(claim.get("cost", 0.0) for claim, _ in batch)
+        at = next((claim["at"] for claim, _ in batch if "at" in claim), None)
+        line = {
+            "spend": actual,
+            "reserved": reserved,
+            "at": self.clock() if at is None else at,
+            "estimated_input": sum(claim.get("estimated_input", 0.0) for claim, _ in batch),
+            "input": usage.input_tokens,
+            "output": usage.output_tokens,
+            "calls": usage.calls,
+            "indexes": [claim["index"] for claim, _ in batch],
+        }
         with self.lock:
-            self.counts["conversations_scored"] += len(rows)
-            self.counts["rows_failed"] += sum(1 for row in rows if row.failures)
+            self.counts["judge_spend"] += actual
+            self._learn(line)
+            self._count_spend(line["at"], actual - reserved)
+            if self._spend.start == line["at"] - line["at"] % self.budget.period:
+                self._spend.spent += actual - reserved
+            try:
+                self._ledger.append([line])
+            except OSError:  # the estimate stays counted (a restart reads it from the claims)
+                self.counts["errors"] += 1
+
+    def _write_rows(self, rows: list[Any]) -> None:
+        """Write scored rows, and those an earlier write failed to (a full disk, say).
+
+        Raises what the write raised; the rows are kept and written at the next tick.
+        """
+        from turneval.results import json_line
+        from turneval.results_codec import encode
+
+        with self._write_lock:
+            retrying = bool(self._unwritten)
+            self._unwritten += rows
+            todo = self._unwritten
+            if not todo:
+                return
+            if self._recorder is not None:
+                if retrying:  # what an earlier, failed write stored (or left buffered)
+                    self._recorder.flush()
+                    stored = self.store.stored_indexes(self._recorder.run_id)
+                    todo = [row for row in todo if row.index not in stored]
+                for row in todo:
+                    self._recorder.add(row)
+                self._recorder.flush()
+            else:
+                assert self._results is not None
+                lines = [
+                    json_line(encode(row, self.names, details=self.options.details)) for row in todo
+                ]
+                self._results.write("".join(line + "\n" for line in lines).encode())
+            written, self._unwritten = self._unwritten, []
+        with self.lock:
+            self.counts["conversations_scored"] += len(written)
+            self.counts["rows_failed"] += sum(1 for row in written if row.failures)
 
     def __enter__(self) -> Watcher:
         """The watcher itself; closed on leaving."""
@@ -577,6 +890,7 @@ class Watcher:
             if handle is not None:
                 handle.close()
         if self._recorder is not None:
-            self._recorder.flush()
+            with contextlib.suppress(Exception):  # rows not written are scored after a restart
+                self._recorder.flush()
         if self._events is not None:
             self._events[0].shutdown()  # the events not yet sent are sent now
