@@ -5,8 +5,9 @@
 runs, which test decided, the difference with its confidence interval, the p-value (Holm-
 corrected when several metrics are gated at once) and the power the comparison had.
 
-The figures come from statsmodels (``TTestPower``, ``multipletests``) and SciPy; both are
-imported only when a figure is computed (``pip install 'turneval[stats]'``).
+The figures come from statsmodels (``TTestPower``) and SciPy; both are imported only when a
+figure is computed (``pip install 'turneval[stats]'``). Holm's correction needs neither
+(:func:`~turneval.aggregate.holm`).
 
 The model behind every figure: a gate compares two runs over the same rows, paired, with a
 two-sided test of a zero mean difference at level ``alpha``. Its power for a true drop ``d``
@@ -23,14 +24,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval.compare import pair_rows
+from turneval.compare import TEST, match_rows
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
@@ -52,9 +53,6 @@ __all__ = [
     "read_run",
     "samples_needed",
 ]
-
-TEST = "paired permutation test (sign flips), two-sided"
-"""The test ``turneval compare`` decides with (see :func:`~turneval.compare.compare`)."""
 
 
 def _power_model() -> Any:
@@ -314,6 +312,9 @@ class Plan:
         power: The power wanted.
         metrics: One :class:`MetricPlan` per metric, by name.
         paired: Whether a baseline gave the paired rows' spread.
+        rows_only_baseline: Labels (id, or ``scenario#trial``) of the baseline rows the run
+            has no row for, left out (rows pair by id: :func:`~turneval.compare.match_rows`).
+        rows_only_run: Labels of the run's rows the baseline has no row for, left out.
     """
 
     mde: float
@@ -321,6 +322,8 @@ class Plan:
     power: float
     metrics: dict[str, MetricPlan]
     paired: bool
+    rows_only_baseline: list[str] = field(default_factory=list)
+    rows_only_run: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         """A Markdown table, then the pass^k plan of a run with trials."""
@@ -364,6 +367,19 @@ class Plan:
             for m in self.metrics.values()
             if m.samples_needed is None and m.rows >= 2
         ]
+        for side, other, labels in (
+            ("baseline", "run", self.rows_only_baseline),
+            ("run", "baseline", self.rows_only_run),
+        ):
+            if labels:
+                shown = ", ".join(labels[:10]) + (
+                    f" (+{len(labels) - 10} more)" if len(labels) > 10 else ""
+                )
+                lines.append(
+                    f"note: {len(labels)} {side} row{'s' if len(labels) != 1 else ''} with no "
+                    f"row in the {other} (trials stopped early, or other samples), left out: "
+                    f"{shown}"
+                )
         return "\n".join(lines)
 
 
@@ -431,9 +447,9 @@ def plan(
     names = run.metric_names if metric is None else [metric]
     if metric is not None and metric not in run.metric_names:
         raise ConfigError(f"no metric named {metric!r} in the run; its metrics: {run.metric_names}")
-    order = None
+    pairing = None
     if baseline is not None:
-        order = pair_rows(baseline, run)
+        pairing = match_rows(baseline, run)
         missing = [name for name in names if name not in baseline.metric_names]
         if metric is not None and missing:
             raise ConfigError(
@@ -444,9 +460,9 @@ def plan(
     for name in names:
         values = np.asarray(run.scores(name), dtype=float)
         correlation = None
-        if baseline is not None and order is not None:
+        if baseline is not None and pairing is not None:
             base = np.asarray(baseline.scores(name), dtype=float)
-            cand = values[order]
+            cand = pairing.take(values)
             both = ~(np.isnan(base) | np.isnan(cand))
             scored, rows = cand[both], int(both.sum())
             sd = _sd(scored - base[both])
@@ -476,7 +492,17 @@ def plan(
             )
         except ConfigError as exc:  # say which metric could not be planned
             raise ConfigError(f"{name}: {exc}") from exc
-    return Plan(mde, alpha, power, metrics, baseline is not None)
+    if pairing is None:
+        return Plan(mde, alpha, power, metrics, False)
+    return Plan(
+        mde,
+        alpha,
+        power,
+        metrics,
+        True,
+        [pairing.labels[0][i] for i in pairing.only_baseline],
+        [pairing.labels[1][j] for j in pairing.only_candidate],
+    )
 
 
 def _per_scenario_pass_hat(run: EvaluationResult, name: str, k: int) -> dict[str, float]:
@@ -706,7 +732,8 @@ def gate_report(
     """The test, difference (95% CI), p-value and power of each gated metric of a comparison.
 
     ``metrics`` are the gated metrics (default: every shared metric). With more than one,
-    the p-values are corrected with Holm's method (statsmodels ``multipletests``) and each
+    the p-values are corrected with Holm's method (:func:`~turneval.aggregate.holm`, as
+    statsmodels' ``multipletests``) and each
     metric's power is computed at ``alpha / m``, the strictest of Holm's steps, so the
     figure is a lower bound of the power the gate has. The power is that of a two-sided
     paired test against a true drop of ``mde`` (see the module's docstring); the interval is
@@ -717,7 +744,7 @@ def gate_report(
         ConfigError: ``metrics`` names a metric that is not in the comparison, or ``mde``,
             ``alpha`` or ``power`` is out of range.
     """
-    from turneval.aggregate import bootstrap_ci
+    from turneval.aggregate import bootstrap_ci, holm
 
     _check_levels(mde, alpha, power)
     names = list(comparison.metrics) if metrics is None else list(metrics)
@@ -729,16 +756,8 @@ def gate_report(
     correction = "holm" if len(names) > 1 else "none"
     level = alpha / len(names) if correction == "holm" else alpha
     tested = [name for name in names if comparison.metrics[name].p_value is not None]
-    holm: dict[str, float] = {}
-    if correction == "holm" and tested:
-        from statsmodels.stats.multitest import multipletests
-
-        adjusted = multipletests(
-            [comparison.metrics[name].p_value for name in tested], alpha=alpha, method="holm"
-        )[1]
-        holm = {name: float(p) for name, p in zip(tested, adjusted, strict=True)}
-    else:
-        holm = {name: float(comparison.metrics[name].p_value or 0.0) for name in tested}
+    adjusted = holm([comparison.metrics[name].p_value or 0.0 for name in tested])
+    p_holm = dict(zip(tested, adjusted, strict=True))
     gates = {}
     for name in names:
         m = comparison.metrics[name]
@@ -755,7 +774,7 @@ def gate_report(
             None if interval is None else interval[0],
             None if interval is None else interval[1],
             m.p_value,
-            holm.get(name),
+            p_holm.get(name),
             sd,
             achieved_power(sd, mde, m.pairs, alpha=level),
             detectable_drop(sd, m.pairs, alpha=level, power=power),
