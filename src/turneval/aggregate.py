@@ -31,6 +31,7 @@ __all__ = [
     "builtin_aggregates",
     "compute_aggregates",
     "flaky_scenarios",
+    "holm",
     "is_pairwise",
     "paired_permutation_test",
     "pairwise_rates",
@@ -366,6 +367,30 @@ def paired_permutation_test(
         signs = rng.choice(np.array([-1.0, 1.0]), size=(size, diffs.size))
         extreme += int((np.abs(signs @ diffs / diffs.size) >= observed - 1e-12).sum())
     return (extreme + 1) / (resamples + 1)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``p_values``, in their order (family-wise error control).
+
+    The i-th smallest of m p-values is multiplied by ``m - i`` (i from 0), then each adjusted
+    value is raised to the largest before it in that order and capped at 1: a hypothesis is
+    rejected at family-wise level ``alpha`` when its adjusted p-value is below ``alpha``. The
+    same figures as statsmodels' ``multipletests(p, method="holm")[1]`` (the tests check it),
+    without needing statsmodels.
+
+    Raises:
+        ValueError: a p-value is not a number in [0, 1].
+    """
+    bad = [p for p in p_values if not 0 <= p <= 1]  # NaN fails too
+    if bad:
+        raise ValueError(f"p-values lie in [0, 1], got {bad[0]!r}")
+    count = len(p_values)
+    adjusted = [0.0] * count
+    running = 0.0
+    for rank, index in enumerate(sorted(range(count), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (count - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 def summarize(

@@ -22,21 +22,29 @@ from turneval._runfile import RUN_FILE, config_changes
 from turneval.aggregate import (
     FlakyScenario,
     flaky_scenarios,
+    holm,
     paired_permutation_test,
     unstable,
 )
 from turneval.errors import ConfigError
-from turneval.results import EvaluationResult
+from turneval.results import EvaluationResult, SampleResult
 
 __all__ = [
     "Comparison",
     "JUDGE_FIELDS",
     "MetricComparison",
+    "RegressionCheck",
+    "RegressionGates",
+    "RowPairing",
+    "TEST",
     "check_metric_configs",
     "compare",
     "compare_files",
+    "match_rows",
     "metric_config_changes",
     "pair_rows",
+    "regression_gates",
+    "row_key",
 ]
 
 _LISTED = 10  # rows (or ids) named in a note or an error before "(+N more)"
@@ -189,6 +197,21 @@ class Comparison:
 
     ``pass_threshold`` is the default threshold; each metric's own is on its
     :class:`MetricComparison`.
+
+    Attributes:
+        metrics: Each shared metric's comparison, by name.
+        pass_threshold: The default pass threshold.
+        only_baseline: Metrics only the baseline has.
+        only_candidate: Metrics only the candidate has.
+        config_notes: What :func:`compare_files` could say of the metrics' configurations:
+            unchecked (no run.json), or compared although different (``allow_config_change``).
+        paired_by: How rows paired: ``"id"`` or ``"position"`` (see :func:`match_rows`).
+        rows_only_baseline: Labels (id, or ``scenario#trial``) of the baseline rows the
+            candidate has no row for: left out of every figure.
+        rows_only_candidate: Labels of the candidate rows the baseline has no row for.
+        rows_not_run: Of those, the trials the other run did not run because it stopped
+            their scenario early (``stop_early``).
+        stopped_early: Which runs (``"baseline"``, ``"candidate"``) stopped trials early.
     """
 
     metrics: dict[str, MetricComparison]
@@ -196,8 +219,45 @@ class Comparison:
     only_baseline: list[str] = field(default_factory=list)
     only_candidate: list[str] = field(default_factory=list)
     config_notes: list[str] = field(default_factory=list)
-    """What :func:`compare_files` could say of the metrics' configurations: unchecked (no
-    run.json), or compared although different (``allow_config_change``)."""
+    paired_by: str = "position"
+    rows_only_baseline: list[str] = field(default_factory=list)
+    rows_only_candidate: list[str] = field(default_factory=list)
+    rows_not_run: list[str] = field(default_factory=list)
+    stopped_early: list[str] = field(default_factory=list)
+
+    @property
+    def rows_missing(self) -> list[str]:
+        """Baseline rows the candidate lacks that no early stop explains (a run cut short?)."""
+        not_run = set(self.rows_not_run)
+        return [label for label in self.rows_only_baseline if label not in not_run]
+
+    def pairing_notes(self) -> list[str]:
+        """What the table leaves out: rows only one run has (counted, the first named)."""
+        notes = []
+        not_run = set(self.rows_not_run)
+        for side, other, rows in (
+            ("baseline", "candidate", self.rows_only_baseline),
+            ("candidate", "baseline", self.rows_only_candidate),
+        ):
+            stopped = [label for label in rows if label in not_run]
+            rest = [label for label in rows if label not in not_run]
+            if stopped:
+                notes.append(
+                    f"{_count(len(stopped), f'{side} row')} left out: trials the {other} did "
+                    f"not run, their scenario settled early (stop_early): {_names(stopped)}"
+                )
+            if rest:
+                notes.append(
+                    f"{_count(len(rest), f'{side} row')} with no row in the {other}, left out: "
+                    f"{_names(rest)}"
+                )
+        if self.stopped_early and (self.rows_only_baseline or self.rows_only_candidate):
+            notes.append(
+                "the figures above cover the trials both runs ran; trials that stop early are "
+                "no fixed-size sample (a stopped scenario's trials lean to its settled "
+                "outcome): each run's pass^k counts stopped scenarios without bias"
+            )
+        return notes
 
     def __str__(self) -> str:
         """A Markdown table of the comparison, then its notes."""
@@ -219,6 +279,7 @@ class Comparison:
                 f"| {m.name} | {' | '.join(cells)} | {len(m.regressions)} | {len(m.improvements)} |"
             )
         lines += [f"note: {note}" for note in self.config_notes]
+        lines += [f"note: {note}" for note in self.pairing_notes()]
         lines += [f"note: {m.failed_note()}" for m in self.metrics.values() if m.newly_failed]
         lines += [f"note: {m.flaky_note()}" for m in self.metrics.values() if m.flaky_regressions]
         lines += [
@@ -269,6 +330,11 @@ class Comparison:
             },
             "only_baseline": self.only_baseline,
             "only_candidate": self.only_candidate,
+            "paired_by": self.paired_by,
+            "rows_only_baseline": self.rows_only_baseline,
+            "rows_only_candidate": self.rows_only_candidate,
+            "rows_not_run": self.rows_not_run,
+            "stopped_early": self.stopped_early,
         }
 
 
@@ -293,25 +359,30 @@ def compare(
     scale than [0, 1] such as the 1-5 rubric judges. ``lines`` gives each row's 1-based input
     line, to name rows by line.
 
-    Rows pair by ``metadata["id"]`` (a results file's ``id``) when every row of both runs has a
-    distinct one, so a candidate run over the same samples in another order pairs right; else
-    by position, and two rows paired there whose ids differ are refused. Row indices in the
-    comparison are the baseline's.
+    Rows pair by id (:func:`match_rows`): ``metadata["id"]`` (a results file's ``id``), or
+    scenario and trial for a simulated conversation, when every row of both runs has a
+    distinct one, so a candidate run over the same samples in another order pairs right, and
+    a run whose trials stopped early (``stop_early``) pairs with a full run trial by trial.
+    Rows only one run has are left out of every figure and listed
+    (:attr:`Comparison.rows_only_baseline`, :attr:`Comparison.rows_only_candidate`, noted
+    under the table). Without ids, rows pair by position, and two rows paired there whose
+    ids differ are refused. Row indices in the comparison are the baseline's.
 
     Runs that ran here (``result.metrics`` holds their metric objects) whose metrics of one
     name are configured differently are refused (:func:`check_metric_configs`) unless
     ``allow_config_change``; runs read back from files are checked by :func:`compare_files`.
 
     Raises:
-        ConfigError: the runs hold different samples (other ids, or another number of rows),
-            share no metric, configure a shared metric differently, or ``pass_thresholds``
-            names a metric they do not share.
+        ConfigError: the runs hold different samples (no id in common, or, without ids,
+            another number of rows), share no metric, configure a shared metric differently,
+            or ``pass_thresholds`` names a metric they do not share.
     """
     if not allow_config_change and baseline.metrics and candidate.metrics:
         from turneval.store import metric_configs
 
         check_metric_configs(metric_configs(baseline.metrics), metric_configs(candidate.metrics))
-    order = pair_rows(baseline, candidate)
+    pairing = match_rows(baseline, candidate)
+    order = pairing.order
     shared = [name for name in baseline.metric_names if name in candidate.metric_names]
     if not shared:
         raise ConfigError(
@@ -323,13 +394,13 @@ def compare(
     metrics = {}
     for name in shared:
         base = np.asarray(baseline.scores(name), dtype=float)
-        cand = np.asarray(candidate.scores(name), dtype=float)[order]
+        cand = pairing.take(np.asarray(candidate.scores(name), dtype=float))
         both = ~(np.isnan(base) | np.isnan(cand))
         pairs = int(both.sum())
         newly_failed = [
             i
             for i, j in enumerate(order)
-            if not np.isnan(base[i]) and name in candidate.rows[int(j)].failures
+            if j >= 0 and not np.isnan(base[i]) and name in candidate.rows[int(j)].failures
         ]
         threshold = thresholds.get(name, pass_threshold)
         if not pairs:
@@ -383,12 +454,46 @@ def compare(
             flaky=flaky,
             flaky_regressions=flaky_regressions,
         )
+    only_baseline = [pairing.labels[0][i] for i in pairing.only_baseline]
+    only_candidate = [pairing.labels[1][j] for j in pairing.only_candidate]
+    not_run = [
+        pairing.labels[0][i] for i in pairing.only_baseline if _stopped(candidate, baseline.rows[i])
+    ] + [
+        pairing.labels[1][j]
+        for j in pairing.only_candidate
+        if _stopped(baseline, candidate.rows[j])
+    ]
     return Comparison(
         metrics,
         pass_threshold,
         [name for name in baseline.metric_names if name not in shared],
         [name for name in candidate.metric_names if name not in shared],
+        paired_by=pairing.by,
+        rows_only_baseline=only_baseline,
+        rows_only_candidate=only_candidate,
+        rows_not_run=not_run,
+        stopped_early=[
+            which
+            for which, run in (("baseline", baseline), ("candidate", candidate))
+            if run.early_stops is not None and run.early_stops.skipped
+        ],
     )
+
+
+def _stopped(run: EvaluationResult, row: SampleResult) -> bool:
+    """Whether ``run`` lacks ``row``'s trial because it stopped its scenario early."""
+    stops = run.early_stops
+    return row.trial is not None and stops is not None and row.trial.scenario_id in stops.skipped
+
+
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def _names(labels: Sequence[str | None], *, quoted: bool = False) -> str:
+    """The first labels (``repr`` when ``quoted``), then ``(+N more)``."""
+    shown = ", ".join(repr(label) if quoted else str(label) for label in labels[:_LISTED])
+    return shown + (f" (+{len(labels) - _LISTED} more)" if len(labels) > _LISTED else "")
 
 
 def _flaky(
@@ -420,40 +525,92 @@ def _thresholds(pass_thresholds: Mapping[str, float] | None, shared: list[str]) 
     return {name: float(value) for name, value in (pass_thresholds or {}).items()}
 
 
-def pair_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:
-    """For each baseline row, the position of its candidate row.
+@dataclass(frozen=True, slots=True)
+class RowPairing:
+    """How the rows of two runs pair (:func:`match_rows`).
 
-    Rows pair by sample id (``metadata["id"]``) when every row of both runs has a distinct
-    one, so runs in different orders compare; otherwise by position.
+    Attributes:
+        order: For each baseline row, the position of its candidate row; -1 where the
+            candidate has none.
+        by: ``"id"`` (sample ids, or scenario and trial for simulated conversations) or
+            ``"position"``.
+        only_baseline: Positions of the baseline rows the candidate has no row for.
+        only_candidate: Positions of the candidate rows the baseline has no row for.
+        labels: Per run (baseline, candidate), each row's label: its id, ``scenario#trial``
+            for a simulated conversation, else ``row i``.
+    """
+
+    order: np.ndarray
+    by: str
+    only_baseline: list[int] = field(default_factory=list)
+    only_candidate: list[int] = field(default_factory=list)
+    labels: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
+
+    @property
+    def paired(self) -> np.ndarray:
+        """Whether each baseline row has a candidate row."""
+        return np.asarray(self.order >= 0, dtype=bool)
+
+    def take(self, values: np.ndarray) -> np.ndarray:
+        """The candidate's ``values`` (one per candidate row) in the baseline's row order.
+
+        NaN where a baseline row has no candidate row.
+        """
+        taken = np.full(len(self.order), np.nan)
+        paired = self.paired
+        taken[paired] = np.asarray(values, dtype=float)[self.order[paired]]
+        return taken
+
+
+def row_key(row: SampleResult) -> str | None:
+    """What pairs ``row`` with its counterpart in another run (None: nothing).
+
+    ``scenario#trial`` for a simulated conversation, else its sample id.
+    """
+    if row.trial is not None:
+        return f"{row.trial.scenario_id}#{row.trial.index}"
+    return row.sample_id
+
+
+def match_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> RowPairing:
+    """Pair the rows of two runs: by id where both runs name every row once, else by position.
+
+    A row's id is its scenario and trial for a simulated conversation (so a run whose
+    trials stopped early, ``stop_early``, pairs with a full run trial by trial), else its
+    sample id (``metadata["id"]``, a results file's ``id``). When every row of both runs has
+    one and no run repeats one, rows pair by it, in any order; rows only one run has are
+    left unpaired (:attr:`RowPairing.only_baseline`, :attr:`RowPairing.only_candidate`).
+    Otherwise rows pair by position.
 
     Raises:
-        ConfigError: the runs hold different ids, or (paired by position) differ in length or
-            name different ids at one position.
+        ConfigError: paired by id, the runs share no row; paired by position, they differ in
+            length or name different ids at one position.
     """
-    ids = [[row.sample_id for row in run.rows] for run in (baseline, candidate)]
-    if all(None not in run and len(set(run)) == len(run) for run in ids):
-        first, second = ids
-        in_first, in_second = set(first), set(second)
-        if in_first != in_second:
-            missing = [
-                ", ".join(repr(i) for i in only[:_LISTED])
-                + ("" if len(only) <= _LISTED else ", ...")
-                for only in (
-                    [i for i in first if i not in in_second],
-                    [i for i in second if i not in in_first],
-                )
-            ]
+    keys = [[row_key(row) for row in run.rows] for run in (baseline, candidate)]
+    labels = (
+        [key if key is not None else f"row {i}" for i, key in enumerate(keys[0])],
+        [key if key is not None else f"row {i}" for i, key in enumerate(keys[1])],
+    )
+    if all(None not in run and len(set(run)) == len(run) for run in keys):
+        first, second = keys
+        position = {key: index for index, key in enumerate(second)}
+        order = np.asarray([position.get(key, -1) for key in first], dtype=int)
+        in_first = set(first)
+        only_candidate = [j for j, key in enumerate(second) if key not in in_first]
+        if first and second and not (order >= 0).any():
             raise ConfigError(
-                f"the runs hold different samples: ids only in the baseline: {missing[0] or '-'}; "
-                f"only in the candidate: {missing[1] or '-'}; compare runs of the same dataset"
+                f"the runs share no sample: ids of the baseline {_names(first, quoted=True)}, "
+                f"of the candidate {_names(second, quoted=True)}; compare runs of the same dataset"
             )
-        position = {sample_id: index for index, sample_id in enumerate(second)}
-        return np.asarray([position[sample_id] for sample_id in first], dtype=int)
+        only_baseline = [int(i) for i in np.flatnonzero(order < 0)]
+        return RowPairing(order, "id", only_baseline, only_candidate, labels)
     if len(baseline.rows) != len(candidate.rows):
         raise ConfigError(
-            f"runs differ in length ({len(baseline.rows)} vs {len(candidate.rows)} rows); "
-            "compare runs of the same dataset"
+            f"runs differ in length ({len(baseline.rows)} vs {len(candidate.rows)} rows) and "
+            "their rows cannot pair by id (a row without an id, or an id repeated); compare "
+            "runs of the same dataset"
         )
+    ids = [[row.sample_id for row in run.rows] for run in (baseline, candidate)]
     for index, (first_id, second_id) in enumerate(zip(*ids, strict=True)):
         if first_id is not None and second_id is not None and first_id != second_id:
             raise ConfigError(
@@ -461,7 +618,253 @@ def pair_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> np.nda
                 "rows pair by position when ids are missing or repeated: compare runs of the "
                 "same dataset, in the same order"
             )
-    return np.arange(len(baseline.rows))
+    return RowPairing(np.arange(len(baseline.rows)), "position", labels=labels)
+
+
+def pair_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:
+    """For each baseline row, the position of its candidate row (-1 where there is none).
+
+    :attr:`RowPairing.order` of :func:`match_rows`: rows pair by id (scenario and trial for a
+    simulated conversation, else ``metadata["id"]``) when every row of both runs has a
+    distinct one, so runs in different orders compare and a run whose trials stopped early
+    pairs with a full one; otherwise by position.
+
+    Raises:
+        ConfigError: as :func:`match_rows`.
+    """
+    return match_rows(baseline, candidate).order
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionCheck:
+    """One metric's regression gate (:func:`regression_gates`).
+
+    Attributes:
+        name: The metric.
+        max_drop: The fall of the mean the gate lets through.
+        baseline_mean: The baseline's mean over the paired rows.
+        candidate_mean: The candidate's mean over the same rows.
+        difference: ``candidate_mean - baseline_mean`` (None: no row scored by both runs).
+        p_value: The paired permutation test's two-sided p-value (None: nothing to test, as
+            for two lone summary.json files, whose means alone are compared).
+        p_holm: ``p_value`` after Holm's correction over the gated metrics that have one
+            (``p_value`` itself when one metric is gated).
+        dropped: Whether the mean fell by more than ``max_drop``.
+        significant: Whether ``p_holm`` is below the level (None: untested).
+        failures: Why the gate fails, one message each (empty: it passes).
+        notes: What the gate let through and why (a drop that is not significant).
+    """
+
+    name: str
+    max_drop: float
+    baseline_mean: float | None
+    candidate_mean: float | None
+    difference: float | None
+    p_value: float | None
+    p_holm: float | None
+    dropped: bool
+    significant: bool | None
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Whether the gate fails."""
+        return bool(self.failures)
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionGates:
+    """What :func:`regression_gates` decided: each gated metric, and the run-level checks.
+
+    Attributes:
+        checks: One :class:`RegressionCheck` per gated metric, by name.
+        alpha: The family-wise level the drops are tested at.
+        correction: ``"holm"`` when several gated metrics have a p-value, else ``"none"``.
+        tested: The gated metrics with a p-value: the family Holm's correction runs over.
+        failures: Failures of the comparison as a whole (baseline rows the candidate lacks).
+    """
+
+    checks: dict[str, RegressionCheck]
+    alpha: float
+    correction: str
+    tested: list[str]
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Whether any gate fails."""
+        return bool(self.failures) or any(check.failed for check in self.checks.values())
+
+    def messages(self) -> list[str]:
+        """Every failure, in order: each metric's, then the comparison's."""
+        return [m for check in self.checks.values() for m in check.failures] + self.failures
+
+    def rule(self) -> str:
+        """The rule the gates apply, with the correction and the family it ran over."""
+        if self.correction == "holm":
+            correction = (
+                f"Holm's correction over the {len(self.tested)} gated metrics with a p-value "
+                f"({', '.join(self.tested)})"
+            )
+        else:
+            correction = "no correction (one gated metric with a p-value)"
+        return (
+            "gates: a gate fails when its mean falls by more than MAX_DROP and the drop is "
+            f"significant: {TEST}, alpha {self.alpha:g}, {correction}"
+        )
+
+    def __str__(self) -> str:
+        """The rule, a Markdown table of the gates, and what they let through."""
+        lines = [
+            self.rule(),
+            "| gate | max drop | diff | p | p Holm | verdict |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        for check in self.checks.values():
+            verdict = (
+                "FAIL"
+                if check.failed
+                else "pass (drop not significant)"
+                if check.dropped
+                else "pass"
+            )
+            cells = [
+                check.name,
+                f"{check.max_drop:g}",
+                "n/a" if check.difference is None else f"{check.difference:+.4f}",
+                "n/a" if check.p_value is None else f"{check.p_value:.4f}",
+                "n/a" if check.p_holm is None else f"{check.p_holm:.4f}",
+                verdict,
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += [f"note: {note}" for check in self.checks.values() for note in check.notes]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "test": TEST,
+            "alpha": self.alpha,
+            "correction": self.correction,
+            "tested": self.tested,
+            "failed": self.failed,
+            "failures": self.failures,
+            "metrics": {
+                name: {**asdict(check), "failed": check.failed}
+                for name, check in self.checks.items()
+            },
+        }
+
+
+TEST = "paired permutation test (sign flips), two-sided"
+"""The test :func:`compare` decides with (:func:`~turneval.aggregate.paired_permutation_test`)."""
+
+
+def regression_gates(
+    comparison: Comparison, max_drops: Mapping[str, float], *, alpha: float = 0.05
+) -> RegressionGates:
+    """Check ``--fail-on-regression`` gates: ``{metric: MAX_DROP}`` over a comparison.
+
+    A gate fails when the metric's mean falls by more than its MAX_DROP **and** the fall is
+    significant: the paired permutation test's p-value, after Holm's correction over the
+    gated metrics that have one (:func:`~turneval.aggregate.holm`), is below ``alpha``. A
+    fall the test cannot tell from noise passes, with a note (``--min-power`` in
+    ``turneval compare`` refuses a comparison too small to see the drops that matter). A
+    gate also fails when it cannot be checked (no row scored by both runs), when the
+    candidate failed on rows the baseline scored (left out of the means), and, for the
+    comparison as a whole, when the candidate lacks rows of the baseline that no early stop
+    explains (a run cut short). Two lone summary.json files have means only: their gates
+    compare the means, untested.
+
+    Raises:
+        ConfigError: a gate names a metric not in both runs, a MAX_DROP is negative or not a
+            number, or ``alpha`` is not between 0 and 1.
+    """
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1, got {alpha}")
+    unknown = [name for name in max_drops if name not in comparison.metrics]
+    if unknown:
+        raise ConfigError(
+            f"gates name metrics that are not in both runs: {unknown}; shared: "
+            f"{list(comparison.metrics)}"
+        )
+    bad = {
+        name: drop for name, drop in max_drops.items() if not (math.isfinite(drop) and drop >= 0)
+    }
+    if bad:
+        raise ConfigError(f"MAX_DROP must be a number >= 0, got {bad}")
+    tested = [name for name in max_drops if comparison.metrics[name].p_value is not None]
+    adjusted = holm([comparison.metrics[name].p_value or 0.0 for name in tested])
+    p_holm = dict(zip(tested, adjusted, strict=True))
+    correction = "holm" if len(tested) > 1 else "none"
+    checks = {}
+    for name, max_drop in max_drops.items():
+        m = comparison.metrics[name]
+        failures, notes = [], []
+        if m.difference is None:
+            failures.append(f"{name}: no row scored by both runs")
+        if m.newly_failed:
+            failures.append(m.failed_note())
+        dropped = m.difference is not None and m.difference < -max_drop
+        p = p_holm.get(name)
+        significant = None if p is None else p < alpha
+        if dropped:
+            fell = (
+                f"{name} mean fell {m.baseline_mean:.4f} -> {m.candidate_mean:.4f} "
+                f"({m.difference:+.4f}, more than {max_drop:g}"
+            )
+            test = (
+                ""
+                if p is None
+                else f"p {m.p_value:.4f}"
+                + (
+                    f", Holm's p {p:.4f} over {len(tested)} gated metrics"
+                    if len(tested) > 1
+                    else ""
+                )
+            )
+            if p is None:
+                failures.append(f"{fell}; means alone: no paired rows to test){_worse(m)}")
+            elif significant:
+                failures.append(f"{fell}; {test} < alpha {alpha:g}){_worse(m)}")
+            else:
+                notes.append(
+                    f"{fell}) but not significantly ({test}, not below alpha {alpha:g}): its "
+                    "gate passes; --min-power tells whether the comparison could see the drop"
+                )
+        checks[name] = RegressionCheck(
+            name,
+            max_drop,
+            m.baseline_mean,
+            m.candidate_mean,
+            m.difference,
+            m.p_value,
+            p,
+            dropped,
+            significant,
+            failures,
+            notes,
+        )
+    missing = comparison.rows_missing if max_drops else []
+    overall = (
+        [
+            f"the candidate has no row for {_count(len(missing), 'baseline row')} (a run cut "
+            f"short?), left out of the gates: {_names(missing)}"
+        ]
+        if missing
+        else []
+    )
+    return RegressionGates(checks, alpha, correction, tested, overall)
+
+
+def _worse(m: MetricComparison) -> str:
+    """``; regressed rows: line 2, ...``: the rows whose score fell (empty when none did)."""
+    if not m.worse:
+        return ""
+    rows = ", ".join(m.row_label(i) for i in m.worse[:_LISTED])
+    more = f" (+{len(m.worse) - _LISTED} more)" if len(m.worse) > _LISTED else ""
+    return f"; regressed rows: {rows}{more}"
 
 
 def compare_files(

@@ -5,8 +5,9 @@
 runs, which test decided, the difference with its confidence interval, the p-value (Holm-
 corrected when several metrics are gated at once) and the power the comparison had.
 
-The figures come from statsmodels (``TTestPower``, ``multipletests``) and SciPy; both are
-imported only when a figure is computed (``pip install 'turneval[stats]'``).
+The figures come from statsmodels (``TTestPower``) and SciPy; both are imported only when a
+figure is computed (``pip install 'turneval[stats]'``). Holm's correction needs neither
+(:func:`~turneval.aggregate.holm`).
 
 The model behind every figure: a gate compares two runs over the same rows, paired, with a
 two-sided test of a zero mean difference at level ``alpha``. Its power for a true drop ``d``
@@ -21,15 +22,16 @@ usually positively correlated, which shrinks ``sd``; give a baseline to use the 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval.compare import pair_rows
+from turneval.compare import TEST, match_rows
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from turneval.compare import Comparison
 
 __all__ = [
+    "MAX_ROWS",
     "MetricGate",
     "MetricPlan",
     "Plan",
@@ -51,12 +54,10 @@ __all__ = [
     "samples_needed",
 ]
 
-TEST = "paired permutation test (sign flips), two-sided"
-"""The test ``turneval compare`` decides with (see :func:`~turneval.compare.compare`)."""
-
 
 def _power_model() -> Any:
     try:
+        import statsmodels.tools.sm_exceptions  # noqa: F401  # sets warning filters on import
         from statsmodels.stats.power import TTestPower
     except ImportError as exc:
         raise ConfigError(
@@ -72,39 +73,175 @@ def _check_levels(mde: float | None, alpha: float, power: float) -> None:
         raise ConfigError(f"alpha must be between 0 and 1, got {alpha}")
     if not 0 < power < 1:
         raise ConfigError(f"power must be between 0 and 1, got {power}")
+    if power <= alpha:
+        raise ConfigError(
+            f"power {power:g} must be above alpha {alpha:g}: a test at level alpha already "
+            "rejects with probability alpha when nothing changed, so no size or drop is needed "
+            "for that power"
+        )
+
+
+_TOLERANCE = 1e-5
+"""How far from the wanted power statsmodels' answer may be (its own solver's precision is
+about 1e-6) before it is solved again."""
+
+MAX_ROWS = 10**15
+"""The most rows (or scenarios) a plan counts up to; a drop that needs more is refused."""
+
+
+def _figure(value: Any) -> float | None:
+    """A solver's answer as a float, None for NaN, infinity or anything but one number.
+
+    statsmodels answers a float, a 0-d or a one-element array, depending on the row count.
+    """
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if array.size != 1:
+        return None
+    number = float(array.reshape(-1)[0])
+    return number if math.isfinite(number) else None
+
+
+def _solve(**arguments: Any) -> float | None:
+    """The answer of statsmodels' ``TTestPower.solve_power`` (two-sided), None without one."""
+    model = _power_model()  # imported first: statsmodels' import sets warning filters
+    with warnings.catch_warnings():  # ConvergenceWarning: the answer is checked anyway
+        warnings.simplefilter("ignore")
+        try:
+            answer = model.solve_power(alternative="two-sided", **arguments)
+        except (ArithmeticError, RuntimeError, ValueError):  # "f(a) and f(b) must have ..."
+            return None
+    return _figure(answer)
+
+
+def _test_power(effect: float, n: float, alpha: float) -> float:
+    """The two-sided paired t-test's power at effect size ``effect`` over ``n`` pairs.
+
+    statsmodels' ``TTestPower.power``. It gives NaN where SciPy's noncentral t CDF fails far
+    in the lower tail (from a few standard deviations of effect); the same two regions are
+    then read as upper tails, ``P(T' > t) + P(T' < -t) = nct.sf(t, nc) + nct.sf(t, -nc)``
+    (``-T'`` is noncentral t with ``-nc``), which SciPy computes there.
+
+    Raises:
+        ConfigError: no figure (SciPy gives NaN too).
+    """
+    model = _power_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = _figure(
+            model.power(effect_size=effect, nobs=n, alpha=alpha, alternative="two-sided")
+        )
+        if value is None:
+            from scipy import stats as sps
+
+            df, nc = n - 1, effect * math.sqrt(n)
+            critical = sps.t.isf(alpha / 2, df)
+            value = _figure(sps.nct.sf(critical, df, nc) + sps.nct.sf(critical, df, -nc))
+    if value is None and effect * math.sqrt(n) > 1e6:
+        # SciPy's noncentral t is NaN past a noncentrality of about 1e9; the power grows with
+        # the effect, so where it is already 1 at a noncentrality of 1e6 it is 1 beyond
+        smaller = _test_power(1e6 / math.sqrt(n), n, alpha)
+        value = 1.0 if smaller >= 1.0 - 1e-12 else None
+    if value is None:
+        raise ConfigError(
+            f"no power figure for an effect size of {effect:.4g} over {n:g} pairs at alpha "
+            f"{alpha:g} (statsmodels and SciPy give NaN)"
+        )
+    return min(1.0, max(0.0, value))
 
 
 def samples_needed(sd: float, mde: float, *, alpha: float, power: float) -> int | None:
     """Pairs a two-sided paired test needs to find a drop of ``mde`` with ``power``.
 
     ``sd`` is the standard deviation of the paired differences; None when it is 0 (no spread
-    to plan from). At least 2 (the fewest a t-test can use).
+    to plan from). At least 2 (the fewest a t-test can use). statsmodels'
+    ``TTestPower.solve_power``, checked: the answer is the smallest whole number of pairs whose
+    power reaches ``power``; where the solver fails (it does not converge for large effects,
+    or answers a one-element array) that number is found by bisection over
+    ``TTestPower.power``.
+
+    Raises:
+        ConfigError: the drop needs more than :data:`MAX_ROWS` pairs, or no power figure.
     """
-    if sd <= 0:
+    _check_levels(mde, alpha, power)
+    if not sd > 0:
         return None
-    n = _power_model().solve_power(
-        effect_size=mde / sd, alpha=alpha, power=power, alternative="two-sided"
-    )
-    return max(2, math.ceil(float(n) - 1e-9))
+    effect = mde / sd
+
+    def reaches(n: int) -> bool:
+        return _test_power(effect, n, alpha) >= power
+
+    guess = _solve(effect_size=effect, alpha=alpha, power=power)
+    if guess is not None and guess < MAX_ROWS:
+        n = max(2, math.ceil(guess - 1e-9))
+        if _test_power(effect, n, alpha) >= power - _TOLERANCE and (
+            n == 2 or _test_power(effect, n - 1, alpha) < power + _TOLERANCE
+        ):
+            return n
+    if reaches(2):
+        return 2
+    low, high = 2, 4
+    while not reaches(high):
+        if high > MAX_ROWS:
+            raise ConfigError(
+                f"a drop of {mde:g} against a spread of {sd:.4g} (effect size {effect:.3g}) "
+                f"needs more than {MAX_ROWS:.0e} rows: plan a larger drop"
+            )
+        low, high = high, high * 2
+    while high - low > 1:  # low does not reach the power, high does
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
 
 
 def achieved_power(sd: float, mde: float, n: int, *, alpha: float) -> float | None:
-    """The power of a two-sided paired test over ``n`` pairs against a drop of ``mde``."""
-    if sd <= 0 or n < 2:
+    """The power of a two-sided paired test over ``n`` pairs against a drop of ``mde``.
+
+    None when ``sd`` is 0 or ``n`` is under 2.
+
+    Raises:
+        ConfigError: no power figure (statsmodels and SciPy give NaN).
+    """
+    if not sd > 0 or n < 2:
         return None
-    return float(
-        _power_model().power(effect_size=mde / sd, nobs=n, alpha=alpha, alternative="two-sided")
-    )
+    return _test_power(mde / sd, n, alpha)
 
 
 def detectable_drop(sd: float, n: int, *, alpha: float, power: float) -> float | None:
-    """The smallest drop a two-sided paired test over ``n`` pairs finds with ``power``."""
-    if sd <= 0 or n < 2:
+    """The smallest drop a two-sided paired test over ``n`` pairs finds with ``power``.
+
+    None when ``sd`` is 0 or ``n`` is under 2. statsmodels' ``TTestPower.solve_power``,
+    checked against ``TTestPower.power``; where the solver fails (a one-element array, no
+    convergence, a wrong root for 2 or 3 pairs) the effect size is found with SciPy's
+    ``brentq``.
+
+    Raises:
+        ConfigError: ``power`` is not above ``alpha``, or no power figure.
+    """
+    _check_levels(None, alpha, power)
+    if not sd > 0 or n < 2:
         return None
-    effect = _power_model().solve_power(
-        effect_size=None, nobs=n, alpha=alpha, power=power, alternative="two-sided"
-    )
-    return float(effect) * sd
+    effect = _solve(effect_size=None, nobs=n, alpha=alpha, power=power)
+    if effect is None or effect <= 0 or abs(_test_power(effect, n, alpha) - power) > _TOLERANCE:
+        effect = _effect_for(n, alpha, power)
+    return effect * sd
+
+
+def _effect_for(n: int, alpha: float, power: float) -> float:
+    """The effect size at which the test over ``n`` pairs has ``power`` (``brentq``)."""
+    from scipy.optimize import brentq
+
+    def short(effect: float) -> float:
+        return _test_power(effect, n, alpha) - power
+
+    high = 1.0
+    while short(high) < 0:  # power grows with the effect size, to 1
+        high *= 4
+        if high > 1e12:
+            raise ConfigError(f"no drop reaches power {power:g} at alpha {alpha:g} over {n} pairs")
+    return float(brentq(short, 0.0, high, xtol=1e-12, rtol=1e-10))
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +312,9 @@ class Plan:
         power: The power wanted.
         metrics: One :class:`MetricPlan` per metric, by name.
         paired: Whether a baseline gave the paired rows' spread.
+        rows_only_baseline: Labels (id, or ``scenario#trial``) of the baseline rows the run
+            has no row for, left out (rows pair by id: :func:`~turneval.compare.match_rows`).
+        rows_only_run: Labels of the run's rows the baseline has no row for, left out.
     """
 
     mde: float
@@ -182,6 +322,8 @@ class Plan:
     power: float
     metrics: dict[str, MetricPlan]
     paired: bool
+    rows_only_baseline: list[str] = field(default_factory=list)
+    rows_only_run: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         """A Markdown table, then the pass^k plan of a run with trials."""
@@ -225,6 +367,19 @@ class Plan:
             for m in self.metrics.values()
             if m.samples_needed is None and m.rows >= 2
         ]
+        for side, other, labels in (
+            ("baseline", "run", self.rows_only_baseline),
+            ("run", "baseline", self.rows_only_run),
+        ):
+            if labels:
+                shown = ", ".join(labels[:10]) + (
+                    f" (+{len(labels) - 10} more)" if len(labels) > 10 else ""
+                )
+                lines.append(
+                    f"note: {len(labels)} {side} row{'s' if len(labels) != 1 else ''} with no "
+                    f"row in the {other} (trials stopped early, or other samples), left out: "
+                    f"{shown}"
+                )
         return "\n".join(lines)
 
 
@@ -292,9 +447,9 @@ def plan(
     names = run.metric_names if metric is None else [metric]
     if metric is not None and metric not in run.metric_names:
         raise ConfigError(f"no metric named {metric!r} in the run; its metrics: {run.metric_names}")
-    order = None
+    pairing = None
     if baseline is not None:
-        order = pair_rows(baseline, run)
+        pairing = match_rows(baseline, run)
         missing = [name for name in names if name not in baseline.metric_names]
         if metric is not None and missing:
             raise ConfigError(
@@ -305,33 +460,49 @@ def plan(
     for name in names:
         values = np.asarray(run.scores(name), dtype=float)
         correlation = None
-        if baseline is not None and order is not None:
+        if baseline is not None and pairing is not None:
             base = np.asarray(baseline.scores(name), dtype=float)
-            cand = values[order]
+            cand = pairing.take(values)
             both = ~(np.isnan(base) | np.isnan(cand))
             scored, rows = cand[both], int(both.sum())
             sd = _sd(scored - base[both])
             if rows >= 2 and _sd(scored) > 0 and _sd(base[both]) > 0:
                 from scipy.stats import pearsonr
 
-                correlation = float(pearsonr(base[both], scored).statistic)
+                with warnings.catch_warnings():  # nearly constant rows: the figure is shown
+                    warnings.simplefilter("ignore")
+                    found = float(pearsonr(base[both], scored).statistic)
+                correlation = found if math.isfinite(found) else None
         else:
             scored = values[~np.isnan(values)]
             rows = int(scored.size)
             sd = _sd(scored) * math.sqrt(2)
-        metrics[name] = MetricPlan(
-            name,
-            rows,
-            float(scored.mean()) if rows else None,
-            sd,
-            correlation,
-            samples_needed(sd, mde, alpha=alpha, power=power),
-            achieved_power(sd, mde, rows, alpha=alpha),
-            detectable_drop(sd, rows, alpha=alpha, power=power),
-            _trial_plan(run, baseline, name, mde=mde, alpha=alpha, power=power),
-            _span(name, values),
-        )
-    return Plan(mde, alpha, power, metrics, baseline is not None)
+        try:
+            metrics[name] = MetricPlan(
+                name,
+                rows,
+                float(scored.mean()) if rows else None,
+                sd,
+                correlation,
+                samples_needed(sd, mde, alpha=alpha, power=power),
+                achieved_power(sd, mde, rows, alpha=alpha),
+                detectable_drop(sd, rows, alpha=alpha, power=power),
+                _trial_plan(run, baseline, name, mde=mde, alpha=alpha, power=power),
+                _span(name, values),
+            )
+        except ConfigError as exc:  # say which metric could not be planned
+            raise ConfigError(f"{name}: {exc}") from exc
+    if pairing is None:
+        return Plan(mde, alpha, power, metrics, False)
+    return Plan(
+        mde,
+        alpha,
+        power,
+        metrics,
+        True,
+        [pairing.labels[0][i] for i in pairing.only_baseline],
+        [pairing.labels[1][j] for j in pairing.only_candidate],
+    )
 
 
 def _per_scenario_pass_hat(run: EvaluationResult, name: str, k: int) -> dict[str, float]:
@@ -561,7 +732,8 @@ def gate_report(
     """The test, difference (95% CI), p-value and power of each gated metric of a comparison.
 
     ``metrics`` are the gated metrics (default: every shared metric). With more than one,
-    the p-values are corrected with Holm's method (statsmodels ``multipletests``) and each
+    the p-values are corrected with Holm's method (:func:`~turneval.aggregate.holm`, as
+    statsmodels' ``multipletests``) and each
     metric's power is computed at ``alpha / m``, the strictest of Holm's steps, so the
     figure is a lower bound of the power the gate has. The power is that of a two-sided
     paired test against a true drop of ``mde`` (see the module's docstring); the interval is
@@ -572,7 +744,7 @@ def gate_report(
         ConfigError: ``metrics`` names a metric that is not in the comparison, or ``mde``,
             ``alpha`` or ``power`` is out of range.
     """
-    from turneval.aggregate import bootstrap_ci
+    from turneval.aggregate import bootstrap_ci, holm
 
     _check_levels(mde, alpha, power)
     names = list(comparison.metrics) if metrics is None else list(metrics)
@@ -584,16 +756,8 @@ def gate_report(
     correction = "holm" if len(names) > 1 else "none"
     level = alpha / len(names) if correction == "holm" else alpha
     tested = [name for name in names if comparison.metrics[name].p_value is not None]
-    holm: dict[str, float] = {}
-    if correction == "holm" and tested:
-        from statsmodels.stats.multitest import multipletests
-
-        adjusted = multipletests(
-            [comparison.metrics[name].p_value for name in tested], alpha=alpha, method="holm"
-        )[1]
-        holm = {name: float(p) for name, p in zip(tested, adjusted, strict=True)}
-    else:
-        holm = {name: float(comparison.metrics[name].p_value or 0.0) for name in tested}
+    adjusted = holm([comparison.metrics[name].p_value or 0.0 for name in tested])
+    p_holm = dict(zip(tested, adjusted, strict=True))
     gates = {}
     for name in names:
         m = comparison.metrics[name]
@@ -610,7 +774,7 @@ def gate_report(
             None if interval is None else interval[0],
             None if interval is None else interval[1],
             m.p_value,
-            holm.get(name),
+            p_holm.get(name),
             sd,
             achieved_power(sd, mde, m.pairs, alpha=level),
             detectable_drop(sd, m.pairs, alpha=level, power=power),

@@ -30,7 +30,8 @@ def add_compare_command(commands: Any) -> None:
         default=[],
         metavar="[NAME=]MAX_DROP",
         help="exit 1 when the metric's mean (every shared metric's, without NAME) falls by "
-        "more than MAX_DROP (repeatable)",
+        "more than MAX_DROP and the fall is significant at --alpha, Holm-corrected over the "
+        "gated metrics (repeatable)",
     )
     diff.add_argument(
         "--allow-config-change",
@@ -67,7 +68,7 @@ def add_plan_command(commands: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from turneval.compare import compare_files
+    from turneval.compare import compare_files, regression_gates
 
     default, named = _pass_thresholds(args.pass_threshold)
     comparison = compare_files(
@@ -77,38 +78,27 @@ def _compare(args: argparse.Namespace) -> int:
         pass_thresholds=named,
         allow_config_change=args.allow_config_change,
     )
-    gates = _regression_gates(args.fail_on_regression, comparison)
+    drops = _regression_gates(args.fail_on_regression, comparison)
     print(comparison)
-    underpowered = _power_lines(args, comparison, list(gates))
-    failed = 0
-    for name, max_drop in gates.items():
-        m = comparison.metrics[name]
-        # a gate that cannot be checked, or rows left out of the means, fail it too
-        if m.difference is None:
-            failed = 1
-            print(f"FAIL: {name}: no row scored by both runs", file=sys.stderr)
-        if m.newly_failed:
-            failed = 1
-            print(f"FAIL: {m.failed_note()}", file=sys.stderr)
-        if m.difference is None or m.difference >= -max_drop:
-            continue
-        failed = 1
-        rows = ", ".join(m.row_label(i) for i in m.worse[:SHOWN_ROWS])
-        more = f" (+{len(m.worse) - SHOWN_ROWS} more)" if len(m.worse) > SHOWN_ROWS else ""
-        listed = f"; regressed rows: {rows}{more}" if m.worse else ""
-        print(
-            f"FAIL: {name} mean fell {m.baseline_mean:.4f} -> {m.candidate_mean:.4f} "
-            f"({m.difference:+.4f}, more than {max_drop:g}){listed}",
-            file=sys.stderr,
-        )
-    if not failed and underpowered:
+    gates = regression_gates(comparison, drops, alpha=args.alpha)
+    if drops:
+        print(gates)
+    underpowered = _power_lines(args, comparison, list(drops))
+    for message in gates.messages():
+        print(f"FAIL: {message}", file=sys.stderr)
+    if gates.failed:
+        return 1
+    if underpowered:
         print(f"FAIL: {underpowered}", file=sys.stderr)
         return UNDERPOWERED
-    return failed
+    return 0
 
 
 UNDERPOWERED = 4
 """Exit code of ``compare --min-power`` when a gated metric's power falls short."""
+
+SHOWN_ROWS = 10
+"""Regressed rows a failed ``--fail-on-regression`` gate names (as :mod:`turneval.compare`)."""
 
 
 def _power_lines(args: argparse.Namespace, comparison: Any, gated: list[str]) -> str:
@@ -162,10 +152,6 @@ def _plan(args: argparse.Namespace) -> int:
         )
     )
     return 0
-
-
-SHOWN_ROWS = 10
-"""Regressed rows listed per metric when a ``--fail-on-regression`` gate is crossed."""
 
 
 def _pass_thresholds(items: Sequence[str]) -> tuple[float, dict[str, float]]:
