@@ -2,6 +2,7 @@
 
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._judged import JudgedMetric
+from turneval.metrics.agents import HandoffAccuracy, PerAgentMetric
 from turneval.metrics.arg_rules import ArgRule
 from turneval.metrics.assessments import (
     AssessmentJudge,
@@ -112,6 +113,7 @@ __all__ = [
     "Fulfillment",
     "Groundedness",
     "GuidelineAdherence",
+    "HandoffAccuracy",
     "JudgedMetric",
     "KnowledgeRetention",
     "Metric",
@@ -123,6 +125,7 @@ __all__ = [
     "PairwiseMetric",
     "PairwiseQuestionAnsweringQuality",
     "PairwiseSummarizationQuality",
+    "PerAgentMetric",
     "PointwiseMetric",
     "QuestionAnsweringCorrectness",
     "QuestionAnsweringHelpfulness",
