@@ -135,7 +135,8 @@ def find_handoffs(messages: Sequence[MessageBase], agents: Iterable[str] = ()) -
     added. A speaker that changes to someone else than the announced target is a handoff of
     its own, from the agent in control.
     """
-    known = list(dict.fromkeys([*agents, *(m.name for m in messages if _named_ai(m))]))
+    spoken = [m.name for m in messages if isinstance(m, AIMessage) and m.name is not None]
+    known = list(dict.fromkeys([*agents, *spoken]))
     found: list[HandoffAt] = []
     current: str | None = None  # the agent in control
     announced: str | None = None  # the target of the last handoff call, until someone speaks
@@ -154,7 +155,3 @@ def find_handoffs(messages: Sequence[MessageBase], agents: Iterable[str] = ()) -
                 found.append(HandoffAt(handoff, index, True))
                 announced = target
     return found
-
-
-def _named_ai(message: MessageBase) -> bool:
-    return isinstance(message, AIMessage) and message.name is not None

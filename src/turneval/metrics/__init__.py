@@ -14,6 +14,7 @@ from turneval.metrics.assessments import (
     OverallAssessment,
     RelevanceToQuery,
 )
+from turneval.metrics.attribution import FailureAttribution
 from turneval.metrics.base import (
     Evaluator,
     Explained,
@@ -109,6 +110,7 @@ __all__ = [
     "Evaluator",
     "ExactMatch",
     "Explained",
+    "FailureAttribution",
     "Fluency",
     "Fulfillment",
     "Groundedness",
