@@ -7,10 +7,11 @@ metric is run on failed rows). What a row is grouped by is its *reason*: the att
 of the metrics it failed.
 
 Reasons are compared as text, with no model: TF-IDF vectors and cosine similarity grouped by
-average linkage (scikit-learn, when it is installed), else rapidfuzz's ``token_set_ratio`` of
-their words, each row in turn joining the group it is most similar to on average when that is
-similar enough. Numbers are left out of the text compared (``3/4``, step indices), and so are
-common words. Clusters come largest first.
+average linkage (scikit-learn, when it is installed), else rapidfuzz's ``WRatio`` of their
+words, each row in turn joining the group it is most similar to on average when that is similar
+enough. Numbers are left out of the text compared (``3/4``, step indices), and so are common
+words and an attribution's agent and step (rows group by why, whoever failed where). Clusters
+come largest first.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ DEFAULT_FAIL_UNDER = 0.5
 ClusterMethod = Literal["auto", "tfidf", "fuzzy"]
 
 MIN_SIMILARITY = {"tfidf": 0.2, "fuzzy": 0.55}
-"""The similarity rows need to share a cluster, per method (TF-IDF cosine; token-set ratio)."""
+"""The similarity rows need to share a cluster, per method (TF-IDF cosine; rapidfuzz's WRatio)."""
 
 _LINKAGE_ROWS = 2000
 """Above this many failed rows, TF-IDF groups rows one by one too (average linkage is n²)."""
@@ -205,8 +206,18 @@ def failed_rows(
     return failed
 
 
+_ATTRIBUTED = re.compile(r".*? at step \d+ \(user_input\[\d+\]\)(?:, [^:]*)?: ", re.DOTALL)
+"""What :class:`~turneval.metrics.FailureAttribution`'s reason starts with (agent and step):
+not compared, so rows group by why, whoever and wherever it was."""
+
+
 def _text(row: FailedRow) -> str:
-    return _NUMBERS.sub(" ", row.reason.lower())
+    reason = row.reason
+    if row.step is not None:
+        found = _ATTRIBUTED.match(reason)
+        if found is not None:
+            reason = reason[found.end() :]
+    return _NUMBERS.sub(" ", reason.lower())
 
 
 def _tfidf_groups(texts: list[str], threshold: float) -> tuple[list[int], list[str]]:
@@ -253,7 +264,7 @@ def _words(text: str) -> str:
 
 
 def _fuzzy_groups(texts: list[str], threshold: float) -> tuple[list[int], list[str]]:
-    """Rows joining, in order, the group they are most similar to on average (token-set ratio).
+    """Rows joining, in order, the group they are most similar to on average (WRatio).
 
     Up to 2000 rows each is compared with every row of every group (its mean similarity to
     the group), beyond with each group's first row only.
@@ -263,7 +274,7 @@ def _fuzzy_groups(texts: list[str], threshold: float) -> tuple[list[int], list[s
 
     words = [_words(text) for text in texts]
     full = len(words) <= _LINKAGE_ROWS
-    similarity = process.cdist(words, words, scorer=fuzz.token_set_ratio) / 100 if full else None
+    similarity = process.cdist(words, words, scorer=fuzz.WRatio) / 100 if full else None
     groups: list[list[int]] = []
     labels: list[int] = []
     for i, text in enumerate(words):
@@ -274,9 +285,7 @@ def _fuzzy_groups(texts: list[str], threshold: float) -> tuple[list[int], list[s
                 if mean > score:
                     best, score = group, mean
         elif groups:
-            found = process.extractOne(
-                text, [words[g[0]] for g in groups], scorer=fuzz.token_set_ratio
-            )
+            found = process.extractOne(text, [words[g[0]] for g in groups], scorer=fuzz.WRatio)
             if found is not None:
                 best, score = found[2], found[1] / 100
         if best >= 0 and score >= threshold:

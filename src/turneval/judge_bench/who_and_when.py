@@ -176,7 +176,9 @@ def to_sample(case: WhoAndWhenCase, *, ground_truth: bool = True) -> MultiTurnSa
     )
 
 
-def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
+def wilson_interval(
+    successes: int, trials: int, z: float = 1.959963984540054
+) -> tuple[float, float]:
     """The Wilson score interval of a proportion (95% by default); ``(0, 1)`` for no trial."""
     if trials == 0:
         return 0.0, 1.0

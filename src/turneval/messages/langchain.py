@@ -59,6 +59,9 @@ def from_langchain(messages: Any) -> list[Message]:
             metadata["content_blocks"] = jsonable(blocks)
         if message.name and not isinstance(message, lc.AIMessage):  # an AI's is its agent
             metadata["name"] = message.name
+        if message.response_metadata and not isinstance(message, lc.AIMessage):
+            # e.g. LangGraph's handoff results: {"__handoff_destination": "research_expert"}
+            metadata["response_metadata"] = jsonable(message.response_metadata)
         if isinstance(message, lc.SystemMessage):
             converted.append(SystemMessage(content=text, metadata=metadata or None))
             rule.close()
@@ -169,6 +172,8 @@ def to_langchain(messages: Any) -> list[Any]:
         name = message.name if isinstance(message, AIMessage) else kept.get("name")
         if name is not None:
             common["name"] = name
+        if "response_metadata" in kept and not ai:
+            common["response_metadata"] = kept["response_metadata"]
         if isinstance(message, SystemMessage):
             converted.append(lc.SystemMessage(**common))
         elif isinstance(message, HumanMessage):
