@@ -3,12 +3,16 @@
 :func:`cluster_failures` groups them without a model (:mod:`turneval.clusters.grouping`);
 :func:`name_clusters` asks a judge to name each group (:mod:`turneval.clusters.naming`);
 :func:`read_run` reads the run they come from.
+
+The judge's names and :func:`read_run` are imported on first use: the HTML report groups the
+rows it shows with :mod:`turneval.clusters.grouping` alone, which loads no LLM framework.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from os import PathLike
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from turneval.clusters.grouping import (
     DEFAULT_FAIL_UNDER,
@@ -18,9 +22,10 @@ from turneval.clusters.grouping import (
     cluster_failures,
     failed_rows,
 )
-from turneval.clusters.naming import ClusterName, aname_clusters, name_clusters
-from turneval.errors import ConfigError
-from turneval.results import EvaluationResult
+
+if TYPE_CHECKING:
+    from turneval.clusters.naming import ClusterName, aname_clusters, name_clusters
+    from turneval.results import EvaluationResult
 
 __all__ = [
     "DEFAULT_FAIL_UNDER",
@@ -35,6 +40,20 @@ __all__ = [
     "read_run",
 ]
 
+_LAZY = {
+    name: "turneval.clusters.naming" for name in ("ClusterName", "aname_clusters", "name_clusters")
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The judge's names, imported on first use (they load LangChain)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turneval.clusters' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 def read_run(run: str | PathLike[str]) -> EvaluationResult:
     """The rows of a run: a run folder (its ``results.jsonl``) or a ``results.jsonl`` file.
@@ -44,6 +63,11 @@ def read_run(run: str | PathLike[str]) -> EvaluationResult:
     Raises:
         ConfigError: there is no such file or folder, or the folder has no results.jsonl.
     """
+    from pathlib import Path
+
+    from turneval.errors import ConfigError
+    from turneval.results import EvaluationResult
+
     path = Path(run)
     if path.is_dir():
         path = path / "results.jsonl"
