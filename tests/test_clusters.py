@@ -100,6 +100,25 @@ def test_failed_rows_are_low_scores_errors_and_attributions() -> None:
     assert [r.index for r in failed_rows(rows, fail_under={"tool_call_f1": 0.95})] == [0, 1, 2, 3]
     assert [r.index for r in failed_rows(rows, metrics=["goal"])] == [2, 3]
     assert cluster_failures([good]) == []
+    # rows without attribution are grouped by how they failed: metrics, agents, errors
+    assert [r.signature for r in found] == ["tool_call_f1", "goal: JudgeCallError", None]
+
+
+def test_rows_without_attribution_group_by_the_metrics_and_agents_they_failed() -> None:
+    rows = []
+    for index, weak in enumerate(["coder", "planner", "coder", None, "coder"]):
+        row = SampleResult(index, None)
+        per_agent = {"planner": 1.0, "coder": 1.0} | ({weak: 0.0} if weak else {})
+        value = sum(per_agent.values()) / 2
+        row.results["tool_permission"] = MetricResult(
+            "tool_permission", value, f"mean {value}", {"by_agent": per_agent}
+        )
+        rows.append(row)
+    clusters = cluster_failures(rows, fail_under=1.0)
+    assert [(c.label, [r.index for r in c.rows]) for c in clusters] == [
+        ("tool_permission (coder)", [0, 2, 4]),
+        ("tool_permission (planner)", [1]),
+    ]
 
 
 def _run(tmp_path: Path) -> Path:

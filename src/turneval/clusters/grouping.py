@@ -2,11 +2,13 @@
 
 A row *failed* when a metric scored it below its bar (``fail_under``, 0.5 by default) or failed
 on it (an error), or when :class:`~turneval.metrics.FailureAttribution` attributed it (that
-metric is run on failed rows). What a row is grouped by is its *reason*: the attribution's
-(which names the agent and the decisive step) when it has one, else the reasons (or errors)
-of the metrics it failed.
+metric is run on failed rows). An attributed row is grouped by its attribution's *reason* (why
+it failed, in the judge's words); another by *how* it failed, its signature: the metrics it
+failed, each with the agents that failed it when it was scored ``by_agent``
+(``tool_permission (flights)``), or the error's type. Rows of the same signature make one
+cluster (rule-based reasons are arithmetic, not words worth comparing).
 
-Reasons are compared as text, with no model: TF-IDF vectors and cosine similarity grouped by
+Attributions' reasons are compared as text, with no model: TF-IDF vectors and cosine similarity grouped by
 average linkage (scikit-learn, when it is installed), else rapidfuzz's ``WRatio`` of their
 words, each row in turn joining the group it is most similar to on average when that is similar
 enough. Numbers are left out of the text compared (``3/4``, step indices), and so are common
@@ -70,6 +72,7 @@ class FailedRow:
         metrics: The metrics it failed (the attribution's metric included).
         agent: The agent the attribution blames; None without one.
         step: The decisive step the attribution names (an index in ``user_input``).
+        signature: How a row without attribution failed (see the module); None with one.
     """
 
     index: int
@@ -78,6 +81,7 @@ class FailedRow:
     metrics: tuple[str, ...]
     agent: str | None = None
     step: int | None = None
+    signature: str | None = None
 
 
 @dataclass
@@ -172,6 +176,7 @@ def failed_rows(
     for row in rows:
         attribution = _attribution(row)
         failing: list[tuple[str, str]] = []
+        how: list[str] = []  # the signature's parts
         for name, result in row.results.items():
             if chosen is not None and name not in chosen:
                 continue
@@ -183,9 +188,17 @@ def failed_rows(
                 bar = float(fail_under.get(name, DEFAULT_FAIL_UNDER))
             if result.value < bar:
                 failing.append((name, result.reason or f"{name}={result.value:g}"))
+                per_agent = result.details.get("by_agent")
+                agents = (
+                    [a for a, v in per_agent.items() if isinstance(v, (int, float)) and v < bar]
+                    if isinstance(per_agent, dict)
+                    else []
+                )
+                how.append(f"{name} ({', '.join(agents)})" if agents else name)
         for name, failure in row.failures.items():
             if chosen is None or name in chosen:
                 failing.append((name, f"{failure.error_type}: {failure.message}"))
+                how.append(f"{name}: {failure.error_type}")
         if attribution is not None:
             name, found = attribution
             step = found.get("step")
@@ -202,7 +215,12 @@ def failed_rows(
             )
         elif failing:
             reason = "; ".join(f"{name}: {why}" for name, why in failing)
-            failed.append(FailedRow(row.index, row.sample_id, reason, tuple(m for m, _ in failing)))
+            metrics_failed = tuple(m for m, _ in failing)
+            failed.append(
+                FailedRow(
+                    row.index, row.sample_id, reason, metrics_failed, signature="; ".join(how)
+                )
+            )
     return failed
 
 
@@ -319,7 +337,7 @@ def cluster_failures(
     method: ClusterMethod = "auto",
     min_similarity: float | None = None,
 ) -> list[FailureCluster]:
-    """The failed rows grouped by their reasons, largest group first (ties: earliest row).
+    """The failed rows grouped by why (or how) they failed, largest group first (ties: earliest row).
 
     Args:
         rows: The run's rows.
@@ -336,17 +354,27 @@ def cluster_failures(
     failed = failed_rows(rows, fail_under=fail_under, metrics=metrics)
     if not failed:
         return []
-    chosen = _method(method)
-    threshold = MIN_SIMILARITY[chosen] if min_similarity is None else min_similarity
-    texts = [_text(row) for row in failed]
-    groups = _tfidf_groups if chosen == "tfidf" else _fuzzy_groups
-    labels, tops = groups(texts, threshold)
-    members: dict[int, list[FailedRow]] = {}
-    for row, label in zip(failed, labels, strict=True):
-        members.setdefault(label, []).append(row)
-    clusters = [
-        FailureCluster(found, tops[label], len(found) / len(failed))
-        for label, found in members.items()
+    clusters: list[FailureCluster] = []
+    attributed = [row for row in failed if row.signature is None]
+    if attributed:
+        chosen = _method(method)
+        threshold = MIN_SIMILARITY[chosen] if min_similarity is None else min_similarity
+        groups = _tfidf_groups if chosen == "tfidf" else _fuzzy_groups
+        labels, tops = groups([_text(row) for row in attributed], threshold)
+        members: dict[int, list[FailedRow]] = {}
+        for row, label in zip(attributed, labels, strict=True):
+            members.setdefault(label, []).append(row)
+        clusters += [
+            FailureCluster(found, tops[label], len(found) / len(failed))
+            for label, found in members.items()
+        ]
+    signed: dict[str, list[FailedRow]] = {}
+    for row in failed:
+        if row.signature is not None:
+            signed.setdefault(row.signature, []).append(row)
+    clusters += [
+        FailureCluster(found, signature, len(found) / len(failed))
+        for signature, found in signed.items()
     ]
     clusters.sort(key=lambda cluster: (-cluster.size, cluster.rows[0].index))
     return clusters
