@@ -39,6 +39,7 @@ DEFAULT_FAIL_UNDER = 0.5
 """The value below which a row fails a metric, unless ``fail_under`` says otherwise."""
 
 ClusterMethod = Literal["auto", "tfidf", "fuzzy"]
+"""How reasons are compared: ``tfidf`` (scikit-learn), ``fuzzy`` (rapidfuzz), ``auto``."""
 
 MIN_SIMILARITY = {"tfidf": 0.2, "fuzzy": 0.55}
 """The similarity rows need to share a cluster, per method (TF-IDF cosine; rapidfuzz's WRatio)."""

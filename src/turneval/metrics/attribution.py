@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 AttributionMode = Literal["all_at_once", "step_by_step", "binary_search"]
+"""How :class:`FailureAttribution` asks its judge: the Who&When paper's three methods."""
 
 ATTRIBUTION_SYSTEM_PROMPT = (
     "You are a careful debugger of failed conversations between a user and one or more AI "
