@@ -437,3 +437,36 @@ def test_a_langgraph_swarm_run_names_the_active_agents() -> None:
         "alice -> bob"
     ]
     assert to_langchain(messages) == state["messages"]
+
+
+OLD_MESSAGE_KEYS = {"type", "content", "tool_calls", "tool_call_id", "metadata"}
+OLD_SAMPLE_KEYS = {
+    "user_input",
+    "reference",
+    "reference_tool_calls",
+    "reference_topics",
+    "rubrics",
+    "metadata",
+}
+
+
+@settings(max_examples=60)
+@given(conversations(), st.booleans())
+def test_single_agent_jsonl_is_written_as_before_agents_existed(
+    messages: list[Message], with_reference: bool
+) -> None:
+    single = [
+        m.model_copy(update={"name": None}) if isinstance(m, AIMessage) else m for m in messages
+    ]
+    sample = MultiTurnSample(
+        user_input=single,
+        reference_tool_calls=[ToolCall(name="search")] if with_reference else None,
+    )
+    line = EvaluationDataset([sample]).to_list()[0]
+    assert set(line) <= OLD_SAMPLE_KEYS
+    assert all(set(message) <= OLD_MESSAGE_KEYS for message in line["user_input"])
+    # the line is the JSON of those fields alone, in their order: what was written before
+    expected = {key: line[key] for key in ("user_input", "reference_tool_calls") if key in line}
+    assert sample.model_dump_json(exclude_none=True) == json.dumps(
+        expected, ensure_ascii=False, separators=(",", ":")
+    )
