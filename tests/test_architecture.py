@@ -35,7 +35,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.formats",),
     ("turneval.samples",),
     ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
-    ("turneval.results_codec", "turneval.report"),  # rows to and from results.jsonl, and HTML
+    (
+        "turneval.results_codec",
+        "turneval.clusters.grouping",  # failed rows grouped by their reasons (the report shows them)
+        "turneval.report",
+    ),  # rows to and from results.jsonl, and HTML
     ("turneval.results",),  # a run: its rows, summary, files
     (
         "turneval.provenance",  # the source steps' record of what produced a sample
@@ -90,6 +94,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.view",  # turneval view: the run store in a local web app
         "turneval.demo",
         "turneval.worlds.domains",  # ready-made worlds with their scenarios
+        "turneval.clusters.naming",  # a judge names failure clusters
+        "turneval.clusters",  # turneval clusters: a run's failed rows grouped
+        "turneval.judge_bench",  # turneval judge-bench: a judge against people's labels
     ),
     ("turneval.cli", "turneval"),
 )

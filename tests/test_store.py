@@ -425,7 +425,9 @@ def test_demo_keeps_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca
     assert f"turneval view --store {url}" in printed
     with RunStore(url) as store:
         runs = store.runs()
-        assert sorted(run.name for run in runs) == sorted(f"demo: {d.name}" for d in DOMAINS)
+        assert sorted(run.name for run in runs) == sorted(
+            [*(f"demo: {d.name}" for d in DOMAINS), "demo: team"]
+        )
         for run in runs:
             folder = tmp_path / "out" / run.name.removeprefix("demo: ")
             lines = (folder / "results.jsonl").read_text().splitlines()

@@ -21,12 +21,15 @@ if TYPE_CHECKING:
     from turneval.results import AgentRun, EarlyStops, EvaluationResult, MetricResult, SampleResult
 
 __all__ = [
+    "AGENT_PREFIX",
+    "BLAME_PREFIX",
     "FlakyScenario",
     "MetricSummary",
     "PAIRWISE_VALUES",
     "RunAggregate",
     "RunFigures",
     "SummaryTable",
+    "agent_figures",
     "bootstrap_ci",
     "builtin_aggregates",
     "compute_aggregates",
@@ -549,6 +552,7 @@ def summarise_metrics(
         if metric is not None and results is not None:
             extra.update(metric.summary_extras(scored))
         extra.update(vote_stability(scored))  # from the rows alone: the same in every sink
+        extra.update(agent_figures(scored))
         if figures is not None:
             extra.update(figures.trial_figures(name, early_stops))
         if metric is None and is_pairwise(scored):  # read back from a file
@@ -726,6 +730,47 @@ def unstable(result: MetricResult, threshold: float | None = None) -> bool:
     if threshold is None:
         return bool(record.get("unstable", False))
     return float(record["min"]) < threshold <= float(record["max"])
+
+
+AGENT_PREFIX = "by_agent."
+"""The summary's per-agent figures: ``by_agent.<agent>`` (mean) and ``by_agent.<agent>.rows``."""
+
+BLAME_PREFIX = "blamed."
+"""The summary's attributions: ``blamed.<agent>`` (share of rows) and ``blamed.<agent>.rows``."""
+
+
+def agent_figures(results: Sequence[MetricResult]) -> dict[str, float]:
+    """Per-agent figures of results that carry them (from the rows alone: every sink agrees).
+
+    A metric scored ``by_agent`` keeps each agent's value in ``details["by_agent"]``: the
+    figures are each agent's mean (``by_agent.<agent>``) over the rows it was scored on
+    (``by_agent.<agent>.rows``). An attribution (``details["attribution"]``) names the agent
+    responsible: the figures are each agent's share of the attributed rows
+    (``blamed.<agent>``) and their number (``blamed.<agent>.rows``), most blamed first.
+    Agents come in the order they first appear; empty when no result carries either.
+    """
+    values: dict[str, list[float]] = {}
+    blamed: dict[str, int] = {}
+    attributed = 0
+    for result in results:
+        per_agent = result.details.get("by_agent")
+        if isinstance(per_agent, dict):
+            for agent, value in per_agent.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    values.setdefault(str(agent), []).append(float(value))
+        attribution = result.details.get("attribution")
+        if isinstance(attribution, dict) and attribution.get("agent") is not None:
+            attributed += 1
+            agent = str(attribution["agent"])
+            blamed[agent] = blamed.get(agent, 0) + 1
+    figures: dict[str, float] = {}
+    for agent, found in values.items():
+        figures[f"{AGENT_PREFIX}{agent}"] = sum(found) / len(found)
+        figures[f"{AGENT_PREFIX}{agent}.rows"] = float(len(found))
+    for agent, count in sorted(blamed.items(), key=lambda item: -item[1]):
+        figures[f"{BLAME_PREFIX}{agent}"] = count / attributed
+        figures[f"{BLAME_PREFIX}{agent}.rows"] = float(count)
+    return figures
 
 
 def vote_stability(results: Sequence[MetricResult]) -> dict[str, float]:

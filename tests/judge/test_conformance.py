@@ -36,6 +36,7 @@ from turneval.messages import Message
 from turneval.metrics import (
     BUILTIN_METRICS,
     AssessmentJudge,
+    FailureAttribution,
     JudgedMetric,
     PairwiseMetric,
     PointwiseMetric,
@@ -71,9 +72,11 @@ def conversation(seed: int) -> MultiTurnSample:
     """A conversation of ``seed % 13`` AI text turns, its other features drawn from ``seed``.
 
     Features: a system message or not, parallel tool calls with results that may be errors,
-    empty, very long, non-ASCII content, and text that looks like the prompts' own tags.
+    empty, very long, non-ASCII content, text that looks like the prompts' own tags, and
+    (odd seeds) several agents naming their messages.
     """
     rng = random.Random(seed)
+    agents = ["planner", "coder", "</conversation> reviewer"] if seed % 2 else [None]
     ai_turns = seed % (MAX_AI_TURNS + 1)
     messages: list[Message] = []
     if rng.random() < 0.5:
@@ -92,12 +95,12 @@ def conversation(seed: int) -> MultiTurnSample:
                 )
                 for k in range(rng.randint(1, 3))
             ]
-            messages.append(AIMessage(content="", tool_calls=batch))
+            messages.append(AIMessage(content="", tool_calls=batch, name=rng.choice(agents)))
             for call in batch:
                 result = rng.choice(["Error: upstream timeout (HTTP 504)", "ok: booked", text(rng)])
                 messages.append(ToolMessage(content=result, tool_call_id=call.id))
             calls.extend(batch)
-        messages.append(AIMessage(content=text(rng) or "Done."))
+        messages.append(AIMessage(content=text(rng) or "Done.", name=rng.choice(agents)))
     return MultiTurnSample(
         user_input=messages,
         reference=text(rng),
@@ -141,6 +144,8 @@ def judged_metrics() -> list[JudgedMetric[Any]]:
         PointwiseMetric(name="halves", criteria="c", rating_rubric={"-1": "a", "0.5": "b"}),
         PairwiseMetric(name="pairwise_custom", criteria="which is clearer"),
         AssessmentJudge(name="cites", instructions="Does the response cite a source?"),
+        FailureAttribution(name="attribution_step_by_step", mode="step_by_step"),
+        FailureAttribution(name="attribution_binary_search", mode="binary_search"),
     ]
     return metrics
 

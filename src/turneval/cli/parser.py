@@ -6,6 +6,7 @@ import argparse
 from typing import NoReturn
 
 from turneval._version import VERSION
+from turneval.cli.agents import add_clusters_command, add_judge_bench_command
 from turneval.cli.batch import add_batch_command
 from turneval.cli.calibrate import add_calibrate_command, add_labels_command
 from turneval.cli.compare import add_compare_command, add_plan_command
@@ -41,4 +42,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_labels_command(commands)
     add_view_command(commands)
     add_watch_commands(commands)
+    add_clusters_command(commands)
+    add_judge_bench_command(commands)
     return parser

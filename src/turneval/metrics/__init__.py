@@ -2,6 +2,7 @@
 
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._judged import JudgedMetric
+from turneval.metrics.agents import HandoffAccuracy, PerAgentMetric
 from turneval.metrics.arg_rules import ArgRule
 from turneval.metrics.assessments import (
     AssessmentJudge,
@@ -13,6 +14,7 @@ from turneval.metrics.assessments import (
     OverallAssessment,
     RelevanceToQuery,
 )
+from turneval.metrics.attribution import FailureAttribution
 from turneval.metrics.base import (
     Evaluator,
     Explained,
@@ -108,10 +110,12 @@ __all__ = [
     "Evaluator",
     "ExactMatch",
     "Explained",
+    "FailureAttribution",
     "Fluency",
     "Fulfillment",
     "Groundedness",
     "GuidelineAdherence",
+    "HandoffAccuracy",
     "JudgedMetric",
     "KnowledgeRetention",
     "Metric",
@@ -123,6 +127,7 @@ __all__ = [
     "PairwiseMetric",
     "PairwiseQuestionAnsweringQuality",
     "PairwiseSummarizationQuality",
+    "PerAgentMetric",
     "PointwiseMetric",
     "QuestionAnsweringCorrectness",
     "QuestionAnsweringHelpfulness",

@@ -371,6 +371,16 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
         """
         return None
 
+    @property
+    def keeps_results(self) -> bool:
+        """Whether the run's summary reads this evaluator's results, beyond their values.
+
+        A streamed run keeps such an evaluator's results for its summary. True when the class
+        overrides :meth:`summary_extras`, or for a metric scored ``by_agent`` (its per-agent
+        figures come from the results' details).
+        """
+        return type(self).summary_extras is not Evaluator.summary_extras
+
     def summary_extras(self, results: Sequence[MetricResult]) -> dict[str, float]:
         """Run-level figures of this metric beside its mean, std and CI (default: none).
 

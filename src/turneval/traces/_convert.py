@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall, ToolMessage
 from turneval.samples import MultiTurnSample
 from turneval.traces import _genai as g
+from turneval.traces._agents import Team
 from turneval.traces._spans import Span, loads
 
 PLACEHOLDER = "[trace not converted: see metadata.conversion_error]"
@@ -129,7 +130,13 @@ class _Reader:
         return text
 
     def message(
-        self, role: str, attribute: str, text: str, calls: list[ToolCall], call_id: str | None
+        self,
+        role: str,
+        attribute: str,
+        text: str,
+        calls: list[ToolCall],
+        call_id: str | None,
+        name: Any = None,
     ) -> Message:
         meta = dict(self.meta)
         if role in ("system", "developer"):
@@ -138,7 +145,10 @@ class _Reader:
             return HumanMessage(content=self.check(attribute, text), metadata=meta)
         if role in ("assistant", "ai", "model"):
             return AIMessage(
-                content=self.check(attribute, text), tool_calls=calls or None, metadata=meta
+                content=self.check(attribute, text),
+                tool_calls=calls or None,
+                metadata=meta,
+                name=_id(name),  # the agent that spoke, as the instrumentation recorded it
             )
         if role in ("tool", "function"):
             return ToolMessage(
@@ -194,7 +204,7 @@ class _Reader:
             if responses:
                 out.extend(responses)
             elif role or texts or calls:
-                out.append(self.message(role, where, "".join(texts), calls, None))
+                out.append(self.message(role, where, "".join(texts), calls, None, item.get("name")))
         return out
 
     def system_instructions(self) -> list[Message]:
@@ -228,11 +238,13 @@ class _Reader:
                         str(v) for k, v in sorted(contents.items()) if k.endswith(g.OI_CONTENT_TEXT)
                     )
                 call_id = fields.get(g.OI_TOOL_CALL_ID)
+                speaker = fields.get(g.OI_NAME)
                 calls_prefix, id_key = g.OI_TOOL_CALLS, g.OI_CALL_ID
                 name_key, args_key = g.OI_CALL_NAME, g.OI_CALL_ARGUMENTS
             else:
                 role, text = fields.get("role", ""), fields.get("content")
                 call_id = fields.get("tool_call_id")
+                speaker = fields.get("name")
                 calls_prefix, id_key, name_key, args_key = "tool_calls.", "id", "name", "arguments"
             calls_by: dict[int, dict[str, Any]] = {}
             for key, value in fields.items():
@@ -253,7 +265,7 @@ class _Reader:
                 )
                 for position, call in sorted(calls_by.items())
             ]
-            out.append(self.message(str(role), where, _text(text), calls, _id(call_id)))
+            out.append(self.message(str(role), where, _text(text), calls, _id(call_id), speaker))
         return out
 
     def events(self) -> tuple[list[Message], list[Message]]:
@@ -286,7 +298,12 @@ class _Reader:
                     )
                 )
             message = self.message(
-                role, where, _text(body.get("content")), calls, _id(body.get("id"))
+                role,
+                where,
+                _text(body.get("content")),
+                calls,
+                _id(body.get("id")),
+                body.get("name"),
             )
             (outputs if name == "gen_ai.choice" else inputs).append(message)
         return inputs, outputs
@@ -583,9 +600,14 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
         if unreadable is not None:
             raise _UnreadableSpan(f"trace {trace_id}: {unreadable}")
         calls = _calls(spans, trace_id)
-        conversation = _merge(calls, notes)
+        team = Team.of(spans, calls)
+        if team.several:  # each agent sees its own view: the conversation is all of them
+            conversation = team.merge(calls)
+        else:
+            conversation = _merge(calls, notes)
         tools = [span for span in spans if kind(span) == "tool"]
         conversation = _attach_tools(conversation, tools, trace_id, notes)
+        conversation = team.named(conversation)
         if not conversation:
             raise TraceError(
                 calls[0][0], trace_id, g.INPUT_MESSAGES, "the LLM calls hold no message"

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from turneval.errors import ConfigError
-from turneval.report import escape_attribute, escape_text, format_value, histogram_html
+from turneval.report import (
+    agents_table_html,
+    clusters_html,
+    decisive_steps,
+    escape_attribute,
+    escape_text,
+    format_value,
+    histogram_html,
+)
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -63,6 +71,9 @@ padding:6px}.hidden-char{background:#ffd24d;color:#000;font-family:monospace}
 mark.cite{background:#ffe58a}.hist{display:inline-block;margin:4px 10px 4px 0}
 .grid{display:grid;grid-template-columns:3fr 2fr;gap:14px}.keys kbd{border:1px solid #aaa;
 border-radius:3px;padding:0 4px;background:#fff}.saved{color:#1d7a3a;font-weight:600}
+.agent{font-weight:400;text-transform:none;color:#4a5468}
+.msg.decisive{outline:3px solid #c0392b;outline-offset:1px}
+.decisive-mark{color:#c0392b;font-weight:600;margin-right:6px;font-size:11px}
 """
 
 
@@ -262,9 +273,14 @@ class _Viewer:
                 f"<p id='cost'>judge: {calls:,} requests, {inputs:,} input + {outputs:,} "
                 "output tokens</p>"
             )
+        table += agents_table_html(  # metrics by agent, agents blamed (issue 46)
+            {n: i.get("extra") for n, i in (stats or {}).items() if isinstance(i, dict)}
+        )
         extra = ""
         if run.rows <= _FULL_RUN:
             import numpy as np
+
+            from turneval.clusters import cluster_failures
 
             result = self.store.result(run.id)
             plots = []
@@ -273,8 +289,13 @@ class _Viewer:
                     [r.results[name].value for r in result.rows if name in r.results], dtype=float
                 )
                 plots.append(histogram_html(name, values[np.isfinite(values)]))
+            attributed = any(  # failure clusters, when an attribution was run (issue 46)
+                "attribution" in r.details for row in result.rows for r in row.results.values()
+            )
+            clusters = cluster_failures(result.rows) if attributed else []
             extra = (
-                "<h2>Distributions</h2>"
+                clusters_html(clusters, len(result.rows), f"/runs/{run.id}/rows/{{index}}")
+                + "<h2>Distributions</h2>"
                 + "".join(plots)
                 + trials_grid_html(result).replace(
                     'href="#sample-', f'href="/runs/{escape_attribute(run.id)}/rows/'
@@ -479,7 +500,8 @@ class _Viewer:
         """A row's conversation and, per metric, its value, reason, votes, details and error."""
         sample = self.store.samples(run.id, [row.index]).get(row.index)
         cited = _citations(row.record, run.metric_names)
-        turns = _turns(sample, cited)
+        decisive = decisive_steps({n: row.record.get(f"{n}_details") for n in run.metric_names})
+        turns = _turns(sample, cited, decisive)
         parts = []
         for name in run.metric_names:
             value = row.record.get(name)
@@ -947,8 +969,12 @@ def _marked(text: str, cited: Sequence[str]) -> str:
     return "".join(out) + escape_text(text[at:])
 
 
-def _turns(sample: Any, cited: Sequence[str]) -> str:
-    """The sample's turns (human, ai with its tool calls, tool), every text escaped."""
+def _turns(sample: Any, cited: Sequence[str], decisive: Mapping[int, str] | None = None) -> str:
+    """The sample's turns (human, ai with its tool calls, tool), every text escaped.
+
+    Each AI turn shows its agent (a tool result its caller's); a step an attribution names
+    (``decisive``: turn index -> metric) is marked.
+    """
     if not isinstance(sample, dict):
         return "<p class='muted'>the run did not keep this row's sample</p>"
     turns = sample.get("user_input")
@@ -959,11 +985,27 @@ def _turns(sample: Any, cited: Sequence[str]) -> str:
             for key, value in sample.items()
         )
     parts = []
-    for turn in turns:
+    caller: Any = None  # the agent whose tool calls the next tool results answer
+    for index, turn in enumerate(turns):
         if not isinstance(turn, dict):
             parts.append(f"<div class='msg'>{escape_text(turn)}</div>")
             continue
         kind = str(turn.get("type", "?"))
+        if kind == "ai":
+            caller = turn.get("name") if turn.get("tool_calls") else None
+            agent = turn.get("name")
+        elif kind == "tool":
+            agent = caller
+        else:
+            agent, caller = None, None
+        named = f" <span class='agent'>{escape_text(agent)}</span>" if agent else ""
+        marked, mark = "", ""
+        if decisive and index in decisive:
+            marked = " decisive"
+            mark = (
+                f"<span class='decisive-mark' title='{escape_attribute(decisive[index])}'>"
+                "decisive step</span>"
+            )
         content = turn.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
         body = _marked(text, cited) if kind == "ai" else escape_text(text)
@@ -979,8 +1021,8 @@ def _turns(sample: Any, cited: Sequence[str]) -> str:
             else ""
         )
         parts.append(
-            f"<div class='msg {escape_attribute(kind)}'><span class='role'>{escape_text(kind)}</span>{extra}"
-            f"{body}{calls}</div>"
+            f"<div class='msg {escape_attribute(kind)}{marked}' id='turn-{index}'>{mark}"
+            f"<span class='role'>{escape_text(kind)}</span>{named}{extra}{body}{calls}</div>"
         )
     for key in ("reference_tool_calls", "reference", "reference_topics"):
         value = sample.get(key)
