@@ -90,6 +90,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.view",  # turneval view: the run store in a local web app
         "turneval.demo",
         "turneval.worlds.domains",  # ready-made worlds with their scenarios
+        "turneval.scenarios",  # generated scenarios: a judged job over sources, worlds, runs
     ),
     ("turneval.cli", "turneval"),
 )

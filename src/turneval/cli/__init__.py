@@ -17,7 +17,8 @@ configure), :mod:`~turneval.cli.summary` (what a run prints when it ends, and th
 the commands: :mod:`~turneval.cli.evaluate` with :mod:`~turneval.cli.engines` and
 :mod:`~turneval.cli.batch`, :mod:`~turneval.cli.compare` (and ``plan``),
 :mod:`~turneval.cli.calibrate` (and ``labels``), :mod:`~turneval.cli.store` (and ``view``),
-:mod:`~turneval.cli.watch` (and ``regrade``), :mod:`~turneval.cli.metrics` (and ``demo``).
+:mod:`~turneval.cli.watch` (and ``regrade``), :mod:`~turneval.cli.metrics` (and ``demo``),
+:mod:`~turneval.cli.scenarios` (``scenarios generate|accepted``).
 """
 
 from turneval.cli.arguments import UsageError, max_failed, parse_metric
