@@ -31,6 +31,7 @@ from turneval.worlds.domains import files_world, orders_scenarios, orders_world
 
 from .._openai_stub import OpenAIStub, Reply
 from ..judge.test_conformance import check_requests, conversation
+from ._helpers import record
 
 SEEDS = 6
 
@@ -83,7 +84,7 @@ def test_tools_source_gives_exactly_n_scenarios(
         assert len(result.scenarios) == 7 and result.requests == 3  # 3 + 3 + 1
         for scenario in result.scenarios:
             assert scenario.goal.strip()
-            assert set(scenario.metadata["generated"]["tools"]) <= {
+            assert set(record(scenario)["tools"]) <= {
                 "book_table",
                 "cancel_booking",
                 "menu",
@@ -99,7 +100,7 @@ def test_world_source_keeps_or_discards_every_draft(
         openai_stub.reset(default=Reply(from_schema=True), schema_seed=seed)
         result = run(from_world(make()), strict_llm, openai_stub, n=6, seed=seed, batch_size=4)
         for scenario in result.scenarios:
-            assert "expected_end_state" in scenario.metadata["generated"]
+            assert "expected_end_state" in record(scenario)
         for item in result.discarded:
             assert item.stage == "replay" and "failed on the world" in item.reason
         kept += len(result.scenarios)
@@ -126,7 +127,7 @@ def test_near_misses_of_failed_rows(strict_llm: ChatOpenAI, openai_stub: OpenAIS
     source = from_failures(scored, thresholds=0.99, cluster_threshold=0.95)
     assert source.groups  # some rows failed
     result = run(source, strict_llm, openai_stub, seed=5)
-    kinds = {s.metadata["generated"]["kind"] for s in result.scenarios}
+    kinds = {record(s)["kind"] for s in result.scenarios}
     assert kinds <= {"harder_persona", "changed_constraint", "tool_fault"}
 
 
@@ -139,8 +140,8 @@ def test_near_misses_on_a_world(strict_llm: ChatOpenAI, openai_stub: OpenAIStub)
     scored = evaluate(data, [ToolCallF1()], show_progress=False)
     source = from_failures(scored, scenarios=scenarios, world=world)
     result = run(source, strict_llm, openai_stub, seed=2)
-    faults = [s for s in result.scenarios if s.metadata["generated"]["kind"] == "tool_fault"]
-    assert faults and all(s.metadata["generated"]["fault"]["tool"] in world.tools for s in faults)
+    faults = [s for s in result.scenarios if record(s)["kind"] == "tool_fault"]
+    assert faults and all(record(s)["fault"]["tool"] in world.tools for s in faults)
 
 
 def test_perturbations(strict_llm: ChatOpenAI, openai_stub: OpenAIStub) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "from_stored_run",
     "from_traces",
     "scrubbed_fields",
+    "tools_called",
 ]
 
 _INSTRUCTIONS = (

@@ -29,13 +29,13 @@ from turneval.worlds import ToolWorld
 __all__ = [
     "DIFFICULTIES",
     "FAULT_KINDS",
+    "Fact",
     "MAX_TURNS",
     "PERSONA_TYPES",
-    "Fact",
     "action_model",
     "calls_of",
-    "draft_model",
     "draft_fields",
+    "draft_model",
     "listed_model",
     "named_model",
 ]

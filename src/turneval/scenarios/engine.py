@@ -50,12 +50,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TEMPERATURE",
-    "OUTPUT_TOKENS_PER_SCENARIO",
-    "REPLAY_TIMEOUT",
     "FailedRequest",
     "GenerationEstimate",
     "GenerationJob",
     "GenerationResult",
+    "OUTPUT_TOKENS_PER_SCENARIO",
+    "REPLAY_TIMEOUT",
     "agenerate",
     "as_source",
     "estimate_generation",

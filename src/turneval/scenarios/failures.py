@@ -45,7 +45,13 @@ from turneval.scenarios.sources import (
 from turneval.simulation import Scenario
 from turneval.worlds import ToolWorld
 
-__all__ = ["NEAR_MISSES", "FailuresSource", "failed_reasons", "from_failures", "group_failures"]
+__all__ = [
+    "FailuresSource",
+    "NEAR_MISSES",
+    "failed_reasons",
+    "from_failures",
+    "group_failures",
+]
 
 NEAR_MISSES = {
     "harder_persona": "the same goal, a harder user (vaguer, more impatient, or giving facts "

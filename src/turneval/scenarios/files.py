@@ -19,7 +19,12 @@ from turneval.errors import ConfigError
 from turneval.simulation import Scenario
 from turneval.worlds import Faults, ToolWorld
 
-__all__ = ["faulty_world", "load", "scenario_record", "write_scenarios"]
+__all__ = [
+    "faulty_world",
+    "load",
+    "scenario_record",
+    "write_scenarios",
+]
 
 
 def scenario_record(scenario: Scenario) -> dict[str, Any]:

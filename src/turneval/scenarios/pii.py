@@ -30,7 +30,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["FAKE_NAMES", "Scrubber", "luhn_valid"]
+__all__ = [
+    "FAKE_NAMES",
+    "Scrubber",
+    "luhn_valid",
+]
 
 FAKE_NAMES = (
     "Alex Morgan",

@@ -22,8 +22,8 @@ from turneval.scenarios.drafts import DIFFICULTIES, PERSONA_TYPES
 from turneval.simulation import Scenario
 
 __all__ = [
-    "DEFAULT_DEDUP_THRESHOLD",
     "Coverage",
+    "DEFAULT_DEDUP_THRESHOLD",
     "Discarded",
     "coverage",
     "deduplicate",

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from turneval.scenarios.engine import GenerationResult
     from turneval.simulation import Scenario
 
-__all__ = ["generation_html"]
+__all__ = [
+    "generation_html",
+]
 
 _CSS = (
     "body{font:14px/1.45 system-ui,sans-serif;margin:16px;color:#1d2430}"

@@ -36,10 +36,10 @@ from turneval.simulation import Scenario
 from turneval.worlds import ToolWorld
 
 __all__ = [
+    "Ask",
     "DEFAULT_N",
     "GENERATOR_SYSTEM",
     "MAX_STATE_CHARS",
-    "Ask",
     "ScenarioSource",
     "Slot",
     "ToolsSource",

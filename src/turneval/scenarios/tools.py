@@ -21,7 +21,11 @@ from typing import Any
 from turneval.errors import ConfigError
 from turneval.worlds import ToolWorld
 
-__all__ = ["ToolInfo", "read_tools", "tools_text"]
+__all__ = [
+    "ToolInfo",
+    "read_tools",
+    "tools_text",
+]
 
 
 @dataclass(frozen=True)
