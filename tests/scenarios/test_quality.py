@@ -107,3 +107,25 @@ def test_coverage_counts_by_hand() -> None:
     assert "tool pair (3/6 pairs)" in text and "tools no scenario exercises: update" in text
     assert found.to_dict()["tool_pairs"] == {"cancel+get": 3, "cancel+refund": 1, "get+refund": 1}
     assert "<td>update</td><td>0</td>" in found.html()
+
+
+def variant(kind: str, persona: str, fault: dict[str, str] | None = None) -> Scenario:
+    generated: dict[str, object] = {"kind": kind, "source": "failures"}
+    if fault:
+        generated["fault"] = fault
+    return Scenario(goal=GOALS[2], persona=persona, metadata={"generated": generated})
+
+
+def test_variants_that_keep_the_goal_are_told_apart_by_kind_fault_and_persona() -> None:
+    original = Scenario(id="orig", goal=GOALS[2], persona="calm")
+    harder = variant("harder_persona", "an angry buyer who shouts")
+    faulty = variant("tool_fault", "an angry buyer who shouts", {"tool": "refund", "kind": "error"})
+    other_fault = variant(
+        "tool_fault", "an angry buyer who shouts", {"tool": "lookup", "kind": "error"}
+    )
+    same = variant("harder_persona", "An angry buyer, who shouts!")
+    rephrased = Scenario(goal=GOALS[2].upper(), metadata={"generated": {"kind": "paraphrase"}})
+    kept, removed = deduplicate([harder, faulty, other_fault, same, rephrased], existing=[original])
+    assert kept == [harder, faulty, other_fault]
+    assert [d.scenario for d in removed] == [same, rephrased]
+    assert "existing scenario orig" in removed[1].reason

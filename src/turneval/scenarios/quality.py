@@ -2,7 +2,10 @@
 
 :func:`deduplicate` keeps the first of every group of scenarios whose goals are near
 duplicates: rapidfuzz's ``token_sort_ratio`` (words sorted, case and punctuation ignored) at or
-above a threshold, against the scenarios kept so far and any existing ones. :func:`coverage`
+above a threshold, against the scenarios kept so far and any existing ones. A variant that
+keeps its original's goal on purpose (:data:`GOAL_KEEPING`: a harder persona, a persona swap,
+a failing tool) is compared by its goal with its persona and fault, so it is no duplicate of
+its original or of its sibling variants. :func:`coverage`
 counts what a set exercises: tools and tool pairs, persona types, difficulties and sources.
 """
 
@@ -24,15 +27,20 @@ from turneval.simulation import Scenario
 __all__ = [
     "Coverage",
     "DEFAULT_DEDUP_THRESHOLD",
+    "GOAL_KEEPING",
     "Discarded",
     "coverage",
     "deduplicate",
+    "dedup_text",
     "goal_similarity",
     "scenario_tools",
 ]
 
 DEFAULT_DEDUP_THRESHOLD = 0.9
 """Goals this similar (``token_sort_ratio`` / 100) or more are near duplicates."""
+
+GOAL_KEEPING = frozenset({"harder_persona", "persona_swap", "tool_fault"})
+"""Variant kinds that keep their original's goal: compared with their persona and fault too."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,23 @@ def goal_similarity(first: str, second: str) -> float:
     return float(fuzz.token_sort_ratio(first, second, processor=utils.default_process)) / 100
 
 
+def dedup_text(scenario: Scenario) -> tuple[tuple[str, str], str]:
+    """What near duplicates are judged on: a bucket compared exactly, and a text compared fuzzily.
+
+    For most scenarios the bucket is ``("goal", "")`` and the text the goal. A variant that
+    keeps its original's goal on purpose (:data:`GOAL_KEEPING`) is bucketed by its kind and
+    fault, and its text is its goal with its persona: it is never a duplicate of its original
+    or of a variant of another kind.
+    """
+    record = _generated(scenario)
+    kind = str(record.get("kind"))
+    if kind not in GOAL_KEEPING:
+        return ("goal", ""), scenario.goal
+    fault = record.get("fault") or {}
+    bucket = (kind, f"{fault.get('tool')} {fault.get('kind')}" if fault else "")
+    return bucket, f"{scenario.goal} | persona: {scenario.persona or ''}"
+
+
 def deduplicate(
     scenarios: Sequence[Scenario],
     *,
@@ -66,7 +91,9 @@ def deduplicate(
     """The scenarios without near duplicates (the first of each kept), and those removed.
 
     A scenario is removed when its goal's :func:`goal_similarity` with a goal kept before it,
-    or with an ``existing`` scenario's, reaches ``threshold``. None keeps every scenario.
+    or with an ``existing`` scenario's, reaches ``threshold``; a variant that keeps its
+    original's goal is compared only with variants of its kind and fault, on its goal and
+    persona (:func:`dedup_text`). None keeps every scenario.
 
     Raises:
         ConfigError: ``threshold`` is not in (0, 1].
@@ -75,14 +102,25 @@ def deduplicate(
         return list(scenarios), []
     if not 0 < threshold <= 1:
         raise ConfigError(f"the deduplication threshold must be in (0, 1], got {threshold}")
-    choices: list[str] = [utils.default_process(s.goal) for s in existing]
-    names: list[str] = [f"existing scenario {s.id or i}" for i, s in enumerate(existing)]
+    choices: dict[tuple[str, str], list[str]] = {}
+    names: dict[tuple[str, str], list[str]] = {}
+
+    def remember(scenario: Scenario, name: str) -> None:
+        bucket, text = dedup_text(scenario)
+        choices.setdefault(bucket, []).append(utils.default_process(text))
+        names.setdefault(bucket, []).append(name)
+
+    for index, old in enumerate(existing):
+        remember(old, f"existing scenario {old.id or index}")
     kept: list[Scenario] = []
     removed: list[Discarded] = []
     for scenario in scenarios:
-        goal = utils.default_process(scenario.goal)
+        bucket, text = dedup_text(scenario)
         match = process.extractOne(
-            goal, choices, scorer=fuzz.token_sort_ratio, score_cutoff=threshold * 100
+            utils.default_process(text),
+            choices.get(bucket, []),
+            scorer=fuzz.token_sort_ratio,
+            score_cutoff=threshold * 100,
         )
         if match is not None:
             _, score, index = match
@@ -90,14 +128,13 @@ def deduplicate(
                 Discarded(
                     scenario,
                     "duplicate",
-                    f"near duplicate of {names[index]} (goal similarity {score / 100:.2f} >= "
-                    f"{threshold:g})",
+                    f"near duplicate of {names[bucket][index]} (similarity "
+                    f"{score / 100:.2f} >= {threshold:g})",
                 )
             )
             continue
         kept.append(scenario)
-        choices.append(goal)
-        names.append(f"scenario {scenario.id or len(kept) - 1} ({scenario.goal[:60]!r})")
+        remember(scenario, f"scenario {scenario.id or len(kept) - 1} ({scenario.goal[:60]!r})")
     return kept, removed
 
 
