@@ -36,7 +36,7 @@ from turneval.testing import ScriptedChatModel
 from turneval.worlds.domains import orders_world
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tool_world import build_agent  # noqa: E402  # the order desk's scripted agent
+from tool_world import build_agent  # the order desk's scripted agent
 
 ADDRESSES = {"A": "4 Quay St, Hull", "B": "7 Dock Rd, Poole", "C": "12 Mill St, Derby"}
 BRIEF = re.compile(
@@ -104,7 +104,10 @@ def scenario_draft(brief: tuple[str, ...], number: int, orders: dict[str, Any]) 
         "user_facts": [{"name": "order_id", "value": order_id}],
         "first_message": steps[-1][2],
         "reference": goal,
-        "actions": [{"tool": tool, "arguments": args} for tool, (args, _, _) in zip(tools, steps)],
+        "actions": [
+            {"tool": tool, "arguments": args}
+            for tool, (args, _, _) in zip(tools, steps, strict=True)
+        ],
     }
 
 
