@@ -78,7 +78,7 @@ MODULES = [
     "turneval.scenarios.engine",
     "turneval.scenarios.failures",
     "turneval.scenarios.files",
-    "turneval.scenarios.perturb",
+    "turneval.scenarios.perturbations",
     "turneval.scenarios.pii",
     "turneval.scenarios.quality",
     "turneval.scenarios.report",

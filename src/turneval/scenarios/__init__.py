@@ -49,7 +49,7 @@ from turneval.scenarios.engine import (
 )
 from turneval.scenarios.failures import NEAR_MISSES, FailuresSource, from_failures
 from turneval.scenarios.files import faulty_world, load, write_scenarios
-from turneval.scenarios.perturb import PERTURBATIONS, PerturbSource, perturb
+from turneval.scenarios.perturbations import PERTURBATIONS, PerturbSource, perturb
 from turneval.scenarios.pii import Scrubber
 from turneval.scenarios.quality import (
     DEFAULT_DEDUP_THRESHOLD,

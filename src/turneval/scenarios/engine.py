@@ -192,7 +192,7 @@ def as_source(source: Any) -> ScenarioSource:
     from turneval.results import EvaluationResult
     from turneval.scenarios.distill import from_conversations
     from turneval.scenarios.failures import from_failures
-    from turneval.scenarios.perturb import perturb
+    from turneval.scenarios.perturbations import perturb
 
     if isinstance(source, ScenarioSource):
         return source

@@ -33,7 +33,7 @@ from turneval.samples import MultiTurnSample
 from turneval.scenarios.distill import scrubbed_fields, tools_called
 from turneval.scenarios.drafts import action_model, calls_of, draft_fields, draft_model, named_model
 from turneval.scenarios.files import faulty_world
-from turneval.scenarios.perturb import kept_fields, scenario_brief, world_material
+from turneval.scenarios.perturbations import kept_fields, scenario_brief, world_material
 from turneval.scenarios.pii import Scrubber
 from turneval.scenarios.sources import (
     GENERATOR_SYSTEM,

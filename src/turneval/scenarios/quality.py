@@ -27,11 +27,11 @@ from turneval.simulation import Scenario
 __all__ = [
     "Coverage",
     "DEFAULT_DEDUP_THRESHOLD",
-    "GOAL_KEEPING",
     "Discarded",
+    "GOAL_KEEPING",
     "coverage",
-    "deduplicate",
     "dedup_text",
+    "deduplicate",
     "goal_similarity",
     "scenario_tools",
 ]
