@@ -6,6 +6,8 @@ import itertools
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from turneval.errors import ConfigError
 from turneval.messages import ToolCall
@@ -129,3 +131,57 @@ def test_variants_that_keep_the_goal_are_told_apart_by_kind_fault_and_persona() 
     assert kept == [harder, faulty, other_fault]
     assert [d.scenario for d in removed] == [same, rephrased]
     assert "existing scenario orig" in removed[1].reason
+
+
+def reference_dedup(
+    scenarios: list[Scenario], existing: list[Scenario], threshold: float
+) -> list[str | None]:
+    """The rule as written: each goal against the kept ones of its bucket, one at a time."""
+    from turneval.scenarios.quality import dedup_text
+
+    kept: list[Scenario] = list(existing)
+    ids: list[str | None] = []
+    for scenario in scenarios:
+        bucket, text = dedup_text(scenario)
+        similar = [
+            goal_similarity(text, dedup_text(other)[1])
+            for other in kept
+            if dedup_text(other)[0] == bucket
+        ]
+        if not similar or max(similar) < threshold:
+            kept.append(scenario)
+            ids.append(scenario.id)
+    return ids
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["cancel", "order", "A100", "C300", "refund", "now"]),
+            min_size=1,
+            max_size=5,
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    st.lists(st.sampled_from(["goal", "harder_persona", "tool_fault"]), min_size=25, max_size=25),
+    st.integers(0, 3),
+    st.sampled_from([0.5, 0.8, 0.9, 1.0]),
+)
+def test_the_matrix_blocks_keep_what_the_rule_keeps(
+    words: list[list[str]], kinds: list[str], existing_count: int, threshold: float
+) -> None:
+    scenarios = [
+        Scenario(
+            id=f"s{i}",
+            goal=" ".join(goal),
+            persona=["calm", "angry"][i % 2],
+            metadata={"generated": {"kind": kinds[i]}},
+        )
+        for i, goal in enumerate(words)
+    ]
+    existing, fresh = scenarios[:existing_count], scenarios[existing_count:]
+    kept, removed = deduplicate(fresh, threshold=threshold, existing=existing)
+    assert [s.id for s in kept] == reference_dedup(fresh, existing, threshold)
+    assert len(kept) + len(removed) == len(fresh)

@@ -75,6 +75,9 @@ def add_scenarios_command(commands: Any) -> None:
         metavar="N",
         help="requests in flight at once (default %(default)s)",
     )
+    generate.add_argument(
+        "--request-timeout", type=float, default=None, metavar="SECONDS", help="default 120"
+    )
     generate.add_argument("--rpm", type=float, default=None, help="requests per minute")
     generate.add_argument("--tpm", type=float, default=None, help="tokens per minute")
     generate.add_argument("--max-in-flight", type=whole_number, default=None, metavar="N")
@@ -264,6 +267,7 @@ def _review(args: argparse.Namespace, result: Any, out: Path) -> Any:
 def _generate(args: argparse.Namespace) -> int:
     from turneval.cli.engines import rate_limit_of
     from turneval.scenarios import generate, load, write_scenarios
+    from turneval.scenarios.engine import REQUEST_TIMEOUT
 
     if args.out is None and not args.dry_run:
         raise UsageError("--out FILE is needed: where to write the scenarios")
@@ -296,6 +300,7 @@ def _generate(args: argparse.Namespace) -> int:
         max_llm_concurrency=args.llm_concurrency,
         rate_limit=rate_limit_of(args),
         show_progress=False if args.quiet else None,
+        request_timeout=args.request_timeout or REQUEST_TIMEOUT,
     )
     print(result)
     scenarios = result.scenarios

@@ -56,6 +56,7 @@ __all__ = [
     "GenerationResult",
     "OUTPUT_TOKENS_PER_SCENARIO",
     "REPLAY_TIMEOUT",
+    "REQUEST_TIMEOUT",
     "agenerate",
     "as_source",
     "estimate_generation",
@@ -72,6 +73,9 @@ OUTPUT_TOKENS_PER_SCENARIO = 250
 
 REPLAY_TIMEOUT = 30.0
 """Seconds a scenario's reference actions may take on the world before it is discarded."""
+
+REQUEST_TIMEOUT = 120.0
+"""Seconds one generation request may take (answers are long: several scenarios each)."""
 
 
 class GenerationJob(JudgedMetric[MultiTurnSample], MultiTurnMetric):
@@ -246,7 +250,7 @@ def _plan(
     seed: int,
     batch_size: int,
     temperature: float | None,
-    timeout: float = 60.0,
+    timeout: float = REQUEST_TIMEOUT,
     max_retries: int = 4,
 ) -> _Plan:
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -392,7 +396,7 @@ async def agenerate(
     max_llm_concurrency: int = 8,
     rate_limit: RateLimit | RateLimiter | None = None,
     show_progress: bool | None = None,
-    request_timeout: float = 60.0,
+    request_timeout: float = REQUEST_TIMEOUT,
     max_retries: int = 4,
     replay_timeout: float = REPLAY_TIMEOUT,
 ) -> GenerationResult:
@@ -555,7 +559,7 @@ def generate(
     max_llm_concurrency: int = 8,
     rate_limit: RateLimit | RateLimiter | None = None,
     show_progress: bool | None = None,
-    request_timeout: float = 60.0,
+    request_timeout: float = REQUEST_TIMEOUT,
     max_retries: int = 4,
     replay_timeout: float = REPLAY_TIMEOUT,
 ) -> GenerationResult:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from rapidfuzz import fuzz, process, utils
 
 from turneval.errors import ConfigError
@@ -38,6 +39,9 @@ __all__ = [
 
 DEFAULT_DEDUP_THRESHOLD = 0.9
 """Goals this similar (``token_sort_ratio`` / 100) or more are near duplicates."""
+
+_ROWS = 512
+"""Goals compared at once (a block of the similarity matrix: rows x the goals before them)."""
 
 GOAL_KEEPING = frozenset({"harder_persona", "persona_swap", "tool_fault"})
 """Variant kinds that keep their original's goal: compared with their persona and fault too."""
@@ -102,39 +106,51 @@ def deduplicate(
         return list(scenarios), []
     if not 0 < threshold <= 1:
         raise ConfigError(f"the deduplication threshold must be in (0, 1], got {threshold}")
-    choices: dict[tuple[str, str], list[str]] = {}
-    names: dict[tuple[str, str], list[str]] = {}
-
-    def remember(scenario: Scenario, name: str) -> None:
+    cutoff = threshold * 100
+    items = [*existing, *scenarios]
+    texts: list[str] = []
+    buckets: dict[tuple[str, str], list[int]] = {}
+    for position, scenario in enumerate(items):
         bucket, text = dedup_text(scenario)
-        choices.setdefault(bucket, []).append(utils.default_process(text))
-        names.setdefault(bucket, []).append(name)
-
-    for index, old in enumerate(existing):
-        remember(old, f"existing scenario {old.id or index}")
+        # token_sort_ratio is ratio of the sorted words: sorted once here, not per pair
+        texts.append(" ".join(sorted(utils.default_process(text).split())))
+        buckets.setdefault(bucket, []).append(position)
+    matched: dict[int, tuple[int, float]] = {}  # position -> (the kept one it repeats, score)
+    for members in buckets.values():
+        kept_here = np.zeros(len(members), dtype=bool)
+        for start in range(0, len(members), _ROWS):
+            rows = members[start : start + _ROWS]
+            scores = process.cdist(
+                [texts[i] for i in rows],
+                [texts[j] for j in members[: start + len(rows)]],
+                scorer=fuzz.ratio,
+                score_cutoff=cutoff,
+                workers=1,
+            )
+            for offset, position in enumerate(rows):
+                local = start + offset
+                row = np.where(kept_here[:local], scores[offset, :local], 0.0)
+                best = int(np.argmax(row)) if local else 0
+                if position >= len(existing) and local and row[best] >= cutoff > 0:
+                    matched[position] = (members[best], float(row[best]))
+                else:
+                    kept_here[local] = True
+    names: dict[int, str] = {}
     kept: list[Scenario] = []
     removed: list[Discarded] = []
-    for scenario in scenarios:
-        bucket, text = dedup_text(scenario)
-        match = process.extractOne(
-            utils.default_process(text),
-            choices.get(bucket, []),
-            scorer=fuzz.token_sort_ratio,
-            score_cutoff=threshold * 100,
-        )
-        if match is not None:
-            _, score, index = match
-            removed.append(
-                Discarded(
-                    scenario,
-                    "duplicate",
-                    f"near duplicate of {names[bucket][index]} (similarity "
-                    f"{score / 100:.2f} >= {threshold:g})",
-                )
+    for position, scenario in enumerate(items):
+        if position < len(existing):
+            names[position] = f"existing scenario {scenario.id or position}"
+        elif position in matched:
+            other, score = matched[position]
+            reason = (
+                f"near duplicate of {names[other]} (similarity {score / 100:.2f} >= "
+                f"{threshold:g})"
             )
-            continue
-        kept.append(scenario)
-        remember(scenario, f"scenario {scenario.id or len(kept) - 1} ({scenario.goal[:60]!r})")
+            removed.append(Discarded(scenario, "duplicate", reason))
+        else:
+            kept.append(scenario)
+            names[position] = f"scenario {scenario.id or len(kept) - 1} ({scenario.goal[:60]!r})"
     return kept, removed
 
 
