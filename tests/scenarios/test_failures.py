@@ -137,3 +137,15 @@ def test_thresholds_decide_what_failed(run: Any) -> None:
     )
     assert without.failed == {} and len(without.skipped) == 4
     assert "row 0: failed, but no conversation is kept for it" in without.skipped
+
+
+def test_rows_read_back_take_their_conversations_from_samples(run: Any) -> None:
+    _, _, result = run
+    bare = result.__class__(
+        [r.__class__(r.index, None, r.results) for r in result.rows], result.metric_names
+    )
+    samples = {row.index: row.sample.model_dump(mode="json") for row in result.rows}
+    samples[1] = {"user_input": []}  # a stored sample that is no conversation
+    source = from_failures(bare, samples=samples)
+    assert sorted(source.failed) == [0, 2, 3]
+    assert source.skipped[0].startswith("row 1: its conversation is not valid: ")

@@ -160,7 +160,14 @@ class FailuresSource(ScenarioSource):
                 continue
             sample = row.sample if row.sample is not None else (samples or {}).get(row.index)
             if isinstance(sample, Mapping):
-                sample = MultiTurnSample.model_validate(sample)
+                try:
+                    sample = MultiTurnSample.model_validate(sample)
+                except ValueError as exc:  # pydantic's ValidationError: one row, its reason
+                    problem = " ".join(str(exc).split())[:200]
+                    self.skipped.append(
+                        f"row {row.index}: its conversation is not valid: {problem}"
+                    )
+                    continue
             if not isinstance(sample, MultiTurnSample):
                 self.skipped.append(f"row {row.index}: failed, but no conversation is kept for it")
                 continue

@@ -144,8 +144,7 @@ def deduplicate(
         elif position in matched:
             other, score = matched[position]
             reason = (
-                f"near duplicate of {names[other]} (similarity {score / 100:.2f} >= "
-                f"{threshold:g})"
+                f"near duplicate of {names[other]} (similarity {score / 100:.2f} >= {threshold:g})"
             )
             removed.append(Discarded(scenario, "duplicate", reason))
         else:
