@@ -227,3 +227,46 @@ def test_usage_errors_are_one_line(tools_file: Path, capsys: pytest.CaptureFixtu
         == 2
     )
     assert "give --store URL" in capsys.readouterr().err
+
+
+def test_engine_batch_then_a_live_run_that_sends_nothing(
+    tools_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from .._batch_stub import BatchStub
+
+    stub = BatchStub()
+    try:
+        out = tmp_path / "set.jsonl"
+        code = main(
+            [
+                "scenarios",
+                "generate",
+                "--from",
+                "tools",
+                str(tools_file),
+                "-n",
+                "6",
+                "--batch-size",
+                "3",
+                "--out",
+                str(out),
+                "--no-dedup",
+                "--engine",
+                "batch",
+                "--poll-interval",
+                "0",
+                "--judge-base-url",
+                stub.url,
+                "--judge-model",
+                "gpt-4o-mini",
+                "--quiet",
+            ]
+        )
+        assert code == 0, capsys.readouterr().err
+        assert len(stub.submitted) == 2 and stub.sync_requests == 0  # all through the batches
+        printed = capsys.readouterr().out
+        assert "batches: 2/2 answered" in printed and "0 sent, 2 from the cache" in printed
+        assert len(Scenario.from_jsonl(out)) == 6
+        assert (tmp_path / "set.jsonl.batch" / "state.sqlite").exists()
+    finally:
+        stub.close()
