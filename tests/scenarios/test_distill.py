@@ -171,3 +171,13 @@ def test_inputs_that_are_no_conversation_are_skipped_with_the_reason() -> None:
     source = from_conversations([broken, "text", MultiTurnSample(user_input=PERSONAL[:1])])
     assert source.skipped == ["input 0: trace t1: no span", "input 1: not a conversation (str)"]
     assert [index for index, _ in source.conversations] == [2]
+
+
+def test_the_same_conversation_twice_is_asked_once() -> None:
+    sample = MultiTurnSample(
+        user_input=[HumanMessage(content="book Rome"), AIMessage(content="ok")]
+    )
+    model = echo_model()
+    result = generate(from_conversations([sample, sample]), llm=model)
+    assert model.calls == 1 and result.requests == 1 and len(result.scenarios) == 1
+    assert result.skipped == ["conversation 1: the same request as conversation 0 (asked once)"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from os import PathLike
 from pathlib import Path
@@ -267,34 +267,28 @@ def _plan(
     job = GenerationJob(
         name="scenario_generation", llm=model, timeout=timeout, max_retries=max_retries
     )
-    keys = []
+    keys: list[str] = []
+    unique: list[Ask] = []
+    first: dict[str, str] = {}
     for ask in asks:
         request = ask.request
         judge = job.judge(temperature=request.temperature, logprobs=request.logprobs)
         messages = judge.prompt(request.system, request.prompt, request.schema)
-        keys.append(judge.cache_key(messages, request.schema, request.cache_extra))
-    twice = len(set(keys)) < len(keys)
-    if twice:
-        raise ConfigError(
-            f"the {chosen.name} source planned the same request twice: give inputs that differ"
-        )
-    job = job.model_copy(update={"asks": dict(zip(keys, (a.request for a in asks), strict=True))})
-    return _Plan(chosen, asks, keys, job, model)
+        key = judge.cache_key(messages, request.schema, request.cache_extra)
+        if key in first:  # two identical inputs (the same conversation twice): asked once
+            chosen.skipped.append(f"{ask.label}: the same request as {first[key]} (asked once)")
+            continue
+        first[key] = ask.label
+        keys.append(key)
+        unique.append(ask)
+    job = job.model_copy(update={"asks": dict(zip(keys, (a.request for a in unique), strict=True))})
+    return _Plan(chosen, unique, keys, job, model)
 
 
 def _with_temperature(request: JudgeRequest[Any], temperature: float | None) -> JudgeRequest[Any]:
     if request.temperature is not None or temperature is None:
         return request
-    return JudgeRequest(
-        prompt=request.prompt,
-        schema=request.schema,
-        system=request.system,
-        temperature=temperature,
-        logprobs=request.logprobs,
-        label=request.label,
-        vote=request.vote,
-        repeat=request.repeat,
-    )
+    return replace(request, temperature=temperature)
 
 
 def _read_progress(path: Path | None) -> dict[str, Any]:
