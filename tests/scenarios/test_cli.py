@@ -270,3 +270,104 @@ def test_engine_batch_then_a_live_run_that_sends_nothing(
         assert (tmp_path / "set.jsonl.batch" / "state.sqlite").exists()
     finally:
         stub.close()
+
+
+def test_conversations_scenarios_and_a_run_folders_failures(
+    openai_stub: OpenAIStub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from turneval import EvaluationDataset
+
+    openai_stub.reset(default=Reply(from_schema=True), schema_seed=5)
+    data = tmp_path / "data.jsonl"
+    rows = [
+        {
+            "user_input": [
+                {"type": "human", "content": f"book {city}, mail me at ann@corp.io"},
+                {
+                    "type": "ai",
+                    "content": "",
+                    "tool_calls": [{"name": "book", "args": {"city": city}}],
+                },
+                {"type": "tool", "content": "booked"},
+                {"type": "ai", "content": "done"},
+            ],
+            "reference_tool_calls": [{"name": "book", "args": {"city": "Rome"}}],
+        }
+        for city in ("Rome", "Oslo", "Lima")
+    ]
+    EvaluationDataset.from_list(rows).to_jsonl(data)
+    out = tmp_path / "distilled.jsonl"
+    base = [*flags(openai_stub), "--no-dedup"]
+    assert (
+        main(
+            [
+                "scenarios",
+                "generate",
+                "--from",
+                "conversations",
+                str(data),
+                "--out",
+                str(out),
+                *base,
+            ]
+        )
+        == 0
+    )
+    assert len(Scenario.from_jsonl(out)) == 3 and len(openai_stub.requests) == 3
+    assert all("ann@corp.io" not in str(body) for body in openai_stub.requests)
+    varied = tmp_path / "varied.jsonl"
+    assert (
+        main(
+            [
+                "scenarios",
+                "generate",
+                "--from",
+                "scenarios",
+                str(out),
+                "-n",
+                "4",
+                "--out",
+                str(varied),
+                *base,
+            ]
+        )
+        == 0
+    )
+    assert len(Scenario.from_jsonl(varied)) == 4  # 3 kinds for the first, 1 for the next
+    run = tmp_path / "run"
+    assert main(
+        [
+            "evaluate",
+            str(data),
+            "--metric",
+            "tool_call_f1",
+            "--out",
+            str(run),
+            "--quiet",
+            "--max-failed",
+            "1.0",
+        ]
+    ) in (0, 1)
+    near = tmp_path / "near.jsonl"
+    code = main(
+        [
+            "scenarios",
+            "generate",
+            "--from",
+            "failures",
+            str(run),
+            "--data",
+            str(data),
+            "--out",
+            str(near),
+            *base,
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    # Oslo and Lima fail alike (the reference books Rome): one group, three near misses
+    assert "generated 3 scenarios from failures (seed 0, model gen): 1 requests" in printed
+    missing = main(
+        ["scenarios", "generate", "--from", "failures", str(run), "--out", str(near), *base]
+    )
+    assert missing == 2 and "needs --data INPUT.jsonl" in capsys.readouterr().err
