@@ -74,8 +74,11 @@ def test_every_email_is_replaced_and_the_same_one_the_same_way(
 def test_every_phone_number_is_replaced(before: str, phone: str, after: str) -> None:
     cleaned = Scrubber()(f"{before} call {phone} now {after}")
     assert phone not in cleaned
-    # a phone number is replaced as one (a 13-15 digit one passing Luhn, as a card)
+    # a phone number is replaced as one (a 13-15 digit one passing Luhn without a country
+    # code, as a card)
     assert re.search(r"call (\+1 202-555-0100|\[CARD 1\]) now", cleaned)
+    if phone.startswith("+"):
+        assert "+1 202-555-0100" in cleaned
 
 
 @settings(max_examples=150)
@@ -117,6 +120,11 @@ def test_given_names_are_replaced_whole_and_by_word_in_any_case(
 @given(filler)
 def test_text_without_personal_data_is_unchanged(text: str) -> None:
     assert Scrubber(names=["Maria Garcia"])(text) == text
+
+
+def test_a_number_after_a_country_code_is_a_phone_even_when_it_passes_luhn() -> None:
+    assert luhn_valid("1387070700489")  # found by the property test above: was "+10 [CARD 1]"
+    assert Scrubber()("call +10 1387070700489 now") == "call +1 202-555-0100 now"
 
 
 def test_names_introduced_in_the_conversation_and_reserved_addresses() -> None:

@@ -9,8 +9,9 @@ one scrubber (so a distilled scenario's facts still agree with each other):
 * **card numbers**: 13 to 19 digits, single spaces or dashes between them allowed, that pass
   the Luhn check, with ``[CARD 1]``, ``[CARD 2]``, ...;
 * **phone numbers**: 9 to 15 digits (7 or more after a ``+`` country code or with an area code
-  in brackets), single spaces, dots or dashes between them allowed, with fictional numbers
-  ``+1 202-555-0100``, ``+1 202-555-0101``, ... (the 555-01xx range is reserved for fiction);
+  in brackets, and then whatever the digits, a card number's too), single spaces, dots or
+  dashes between them allowed, with fictional numbers ``+1 202-555-0100``,
+  ``+1 202-555-0101``, ... (the 555-01xx range is reserved for fiction);
 * **names**: each name given (``names=["Maria Garcia"]``), whole or any of its words of three
   letters or more, case-insensitive, and a name introduced by "my name is", "I am called" or
   "this is" followed by capitalised words, with stand-ins from a fixed list of made-up names
@@ -29,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 __all__ = [
     "FAKE_NAMES",
@@ -151,10 +153,12 @@ class Scrubber:
         count = self.counts.get("card", 0)
         return self._stand_in("card", digits, f"[CARD {count + 1}]")
 
-    def _phone(self, match: re.Match[str]) -> str:
+    def _phone(self, match: re.Match[str], international_only: bool = False) -> str:
         text = match.group(0)
         digits = re.sub(r"\D", "", text)
         international = text.startswith("+") or "(" in text
+        if international_only and not international:
+            return text
         if len(digits) > 15 or len(digits) < (7 if international else 9):
             return text
         if text in self._issued or _FICTIONAL_PHONE.search(text):
@@ -165,6 +169,8 @@ class Scrubber:
     def __call__(self, text: str) -> str:
         """``text`` with every email, card, phone number and known or introduced name replaced."""
         text = _EMAIL.sub(self._email, text)
+        # a number after a country code is a phone number, whatever its digits: first
+        text = _PHONE.sub(partial(self._phone, international_only=True), text)
         text = _CARD.sub(self._card, text)
         text = _PHONE.sub(self._phone, text)
         for introduced in _INTRODUCED.finditer(text):
