@@ -116,7 +116,8 @@ class FailuresSource(ScenarioSource):
         kinds: The variants wanted (see :data:`NEAR_MISSES`).
         names: People's names to replace in the conversations.
         samples: The rows' samples by row index, for rows read back without them.
-        clusters: Groups of row indexes to use instead of grouping by reasons.
+        clusters: Groups of row indexes to use instead of grouping by reasons (e.g. the
+            rows of each cluster ``turneval clusters`` finds).
         cluster_threshold: How alike (0-1) two rows' reasons must be to share a group.
     """
 
