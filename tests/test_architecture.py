@@ -97,6 +97,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.clusters.naming",  # a judge names failure clusters
         "turneval.clusters",  # turneval clusters: a run's failed rows grouped
         "turneval.judge_bench",  # turneval judge-bench: a judge against people's labels
+        "turneval.scenarios",  # generated scenarios: a judged job over sources, worlds, runs
     ),
     ("turneval.cli", "turneval"),
 )

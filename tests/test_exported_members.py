@@ -72,6 +72,19 @@ MODULES = [
     "turneval.simulation",
     "turneval.sequential",
     "turneval.watch",
+    "turneval.scenarios",
+    "turneval.scenarios.distill",
+    "turneval.scenarios.drafts",
+    "turneval.scenarios.engine",
+    "turneval.scenarios.failures",
+    "turneval.scenarios.files",
+    "turneval.scenarios.perturbations",
+    "turneval.scenarios.pii",
+    "turneval.scenarios.quality",
+    "turneval.scenarios.report",
+    "turneval.scenarios.review",
+    "turneval.scenarios.sources",
+    "turneval.scenarios.tools",
 ]
 
 

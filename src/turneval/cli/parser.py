@@ -12,6 +12,7 @@ from turneval.cli.calibrate import add_calibrate_command, add_labels_command
 from turneval.cli.compare import add_compare_command, add_plan_command
 from turneval.cli.evaluate import add_evaluate_command
 from turneval.cli.metrics import add_demo_command, add_metrics_command
+from turneval.cli.scenarios import add_scenarios_command
 from turneval.cli.store import add_store_command, add_view_command
 from turneval.cli.watch import add_watch_commands
 
@@ -44,4 +45,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_watch_commands(commands)
     add_clusters_command(commands)
     add_judge_bench_command(commands)
+    add_scenarios_command(commands)
     return parser
