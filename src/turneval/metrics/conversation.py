@@ -17,6 +17,7 @@ from pydantic import Field, create_model, model_validator
 from turneval.errors import InvalidSampleError
 from turneval.judge import SYSTEM_PROMPT, JudgeReply, JudgeRequest, StrictVerdict, escape, tagged
 from turneval.judge.schema import enum_field, list_field
+from turneval.judge.template import numbered_text
 from turneval.messages import AIMessage, HumanMessage, SystemMessage
 from turneval.metrics._judged import JudgedMetric
 from turneval.metrics._tools import sample_tools
@@ -47,8 +48,7 @@ __all__ = [
 
 def numbered_conversation(sample: MultiTurnSample) -> str:
     """The conversation between ``<conversation>`` tags, each message as ``[index] ...``."""
-    lines = [f"[{i}] {escape(m.pretty_repr())}" for i, m in enumerate(sample.user_input)]
-    return "<conversation>\n" + "\n".join(lines) + "\n</conversation>"
+    return "<conversation>\n" + numbered_text(sample) + "\n</conversation>"
 
 
 def ai_turns(metric: Metric, sample: MultiTurnSample) -> list[int]:
