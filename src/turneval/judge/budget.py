@@ -325,15 +325,15 @@ class Budget:
 
     def max_items(self) -> int:
         """The most items one request may rate so that their answer fits the output limit."""
-        room = (
-            self.reserved_output if self.reserved_output is not None else self.max_output_tokens
-        )
+        room = self.reserved_output if self.reserved_output is not None else self.max_output_tokens
         room = min(room, self.context_tokens // 4)
         return max(1, (room - ANSWER_TOKENS) // TOKENS_PER_ITEM)
 
     def prompt_tokens(self, answer_tokens: int) -> int:
-        """The most prompt tokens a request may send when ``answer_tokens`` are kept for the
-        answer (a safety share of the context is kept free)."""
+        """The most prompt tokens a request may send, ``answer_tokens`` kept for the answer.
+
+        A safety share of the context is kept free as well.
+        """
         return int(self.context_tokens * (1 - _SAFETY)) - answer_tokens
 
     def count(self, text: str) -> int:
@@ -388,8 +388,13 @@ def budget_for(
     Raises:
         ConfigError: a limit is not a positive number, or the output limit leaves no room.
     """
-    for label, value in (("context_tokens", context_tokens), ("max_output_tokens", max_output_tokens)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+    for label, value in (
+        ("context_tokens", context_tokens),
+        ("max_output_tokens", max_output_tokens),
+    ):
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
             raise ConfigError(f"{label} must be a positive integer, got {value!r}")
     known = limits_for(model_name(llm))
     source = "table" if known is not None else "default"

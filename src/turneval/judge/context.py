@@ -112,7 +112,9 @@ def segment_tokens(budget: Budget, header: int = 0) -> int:
     """Tokens of one segment: two segments, the summary and the header fit one window."""
     window = budget.prompt_tokens(budget.answer_tokens(budget.max_items()))
     allowance = max(header, _header_allowance(budget))
-    return max(_MIN_CUT * 2, min(SEGMENT_TOKENS, (window - summary_tokens(budget) - allowance) // 2))
+    return max(
+        _MIN_CUT * 2, min(SEGMENT_TOKENS, (window - summary_tokens(budget) - allowance) // 2)
+    )
 
 
 def cut_middle(text: str, max_tokens: int, count: Callable[[str], int], what: str) -> str:
@@ -124,7 +126,7 @@ def cut_middle(text: str, max_tokens: int, count: Callable[[str], int], what: st
     if len(text.encode()) <= max_tokens or count(text) <= max_tokens:
         return text
     keep_tokens = max(1, (max_tokens - 40) // 2)
-    sample = text[: 4000] + text[-4000:]
+    sample = text[:4000] + text[-4000:]
     ratio = len(sample) / max(1, count(sample))  # characters per token of this text
     keep = max(1, int(keep_tokens * ratio * 0.95))
     while True:
@@ -269,7 +271,13 @@ _LAYOUTS: OrderedDict[tuple[Any, ...], Layout] = OrderedDict()
 def layout_for(sample: MultiTurnSample, budget: Budget, header: int = 0) -> Layout:
     """The :class:`Layout` of ``sample`` under ``budget`` (the last few are kept for reuse)."""
     segment = segment_tokens(budget, header)
-    key = (id(sample), budget.context_tokens, budget.max_output_tokens, budget.counter.name, segment)
+    key = (
+        id(sample),
+        budget.context_tokens,
+        budget.max_output_tokens,
+        budget.counter.name,
+        segment,
+    )
     layout = _LAYOUTS.get(key)
     if layout is None or layout.sample is not sample:
         layout = Layout(sample, budget, header)
@@ -286,8 +294,10 @@ def _summary_schema() -> dict[str, Any]:
 
 
 def request_tokens(budget: Budget, request: JudgeRequest[Any], prefix: str = "") -> int:
-    """Prompt tokens of ``request`` (with ``prefix`` before its question); a summary slot is
-    counted at the summary's cap."""
+    """Prompt tokens of ``request`` with ``prefix`` before its question.
+
+    A summary slot is counted at the summary's cap.
+    """
     prompt = prefix + request.prompt
     tokens = budget.count_messages([request.system, prompt], request.schema.model_json_schema())
     if SUMMARY_SLOT in prompt:
@@ -381,8 +391,7 @@ def compacted_requests(
         (
             upto
             for upto in range(layout.segments)
-            if suffix[layout.boundaries[upto]] + (layout.summary_tokens + 16 if upto else 0)
-            <= room
+            if suffix[layout.boundaries[upto]] + (layout.summary_tokens + 16 if upto else 0) <= room
         ),
         layout.segments - 1,
     )
@@ -435,6 +444,7 @@ def windowed_requests(
     prefix: str = "",
     *,
     context: int = 0,
+    one_per_request: bool = False,
 ) -> list[JudgeRequest[Any]]:
     """A per-item judge's requests within ``budget``: one for all items, else windows.
 
@@ -442,25 +452,34 @@ def windowed_requests(
     items, on ``sample`` as the renderers show it. Each window rates consecutive items of one
     segment (at most :meth:`Budget.max_items`), shows the previous segment and its own up to
     its last item, after the running summary of everything before. ``context`` is how many
-    messages before an item its judge reads (the window then starts at least that far back).
-    Returns the summary chain's requests followed by one request per window, in item order.
+    messages before an item its judge reads (the window then starts that far back, up to two
+    segments). With ``one_per_request`` every item is its own request (a rating of one turn
+    after the conversation so far): all of the conversation before it while the conversation
+    is at most two segments long, else windows. Returns the summary chain's requests followed
+    by one request per window, in item order.
 
     Raises:
         ContextBudgetError: an item alone (with its window) cannot fit.
     """
-    answer_all = budget.answer_tokens(len(items))
-    if len(items) <= budget.max_items():
-        planned, sizes, fit = _planned(budget, [build(items)], prefix, "full")
-        if fit:
-            return [replace(planned[0], context=_with_items(planned[0], len(items)))]
-    del answer_all
+    most = 1 if one_per_request else budget.max_items()
     with showing(TranscriptView(sample, ())):
-        probe = build(items[: budget.max_items()])
+        probe = build(items[:most])
     header = request_tokens(budget, probe, prefix)
     layout = layout_for(sample, budget, header)
-    windows = _windows(layout, items, budget.max_items(), context)
-    chain_needed = max((w.upto for w in windows), default=0)
-    chain = layout.summary_requests(chain_needed)
+    if one_per_request:
+        whole = sum(layout.full_tokens) <= 2 * layout.segment
+    else:
+        whole = len(items) <= most
+    if whole:
+        groups = [[item] for item in items] if one_per_request else [list(items)]
+        planned, _, fit = _planned(budget, [build(group) for group in groups], prefix, "full")
+        if fit:
+            return [
+                replace(request, context=_with_items(request, len(group)))
+                for request, group in zip(planned, groups, strict=True)
+            ]
+    windows = _windows(layout, items, most, context)
+    chain = layout.summary_requests(max((w.upto for w in windows), default=0))
     out: list[JudgeRequest[Any]] = []
     pending = list(windows)
     while pending:
@@ -470,7 +489,8 @@ def windowed_requests(
             request = build(window.items)
         if window.upto:
             request = replace(request, after=window.upto - 1)
-        [planned], [tokens], fit = _planned(budget, [request], prefix, "windowed")
+        stated, sizes, fit = _planned(budget, [request], prefix, "windowed")
+        one, tokens = stated[0], sizes[0]
         if not fit:
             if len(window.items) > 1:  # fewer items per request
                 half = len(window.items) // 2
@@ -485,7 +505,7 @@ def windowed_requests(
                 tokens,
                 _answer(budget, request),
             )
-        out.append(replace(planned, context=_with_items(planned, len(window.items))))
+        out.append(replace(one, context=_with_items(one, len(window.items))))
     return [*chain, *out]
 
 

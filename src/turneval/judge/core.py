@@ -491,10 +491,13 @@ class Judge:
             vote: Index of this answer when one prompt is asked several times (self-consistency
                 votes): each vote is its own cache entry, so a cache never turns k independent
                 answers into k copies of the first.
+            answer_tokens: Tokens to keep free for the answer (default
+                :data:`~turneval.judge.budget.ANSWER_TOKENS`, at most ``max_output_tokens``).
 
         Raises:
             JudgeCallError: the model could not be reached (after retries of transient errors).
             JudgeOutputError: the answers could not be parsed or validated.
+            ContextBudgetError: the request cannot fit the model's context; it was not sent.
         """
         run = current_run()
         runnable = self._runnable(schema)
@@ -519,9 +522,7 @@ class Judge:
         tally = _Tally()
         try:
             async with client_scope():  # the run's, or one for this call alone
-                parsed, raw = await self._parse_loop(
-                    runnable, messages, schema, run, tally, answer
-                )
+                parsed, raw = await self._parse_loop(runnable, messages, schema, run, tally, answer)
         finally:
             self._record(run, tally.usage)
         if cache is not None:

@@ -104,8 +104,11 @@ def showing(view: TranscriptView) -> Iterator[None]:
 
 
 def conversation_lines(sample: MultiTurnSample) -> tuple[tuple[str, str], ...]:
-    """``(label, text)`` per line a judge sees of ``sample``: each message's index and escaped
-    ``pretty_repr``, or what the context policy in effect shows instead (see :func:`showing`)."""
+    """``(label, text)`` per line a judge sees of ``sample``.
+
+    Each message's index and escaped ``pretty_repr``, or what the context policy in effect
+    shows instead (see :func:`showing`).
+    """
     view = _VIEW.get()
     if view is not None and view.sample is sample:
         return view.lines

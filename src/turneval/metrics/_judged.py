@@ -46,6 +46,7 @@ from turneval.judge.context import (
 from turneval.judge.template import (
     JudgeExample,
     JudgeRequest,
+    RequestContext,
     render_conversation,
     render_examples,
     tagged,
@@ -230,6 +231,10 @@ class JudgedMetric(Metric[SampleT], ABC):
         """A worked example of ``sample`` with the ``verdict`` a careful judge gives."""
         return JudgeExample(input=sample_inputs(sample), output=verdict)
 
+    def _policy(self, sample: SampleT) -> str:
+        """The context policy for ``sample`` (the class's ``context_policy`` by default)."""
+        return self.context_policy
+
     def context_budget(self) -> Budget | None:
         """The judge's context budget (None when no judge model is known yet)."""
         if self.default_llm() is None:
@@ -255,12 +260,15 @@ class JudgedMetric(Metric[SampleT], ABC):
         budget = self.context_budget()
         if budget is None:
             requests = self.requests(sample)
-        elif self.context_policy == "compacted" and isinstance(sample, MultiTurnSample):
+        elif self._policy(sample) == "compacted" and isinstance(sample, MultiTurnSample):
             requests = compacted_requests(sample, budget, lambda: self.requests(sample), block)
         else:
-            requests = self.requests(sample)
-            if self.context_policy != "windowed" or not isinstance(sample, MultiTurnSample):
-                requests = _planned_whole(budget, requests, block)
+            requests = [  # what no policy planned is sent whole, if it fits
+                r
+                if r.context is not None and r.context.prompt_tokens
+                else _planned_whole(budget, r, block)
+                for r in self.requests(sample)
+            ]
         if block:
             requests = [
                 request if request.auxiliary else replace(request, prompt=block + request.prompt)
@@ -504,32 +512,30 @@ def context_record(
     return record
 
 
-def _planned_whole(
-    budget: Budget, requests: list[JudgeRequest[Any]], prefix: str
-) -> list[JudgeRequest[Any]]:
-    """Requests that are sent whole (no policy applies): planned, or the row fails."""
-    from turneval.judge.template import RequestContext
+def _planned_whole(budget: Budget, request: JudgeRequest[Any], prefix: str) -> JudgeRequest[Any]:
+    """A request sent as stated (no policy reshaped it): planned, or the row fails.
 
-    planned = []
-    for request in requests:
-        tokens = request_tokens(budget, request, prefix)
-        items = request.context.items if request.context is not None else None
-        answer = (
-            budget.answer_tokens()
-            if request.answer_tokens is None
-            else min(request.answer_tokens, budget.max_output_tokens)
+    Its policy stays the one the metric gave (a bounded input), else ``"full"``.
+    """
+    tokens = request_tokens(budget, request, prefix)
+    context = request.context
+    answer = (
+        budget.answer_tokens()
+        if request.answer_tokens is None
+        else min(request.answer_tokens, budget.max_output_tokens)
+    )
+    if tokens > budget.prompt_tokens(answer):
+        raise ContextBudgetError(
+            f"the judge request{f' ({request.label})' if request.label else ''} needs "
+            f"{tokens:,} prompt tokens + {answer:,} for the answer, more than the judge's "
+            f"context window of {budget.context_tokens:,} tokens ({budget.describe()}); "
+            "no request was sent",
+            context_tokens=budget.context_tokens,
+            needed_tokens=tokens + answer,
         )
-        if tokens > budget.prompt_tokens(answer):
-            raise ContextBudgetError(
-                f"the judge request{f' ({request.label})' if request.label else ''} needs "
-                f"{tokens:,} prompt tokens + {answer:,} for the answer, more than the judge's "
-                f"context window of {budget.context_tokens:,} tokens ({budget.describe()}); "
-                "no request was sent",
-                context_tokens=budget.context_tokens,
-                needed_tokens=tokens + answer,
-            )
-        planned.append(replace(request, context=RequestContext("full", tokens, items)))
-    return planned
+    policy = context.policy if context is not None else "full"
+    items = context.items if context is not None else None
+    return replace(request, context=RequestContext(policy, tokens, items))
 
 
 def _seed_of(llm: Any) -> int | None:
