@@ -30,6 +30,21 @@ class Reply:
     tool_calls: list[tuple[str, dict[str, Any]]] | None = None
 
 
+def _scripted_calls(reply: Reply, number: int) -> dict[str, Any]:
+    """The message fields of a reply that calls tools (its ``tool_calls``)."""
+    return {
+        "content": reply.content or None,
+        "tool_calls": [
+            {
+                "id": f"call_{number}_{k}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for k, (name, arguments) in enumerate(reply.tool_calls or [])
+        ],
+    }
+
+
 def count_prompt(body: dict[str, Any], encoding: Any) -> int:
     """A request's prompt tokens as an OpenAI server counts them (OpenAI's cookbook formula).
 
@@ -150,6 +165,30 @@ def _random_text(schema: dict[str, Any], rng: random.Random) -> str:
     raise ValueError(f"no stub text meets the string schema {schema}")
 
 
+def _reply_message(stub: OpenAIStub, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """The answer's message: the reply's text, its scripted tool calls, or a schema answer."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls is not None:
+        message.update(_scripted_calls(reply, len(stub.requests)))
+    wanted = _schema_of(body) if reply.from_schema else None
+    if wanted is not None:
+        schema, tool = wanted
+        with stub._lock:
+            seed = stub.schema_seed
+            if seed is None:
+                answer = json.dumps(random_instance(schema, stub.rng, schema))
+        if seed is not None:
+            answer = json.dumps(random_instance(schema, _request_rng(seed, body), schema))
+        with stub._lock:
+            stub.answers.append((schema, answer))
+        message["content"] = answer
+        if tool is not None:
+            message["content"] = None
+            call = {"name": tool, "arguments": answer}
+            message["tool_calls"] = [{"id": "call_stub", "type": "function", "function": call}]
+    return message
+
+
 def _request_rng(seed: int, body: dict[str, Any]) -> random.Random:
     """A generator seeded by ``seed`` and the whole request (messages, schema, the request's own
     ``seed``): the same under any concurrency."""
@@ -231,46 +270,12 @@ class OpenAIStub:
                     responder = stub.responder
                 if reply is None:
                     reply = responder(body) if responder is not None else stub.default
-                counted = stub._count(body)
-                if counted is not None:
-                    wanted_out = body.get("max_completion_tokens") or body.get("max_tokens") or 0
-                    if stub.max_context is not None and counted + wanted_out > stub.max_context:
-                        with stub._lock:
-                            stub.rejected.append(counted)
-                        self._reject(counted + wanted_out)
-                        return
-                    reply = replace(reply, prompt_tokens=counted)
-                message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-                if reply.tool_calls is not None:
-                    message["content"] = reply.content or None
-                    message["tool_calls"] = [
-                        {
-                            "id": f"call_{len(stub.requests)}_{k}",
-                            "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments)},
-                        }
-                        for k, (name, arguments) in enumerate(reply.tool_calls)
-                    ]
-                wanted = _schema_of(body) if reply.from_schema else None
-                if wanted is not None:
-                    schema, tool = wanted
-                    with stub._lock:
-                        seed = stub.schema_seed
-                        if seed is None:
-                            answer = json.dumps(random_instance(schema, stub.rng, schema))
-                    if seed is not None:
-                        answer = json.dumps(
-                            random_instance(schema, _request_rng(seed, body), schema)
-                        )
-                    with stub._lock:
-                        stub.answers.append((schema, answer))
-                    message["content"] = answer
-                    if tool is not None:
-                        message["content"] = None
-                        call = {"name": tool, "arguments": answer}
-                        message["tool_calls"] = [
-                            {"id": "call_stub", "type": "function", "function": call}
-                        ]
+                checked = stub._admit(body, reply)
+                if isinstance(checked, int):  # over max_context: rejected as OpenAI does
+                    self._reject(checked)
+                    return
+                reply = checked
+                message = _reply_message(stub, body, reply)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
@@ -350,6 +355,18 @@ class OpenAIStub:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def _admit(self, body: dict[str, Any], reply: Reply) -> Reply | int:
+        """``reply`` with the counted prompt tokens, or the tokens needed when over the limit."""
+        counted = self._count(body)
+        if counted is None:
+            return reply
+        wanted_out = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        if self.max_context is not None and counted + wanted_out > self.max_context:
+            with self._lock:
+                self.rejected.append(counted)
+            return counted + wanted_out
+        return replace(reply, prompt_tokens=counted)
 
     def _count(self, body: dict[str, Any]) -> int | None:
         """The request's prompt tokens when counting is on (None otherwise)."""

@@ -530,6 +530,68 @@ class Judge:
             await anyio.to_thread.run_sync(partial(cache.set, key, value, replace=stale))
         return JudgeReply(parsed, raw, tally.usage, message=tally.message)
 
+    async def tool_round(
+        self,
+        messages: list[BaseMessage],
+        tools: Sequence[Any],
+        *,
+        tool_choice: str = "any",
+        answer_tokens: int | None = None,
+        cache_extra: Mapping[str, Any] | None = None,
+    ) -> tuple[Any, Usage, bool]:
+        """One round of a tool-calling judge: the model's message (tool calls or text).
+
+        The model is bound to ``tools`` (``bind_tools``, made to call one with
+        ``tool_choice``); the round goes through the same limiter, retries, timeout, context
+        guard and cache as :meth:`ask` (its cache key is the messages and the tools).
+        Returns the model's ``AIMessage``, the round's usage and whether it came from the
+        cache.
+
+        Raises:
+            JudgeCallError: the model could not be reached (after retries of transient errors).
+            ContextBudgetError: the round cannot fit the model's context; it was not sent.
+        """
+        from langchain_core.messages import AIMessage
+
+        run = current_run()
+        cache = run.cache if run is not None else None
+        extra = {"tools": [_tool_spec(tool) for tool in tools], "tool_choice": tool_choice}
+        if cache_extra:
+            extra.update(cache_extra)
+        key = self.cache_key(messages, _ToolRound, extra) if cache is not None else ""
+        if cache is not None:
+            hit = _cached_verdict(await anyio.to_thread.run_sync(cache.get, key), _ToolRound)
+            if hit is not None:
+                usage = Usage(cached_calls=1)
+                self._record(run, usage)
+                return AIMessage(content=hit.content, tool_calls=hit.tool_calls), usage, True
+        budget = self.budget
+        answer = self._answer_tokens(answer_tokens)
+        tools_text = json.dumps(extra["tools"])
+        needed = self.budget.count_messages([message_text(m) for m in messages]) + budget.count(
+            tools_text
+        )
+        budget.check(needed, answer, "the tool-calling judge round")
+        bound = _Bound(self.llm.bind_tools(list(tools), tool_choice=tool_choice))
+        tally = _Tally()
+        try:
+            async with client_scope():
+                reply = await self._request(bound, messages, run, tally)
+        finally:
+            self._record(run, tally.usage)
+        message = reply["raw"]
+        if cache is not None:
+            calls = [
+                {"name": c["name"], "args": c.get("args", {}), "id": c.get("id") or f"call_{i}"}
+                for i, c in enumerate(getattr(message, "tool_calls", None) or [])
+            ]
+            value = {
+                "raw": message_text(message),
+                "parsed": {"content": message_text(message), "tool_calls": calls},
+            }
+            await anyio.to_thread.run_sync(partial(cache.set, key, value))
+        return message, tally.usage, False
+
     def _answer_tokens(self, answer_tokens: int | None) -> int:
         budget = self.budget
         if budget.reserved_output is not None:
@@ -718,6 +780,32 @@ def _cached_verdict(hit: dict[str, Any] | None, schema: type[T]) -> T | None:
         return schema.model_validate(hit["parsed"])
     except (KeyError, ValidationError):
         return None
+
+
+class _ToolRound(BaseModel):
+    """A tool-calling round as the cache keeps it: the model's text and tool calls."""
+
+    content: str
+    tool_calls: list[dict[str, Any]]
+
+
+class _Bound:
+    """A model bound to tools, answering like a structured runnable (``{"raw": message}``)."""
+
+    def __init__(self, bound: Any) -> None:
+        self.bound = bound
+
+    async def ainvoke(self, messages: list[BaseMessage]) -> dict[str, Any]:
+        return {"raw": await self.bound.ainvoke(messages), "parsed": None}
+
+
+def _tool_spec(tool: Any) -> Any:
+    """A tool as the cache key names it (its OpenAI function spec)."""
+    if isinstance(tool, dict):
+        return tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return convert_to_openai_tool(tool)
 
 
 class _OutputProblem(Exception):

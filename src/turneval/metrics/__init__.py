@@ -77,6 +77,7 @@ from turneval.metrics.tool_json import (
     ToolParameterKVMatch,
 )
 from turneval.metrics.topic import TopicAdherenceScore
+from turneval.metrics.trace import TraceJudge
 from turneval.metrics.trajectory import (
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
@@ -151,6 +152,7 @@ __all__ = [
     "ToolParameterKeyMatch",
     "ToolPermission",
     "TopicAdherenceScore",
+    "TraceJudge",
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",
     "TrajectoryInOrderMatch",

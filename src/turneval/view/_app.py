@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from turneval.errors import ConfigError
-from turneval.report import escape_attribute, escape_text, format_value, histogram_html
+from turneval.report import (
+    context_summary,
+    escape_attribute,
+    escape_text,
+    format_value,
+    histogram_html,
+)
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -479,6 +485,10 @@ class _Viewer:
                 text += f"<div class='reason'>{escape_text(reason)}</div>"
             if isinstance(votes, dict):
                 text += "<div class='votes'><b>votes</b> " + _votes(votes) + "</div>"
+            # issue 47: the context policy the judge worked under (full, windowed, compacted)
+            seen = context_summary(details if isinstance(details, dict) else None)
+            if seen:
+                text += f"<div class='context'>{escape_text(seen)}</div>"
             if error:
                 text += f"<pre class='error'>{escape_text(error)}</pre>"
                 trace = row.record.get(f"{name}_traceback")
