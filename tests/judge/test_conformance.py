@@ -270,3 +270,28 @@ async def test_simulated_user_accepts_every_schema_valid_answer(
     openings = [schema for schema in schemas if "done" not in schema["properties"]]
     assert len(openings) == SEEDS  # the first turn of each "open" trial cannot end the talk
     assert all(set(schema["properties"]) == {"message"} for schema in openings)
+
+
+def test_every_judge_accepts_every_schema_valid_answer_on_windowed_requests(
+    openai_stub: OpenAIStub, strict_llm: ChatOpenAI
+) -> None:
+    """The same conformance, with the judges' context window small enough to window and
+    compact the conversations: summaries, windows and compacted transcripts are all requests
+    any schema-valid answer satisfies, and a row costs exactly what its plan states."""
+    metrics = [
+        m.model_copy(update={"context_tokens": 4096})
+        for m in judged_metrics()
+        if MultiTurnSample in m.sample_types
+    ]
+    long = [conversation(seed) for seed in range(7, MAX_AI_TURNS + 1)]  # 7 to 12 AI turns
+    result = evaluate(long, metrics, llm=strict_llm, max_llm_concurrency=16, show_progress=False)
+    check_requests(openai_stub, check_rows(result, metrics, strict_llm))
+    names = {body["response_format"]["json_schema"]["name"] for body in openai_stub.requests}
+    assert "SummaryVerdict" in names  # running summaries were asked
+    policies = {
+        row.results[m.name].details["context"]["context"]
+        for row in result.rows
+        for m in metrics
+        if m.name in row.results and "context" in row.results[m.name].details
+    }
+    assert policies == {"full", "windowed", "compacted"}

@@ -10,7 +10,7 @@ what the judge chooses to read; every round is counted and cached.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -26,6 +26,19 @@ from turneval.usage import Usage
 _VERDICT = "\u2063verdict\u2063"
 
 __all__ = ["TraceJudge"]
+
+
+def _check_metric(metric: Any) -> None:
+    if not isinstance(metric, JudgedMetric):
+        raise ConfigError(
+            "TraceJudge needs a judged metric (e.g. AgentGoalAccuracyWithoutReference()), "
+            f"got {type(metric).__name__}"
+        )
+    if MultiTurnSample not in metric.sample_types:
+        raise ConfigError(
+            f"TraceJudge reads conversations: metric {metric.name!r} does not judge "
+            "multi-turn samples"
+        )
 
 
 class TraceJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
@@ -45,8 +58,8 @@ class TraceJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
         max_tool_tokens: Tokens of tool results per question; past them the verdict is asked.
     """
 
-    name: str  # default: the wrapped metric's name + "_trace"
-    metric: JudgedMetric[Any]
+    name: str = Field(default_factory=str)  # set to the wrapped metric's name + "_trace"
+    metric: Any  # a JudgedMetric of conversations (checked below)
     max_rounds: int = Field(default=8, ge=1, le=64)
     max_tool_tokens: int = Field(default=20_000, ge=500)
     context_policy: ClassVar[str] = "windowed"  # the transcript is never sent
@@ -60,14 +73,12 @@ class TraceJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
                 return {**data, "name": f"{inner.name}_trace"}
         return data
 
-    @model_validator(mode="after")
-    def _check_metric(self) -> TraceJudge:
-        if MultiTurnSample not in self.metric.sample_types:
-            raise ConfigError(
-                f"TraceJudge reads conversations: metric {self.metric.name!r} does not judge "
-                "multi-turn samples"
-            )
-        return self
+    if not TYPE_CHECKING:  # at run time only: type checkers keep the fields' own signature
+
+        def __init__(self, **data: Any) -> None:
+            """Refuse a metric it cannot wrap with a ConfigError before pydantic sees it."""
+            _check_metric(data.get("metric"))
+            super().__init__(**data)
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
         """The wrapped metric's questions, a note on the tools in place of the transcript."""
@@ -116,7 +127,7 @@ class TraceJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
                     "forced": loop.forced,
                 }
             )
-        outcome = self.metric.verdict(sample, replies)
+        outcome: Explained = self.metric.verdict(sample, replies)
         if replies:
             outcome.usage = sum((reply.usage for reply in replies), Usage())
             outcome.details["judge"] = [{"raw": r.raw, "cached": r.cached} for r in replies]
@@ -125,4 +136,5 @@ class TraceJudge(JudgedMetric[MultiTurnSample], MultiTurnMetric):
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """The wrapped metric's verdict."""
-        return self.metric.verdict(sample, replies)
+        outcome: Explained = self.metric.verdict(sample, replies)
+        return outcome
