@@ -56,6 +56,7 @@ __all__ = [
     "fill_summary",
     "layout_for",
     "request_tokens",
+    "segment_tokens",
     "summary_tokens",
     "windowed_requests",
 ]

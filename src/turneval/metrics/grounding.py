@@ -20,7 +20,7 @@ from pydantic import Field
 
 from turneval.judge import JudgeReply, JudgeRequest
 from turneval.judge.budget import Budget
-from turneval.judge.context import SEGMENT_TOKENS
+from turneval.judge.context import segment_tokens
 from turneval.judge.template import RequestContext
 from turneval.messages import AIMessage, ToolMessage
 from turneval.metrics._judged import JudgedMetric
@@ -191,7 +191,7 @@ def _bounded(answer: _Answer, budget: Budget, counts: dict[str, int]) -> _Answer
 
     claims = len(re.findall(r"[.!?](?:\s|$)", answer.text)) + 1
     room = budget.prompt_tokens(budget.answer_tokens(claims)) - 2 * budget.count(answer.text)
-    room = min(room - 400, 2 * SEGMENT_TOKENS)
+    room = min(room - 400, segment_tokens(budget))  # the recent outputs, as a window shows
     kept: list[Fact] = []
     used = 0
     for fact in reversed(answer.facts):
