@@ -22,7 +22,9 @@ class Estimate:
 
     Attributes:
         samples: Samples looked at.
-        calls: Judge calls by metric (first attempts; retries and repairs are extra).
+        calls: Judge calls by metric (first attempts; retries and repairs are extra). A
+            conversation's running summary is counted once, for the first metric that reads it
+            (the run asks it once and shares it).
         prompt_tokens: Prompt tokens by metric: as the judge counts them before sending
             (tiktoken for OpenAI models, else its calibrated estimate; the verdict schema
             included, a running summary at its cap), or prompt text / ``CHARS_PER_TOKEN``
@@ -108,6 +110,7 @@ def _estimate(samples: Iterable[Sample], metrics: Sequence[Evaluator], llm: Any)
     ]
     for sample in samples:
         result.samples += 1
+        shared: set[tuple[str, str, str]] = set()  # running summaries, asked once per row
         for metric in judged:
             if not isinstance(sample, metric.sample_types):
                 continue
@@ -118,13 +121,23 @@ def _estimate(samples: Iterable[Sample], metrics: Sequence[Evaluator], llm: Any)
                 continue
             except Exception:  # a sample the metric would reject costs nothing
                 continue
-            result.calls[metric.name] += len(requests)
-            result.prompt_tokens[metric.name] += sum(_tokens(r) for r in requests)
+            sent = [r for r in requests if not r.auxiliary or _first(r, shared)]
+            result.calls[metric.name] += len(sent)
+            result.prompt_tokens[metric.name] += sum(_tokens(r) for r in sent)
             policy = _policy(requests)
             if policy is not None:
                 seen = result.contexts.setdefault(metric.name, {})
                 seen[policy] = seen.get(policy, 0) + 1
     return result
+
+
+def _first(request: JudgeRequest[Any], seen: set[tuple[str, str, str]]) -> bool:
+    """Whether this summary request is the row's first of its kind (the run shares it)."""
+    key = (request.system, request.prompt, request.schema.__name__)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def _tokens(request: JudgeRequest[Any]) -> int:

@@ -275,6 +275,8 @@ def _plan(samples: Sequence[Sample], metrics: Sequence[Any], llm: Any) -> dict[s
                 except Exception:  # the row fails at collect time, with its reason
                     continue
                 for request in requests:
+                    if request.after is not None:  # reads a summary not yet written: a
+                        continue  # later round asks it (issue 47's running summary)
                     judge = metric.judge(
                         temperature=request.temperature,
                         logprobs=request.logprobs,

@@ -26,12 +26,13 @@ A row that cannot fit even so (one judged turn alone longer than the window) fai
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from turneval.errors import ContextBudgetError
 from turneval.judge.budget import Budget
@@ -290,8 +291,14 @@ def layout_for(sample: MultiTurnSample, budget: Budget, header: int = 0) -> Layo
     return layout
 
 
+@functools.lru_cache(maxsize=1024)
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A verdict model's JSON schema, built once per model (part of every count)."""
+    return model.model_json_schema()
+
+
 def _summary_schema() -> dict[str, Any]:
-    return SummaryVerdict.model_json_schema()
+    return _schema(SummaryVerdict)
 
 
 def request_tokens(budget: Budget, request: JudgeRequest[Any], prefix: str = "") -> int:
@@ -300,7 +307,8 @@ def request_tokens(budget: Budget, request: JudgeRequest[Any], prefix: str = "")
     A summary slot is counted at the summary's cap.
     """
     prompt = prefix + request.prompt
-    tokens = budget.count_messages([request.system, prompt], request.schema.model_json_schema())
+    model: type[BaseModel] = request.schema
+    tokens = budget.count_messages([request.system, prompt], _schema(model))
     if SUMMARY_SLOT in prompt:
         tokens += prompt.count(SUMMARY_SLOT) * (summary_tokens(budget) - budget.count(SUMMARY_SLOT))
     return tokens

@@ -119,6 +119,9 @@ class JudgeRun:
     usage: Usage = field(default_factory=Usage)
     _limiter: anyio.CapacityLimiter | None = None
     rate_limiter: RateLimiter | None = None
+    shared: dict[str, Any] = field(default_factory=dict)
+    """Answers shared by the run's metrics while it lasts (a conversation's running summary,
+    asked once however many metrics and windows read it), by cache key."""
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:

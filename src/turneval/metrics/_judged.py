@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -316,7 +316,9 @@ class JudgedMetric(Metric[SampleT], ABC):
             cache_extra=request.cache_extra,
             answer_tokens=request.answer_tokens,
         )
-        if limiter is None:
+        if request.auxiliary:  # a running summary: asked once per run, whoever reads it
+            reply = await _shared(judge, request, prompt, ask, limiter)
+        elif limiter is None:
             reply = await ask
         else:
             async with limiter:
@@ -465,6 +467,54 @@ class JudgedMetric(Metric[SampleT], ABC):
 
             entry = judges[key] = (weakref.ref(llm, forget), judge)
         return entry[1]
+
+
+@dataclass
+class _Pending:
+    """An answer one metric is asking for, which the run's others wait for."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reply: JudgeReply[Any] | None = None
+
+
+async def _shared(
+    judge: Judge,
+    request: JudgeRequest[Any],
+    prompt: str,
+    ask: Coroutine[Any, Any, JudgeReply[Any]],
+    limiter: anyio.CapacityLimiter | None,
+) -> JudgeReply[Any]:
+    """``ask``, once per run for identical requests: the others get its answer, uncharged.
+
+    Metrics of a run state the very same summary requests of a conversation; the first to
+    ask sends it, the others wait and read its answer (``cached``, with no call counted). If
+    it fails, the next one asks again.
+    """
+    run = current_run()
+    if run is None:
+        if limiter is None:
+            return await ask
+        async with limiter:
+            return await ask
+    messages = judge.prompt(request.system, prompt, request.schema)
+    key = "summary:" + judge.cache_key(messages, request.schema, request.cache_extra)
+    while True:
+        pending = run.shared.get(key)
+        if pending is None:
+            break
+        await pending.done.wait()
+        if pending.reply is not None:
+            ask.close()
+            return replace(pending.reply, usage=Usage(cached_calls=1), cached=True)
+    mine = run.shared[key] = _Pending()
+    try:
+        mine.reply = await ask
+        return mine.reply
+    except BaseException:
+        del run.shared[key]
+        raise
+    finally:
+        mine.done.set()
 
 
 def reply_summary(replies: Sequence[JudgeReply[Any] | None], request: JudgeRequest[Any]) -> str:
