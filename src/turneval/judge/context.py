@@ -56,6 +56,7 @@ __all__ = [
     "cut_middle",
     "fill_summary",
     "layout_for",
+    "message_tokens",
     "request_tokens",
     "segment_tokens",
     "summary_tokens",
@@ -145,6 +146,23 @@ def cut_middle(text: str, max_tokens: int, count: Callable[[str], int], what: st
         keep = int(keep * 0.8)
 
 
+_COUNTS: OrderedDict[tuple[int, str], tuple[MultiTurnSample, list[int]]] = OrderedDict()
+
+
+def message_tokens(sample: MultiTurnSample, budget: Budget) -> list[int]:
+    """Tokens of each message as rendered for a judge (counted once per conversation)."""
+    key = (id(sample), budget.counter.name)
+    entry = _COUNTS.get(key)
+    if entry is not None and entry[0] is sample:
+        _COUNTS.move_to_end(key)
+        return entry[1]
+    counts = [budget.count(escape(m.pretty_repr())) for m in sample.user_input]
+    _COUNTS[key] = (sample, counts)
+    while len(_COUNTS) > 16:
+        _COUNTS.popitem(last=False)
+    return counts
+
+
 class Layout:
     """One conversation under one budget: its rendered lines, segments and summary chain.
 
@@ -174,8 +192,9 @@ class Layout:
         self.full_tokens: list[int] = []
         cap = self.segment // 2
         seen: dict[str, int] = {}
+        counted = message_tokens(sample, budget)
         for index, (message, text) in enumerate(zip(messages, self.full, strict=True)):
-            full = count(text)
+            full = counted[index]
             self.full_tokens.append(full)
             line = text
             if isinstance(message, ToolMessage) and len(message.content) >= 200:
@@ -188,6 +207,7 @@ class Layout:
             self.lines.append(line)
             self.tokens.append(full if line is text else count(line))
         self.boundaries = self._segment(messages)
+        self._chain: list[JudgeRequest[SummaryVerdict]] = []
 
     def _segment(self, messages: Sequence[Any]) -> list[int]:
         bounds = [0]
@@ -213,8 +233,8 @@ class Layout:
     def summary_requests(self, upto: int) -> list[JudgeRequest[SummaryVerdict]]:
         """The chain's requests 0..upto-1; request j's answer summarises segments 0..j."""
         words = max(60, int(self.summary_tokens * 0.6))
-        requests: list[JudgeRequest[SummaryVerdict]] = []
-        for j in range(upto):
+        requests = self._chain  # built once, shared by every metric using this layout
+        for j in range(len(requests), upto):
             first, end = self.boundaries[j], self.boundaries[j + 1]
             part = "\n".join(f"[{i}] {self.lines[i]}" for i in range(first, end))
             previous = SUMMARY_SLOT if j else "(nothing before this part)"
@@ -234,7 +254,7 @@ class Layout:
                     context=RequestContext("summary", tokens),
                 )
             )
-        return requests
+        return requests[:upto]
 
     def summary_line(self, upto: int) -> tuple[str, str]:
         """The line standing for messages ``0..boundaries[upto]-1`` (filled from the chain)."""
@@ -379,14 +399,16 @@ def compacted_requests(
     Raises:
         ContextBudgetError: not even the compacted conversation fits.
     """
-    planned, sizes, fit = _planned(budget, build(), prefix, "full")
-    if fit:
-        return planned
-    layout_probe = TranscriptView(sample, ())
-    with showing(layout_probe):
+    with showing(TranscriptView(sample, ())):
         empty = build()
     header = max(request_tokens(budget, r, prefix) for r in empty)
     answer = max(_answer(budget, r) for r in empty)
+    transcript = sum(message_tokens(sample, budget))
+    if header + transcript <= 1.1 * budget.prompt_tokens(answer):  # it may fit: count it all
+        planned, sizes, fit = _planned(budget, build(), prefix, "full")
+        if fit:
+            return planned
+    sizes = [header + transcript]
     room = budget.prompt_tokens(answer) - header - 8
     layout = layout_for(sample, budget, header)
     messages = len(sample.user_input)

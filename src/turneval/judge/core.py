@@ -483,6 +483,7 @@ class Judge:
         cache_extra: Mapping[str, Any] | None = None,
         vote: int = 0,
         answer_tokens: int | None = None,
+        prompt_tokens: int | None = None,
     ) -> JudgeReply[T]:
         """Ask for a verdict of type ``schema``.
 
@@ -496,6 +497,8 @@ class Judge:
                 answers into k copies of the first.
             answer_tokens: Tokens to keep free for the answer (default
                 :data:`~turneval.judge.budget.ANSWER_TOKENS`, at most ``max_output_tokens``).
+            prompt_tokens: The prompt's tokens when already counted (a planned request, or a
+                bound on them): the guard uses them instead of counting again.
 
         Raises:
             JudgeCallError: the model could not be reached (after retries of transient errors).
@@ -517,7 +520,8 @@ class Judge:
                 return JudgeReply(cached, str(hit["raw"]), usage, True)  # type: ignore[index]
             stale = hit is not None  # an entry that is no valid verdict is asked again
         answer = self._answer_tokens(answer_tokens)
-        self.check_fits(messages, schema, answer)  # never sent (nor deferred) when it cannot fit
+        if prompt_tokens is None or prompt_tokens + answer > self.budget.context_tokens:
+            self.check_fits(messages, schema, answer)  # never sent (nor deferred) if too big
         if cache is not None:
             defer = DEFERRED_REQUESTS.get()
             if defer is not None:  # the batch engine asks it in its next round (and raises)

@@ -26,7 +26,8 @@ from __future__ import annotations
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -315,6 +316,7 @@ class JudgedMetric(Metric[SampleT], ABC):
             vote=request.vote,
             cache_extra=request.cache_extra,
             answer_tokens=request.answer_tokens,
+            prompt_tokens=_planned_tokens(request, prompt),
         )
         if request.auxiliary:  # a running summary: asked once per run, whoever reads it
             reply = await _shared(judge, request, prompt, ask, limiter)
@@ -473,7 +475,7 @@ class JudgedMetric(Metric[SampleT], ABC):
 class _Pending:
     """An answer one metric is asking for, which the run's others wait for."""
 
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = dataclass_field(default_factory=anyio.Event)
     reply: JudgeReply[Any] | None = None
 
 
@@ -515,6 +517,18 @@ async def _shared(
         raise
     finally:
         mine.done.set()
+
+
+def _planned_tokens(request: JudgeRequest[Any], prompt: str) -> int | None:
+    """The planned tokens of ``prompt``, None when it was not planned as it is.
+
+    With a summary filled in (at or under its cap), the planned count is a bound.
+    """
+    if request.context is None:
+        return None
+    if prompt != request.prompt and request.after is None:
+        return None
+    return request.context.prompt_tokens
 
 
 def reply_summary(replies: Sequence[JudgeReply[Any] | None], request: JudgeRequest[Any]) -> str:
