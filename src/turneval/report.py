@@ -37,6 +37,7 @@ __all__ = [
     "STYLESHEET",
     "agents_table_html",
     "clusters_html",
+    "context_summary",
     "decisive_steps",
     "escape_attribute",
     "escape_text",
@@ -331,13 +332,45 @@ def _conversation(sample: Any, decisive: Mapping[int, str] | None = None) -> str
     return '<div class="muted">sample not kept</div>'
 
 
+def context_summary(details: Mapping[str, Any] | None) -> str | None:
+    """What the judge saw of a row, in one line (from ``details["context"]``), or None.
+
+    ``context: windowed · 6 requests + 4 summaries · 35,102 prompt tokens (largest 5,087) ·
+    items per request 16, 16, 8 · window 8,192 tokens (table), tiktoken:cl100k_base``.
+    """
+    seen = (details or {}).get("context")
+    if not isinstance(seen, Mapping) or "context" not in seen:
+        return None
+    parts = [f"context: {seen['context']}"]
+    requests = f"{seen.get('requests', 0)} request(s)"
+    if seen.get("summaries"):
+        requests += f" + {seen['summaries']} summaries"
+    parts.append(requests)
+    parts.append(
+        f"{int(seen.get('prompt_tokens', 0)):,} prompt tokens "
+        f"(largest {int(seen.get('largest_prompt', 0)):,})"
+    )
+    items = seen.get("items_per_request")
+    if isinstance(items, list) and items:
+        shown = ", ".join(str(n) for n in items[:12]) + (", ..." if len(items) > 12 else "")
+        parts.append(f"items per request {shown}")
+    if "context_tokens" in seen:
+        parts.append(
+            f"window {int(seen['context_tokens']):,} tokens ({seen.get('limits', '?')}), "
+            f"{seen.get('counter', '?')}"
+        )
+    return " · ".join(parts)
+
+
 def _drill(row: SampleResult, names: Sequence[str]) -> str:
     metrics = []
     for name in names:
         result, failure = row.results.get(name), row.failures.get(name)
         if result is not None:
+            seen = context_summary(result.details)
+            note = f'<div class="muted context">{escape_text(seen)}</div>' if seen else ""
             metrics.append(
-                f'<div class="metric"><b>{escape_text(name)}</b> = {format_value(result.value)}<br>{_clip(result.reason)}</div>'
+                f'<div class="metric"><b>{escape_text(name)}</b> = {format_value(result.value)}<br>{_clip(result.reason)}{note}</div>'
             )
         elif failure is not None:
             trace = (

@@ -158,7 +158,7 @@ def test_the_suite_covers_every_judge_in_the_registry() -> None:
 
 
 def check_rows(result: EvaluationResult, metrics: list[JudgedMetric[Any]], llm: Any) -> int:
-    """Assert no rejection, the stated requests and in-scale scores; the requests expected."""
+    """Assert no rejection, the stated requests and in-scale scores; the requests sent."""
     expected_total = 0
     problems = []
     for row in result.rows:
@@ -183,8 +183,11 @@ def check_rows(result: EvaluationResult, metrics: list[JudgedMetric[Any]], llm: 
                 continue
             scored = row.results[metric.name]
             calls = scored.usage.calls if scored.usage is not None else 0
+            # a running summary another metric of the row already asked is shared, not sent
+            shared = scored.usage.cached_calls if scored.usage is not None else 0
+            expected_total += calls - expected
             low, high = metric.scale
-            if calls != expected:
+            if calls + shared != expected:
                 problems.append(f"{row.index}/{metric.name}: {calls} requests, {expected} stated")
             if not (isinstance(scored.value, float) and low <= scored.value <= high):
                 problems.append(f"{row.index}/{metric.name}: {scored.value!r} not in {low, high}")
@@ -275,3 +278,34 @@ async def test_simulated_user_accepts_every_schema_valid_answer(
     openings = [schema for schema in schemas if "done" not in schema["properties"]]
     assert len(openings) == SEEDS  # the first turn of each "open" trial cannot end the talk
     assert all(set(schema["properties"]) == {"message"} for schema in openings)
+
+
+def test_every_judge_accepts_every_schema_valid_answer_on_windowed_requests(
+    openai_stub: OpenAIStub, strict_llm: ChatOpenAI
+) -> None:
+    """The same conformance, with the judges' context window small enough to window and
+    compact the conversations: summaries, windows and compacted transcripts are all requests
+    any schema-valid answer satisfies, and a row costs exactly what its plan states."""
+    metrics = [
+        m.model_copy(update={"context_tokens": 4096})
+        for m in judged_metrics()
+        if MultiTurnSample in m.sample_types
+    ]
+    long = [conversation(seed) for seed in range(7, MAX_AI_TURNS + 1)]  # 7 to 12 AI turns
+    result = evaluate(long, metrics, llm=strict_llm, max_llm_concurrency=16, show_progress=False)
+    check_requests(openai_stub, check_rows(result, metrics, strict_llm))
+    names = [body["response_format"]["json_schema"]["name"] for body in openai_stub.requests]
+    assert "SummaryVerdict" in names  # running summaries were asked, each once per run
+    summaries = [
+        json.dumps(body["messages"])
+        for body in openai_stub.requests
+        if body["response_format"]["json_schema"]["name"] == "SummaryVerdict"
+    ]
+    assert len(summaries) == len(set(summaries))
+    policies = {
+        row.results[m.name].details["context"]["context"]
+        for row in result.rows
+        for m in metrics
+        if m.name in row.results and "context" in row.results[m.name].details
+    }
+    assert policies == {"full", "windowed", "compacted"}

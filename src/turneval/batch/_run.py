@@ -535,6 +535,8 @@ def _plan(
                     continue
                 counts.stated += len(requests)
                 for request in requests:
+                    if request.after is not None:  # reads a summary not yet written: a
+                        continue  # later round asks it (issue 47's running summary)
                     judge = metric.judge(
                         temperature=request.temperature,
                         logprobs=request.logprobs,

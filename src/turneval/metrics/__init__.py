@@ -79,6 +79,7 @@ from turneval.metrics.tool_json import (
     ToolParameterKVMatch,
 )
 from turneval.metrics.topic import TopicAdherenceScore
+from turneval.metrics.trace import TraceJudge
 from turneval.metrics.trajectory import (
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
@@ -156,6 +157,7 @@ __all__ = [
     "ToolParameterKeyMatch",
     "ToolPermission",
     "TopicAdherenceScore",
+    "TraceJudge",
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",
     "TrajectoryInOrderMatch",

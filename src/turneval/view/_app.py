@@ -26,6 +26,7 @@ from turneval.errors import ConfigError
 from turneval.report import (
     agents_table_html,
     clusters_html,
+    context_summary,
     decisive_steps,
     escape_attribute,
     escape_text,
@@ -518,6 +519,10 @@ class _Viewer:
                 text += f"<div class='reason'>{escape_text(reason)}</div>"
             if isinstance(votes, dict):
                 text += "<div class='votes'><b>votes</b> " + _votes(votes) + "</div>"
+            # issue 47: the context policy the judge worked under (full, windowed, compacted)
+            seen = context_summary(details if isinstance(details, dict) else None)
+            if seen:
+                text += f"<div class='context'>{escape_text(seen)}</div>"
             if error:
                 text += f"<pre class='error'>{escape_text(error)}</pre>"
                 trace = row.record.get(f"{name}_traceback")
