@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import subprocess
 import threading
 import uuid
@@ -23,6 +24,7 @@ from time import monotonic
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from turneval._hidden import shown
 from turneval._version import VERSION
 from turneval.errors import ConfigError
 
@@ -265,19 +267,55 @@ def _loads(text: str | bytes) -> Any:
     return loads(text)
 
 
+_EXPECTED = "a file in an existing folder, or a URL like sqlite:///PATH or postgresql://..."
+"""What a store's URL may be: named in every error about one."""
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+"""A URL's scheme (two characters at least: ``C:`` is a drive, not a scheme)."""
+
+
 def _engine_url(url: str) -> tuple[str, str]:
-    """``(SQLAlchemy URL, kind)`` of a store URL or path; ConfigError for another scheme."""
+    """``(SQLAlchemy URL, kind)`` of a store URL or path; ConfigError for another scheme.
+
+    A scheme without ``//`` (``sqlite:/runs.db``, ``postgresql:host/db``) is a mistyped URL,
+    not a file path: refused rather than made into a folder named ``sqlite:``.
+    """
     scheme, sep, rest = url.partition("://")
     if not sep:  # a file path
+        if _SCHEME.match(url):
+            raise ConfigError(
+                f"run store {_named(url)} looks like a URL without its '//': expected {_EXPECTED}"
+            )
         return f"sqlite:///{url}", "sqlite"
-    scheme = scheme.lower()
-    if scheme == "sqlite":
+    if scheme.lower() == "sqlite":
         return url, "sqlite"
-    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+    if scheme.lower() in ("postgresql", "postgres", "postgresql+psycopg"):
         return f"postgresql+psycopg://{rest}", "postgresql"
-    raise ConfigError(
-        f"run store {scheme}://...: expected a file path, sqlite:///PATH or postgresql://..."
-    )
+    raise ConfigError(f"run store {_named(scheme + '://...')}: expected {_EXPECTED}")
+
+
+def _named(value: object) -> str:
+    """A path or URL in an error: quoted, on one line, hidden characters shown."""
+    return repr(shown(os.fspath(value) if isinstance(value, os.PathLike) else value))
+
+
+def _check_folder(database: Path, text: str, *, made: bool) -> None:
+    """Refuse a SQLite file whose folder is missing, or that is a folder; ``made``: make it.
+
+    Only the default store's folder (``.turneval``) is made: a mistyped path is an error
+    naming it, never a new folder tree holding an empty store.
+    """
+    folder = database.parent
+    if made:
+        with contextlib.suppress(OSError):  # an unwritable place fails when opened, named
+            folder.mkdir(parents=True, exist_ok=True)
+    if database.is_dir():
+        raise ConfigError(f"run store {_named(text)} is a folder: expected {_EXPECTED}")
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ConfigError(
+            f"run store {_named(text)}: its folder {_named(folder)} {what}: expected {_EXPECTED}"
+        )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -289,9 +327,10 @@ def _first_line(exc: BaseException) -> str:
 class RunStore:
     """The runs of a project (or a team) in one database: metadata, rows and labels.
 
-    ``RunStore()`` opens ``.turneval/runs.db`` in the working directory (created if missing;
-    SQLite in WAL mode, so readers never block the run writing); a path or ``sqlite:///PATH``
-    names another file, and ``postgresql://user:pass@host/db`` a shared PostgreSQL database
+    ``RunStore()`` opens ``.turneval/runs.db`` in the working directory (created if missing,
+    with its folder; SQLite in WAL mode, so readers never block the run writing); a path or
+    ``sqlite:///PATH`` names another file (created if missing, in a folder that must exist: a
+    mistyped path is an error, not a new folder), and ``postgresql://user:pass@host/db`` a shared PostgreSQL database
     (through psycopg 3). Opening a store made by an older turneval migrates it (Alembic); one
     made by a newer turneval is refused. Several processes may write one store at once: SQLite
     serialises their transactions (waiting up to ``busy_timeout`` seconds), no row is lost.
@@ -305,8 +344,9 @@ class RunStore:
         busy_timeout: Seconds a SQLite writer waits for another one's transaction.
 
     Raises:
-        ConfigError: the extra is missing, the URL has another scheme, the database cannot be
-            opened, or it was made by a newer turneval (one line, saying which).
+        ConfigError: the extra is missing, the URL has another scheme (or lacks its ``//``),
+            a SQLite file's folder does not exist (or the path is a folder), the database
+            cannot be opened, or it was made by a newer turneval (one line, saying which).
 
     Attributes:
         url: The store's URL, its password hidden (a SQLite store: the file's path).
@@ -339,8 +379,13 @@ class RunStore:
             ) from None
         try:
             parsed = make_url(target)
-        except ArgumentError as exc:
-            raise ConfigError(f"run store {text!r}: not a database URL ({exc})") from None
+        except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+            shown_url = _named(
+                text if self.kind == "sqlite" else text.partition("://")[0] + "://..."
+            )
+            raise ConfigError(
+                f"run store {shown_url}: not a database URL: expected {_EXPECTED}"
+            ) from None
         self.url = (
             parsed.render_as_string(hide_password=True).replace("+psycopg://", "://", 1)
             if self.kind == "postgresql"
@@ -351,9 +396,11 @@ class RunStore:
         if self.kind == "sqlite":
             database = parsed.database or ""
             if not database or database == ":memory:":
-                raise ConfigError("run store: SQLite needs a file (every connection must see it)")
-            with contextlib.suppress(OSError):  # an unwritable place fails below, named
-                Path(database).parent.mkdir(parents=True, exist_ok=True)
+                raise ConfigError(
+                    f"run store {_named(text)}: SQLite needs a file (every connection must "
+                    f"see it): expected {_EXPECTED}"
+                )
+            _check_folder(Path(database), text, made=url is None or text == DEFAULT_STORE)
             engine = create_engine(parsed, connect_args={"timeout": busy_timeout})
 
             @event.listens_for(engine, "connect")
