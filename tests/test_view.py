@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -328,3 +334,66 @@ def test_compare_lists_regressions_first_with_the_paired_p_value(store: RunStore
     assert "Compare two runs" in client.get("/compare").text
     unknown = client.get(f"/compare?a={base}&b=nope")
     assert unknown.status_code == 400 and "nope" in unknown.text
+
+
+# -- item 25: IPv6 loopback, a busy port -----------------------------------------------------
+
+
+def _free_port(family: int = socket.AF_INET, host: str = "127.0.0.1") -> int:
+    with socket.socket(family) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_view_on_the_ipv6_loopback_answers_local_requests(tmp_path: Path) -> None:
+    url = str(tmp_path / "runs.db")
+    with RunStore(url) as store:
+        run = add_run(store, [1.0])
+    port = _free_port(socket.AF_INET6, "::1")
+    command = [sys.executable, "-m", "turneval.cli", "view", "--store", url, "--host", "::1"]
+    process = subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        printed = process.stdout.readline()
+        assert f"on http://[::1]:{port}/ (Ctrl-C stops)" in printed
+        deadline = time.monotonic() + 30
+        while True:  # the printed line comes before uvicorn answers: wait for it
+            try:
+                with urllib.request.urlopen(f"http://[::1]:{port}/runs/{run}", timeout=5) as page:
+                    assert page.status == 200 and "Run run" in page.read().decode()
+                break
+            except urllib.error.URLError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+    # the same check without a socket: the host's forms, and what is still refused
+    from turneval.view._app import _allowed_hosts
+
+    with RunStore(url) as store:
+        client = TestClient(create_app(store, allowed_hosts=_allowed_hosts("::1")))
+        for host in ("[::1]:8765", "[::1]", "127.0.0.1:8765", "localhost:8765", "[::1]:80"):
+            assert client.get("/", headers={"Host": host}).status_code == 200, host
+        for host in ("attacker.example", "[::2]:8765", "[::1", "[::1]x", "::1:8765", ""):
+            assert client.get("/", headers={"Host": host}).status_code == 400, host
+
+
+def test_view_on_a_busy_port_is_one_line_and_exit_2(tmp_path: Path, capsys: Any) -> None:
+    url = str(tmp_path / "runs.db")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["view", "--store", url, "--port", str(port)]) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        f"turneval: error: turneval view cannot listen on 127.0.0.1:{port}: Address already in "
+        "use; another process listens on it: give another --port\n"
+    )
+    assert main(["view", "--store", url, "--port", "70000"]) == 2
+    assert "cannot listen on 127.0.0.1:70000" in capsys.readouterr().err

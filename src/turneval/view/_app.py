@@ -10,12 +10,14 @@ one, a same-origin ``Origin``; with ``token`` set, every request must carry it (
 
 from __future__ import annotations
 
+import errno
 import getpass
 import heapq
 import json
 import math
 import random
 import secrets
+import socket
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import date
 from time import monotonic
@@ -989,12 +991,12 @@ def create_app(
         token: When given, every request must carry it: the ``X-Turneval-Token`` header, or
             the cookie a first visit with ``?token=...`` sets (HttpOnly, SameSite=Strict).
         annotator: The name labels are saved under.
-        allowed_hosts: The ``Host`` headers accepted (None: any); ``serve`` passes the bound
-            host and the loopback names, so a DNS-rebinding page cannot read the store.
+        allowed_hosts: The hosts a request's ``Host`` header may name, its port aside (None:
+            any; an IPv6 address with or without brackets); ``serve`` passes the bound host
+            and the loopback names, so a DNS-rebinding page cannot read the store.
     """
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.responses import PlainTextResponse, RedirectResponse
     from starlette.routing import Route
 
@@ -1048,7 +1050,7 @@ def create_app(
 
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=check_token)]
     if allowed_hosts is not None:
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+        middleware.insert(0, Middleware(_HostCheck, allowed=list(allowed_hosts)))
     routes = [
         Route("/", guarded(viewer.runs_page)),
         Route("/runs/{run}", guarded(viewer.run_page)),
@@ -1063,8 +1065,99 @@ def create_app(
     return Starlette(routes=routes, middleware=middleware)
 
 
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+"""The loopback names every local viewer answers to (besides the host it is bound to)."""
+
+
+def _bare(host: str) -> str:
+    """A host as compared: lower case, an IPv6 address without its brackets."""
+    host = host.strip().lower()
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
 def _loopback(host: str) -> bool:
-    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+    bare = _bare(host)
+    return bare in _LOOPBACK or bare.startswith("127.")
+
+
+def _allowed_hosts(host: str) -> list[str] | None:
+    """The ``Host`` headers a viewer bound to ``host`` answers (None: any, on all interfaces)."""
+    if _bare(host) in ("0.0.0.0", "::", ""):
+        return None
+    return list(dict.fromkeys([_bare(host), *_LOOPBACK]))
+
+
+def _host_header(header: str) -> str | None:
+    """The host a ``Host`` header names (bare, lower case), None when it is malformed.
+
+    ``[::1]:8765`` is ``::1``: an IPv6 literal is bracketed, its port after the bracket.
+    """
+    if header.startswith("["):
+        end = header.find("]")
+        if end < 0:
+            return None
+        host, rest = header[1:end], header[end + 1 :]
+    else:
+        host, colon, port = header.partition(":")
+        rest = colon + port
+    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        return None
+    return host.lower() or None
+
+
+class _HostCheck:
+    """Answer only requests whose ``Host`` is one of ``allowed`` (a DNS-rebinding guard).
+
+    Starlette's own middleware compares an IPv6 literal with its brackets in some versions
+    and without in others; here ``[::1]:8765`` is ``::1`` wherever it is written.
+    """
+
+    def __init__(self, app: Any, allowed: Sequence[str]) -> None:
+        self.app = app
+        self.allowed = {_bare(host) for host in allowed}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from starlette.datastructures import Headers
+        from starlette.responses import PlainTextResponse
+
+        if scope["type"] in ("http", "websocket"):
+            host = _host_header(Headers(scope=scope).get("host", ""))
+            if host is None or host not in self.allowed:
+                answer = PlainTextResponse("Invalid host header", status_code=400)
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``; ConfigError (exit 2) when it cannot be."""
+    family = socket.AF_INET6 if ":" in _bare(host) else socket.AF_INET
+    sock: socket.socket | None = None
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((_bare(host), port))
+    except (OSError, OverflowError) as exc:  # OverflowError: a port above 65535
+        if sock is not None:
+            sock.close()
+        busy = isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE
+        why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        hint = (
+            "another process listens on it: give another --port"
+            if busy
+            else "give another --host or --port"
+        )
+        raise ConfigError(
+            f"turneval view cannot listen on {_address(host, port)}: {' '.join(why.split())}; "
+            f"{hint}"
+        ) from None
+    return sock
+
+
+def _address(host: str, port: int) -> str:
+    """``host:port`` as a URL writes it (``[::1]:8765``)."""
+    bare = _bare(host)
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
 
 
 def serve(
@@ -1077,9 +1170,13 @@ def serve(
 ) -> None:
     """Run the viewer on uvicorn until interrupted (``turneval view``).
 
+    It answers requests whose ``Host`` is the bound address or a loopback name (``127.0.0.1``,
+    ``localhost``, ``::1``); bound to every interface (``0.0.0.0``, ``::``), any.
+
     Raises:
-        ConfigError: ``host`` is not a loopback address and no ``token`` is given, or the
-            store cannot be opened.
+        ConfigError: ``host`` is not a loopback address and no ``token`` is given, the
+            address cannot be listened on (the port is in use, say), or the store cannot be
+            opened.
     """
     try:
         import starlette  # noqa: F401
@@ -1097,17 +1194,27 @@ def serve(
             "(every request must then carry it)"
         )
     opened = RunStore(store)
+    try:
+        sock = _listen(host, port)  # before uvicorn: a busy port is one line and exit 2
+    except ConfigError:
+        opened.close()
+        raise
     if annotator is None:
         try:
             annotator = getpass.getuser()
         except Exception:  # no user name (a container): labels without one
             annotator = None
-    hosts = None if host in ("0.0.0.0", "::") else [host, "127.0.0.1", "localhost"]
-    app = create_app(opened, token=token, annotator=annotator, allowed_hosts=hosts)
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    address = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    app = create_app(opened, token=token, annotator=annotator, allowed_hosts=_allowed_hosts(host))
+    shown = "127.0.0.1" if _allowed_hosts(host) is None else _bare(host)
+    address = f"http://{_address(shown, sock.getsockname()[1])}/" + (
+        f"?token={token}" if token else ""
+    )
     print(f"turneval view: {opened.url} on {address} (Ctrl-C stops)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # pragma: no cover - uvicorn handles the signal itself
+        pass
     finally:
+        sock.close()
         opened.close()
