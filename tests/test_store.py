@@ -595,3 +595,34 @@ def test_store_list_and_import_show_control_characters_escaped(name: str, metric
             one_line in lines[1]
             and shown(metric).replace("\n", "<U+000A>").replace("\r", "<U+000D>") in lines[1]
         )
+
+
+def test_calibrate_names_the_row_and_value_of_a_stored_label_off_the_scale(
+    tmp_path: Path, capsys: Any
+) -> None:
+    data, out = _write_data(tmp_path / "data.jsonl"), tmp_path / "run"
+    url = str(tmp_path / "runs.db")
+    evaluate_jsonl(data, [ToolCallF1(name=JUDGED)], out, store=url)  # JUDGED: a yes/no judge
+    with RunStore(url) as store:
+        (run,) = store.runs()
+    args = ["calibrate", "--store", url, "--run", run.id[:8], "--html", str(tmp_path / "c.html")]
+    # no labels yet: said so, with how to add some
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        f"turneval: error: run {run.id[:12]} has no labels in the store {url}: label its rows "
+        "in turneval view (the run's 'label rows' page) or with RunStore.add_label, or "
+        "calibrate a labels file (turneval calibrate RESULTS LABELS)\n"
+    )
+    assert main([*args, "--metric", JUDGED]) == 2
+    assert f"has no labels of {JUDGED!r} in the store" in capsys.readouterr().err
+    with RunStore(url) as store:  # the fifth label given is the value 7, on row 4
+        for index in (0, 1, 2, 3):
+            store.add_label(metric=JUDGED, label=1, run_id=run.id, row_index=index)
+        store.add_label(metric=JUDGED, label=7, run_id=run.id, row_index=4)
+    assert main(args) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        f"turneval: error: the stored label of run {run.id[:12]} row 4 for {JUDGED!r}: label 7 "
+        f"is outside the scale of {JUDGED!r} (a yes/no judge: 0 or no, 1 or yes)\n"
+    )
+    assert "stored label 5" not in error

@@ -177,6 +177,12 @@ def test_browse_compare_label_export_and_calibrate(
         page.keyboard.type("checked the amount")
         page.keyboard.press("Enter")
         shot(page, "label")
+        page.keyboard.press("7")  # a yes/no judge: 7 is refused on the page, nothing saved
+        assert page.locator("#state").inner_text() == (
+            f"key 7 is not on the scale of {JUDGED}: 0 (no) or 1 (yes)"
+        )
+        assert page.locator("#labeling").get_attribute("data-index") == "0"
+        assert store.labels(run_id=runs["candidate"]) == []
         human = [1, 0, 1, 1, 0, 1]  # the person finds row 3 right, where the metric said 0
         for index, label in enumerate(human):
             assert page.locator("#labeling").get_attribute("data-index") == str(index)

@@ -10,6 +10,7 @@ one, a same-origin ``Origin``; with ``token`` set, every request must carry it (
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import getpass
 import heapq
@@ -19,6 +20,7 @@ import random
 import secrets
 import socket
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date
 from time import monotonic
 from typing import TYPE_CHECKING, Any
@@ -81,6 +83,7 @@ class _Viewer:
         self.csrf = secrets.token_urlsafe(32)
         self.annotator = annotator
         self.ended: dict[str, tuple[StoredRun, float]] = {}  # ended runs by the id asked for
+        self.scales: dict[tuple[str, str], _Scale] = {}  # (run id, metric): its labels' scale
 
     # -- page frame --------------------------------------------------------------------------
 
@@ -119,6 +122,15 @@ class _Viewer:
             f"<p>{escape_text(message)}</p>",
             status=status,
         )
+
+    def scale(self, run: StoredRun, metric: str) -> _Scale:
+        """The scale labels of ``metric`` in ``run`` must lie on (worked out once per run)."""
+        key = (run.id, metric)
+        if key not in self.scales:
+            if len(self.scales) > 256:
+                self.scales.clear()
+            self.scales[key] = _scale_of(run, metric)
+        return self.scales[key]
 
     def find_run(self, run_id: str) -> StoredRun:
         """The run ``run_id`` names; an ended run is kept 30 s (counting a large run's rows costs)."""
@@ -626,12 +638,23 @@ class _Viewer:
         )
         previous = self._link(request, pos=max(place - 1, 0)) if place else ""
         following = self._link(request, pos=place + 1)
+        scale = self.scale(run, metric)
+        keys = scale.keys()
+        legend = (
+            " · ".join(
+                f"<kbd>{escape_text(key)}</kbd> {escape_text(scale.text(value))}"
+                for key, value in keys.items()
+            )
+            if scale.points is not None
+            else "<kbd>0</kbd>–<kbd>9</kbd>"
+        )
         panel = (
             f"<div id='labeling' data-run='{escape_attribute(run.id)}' data-index='{current.index}' "
             f"data-metric='{escape_attribute(metric)}' data-next='{escape_attribute(following)}' "
-            f"data-prev='{escape_attribute(previous)}'><p>row {place + 1} of {total} · "
+            f"data-prev='{escape_attribute(previous)}' data-keys='{escape_attribute(json.dumps(keys))}' "
+            f"data-allowed='{escape_attribute(scale.allowed())}'><p>row {place + 1} of {total} · "
             f"<span id='state'>{state}</span></p>"
-            "<p class='keys'><kbd>0</kbd>–<kbd>9</kbd> label the row (saved at once, then the "
+            f"<p class='keys'>{legend}: label the row (saved at once, then the "
             "next row) · <kbd>←</kbd> <kbd>→</kbd> move · <kbd>n</kbd> the note</p>"
             f"<label>note <input id='note' size='60' value='{escape_attribute(latest.note or '') if latest else ''}'>"
             "</label></div>"
@@ -649,7 +672,10 @@ class _Viewer:
             "document.addEventListener('keydown',e=>{if(e.target===note){if(e.key==='Escape'||"
             "e.key==='Enter'){note.blur();e.preventDefault();}return;}"
             "if(e.ctrlKey||e.metaKey||e.altKey)return;"
-            "if(/^[0-9]$/.test(e.key)){e.preventDefault();save(Number(e.key));}"
+            "if(/^[0-9]$/.test(e.key)){e.preventDefault();const keys=JSON.parse(box.dataset.keys);"
+            "if(Object.hasOwn(keys,e.key)){save(keys[e.key]);}else{const s="
+            "document.getElementById('state');s.className='refused';s.textContent='key '+e.key+"
+            "' is not on the scale of '+box.dataset.metric+': '+box.dataset.allowed;}}"
             "else if(e.key==='ArrowRight'){location.href=box.dataset.next;}"
             "else if(e.key==='ArrowLeft'&&box.dataset.prev){location.href=box.dataset.prev;}"
             "else if(e.key==='n'){e.preventDefault();note.focus();}});"
@@ -669,21 +695,29 @@ class _Viewer:
             body = await request.json()
             run_id, index, metric = str(body["run"]), int(body["index"]), str(body["metric"])
             label = body["label"]
-            if not isinstance(label, (int, float, str, bool)) or isinstance(label, bool):
-                label = str(label)
+            if not isinstance(label, (int, float, str, bool)):
+                raise TypeError("a label is a number, a bool or a word")
         except (ValueError, KeyError, TypeError):
             return PlainTextResponse(
-                "expected JSON with run, index, metric and label", status_code=400
+                "expected JSON with run, index, metric and label (a number, a bool or a word)",
+                status_code=400,
             )
         note = str(body.get("note") or "").strip() or None
 
-        def add() -> int:
-            if self._row(run_id, index) is None:
-                raise ConfigError(f"run {run_id[:12]} has no row {index}")
+        def add() -> int | str:
+            run = self.find_run(run_id)
+            if metric not in run.metric_names:
+                names = ", ".join(repr(name) for name in run.metric_names) or "none"
+                return f"run {run.id[:12]} has no metric {metric!r} (its metrics: {names})"
+            problem = self.scale(run, metric).problem(label)
+            if problem is not None:
+                return problem
+            if self._row(run.id, index) is None:
+                raise ConfigError(f"run {run.id[:12]} has no row {index}")
             return self.store.add_label(
                 metric=metric,
                 label=label,
-                run_id=run_id,
+                run_id=run.id,
                 row_index=index,
                 note=note,
                 annotator=self.annotator,
@@ -693,6 +727,8 @@ class _Viewer:
             key = await run_in_threadpool(add)
         except ConfigError as exc:
             return PlainTextResponse(str(exc), status_code=404)
+        if isinstance(key, str):  # refused: the label is not one of the metric's values
+            return PlainTextResponse(key, status_code=400)
         return JSONResponse({"id": key})
 
     def labels_file(self, request: Request) -> Response:
@@ -865,6 +901,92 @@ def _label_value(label: Any) -> float | None:
         return float(label)
     words = {"yes": 1.0, "pass": 1.0, "true": 1.0, "no": 0.0, "fail": 0.0, "false": 0.0}
     return words.get(str(label).lower())
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """The values labels of one metric may take: its scale's points (None: any score).
+
+    The scale is the one ``turneval calibrate`` checks labels against: the built-in metric of
+    that name, else the run's own metric class (as stored), else none.
+    """
+
+    metric: str
+    points: tuple[float, ...] | None
+    judge: Any = None  # the metric object that names the points (label_text), if any
+
+    def text(self, value: float) -> str:
+        """How a point reads, its value first: ``1 (yes)``, ``score 4 (...)``, ``1: CANDIDATE``."""
+        number = f"{value:g}"
+        if self.judge is not None:
+            with contextlib.suppress(Exception):
+                text = " ".join(str(self.judge.label_text(value)).split())
+                if text.startswith((number, f"score {number}")):
+                    return text
+                return f"{number}: {text}"
+        return number
+
+    def allowed(self) -> str:
+        """The allowed values, for a message: ``0 (no) or 1 (yes)``, ``1, 2, 3, 4 or 5``."""
+        if self.points is None:
+            return "a number, yes/no, true/false or pass/fail"
+        shown = [self.text(v) for v in self.points]
+        if any(len(text) > 80 for text in shown):  # a rubric's long sentences: the scores
+            shown = [f"{v:g}" for v in self.points]
+        return ", ".join(shown[:-1]) + " or " + shown[-1] if len(shown) > 1 else shown[0]
+
+    def keys(self) -> dict[str, float]:
+        """The digit keys of the labeling page and the value each gives.
+
+        Each point that is a digit is its own key (``0``, ``1``; ``1``-``5``); a scale with
+        other points (``0, 0.5, 1``, ``-2``-``2``) takes the keys ``1``, ``2``, ... in order.
+        """
+        if self.points is None:
+            return {str(digit): float(digit) for digit in range(10)}
+        if all(float(v).is_integer() and 0 <= v <= 9 for v in self.points):
+            return {str(int(v)): float(v) for v in self.points}
+        return {str(key): float(v) for key, v in enumerate(self.points[:9], start=1)}
+
+    def problem(self, label: Any) -> str | None:
+        """Why ``label`` is refused (naming the allowed values), None when it is on the scale."""
+        from turneval.calibration.labels import coerce_label
+        from turneval.calibration.scales import on_scale
+
+        try:
+            value = coerce_label(label, "label")
+        except ConfigError:
+            return (
+                f"label {label!r} is not a score or a known word; {self.metric!r} takes "
+                f"{self.allowed()}"
+            )
+        if not on_scale(value, self.points):
+            return f"label {label!r} is not on the scale of {self.metric!r}: {self.allowed()}"
+        return None
+
+
+def _scale_of(run: StoredRun, metric: str) -> _Scale:
+    """The scale of ``metric``'s labels in ``run`` (see :class:`_Scale`)."""
+    import importlib
+
+    from turneval.calibration.scales import metric_class, scale_of
+    from turneval.metrics.base import Evaluator
+
+    known: Any = metric_class(metric)
+    if known is None:  # a metric named by the user: its stored class, when it is turneval's
+        stored = next((m for m in run.metrics if m.get("name") == metric), None)
+        qualified = str((stored or {}).get("class") or "")
+        module, _, name = qualified.rpartition(".")
+        if module.startswith("turneval."):
+            with contextlib.suppress(Exception):
+                found = getattr(importlib.import_module(module), name, None)
+                if isinstance(found, type) and issubclass(found, Evaluator):
+                    known = found
+    try:
+        points = scale_of(known)
+        judge = known.model_validate({}) if isinstance(known, type) and points else known
+    except Exception:  # a class that cannot be built without its configuration: no scale
+        points, judge = None, None
+    return _Scale(metric, points, judge if points else None)
 
 
 def _votes(record: Mapping[str, Any]) -> str:
