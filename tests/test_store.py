@@ -406,12 +406,23 @@ def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> No
                 "VALUES ('ab12', 'old', CURRENT_TIMESTAMP, '0.0.9', '[]', 'finished')"
             )
         )
+        connection.execute(
+            text(
+                "INSERT INTO rows (run_id, idx, failed, record) "
+                "VALUES ('ab12', 0, false, '{\"index\": 0}'), ('ab12', 1, false, '{\"index\": 1}')"
+            )
+        )
     assert "ix_rows_run_failed" not in {i["name"] for i in inspect(engine).get_indexes("rows")}
     with RunStore(store_url) as store:
-        assert store.schema_revision() == "0004"
-        assert [(run.id, run.name, run.turneval_version) for run in store.runs()] == [
-            ("ab12", "old", "0.0.9")
+        assert store.schema_revision() == "0005b"
+        assert [(run.id, run.name, run.turneval_version, run.rows) for run in store.runs()] == [
+            ("ab12", "old", "0.0.9", 2)
         ]
+        with engine.connect() as connection:  # revision 0005b counted the ended run's rows
+            assert connection.execute(text("SELECT row_count FROM runs")).scalar() == 2
+        assert "ix_labels_run_metric_row" in {
+            i["name"] for i in inspect(engine).get_indexes("labels")
+        }
         store.delete_run("ab")
         assert store.runs() == []
     assert "ix_rows_failed" in {i["name"] for i in inspect(engine).get_indexes("rows")}
@@ -454,7 +465,7 @@ def test_a_run_fail_on_error_stops_is_failed_with_its_reason(tmp_path: Path) -> 
 
 _MISSING = "no-such-folder"
 _NAMES = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="/\x00"),
     min_size=1,
     max_size=12,
 )

@@ -9,6 +9,7 @@ and ``turneval labels export`` work on it from the command line. Needs the ``sto
 from turneval.store._store import (
     DEFAULT_STORE,
     STORE_ENV,
+    RunColumns,
     RunRecorder,
     RunStore,
     StoredLabel,
@@ -22,6 +23,7 @@ from turneval.store._store import (
 __all__ = [
     "DEFAULT_STORE",
     "STORE_ENV",
+    "RunColumns",
     "RunRecorder",
     "RunStore",
     "StoredLabel",
