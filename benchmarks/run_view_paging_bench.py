@@ -15,6 +15,9 @@ an ended run costs), and the process's peak memory over what it held before the 
 - the run page (distributions) and the rows page sorted by value.
 
     .venv/bin/python benchmarks/run_view_paging_bench.py --n 200000 --labels 100000
+
+With ``PYTHONPATH`` naming another turneval's ``src`` (and ``--db`` a store of its own: a
+store made by a newer turneval is refused), the same figures for that version.
 """
 
 from __future__ import annotations
@@ -40,10 +43,10 @@ def _rss() -> int:
         return int(handle.read().split()[1]) * resource.getpagesize()
 
 
-def build(n: int, labels: int) -> tuple[Path, dict[str, str]]:
+def build(n: int, labels: int, db: str | None = None) -> tuple[Path, dict[str, str]]:
     from turneval.store import RunStore
 
-    target = HERE / ".data" / f"view-paging-{n}-{labels}.db"
+    target = Path(db) if db else HERE / ".data" / f"view-paging-{n}-{labels}.db"
     if target.exists():
         with RunStore(target) as store:
             return target, {run.name: run.id for run in store.runs()}
@@ -196,9 +199,12 @@ def main() -> None:
     parser.add_argument("--labels", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", help="one measurement (run in this process)")
+    parser.add_argument(
+        "--db", help="the store to build or use (default benchmarks/.data/view-paging-N-L.db)"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
-    db, runs = build(args.n, args.labels)
+    db, runs = build(args.n, args.labels, args.db)
     if args.only:
         print(json.dumps(measure(db, args.only, runs, args.rounds)))
         return
@@ -208,7 +214,7 @@ def main() -> None:
     )
     for what in MEASUREMENTS:
         command = [sys.executable, __file__, "--n", str(args.n), "--labels", str(args.labels)]
-        command += ["--rounds", str(args.rounds), "--only", what]
+        command += ["--rounds", str(args.rounds), "--only", what, "--db", str(db)]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode:
             print(f"{what:20} failed: {done.stderr.strip().splitlines()[-1:]}")
