@@ -10,6 +10,7 @@ from turneval.store._skips import StoredSkip
 from turneval.store._store import (
     DEFAULT_STORE,
     STORE_ENV,
+    RunColumns,
     RunRecorder,
     RunStore,
     StoredLabel,
@@ -23,6 +24,7 @@ from turneval.store._store import (
 __all__ = [
     "DEFAULT_STORE",
     "STORE_ENV",
+    "RunColumns",
     "RunRecorder",
     "RunStore",
     "StoredLabel",

@@ -41,6 +41,9 @@ runs = Table(
     Column("status", String(16), nullable=False),  # running | finished | failed | interrupted
     Column("out_dir", Text, index=True),  # the run folder a streamed run writes (resume)
     Column("error", Text),  # why it failed or stopped
+    # revision 0006: the rows an ended run holds, counted when it ended (NULL while rows are
+    # added), so listing runs never counts a large run's rows again
+    Column("row_count", Integer),
 )
 
 rows = Table(
@@ -83,6 +86,8 @@ labels = Table(
     Column("note", Text),
     Column("annotator", Text),
     Column("created", DateTime(timezone=True), nullable=False),
+    # revision 0006: a row's latest label of a metric, without reading the run's other labels
+    Index("ix_labels_run_metric_row", "run_id", "metric", "row_index"),
 )
 
 claims = Table(  # revision 0003: which `turneval watch` process scores a conversation
