@@ -504,6 +504,17 @@ def _tree(root: Path) -> set[str]:
     return {str(path.relative_to(root)) for path in root.rglob("*")}
 
 
+@pytest.mark.parametrize("name", ["runs?x.db", "runs#x.db", "a b%20.db"])
+def test_a_store_path_is_a_path_not_a_url(tmp_path: Path, name: str) -> None:
+    # Found by the property test below: 'no-such-folder/?/runs.db' was read as a URL whose
+    # query began at '?', so its missing folder went unnoticed.
+    with pytest.raises(ConfigError, match="does not exist"):
+        RunStore(tmp_path / "no-such-folder" / "?" / name)
+    with RunStore(tmp_path / name) as store:
+        assert store.url == str(tmp_path / name)
+    assert (tmp_path / name).is_file()
+
+
 def test_a_malformed_store_is_one_line_naming_it_and_makes_no_folder(tmp_path: Path) -> None:
     import contextlib
     import io

@@ -463,14 +463,14 @@ class RunStore:
         target, self.kind = _engine_url(text)
         try:
             from sqlalchemy import create_engine, event
-            from sqlalchemy.engine import make_url
+            from sqlalchemy.engine import URL, make_url
             from sqlalchemy.exc import ArgumentError, SQLAlchemyError
         except ImportError:
             raise ConfigError(
                 "the run store needs SQLAlchemy: pip install 'turneval[store]'"
             ) from None
-        try:
-            parsed = make_url(target)
+        try:  # a file path is the database as given: never parsed as a URL ('?' is no query)
+            parsed = URL.create("sqlite", database=text) if "://" not in text else make_url(target)
         except (ArgumentError, ValueError):  # ValueError: a port that is not a number
             shown_url = _named(
                 text if self.kind == "sqlite" else text.partition("://")[0] + "://..."

@@ -361,9 +361,7 @@ class _Viewer:
             rows = self.store.result(run.id).rows
         except (ValueError, TypeError, KeyError):  # a stored row that is no results row
             return ""
-        attributed = any(
-            "attribution" in r.details for row in rows for r in row.results.values()
-        )
+        attributed = any("attribution" in r.details for row in rows for r in row.results.values())
         clusters = cluster_failures(rows) if attributed else []
         html = clusters_html(clusters, len(rows), f"/runs/{run.id}/rows/{{index}}")
         if key is not None:
