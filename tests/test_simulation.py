@@ -190,12 +190,51 @@ async def test_timeout_keeps_the_conversation() -> None:
         return [AIMessage(content="ok")]
 
     data = await asimulate(
-        slow_second_turn, [{"goal": "g"}], user=ScriptedUser(["one", "two"]), timeout=0.3
+        slow_second_turn, [{"goal": "g"}], user=ScriptedUser(["one", "two"]), agent_timeout=0.3
     )
     meta = data[0].metadata or {}
     assert meta["stop_reason"] == "timeout"
     assert meta["error"] == "TimeoutError: the conversation did not finish within 0.3s"
     assert [m.content for m in messages_of(data[0])] == ["one", "ok", "two"]
+
+
+async def slow_second_turn(messages: list[Any]) -> list[Any]:
+    if len(messages) > 1:
+        await anyio.sleep(10)
+    return [AIMessage(content="ok")]
+
+
+async def test_timeout_is_the_old_name_of_agent_timeout_with_a_warning() -> None:
+    # timeout= is the scoring limit everywhere; a simulation's limit is agent_timeout=
+    with pytest.warns(
+        DeprecationWarning, match=r"asimulate\(timeout=\.\.\.\) is deprecated: pass ag"
+    ):
+        data = await asimulate(
+            slow_second_turn,
+            [{"goal": "g"}],
+            user=ScriptedUser(["one", "two"]),
+            timeout=0.3,  # type: ignore[call-arg]
+        )
+    assert (data[0].metadata or {})["stop_reason"] == "timeout"  # it limited the conversation
+    with pytest.raises(TypeError, match="both timeout= .* and agent_timeout="):
+        await asimulate(
+            slow_second_turn,
+            [{"goal": "g"}],
+            user=ScriptedUser(["one"]),
+            timeout=0.3,  # type: ignore[call-arg]
+            agent_timeout=0.3,
+        )
+
+
+def test_simulate_takes_the_old_timeout_name_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match=r"simulate\(timeout=\.\.\.\) is deprecated"):
+        data = simulate(
+            slow_second_turn,
+            [{"goal": "g"}],
+            user=ScriptedUser(["one", "two"]),
+            timeout=0.3,  # type: ignore[call-arg]
+        )
+    assert (data[0].metadata or {})["stop_reason"] == "timeout"
 
 
 async def test_user_model_garbage_fails_only_its_trial() -> None:
@@ -622,7 +661,7 @@ async def test_run_configuration_and_invalid_agent_conversations() -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({"trials": 0}, "trials and max_steps must be >= 1"),
         ({"max_concurrency": 0}, "max_concurrency: Input should be greater than or equal to 1"),
-        ({"timeout": 0}, "agent_timeout: Input should be greater than 0"),
+        ({"agent_timeout": 0}, "agent_timeout: Input should be greater than 0"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ConfigError, match=message):

@@ -46,6 +46,7 @@ from pydantic import (
     model_validator,
 )
 
+from turneval._deprecation import renamed_keywords
 from turneval.agent_driver import agent_turn, agent_usage, has_checkpointer, recursion_limit
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
@@ -90,6 +91,8 @@ __all__ = [
 
 StopReason = Literal["user_done", "max_turns", "agent_error", "timeout"]
 """Why a simulated conversation ended (None in ``metadata`` when the user model failed)."""
+
+_TIMEOUT_MEANS = "timeout= is the scoring limit everywhere; the agent's is agent_timeout="
 
 DEFAULT_MAX_STEPS = 25
 """Default per-turn step limit: AI messages the agent may produce answering one user turn."""
@@ -680,6 +683,7 @@ def _check_run(user: Any, trials: int, max_steps: int) -> None:
         raise ConfigError(f"trials and max_steps must be >= 1, got {trials} and {max_steps}")
 
 
+@renamed_keywords({"timeout": "agent_timeout"}, why=_TIMEOUT_MEANS)
 async def asimulate(
     agent: Any,
     scenarios: Iterable[Scenario | Mapping[str, Any]],
@@ -687,7 +691,7 @@ async def asimulate(
     user: BaseUser,
     trials: int = 1,
     max_concurrency: int = 16,
-    timeout: float | None = None,
+    agent_timeout: float | None = None,
     cache: SQLiteCache | str | PathLike[str] | None = None,
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
@@ -713,7 +717,8 @@ async def asimulate(
         user: A :class:`SimulatedUser`, :class:`ScriptedUser` or another :class:`BaseUser`.
         trials: Independent conversations per scenario.
         max_concurrency: Conversations in flight at once.
-        timeout: Seconds allowed for one whole conversation.
+        agent_timeout: Seconds allowed for one whole conversation (``timeout=``, its old
+            name, still works with a :class:`DeprecationWarning`).
         cache: A :class:`~turneval.llms.SQLiteCache` (or its path) for the user model's
             answers; the trial is
             part of the key, so a re-run replays every conversation with no user-model call
@@ -743,7 +748,7 @@ async def asimulate(
         )
     options = RunOptions(
         max_concurrency=max_concurrency,
-        agent_timeout=timeout,
+        agent_timeout=agent_timeout,
         cache=cache,
         seed=seed,
         show_progress=show_progress,
@@ -768,6 +773,7 @@ async def asimulate(
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
 
+@renamed_keywords({"timeout": "agent_timeout"}, why=_TIMEOUT_MEANS)
 def simulate(
     agent: Any,
     scenarios: Iterable[Scenario | Mapping[str, Any]],
@@ -775,7 +781,7 @@ def simulate(
     user: BaseUser,
     trials: int = 1,
     max_concurrency: int = 16,
-    timeout: float | None = None,
+    agent_timeout: float | None = None,
     cache: SQLiteCache | str | PathLike[str] | None = None,
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
@@ -794,7 +800,7 @@ def simulate(
             user=user,
             trials=trials,
             max_concurrency=max_concurrency,
-            timeout=timeout,
+            agent_timeout=agent_timeout,
             cache=cache,
             seed=seed,
             max_steps=max_steps,
