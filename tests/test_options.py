@@ -250,42 +250,32 @@ def test_evaluate_on_ray_is_evaluate_jsonl_with_the_ray_engine_and_maps_the_old_
     assert given[0]["engine"] == Ray() and given[0]["out"] == tmp_path / "a"
     assert given[0]["source"] == stream.JsonlSource(data)
     rows: list[SampleResult] = []
+    common: dict[str, Any] = {
+        "output": tmp_path / "b",
+        "fail_on_error": 0.25,
+        "on_row": rows.append,
+        "details": False,
+        "batch_size": 10,
+        "concurrency": 3,
+        "num_cpus": 1.0,
+        "address": "ray://x:1",
+        "lenient_json": True,
+    }
     with pytest.warns(DeprecationWarning, match="evaluate_on_ray is deprecated"):
         distributed.evaluate_on_ray(
             data,
             ["tool_call_f1"],
-            output=tmp_path / "b",
             max_concurrency=3,
             max_llm_concurrency=2,
             show_progress=True,
-            fail_on_error=0.25,
-            on_row=rows.append,
-            details=False,
-            batch_size=10,
-            concurrency=3,
-            num_cpus=1.0,
-            address="ray://x:1",
-            lenient_json=True,
+            **common,
         )
     # its engine settings are Ray's, under their names there
     assert given[1]["engine"] == Ray(chunk_size=10, workers=3, num_cpus=1.0, address="ray://x:1")
     assert given[1]["source"] == stream.JsonlSource(data, lenient_json=True)
     with pytest.warns(DeprecationWarning) as warned:
         distributed.evaluate_on_ray(
-            data,
-            ["tool_call_f1"],
-            output=tmp_path / "b",
-            sample_concurrency=3,
-            llm_concurrency=2,
-            progress=True,
-            fail_on_error=0.25,
-            on_row=rows.append,
-            details=False,
-            batch_size=10,
-            concurrency=3,
-            num_cpus=1.0,
-            address="ray://x:1",
-            lenient_json=True,
+            data, ["tool_call_f1"], sample_concurrency=3, llm_concurrency=2, progress=True, **common
         )
     assert [str(w.message).split(" is ")[0] for w in warned] == [
         "evaluate_on_ray",

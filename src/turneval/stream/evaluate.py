@@ -208,12 +208,7 @@ def _engine(engine: Engine | ChunkEngine | None, moved: dict[str, Any]) -> Engin
     from turneval.engines.base import CallableEngine, Engine
     from turneval.engines.local import Local
 
-    settings = {name: moved.pop(name) for name in list(moved) if name in ENGINE_SETTINGS}
-    for name in settings:
-        deprecated(
-            f"evaluate_jsonl({name}=...) is deprecated: pass {ENGINE_SETTINGS[name]}",
-            stacklevel=4,
-        )
+    settings = _take(moved, ENGINE_SETTINGS)
     if isinstance(engine, Engine):
         if settings:
             raise TypeError(
@@ -233,15 +228,19 @@ def _source_options(data: Any, moved: dict[str, Any]) -> dict[str, Any]:
     Raises:
         TypeError: an input option given beside a source object (pass it to the source).
     """
-    given = {name: moved.pop(name) for name in list(moved) if name in SOURCE_OPTIONS}
-    for name in given:
-        deprecated(
-            f"evaluate_jsonl({name}=...) is deprecated: pass {SOURCE_OPTIONS[name]} as data",
-            stacklevel=4,
-        )
+    given = _take(moved, SOURCE_OPTIONS, as_data=True)
     if given and isinstance(data, Source):
         raise TypeError(
             f"evaluate_jsonl() got {', '.join(given)}= beside the source {data!r}: pass "
             "them to the source"
         )
+    return given
+
+
+def _take(moved: dict[str, Any], where: dict[str, str], *, as_data: bool = False) -> dict[str, Any]:
+    """The deprecated keywords of ``moved`` that ``where`` names (taken out), a warning each."""
+    given = {name: moved.pop(name) for name in list(moved) if name in where}
+    for name in given:
+        place = f"{where[name]} as data" if as_data else where[name]
+        deprecated(f"evaluate_jsonl({name}=...) is deprecated: pass {place}", stacklevel=5)
     return given
