@@ -204,15 +204,13 @@ def evaluate_on_ray(
     engine = Ray(**{new: arguments[old] for old, new in RAY_SETTINGS.items()})
     resolved = resolve_metrics(metrics)
     engine.check(resolved, RunOptions())  # before the input is read, as evaluate_jsonl does
-    source = engine.source(data)
-    if isinstance(source, (JsonlSource, OtlpSource)):  # the input options make the source
-        source = as_source(
-            data,
-            input_format=input_format,
-            group_by=group_by,
-            strict_traces=strict_traces,
-            lenient_json=lenient_json,
-        )
+    source = engine.source(
+        data,
+        input_format=input_format,
+        group_by=group_by,
+        strict_traces=strict_traces,
+        lenient_json=lenient_json,
+    )
     target = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="turneval-"))
     options = {name: arguments[name] for name in _RUN_OPTIONS}
     stream = evaluate_jsonl(source, resolved, target, engine=engine, **options)

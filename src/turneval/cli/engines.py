@@ -68,17 +68,20 @@ def engine_of(args: argparse.Namespace, *, llm_factory: Any = None) -> Engine:
         raise UsageError(message) from None
 
 
-def source_of(args: argparse.Namespace) -> Source:
-    """The input, read as ``--format``, ``--group-by``, ``--strict-traces``, ``--lenient-json`` say."""
+def source_of(args: argparse.Namespace, engine: Engine | None = None) -> Source:
+    """The input, read as ``--format``, ``--group-by``, ``--strict-traces``, ``--lenient-json`` say.
+
+    With ``engine``, as that engine reads it (``--engine ray`` also reads Parquet).
+    """
     from turneval.stream.sources import as_source
 
-    return as_source(
-        args.data,
-        input_format=args.format,
-        group_by=args.group_by,
-        strict_traces=args.strict_traces,
-        lenient_json=args.lenient_json,
-    )
+    options = {
+        "input_format": args.format,
+        "group_by": args.group_by,
+        "strict_traces": args.strict_traces,
+        "lenient_json": args.lenient_json,
+    }
+    return as_source(args.data, **options) if engine is None else engine.source(args.data, **options)
 
 
 def rate_limit_of(args: argparse.Namespace) -> Any:
@@ -121,7 +124,7 @@ def run_streamed(
     local = args.engine == "local"
     factory = None if local or llm is None else partial(judge_from_flags, args, True)
     engine = engine_of(args, llm_factory=factory)
-    source = source_of(args)
+    source = source_of(args, engine)
     with _stop_on_signals() if local else _no_stop() as (stop, received):
         result = evaluate_jsonl(
             source,

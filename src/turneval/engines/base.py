@@ -75,12 +75,14 @@ class Engine(BaseModel, ABC):
         """
         check_judges(metrics, options.llm)
 
-    def source(self, data: str | os.PathLike[str] | Source | Any) -> Source:
-        """The source ``data`` is read from: a source as it is, a path by its format.
+    def source(self, data: str | os.PathLike[str] | Source | Any, **options: Any) -> Source:
+        """The source ``data`` is read from: a source as it is, a path as ``options`` say.
 
-        An engine that reads other inputs (``Ray``: Parquet, a Ray Dataset) overrides it.
+        ``options`` are :func:`~turneval.stream.sources.as_source`'s (``input_format``,
+        ``group_by``, ``strict_traces``, ``lenient_json``: the CLI's flags). An engine that
+        reads other inputs (``Ray``: Parquet, a Ray Dataset) overrides it.
         """
-        return as_source(data)
+        return as_source(data, **options)
 
     @abstractmethod
     def run(self, job: StreamJob) -> StreamResult:

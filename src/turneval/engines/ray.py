@@ -124,14 +124,18 @@ class Ray(ChunkedEngine):
                 "each worker)"
             )
 
-    def source(self, data: str | os.PathLike[str] | Source | Any) -> Source:
-        """A JSONL or OTLP/JSON file or a source, as locally; or Parquet, or a Ray Dataset."""
+    def source(self, data: str | os.PathLike[str] | Source | Any, **options: Any) -> Source:
+        """A JSONL or OTLP/JSON file or a source, as locally; or Parquet, or a Ray Dataset.
+
+        Parquet and dataset rows are written as JSON by turneval and read as they are: the
+        input ``options`` apply to JSONL and OTLP/JSON files.
+        """
         if isinstance(data, Source):
-            return data
+            return super().source(data, **options)
         if isinstance(data, (str, os.PathLike)):
             path = Path(data)
             if not is_parquet(path):
-                return super().source(path)
+                return super().source(path, **options)
             if not path.exists():
                 raise InvalidSampleError(f"{data}: no such file or folder", field="path")
             return RayRows(path)

@@ -178,7 +178,7 @@ def evaluate_jsonl(
     owns_cache = cache is not None and not isinstance(cache, SQLiteCache)
     try:
         runner.check(resolved, options)
-        source = as_source(data, **source_options) if source_options else runner.source(data)
+        source = runner.source(data, **source_options)
         source.check()
         job = StreamJob(
             source,
