@@ -71,7 +71,10 @@ def renamed_keywords(renames: Mapping[str, str], *, why: str = "") -> Callable[[
 
     The decorated function keeps its signature (``inspect.signature`` and type checkers see
     the new names only); an old name is moved to the new one before the call (see
-    :func:`take_renamed`). Works on functions, methods and coroutine functions.
+    :func:`take_renamed`). Works on functions, methods and coroutine functions. The wrapper
+    keeps ``renames`` and ``why`` (``__renamed__``) and the function (``__wrapped__``), so
+    :func:`~turneval._sync.sync_form` gives the sync form the same renames, warned in the
+    caller's thread.
     """
 
     def decorate(function: F) -> F:
@@ -93,6 +96,7 @@ def renamed_keywords(renames: Mapping[str, str], *, why: str = "") -> Callable[[
                 move(args, kwargs)
                 return await function(*args, **kwargs)
 
+            coroutine.__renamed__ = (renames, why)  # type: ignore[attr-defined]
             return coroutine  # type: ignore[return-value]
 
         @functools.wraps(function)
@@ -100,6 +104,7 @@ def renamed_keywords(renames: Mapping[str, str], *, why: str = "") -> Callable[[
             move(args, kwargs)
             return function(*args, **kwargs)
 
+        plain.__renamed__ = (renames, why)  # type: ignore[attr-defined]
         return plain  # type: ignore[return-value]
 
     return decorate

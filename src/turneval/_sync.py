@@ -104,15 +104,26 @@ def sync_form(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     ``evaluate = sync_form(aevaluate)`` runs ``aevaluate`` with the arguments given, through
     :func:`run_sync`; the signature (for ``inspect``, type checkers and ``help()``) is
     ``aevaluate``'s, so the options are declared once, on the async form. The docstring says
-    which function it is the sync form of.
+    which function it is the sync form of. Keywords the async form renamed
+    (:func:`~turneval._deprecation.renamed_keywords`) are renamed by the sync form too, before
+    the call, so their warning points at the caller's line.
     """
+    renamed = getattr(function, "__renamed__", None)
+    body: Callable[P, Coroutine[Any, Any, T]] = (
+        function if renamed is None else function.__wrapped__  # type: ignore[attr-defined]
+    )
 
     @functools.wraps(function)
     def sync(*args: P.args, **kwargs: P.kwargs) -> T:
-        return run_sync(functools.partial(function, *args, **kwargs))
+        return run_sync(functools.partial(body, *args, **kwargs))
 
     head, dot, _ = function.__qualname__.rpartition(".")
     sync.__name__ = function.__name__.removeprefix("a")  # aevaluate -> evaluate
     sync.__qualname__ = f"{head}{dot}{sync.__name__}"
     sync.__doc__ = f"Sync form of :func:`{function.__name__}` (same arguments)."
-    return sync
+    if renamed is None:
+        return sync
+    from turneval._deprecation import renamed_keywords
+
+    renames, why = renamed
+    return renamed_keywords(renames, why=why)(sync)

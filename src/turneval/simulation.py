@@ -30,7 +30,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -47,6 +46,7 @@ from pydantic import (
 )
 
 from turneval._deprecation import renamed_keywords
+from turneval._sync import sync_form
 from turneval.agent_driver import agent_turn, agent_usage, has_checkpointer, recursion_limit
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
@@ -60,7 +60,6 @@ from turneval.messages import (
     ToolCall,
 )
 from turneval.metrics import Evaluator
-from turneval.metrics.base import run_sync
 from turneval.options import RunOptions
 from turneval.pipeline import finish_recording, recording, run_rows, score_row
 from turneval.provenance import Provenance
@@ -773,44 +772,8 @@ async def asimulate(
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
 
-@renamed_keywords({"timeout": "agent_timeout"}, why=_TIMEOUT_MEANS)
-def simulate(
-    agent: Any,
-    scenarios: Iterable[Scenario | Mapping[str, Any]],
-    *,
-    user: BaseUser,
-    trials: int = 1,
-    max_concurrency: int = 16,
-    agent_timeout: float | None = None,
-    cache: SQLiteCache | str | PathLike[str] | None = None,
-    seed: int | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    show_progress: bool | None = None,
-    rate_limit: RateLimit | RateLimiter | None = None,
-    config: dict[str, Any] | None = None,
-    stop_early: StopEarly | None = None,
-    store: RunStore | str | PathLike[str] | None = None,
-) -> EvaluationDataset:
-    """Sync form of :func:`asimulate` (same arguments)."""
-    return run_sync(
-        partial(
-            asimulate,
-            agent,
-            scenarios,
-            user=user,
-            trials=trials,
-            max_concurrency=max_concurrency,
-            agent_timeout=agent_timeout,
-            cache=cache,
-            seed=seed,
-            max_steps=max_steps,
-            show_progress=show_progress,
-            rate_limit=rate_limit,
-            config=config,
-            stop_early=stop_early,
-            store=store,
-        )
-    )
+simulate = sync_form(asimulate)
+"""Sync form of :func:`asimulate` (same arguments): the conversations, one per trial."""
 
 
 def _thresholds(given: Mapping[str, float] | None, names: list[str]) -> dict[str, float]:
