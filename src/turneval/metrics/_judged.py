@@ -35,6 +35,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 
 from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
+from turneval.judge.config import JudgeConfigField
 from turneval.judge.template import (
     JudgeExample,
     JudgeRequest,
@@ -138,6 +139,10 @@ class JudgedMetric(Metric[SampleT], ABC):
         repeat_temperature: Sampling temperature of the votes when ``repeats`` > 1 (requests
             that set their own keep it); a model with a ``seed`` also gets ``seed + k`` for
             vote k. It must be above 0 (at 0 every vote would be the same answer).
+        judge_config: A :class:`~turneval.judge.JudgeConfig` (or its file's path) made by
+            ``turneval optimize``: its instructions are added to every request's system
+            message and its examples shown after ``examples``. Part of the prompt, hence of
+            the cache key, and recorded in run.json with the metric's configuration.
         pass_threshold: The value at or above which a row passes (front ends set it from
             ``--fail-under``, ``success_thresholds`` or ``assert_scores``' thresholds); with
             ``repeats`` > 1, a row whose votes fall on both sides of it is ``unstable``.
@@ -155,6 +160,7 @@ class JudgedMetric(Metric[SampleT], ABC):
     repeats: int = 1
     repeat_temperature: float = 0.7
     pass_threshold: float | None = None
+    judge_config: JudgeConfigField = None
 
     if not TYPE_CHECKING:  # at run time only: type checkers keep the fields' own signature
 
@@ -218,7 +224,10 @@ class JudgedMetric(Metric[SampleT], ABC):
         ``repeat_temperature`` unless a request sets its own.
         """
         requests = self.requests(sample)
-        block = render_examples(self.examples)
+        config = self.judge_config
+        if config is not None:
+            requests = config.apply(requests)
+        block = render_examples(self.examples + (() if config is None else config.examples))
         if block:
             requests = [replace(request, prompt=block + request.prompt) for request in requests]
         if self.repeats == 1:

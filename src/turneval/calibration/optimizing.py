@@ -1,0 +1,496 @@
+"""Make a judge agree with people: search its instructions and examples, measure on held-out rows.
+
+:func:`optimize` splits the labeled rows (stratified by label, seeded) into optimisation and
+validation rows; GEPA (the ``gepa`` package, the ``optimize`` extra) searches the judge's
+instructions and worked examples on the optimisation rows only, reflecting on the judge's own
+explanations of the rows it got wrong; the starting judge, the optimised one and the few-shot
+baseline (``align``'s rule) are then measured on the validation rows, with bootstrap intervals
+and the paired difference. Every model request goes through the judge cache (a rerun after a
+crash pays for nothing twice) and a hard budget (:class:`~turneval.calibration.Budget`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio.from_thread
+import anyio.to_thread
+
+from turneval.calibration.budget import Budget, BudgetGuard
+from turneval.calibration.outcome import OptimizationReport
+from turneval.calibration.paired import agreement_value, paired_difference
+from turneval.calibration.search import (
+    EXAMPLES,
+    INSTRUCTIONS,
+    CandidateScorer,
+    JudgeAdapter,
+    RowOutcome,
+    candidate_config,
+    choose_examples,
+)
+from turneval.calibration.statistics import agreement_statistics, require_extra
+from turneval.calibration.units import Task, labeled_rows, stratified_split
+from turneval.errors import ConfigError
+from turneval.ratelimit import CHARS_PER_TOKEN
+
+if TYPE_CHECKING:
+    from turneval.calibration.report import AgreementReport
+    from turneval.judge import SQLiteCache
+    from turneval.results import Prices
+
+__all__ = ["OptimizationPlan", "aoptimize", "optimize", "plan_optimization"]
+
+MIN_ROWS = 10
+"""Labeled rows an optimisation needs at least."""
+
+
+@dataclass(frozen=True)
+class OptimizationPlan:
+    """What an optimisation would spend, before anything is spent (``--dry-run``).
+
+    Attributes:
+        optimisation_rows: Rows the search sees.
+        validation_rows: Rows held out.
+        requests_per_row: Judge requests of one row (mean).
+        prompt_tokens_per_request: Estimated prompt tokens of one judge request (mean).
+        start_calls: Judge calls scoring the starting judge on the optimisation rows.
+        round_calls: Judge and reflection calls of one search round, at most.
+        final_calls: Judge calls of the final measurement (kept back from the budget).
+        rounds: Rounds the budget (or ``rounds``) allows.
+        total_calls: All calls, at most (the budget caps them).
+        cost: Their estimated cost at the prices (None without prices).
+        batch_cost: The same through a batch API (``--engine batch``).
+    """
+
+    optimisation_rows: int
+    validation_rows: int
+    requests_per_row: float
+    prompt_tokens_per_request: float
+    start_calls: int
+    round_calls: int
+    final_calls: int
+    rounds: int
+    total_calls: int
+    cost: float | None = None
+    batch_cost: float | None = None
+
+    def __str__(self) -> str:
+        """The plan, for a terminal."""
+        lines = [
+            f"dry run: no model is called; {self.optimisation_rows} optimisation rows, "
+            f"{self.validation_rows} validation rows, {self.requests_per_row:.1f} judge "
+            f"requests per row (~{self.prompt_tokens_per_request:,.0f} prompt tokens each)",
+            f"starting judge on the optimisation rows: {self.start_calls} calls",
+            f"each search round: at most {self.round_calls} calls; {self.rounds} rounds",
+            f"final measurement on the validation rows: {self.final_calls} calls (kept back)",
+            f"expected calls: at most {self.total_calls} (a warm cache answers some for free)",
+        ]
+        if self.cost is not None:
+            lines.append(
+                f"expected cost: at most {self.cost:.4f} live, {self.batch_cost or 0.0:.4f} "
+                "through a batch API"
+            )
+        return "\n".join(lines)
+
+
+class _Loop:
+    """Calls into the caller's event loop from GEPA's worker thread."""
+
+    def call(self, function: Any, *args: Any) -> Any:
+        return anyio.from_thread.run(function, *args)
+
+
+class _Log:
+    """GEPA's log, kept instead of printed."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def log(self, message: str) -> None:
+        self.lines.append(str(message))
+
+
+def _requests(task: Task, rows: Sequence[int]) -> tuple[int, int]:
+    """Judge requests of ``rows`` and their prompt characters."""
+    count = chars = 0
+    for r in rows:
+        try:
+            requests = task.metric.judge_requests(task.rows[r].sample)
+        except Exception:  # a row the metric refuses costs nothing (it fails when scored)
+            continue
+        count += len(requests)
+        chars += sum(len(q.system) + len(q.prompt) for q in requests)
+    return count, chars
+
+
+def _splits(task: Task, validation: float, seed: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Optimisation and validation rows; the optimisation rows' reflection and selection parts."""
+    strata = [row.stratum for row in task.rows]
+    optimisation, held = stratified_split(strata, validation, seed)
+    if len(optimisation) >= 4:
+        part = stratified_split([strata[i] for i in optimisation], 0.5, seed + 1)
+        train = [optimisation[i] for i in part[0]]
+        select = [optimisation[i] for i in part[1]]
+    else:
+        train = select = optimisation
+    return optimisation, held, train, select
+
+
+def _task(metric: Any, labels: Any) -> Task:
+    from turneval.metrics import JudgedMetric
+
+    name = getattr(metric, "name", type(metric).__name__)
+    if not isinstance(metric, JudgedMetric):
+        raise ConfigError(f"metric {name!r} is not judged by an LLM: only judged metrics optimise")
+    rows = labeled_rows(labels)
+    if len(rows) < MIN_ROWS:
+        raise ConfigError(f"optimize needs at least {MIN_ROWS} labeled rows of {name!r}, got {len(rows)}")
+    return Task.of(metric, rows)
+
+
+def plan_optimization(
+    metric: Any,
+    labels: Sequence[Any],
+    *,
+    validation: float = 0.3,
+    seed: int = 0,
+    rounds: int = 20,
+    minibatch: int = 8,
+    budget: Budget | int | None = None,
+    prices: Prices | None = None,
+    output_tokens: int = 300,
+) -> OptimizationPlan:
+    """The calls and cost :func:`optimize` would spend at most, with nothing spent.
+
+    Args:
+        metric: The judged metric.
+        labels: The labeled rows, as :func:`optimize` takes them.
+        validation: Share of rows held out.
+        seed: Seed of the split.
+        rounds: Search rounds at most.
+        minibatch: Rows a round reflects on.
+        budget: The budget (caps the calls).
+        prices: Prices for the cost.
+        output_tokens: Tokens an answer is assumed to take (for the cost).
+    """
+    task = _task(metric, labels)
+    optimisation, held, train, select = _splits(task, validation, seed)
+    requests, chars = _requests(task, range(len(task.rows)))
+    per_row = requests / len(task.rows)
+    start = _requests(task, optimisation)[0]
+    batch = min(minibatch, len(train))
+    per_round = round(per_row * (2 * batch + len(select))) + 1
+    final = 3 * _requests(task, held)[0] + _requests(task, train)[0]
+    limit = Budget.of(budget).calls
+    allowed = rounds
+    if limit is not None:
+        allowed = max(0, min(rounds, (limit - start - final) // max(1, per_round)))
+    total = start + allowed * per_round + final
+    if limit is not None:
+        total = min(total, limit)
+    tokens = chars / max(1, requests) / CHARS_PER_TOKEN
+    cost = batch_cost = None
+    if prices is not None:
+        one = tokens * prices.input_per_million / 1e6 + output_tokens * prices.output_per_million / 1e6
+        cost = total * one
+        batch_cost = cost * (1 - prices.batch_discount)
+    return OptimizationPlan(
+        len(optimisation), len(held), per_row, tokens, start, per_round, final, allowed, total,
+        cost, batch_cost,
+    )
+
+
+def _report(task: Task, rows: Sequence[int], outcomes: dict[int, RowOutcome], seed: int) -> AgreementReport | None:
+    """The agreement statistics of one judge on ``rows`` (None when it failed on them all)."""
+    human, judge, skipped = [], [], 0
+    classes = task.classes
+    for r in rows:
+        labels = dict(task.rows[r].units())
+        for item, verdict in outcomes[r].verdicts.items():
+            if verdict is None or verdict not in classes:
+                skipped += 1
+                continue
+            human.append(float(classes.index(labels[item])))
+            judge.append(float(classes.index(verdict)))
+    if not human:
+        return None
+    scale = tuple(float(i) for i in range(len(classes)))
+    if not task.per_item:
+        scale = tuple(float(v) for v in classes)
+        human = [scale[int(h)] for h in human]
+        judge = [scale[int(j)] for j in judge]
+    return agreement_statistics(task.metric.name, human, judge, scale, skipped=skipped, seed=seed)
+
+
+def _positions(
+    task: Task, rows: Sequence[int], *arms: dict[int, RowOutcome]
+) -> tuple[list[int], list[list[int]]]:
+    """Class positions of the labels and of each arm's verdicts on the units all arms judged."""
+    human: list[int] = []
+    judged: list[list[int]] = [[] for _ in arms]
+    for r in rows:
+        for item, label in task.rows[r].units():
+            verdicts = [arm[r].verdicts.get(item) for arm in arms]
+            if any(v is None or v not in task.classes for v in verdicts):
+                continue
+            human.append(task.classes.index(label))
+            for column, verdict in zip(judged, verdicts, strict=True):
+                column.append(task.classes.index(verdict))  # type: ignore[arg-type]
+    return human, judged
+
+
+def _statistic(task: Task, rows: Sequence[int], outcomes: dict[int, RowOutcome]) -> float | None:
+    human, (judge,) = _positions(task, rows, outcomes)
+    return agreement_value(task.statistic, human, judge, len(task.classes))
+
+
+async def aoptimize(
+    metric: Any,
+    labels: Sequence[Any],
+    *,
+    llm: Any = None,
+    reflection_llm: Any = None,
+    budget: Budget | int | None = None,
+    validation: float = 0.3,
+    seed: int = 0,
+    rounds: int = 20,
+    examples: int = 4,
+    minibatch: int = 8,
+    cache: SQLiteCache | str | Path | None = None,
+    engine: str = "live",
+    prices: Prices | None = None,
+    max_concurrency: int = 8,
+    batch_dir: str | Path | None = None,
+    poll_interval: float = 30.0,
+    resamples: int = 1000,
+) -> OptimizationReport:
+    """Async form of :func:`optimize`."""
+    require_extra()
+    try:
+        import gepa
+    except ImportError as exc:  # pragma: no cover - the extra is installed in tests
+        raise ImportError("optimize needs the optimize extra: pip install 'turneval[optimize]'") from exc
+    from turneval.judge import Judge, SQLiteCache
+    from turneval.store import judge_model
+
+    task = _task(metric, labels)
+    if engine not in ("live", "batch"):
+        raise ConfigError(f"engine must be 'live' or 'batch', got {engine!r}")
+    if examples < 0 or rounds < 0 or minibatch < 1:
+        raise ConfigError("examples and rounds must be >= 0, minibatch >= 1")
+    model = llm if llm is not None else metric.llm
+    if model is None:
+        raise ConfigError(f"optimize needs the judge model: pass llm=... (metric {metric.name!r} has none)")
+    spend = Budget.of(budget)
+    if prices is not None and spend.prices is None:
+        spend = Budget(spend.calls, spend.cost, prices, spend.output_tokens)
+    guard = BudgetGuard(spend)
+    judge_llm = guard.watch(model, "judge")
+    reflection = Judge(guard.watch(reflection_llm if reflection_llm is not None else model, "reflection"))
+    if cache is None:
+        cache = SQLiteCache(Path(tempfile.mkdtemp(prefix="turneval-optimize-")) / "cache.sqlite")
+    elif not isinstance(cache, SQLiteCache):
+        cache = SQLiteCache(cache)
+    optimisation, held, train, select = _splits(task, validation, seed)
+    final = 3 * _requests(task, held)[0] + _requests(task, train)[0]
+    plan = plan_optimization(metric, labels, validation=validation, seed=seed, prices=spend.prices)
+    reserve_cost = final * (plan.cost or 0.0) / max(1, plan.total_calls)
+    if spend.calls is not None and spend.calls < final + plan.start_calls:
+        raise ConfigError(
+            f"a budget of {spend.calls} calls is below the {final + plan.start_calls} the "
+            f"measurement needs ({plan.start_calls} for the starting judge on the optimisation "
+            f"rows, {final} on the validation rows): raise it, or label fewer rows"
+        )
+    guard.reserve(final, reserve_cost)
+    base = metric.judge_config
+    scorer = CandidateScorer(
+        task, judge_llm, cache, base=base, max_concurrency=max_concurrency, engine=engine,
+        guard=guard, batch_dir=None if batch_dir is None else Path(batch_dir),
+        poll_interval=poll_interval,
+    )
+    seed_candidate = {INSTRUCTIONS: "" if base is None else base.instructions}
+    if examples:
+        seed_candidate[EXAMPLES] = "[]"
+    start = await scorer.score(seed_candidate, optimisation)
+    adapter = JudgeAdapter(scorer, _Loop(), reflection, examples=examples)
+    log = _Log()
+    per_row = plan.requests_per_row
+    round_calls = round(per_row * (2 * min(minibatch, len(train)) + len(select))) + 1
+    reasons: list[str] = []
+
+    def stop(state: Any) -> bool:
+        if state.i + 1 >= rounds:
+            reasons.append(f"{rounds} rounds")
+        left = guard.remaining_calls()
+        if left is not None and left < round_calls:
+            reasons.append(f"budget ({left} calls left, a round may take {round_calls})")
+        cost = guard.cost()
+        if spend.cost is not None and cost is not None and plan.cost is not None:
+            if cost + plan.cost / max(1, plan.total_calls) * round_calls > spend.cost - reserve_cost:
+                reasons.append(f"budget ({cost:.4f} spent)")
+        return bool(reasons)
+
+    result = None
+    if rounds and len(task.classes) > 1:
+        result = await anyio.to_thread.run_sync(
+            partial(
+                gepa.optimize,
+                seed_candidate=seed_candidate,
+                trainset=train,
+                valset=select,
+                adapter=adapter,
+                reflection_minibatch_size=min(minibatch, len(train)),
+                perfect_score=1.0,
+                skip_perfect_score=True,
+                module_selector="round_robin",
+                stop_callbacks=[stop],
+                logger=log,
+                seed=seed,
+                raise_on_exception=True,
+                display_progress_bar=False,
+                track_best_outputs=False,
+            )
+        )
+    candidates = [seed_candidate] if result is None else [dict(c) for c in result.candidates]
+    best, best_value = seed_candidate, _statistic(task, select, scorer.outcomes[scorer.key(seed_candidate)])
+    for candidate in candidates[1:]:
+        known = scorer.outcomes[scorer.key(candidate)]
+        if not all(r in known for r in select):
+            continue
+        value = _statistic(task, select, known)
+        if value is not None and (best_value is None or value > best_value):
+            best, best_value = candidate, value
+    # the final measurement: the reserve is spent now
+    guard.releasing = True
+    seed_outcomes = {o.row: o for o in start}
+    aligned = {INSTRUCTIONS: seed_candidate[INSTRUCTIONS]}
+    aligned[EXAMPLES] = json.dumps(choose_examples(task, start, [], examples or 4))
+    arms = {}
+    for name, candidate in (("before", seed_candidate), ("after", best), ("align", aligned)):
+        arms[name] = {o.row: o for o in await scorer.score(candidate, held)}
+    training = {o.row: o for o in await scorer.score(best, optimisation)}
+    human, (before, after, baseline) = _positions(task, held, arms["before"], arms["after"], arms["align"])
+    k = len(task.classes)
+    difference = paired_difference(task.statistic, human, before, after, k, seed=seed, resamples=resamples)
+    versus = paired_difference(task.statistic, human, before, baseline, k, seed=seed, resamples=resamples)
+    judge_spent, reflection_spent = guard.spent["judge"], guard.spent["reflection"]
+    config = candidate_config(task, base, best).model_copy(
+        update={
+            "metric": task.metric.name,
+            "model": judge_model(model),
+            "scale": None if task.per_item else tuple(float(v) for v in task.classes),
+            "labels_digest": task.digest(),
+            "parent": None if base is None else base.digest,
+        }
+    )
+    report = OptimizationReport(
+        metric=task.metric.name,
+        statistic=task.statistic,
+        config=config,
+        base=base,
+        optimisation_rows=[task.rows[r].ref for r in optimisation],
+        validation_rows=[task.rows[r].ref for r in held],
+        before=_report(task, held, arms["before"], seed),
+        after=_report(task, held, arms["after"], seed),
+        difference=difference,
+        baseline=_report(task, held, arms["align"], seed),
+        baseline_difference=versus,
+        training_before=_statistic(task, optimisation, seed_outcomes),
+        training_after=_statistic(task, optimisation, training),
+        judge_calls=judge_spent.calls,
+        reflection_calls=reflection_spent.calls,
+        usage=guard.usage,
+        cost=guard.cost(),
+        budget=str(spend),
+        stopped=reasons[0] if reasons else ("no search rounds" if result is None else "done"),
+        candidates=len(candidates),
+        rounds=adapter.proposals.asked,
+    )
+    report.cached = scorer.cached
+    refused = judge_spent.refused + reflection_spent.refused
+    if refused:
+        report.notes.append(f"{refused} requests refused by the budget (never sent)")
+    report.notes += [f"reflection failed: {why}" for why in adapter.proposals.failed[:3]]
+    failed = sum(1 for arm in arms.values() for o in arm.values() if None in o.verdicts.values())
+    if failed:
+        report.notes.append(f"{failed} validation verdicts failed (left out of the statistics)")
+    report.config = config.model_copy(update={"report": report.summary()})
+    return report
+
+
+def optimize(
+    metric: Any,
+    labels: Sequence[Any],
+    *,
+    llm: Any = None,
+    reflection_llm: Any = None,
+    budget: Budget | int | None = None,
+    validation: float = 0.3,
+    seed: int = 0,
+    rounds: int = 20,
+    examples: int = 4,
+    minibatch: int = 8,
+    cache: SQLiteCache | str | Path | None = None,
+    engine: str = "live",
+    prices: Prices | None = None,
+    max_concurrency: int = 8,
+    batch_dir: str | Path | None = None,
+    poll_interval: float = 30.0,
+    resamples: int = 1000,
+) -> OptimizationReport:
+    """Search a judge's instructions and examples to agree with human labels, measured honestly.
+
+    The labeled rows are split, stratified by label and seeded, into optimisation rows and
+    ``validation`` rows. GEPA searches on the optimisation rows only (half of them to reflect
+    on and draw examples from, half to choose between candidates); the starting judge, the
+    best candidate and the few-shot baseline (``align``'s rule) are then scored on the
+    validation rows. The report gives each one's agreement with its bootstrap interval, the
+    paired difference with its interval, and calls a change an improvement only when that
+    interval excludes 0; agreement on the optimisation rows is shown as training agreement.
+
+    Args:
+        metric: A judged metric (built-in or a user's ``JudgedMetric``); its ``judge_config``,
+            if any, is where the search starts.
+        labels: ``(sample, label)`` or ``(sample, label, reason)`` tuples, at least 10: a label
+            on the metric's scale, or a dict of item labels (``{"message_4": "irrelevant"}``)
+            for judges with per-item verdicts.
+        llm: The judge model (default: the metric's).
+        reflection_llm: The model that proposes instructions (default: ``llm``).
+        budget: Most model calls (an int), or a :class:`Budget` in calls and/or money.
+        validation: Share of rows held out, in (0, 1).
+        seed: Seed of the split, the search and the bootstrap.
+        rounds: Search rounds at most.
+        examples: Most worked examples a candidate shows (0: instructions only).
+        minibatch: Rows a round reflects on.
+        cache: The judge cache (a :class:`~turneval.judge.SQLiteCache` or its path; default a
+            temporary one). With a cache kept on disk, a rerun after a crash pays for nothing
+            it already asked.
+        engine: ``"live"``, or ``"batch"``: requests the cache lacks are first sent through the
+            provider's batch API.
+        prices: The models' prices, for the cost.
+        max_concurrency: Samples scored at once.
+        batch_dir: Folder for the batch runs (default: a temporary folder).
+        poll_interval: Seconds between polls of a batch run.
+        resamples: Bootstrap resamples for the intervals.
+
+    Raises:
+        ConfigError: the metric is not judged, fewer than 10 rows, a label off the scale, no
+            judge model, or a budget too small for the measurement.
+    """
+    from turneval._sync import run_sync
+
+    return run_sync(
+        partial(
+            aoptimize, metric, labels, llm=llm, reflection_llm=reflection_llm, budget=budget,
+            validation=validation, seed=seed, rounds=rounds, examples=examples,
+            minibatch=minibatch, cache=cache, engine=engine, prices=prices,
+            max_concurrency=max_concurrency, batch_dir=batch_dir, poll_interval=poll_interval,
+            resamples=resamples,
+        )
+    )
