@@ -119,7 +119,9 @@ def _reflect(memorise: bool) -> Any:
             return json.dumps({"analysis": "these cases", "instructions": "\n".join(lines)})
         if any(KINDS["refused"][1] in part for part in cases) and RULE not in current:
             text = (current + "\n" + RULE).strip()
-            return json.dumps({"analysis": "refusals were counted as achieved", "instructions": text})
+            return json.dumps(
+                {"analysis": "refusals were counted as achieved", "instructions": text}
+            )
         return json.dumps({"analysis": "nothing general to add", "instructions": current})
 
     return answer

@@ -23,13 +23,13 @@ verdict on it), ``pairing`` (:func:`agreement`: labels paired with a run's rows)
 ``statistics`` (the statistics, :func:`krippendorff_alpha`), ``report`` (:class:`AgreementReport`
 and its HTML page), ``alignment`` (:func:`align`), and for :func:`optimize`: ``units``
 (labeled rows, the split, verdicts per row or item), ``paired`` (the paired difference),
-``budget`` (the hard budget), ``search`` (GEPA's adapter), ``outcome`` (the report) and
-``optimizing``.
+``budget`` (the hard budget), ``search`` (GEPA's adapter), ``outcome`` (the report), ``measuring`` (:func:`measure`) and ``optimizing``.
 """
 
 from turneval.calibration.alignment import AlignedMetric, aalign, align
 from turneval.calibration.budget import Budget, BudgetExhaustedError
 from turneval.calibration.labels import Label, label_from_record, load_labels
+from turneval.calibration.measuring import ameasure, measure
 from turneval.calibration.optimizing import (
     OptimizationPlan,
     aoptimize,
@@ -58,10 +58,12 @@ __all__ = [
     "aalign",
     "agreement",
     "align",
+    "ameasure",
     "aoptimize",
     "krippendorff_alpha",
     "label_from_record",
     "load_labels",
+    "measure",
     "optimize",
     "paired_difference",
     "plan_optimization",

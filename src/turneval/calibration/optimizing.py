@@ -23,31 +23,25 @@ import anyio.from_thread
 import anyio.to_thread
 
 from turneval.calibration.budget import Budget, BudgetGuard
+from turneval.calibration.measuring import measure_arms, splits, statistic_on, task_of
 from turneval.calibration.outcome import OptimizationReport
-from turneval.calibration.paired import agreement_value, paired_difference
 from turneval.calibration.search import (
     EXAMPLES,
     INSTRUCTIONS,
     CandidateScorer,
     JudgeAdapter,
-    RowOutcome,
-    candidate_config,
     choose_examples,
 )
-from turneval.calibration.statistics import agreement_statistics, require_extra
-from turneval.calibration.units import Task, labeled_rows, stratified_split
+from turneval.calibration.statistics import require_extra
+from turneval.calibration.units import Task
 from turneval.errors import ConfigError
 from turneval.ratelimit import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
-    from turneval.calibration.report import AgreementReport
     from turneval.judge import SQLiteCache
     from turneval.results import Prices
 
 __all__ = ["OptimizationPlan", "aoptimize", "optimize", "plan_optimization"]
-
-MIN_ROWS = 10
-"""Labeled rows an optimisation needs at least."""
 
 
 @dataclass(frozen=True)
@@ -129,31 +123,6 @@ def _requests(task: Task, rows: Sequence[int]) -> tuple[int, int]:
     return count, chars
 
 
-def _splits(task: Task, validation: float, seed: int) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Optimisation and validation rows; the optimisation rows' reflection and selection parts."""
-    strata = [row.stratum for row in task.rows]
-    optimisation, held = stratified_split(strata, validation, seed)
-    if len(optimisation) >= 4:
-        part = stratified_split([strata[i] for i in optimisation], 0.5, seed + 1)
-        train = [optimisation[i] for i in part[0]]
-        select = [optimisation[i] for i in part[1]]
-    else:
-        train = select = optimisation
-    return optimisation, held, train, select
-
-
-def _task(metric: Any, labels: Any) -> Task:
-    from turneval.metrics import JudgedMetric
-
-    name = getattr(metric, "name", type(metric).__name__)
-    if not isinstance(metric, JudgedMetric):
-        raise ConfigError(f"metric {name!r} is not judged by an LLM: only judged metrics optimise")
-    rows = labeled_rows(labels)
-    if len(rows) < MIN_ROWS:
-        raise ConfigError(f"optimize needs at least {MIN_ROWS} labeled rows of {name!r}, got {len(rows)}")
-    return Task.of(metric, rows)
-
-
 def plan_optimization(
     metric: Any,
     labels: Sequence[Any],
@@ -179,8 +148,8 @@ def plan_optimization(
         prices: Prices for the cost.
         output_tokens: Tokens an answer is assumed to take (for the cost).
     """
-    task = _task(metric, labels)
-    optimisation, held, train, select = _splits(task, validation, seed)
+    task = task_of(metric, labels)
+    optimisation, held, train, select = splits(task, validation, seed)
     requests, chars = _requests(task, range(len(task.rows)))
     per_row = requests / len(task.rows)
     start = _requests(task, optimisation)[0]
@@ -197,57 +166,25 @@ def plan_optimization(
     tokens = chars / max(1, requests) / CHARS_PER_TOKEN
     cost = batch_cost = None
     if prices is not None:
-        one = tokens * prices.input_per_million / 1e6 + output_tokens * prices.output_per_million / 1e6
+        one = (
+            tokens * prices.input_per_million / 1e6
+            + output_tokens * prices.output_per_million / 1e6
+        )
         cost = total * one
         batch_cost = cost * (1 - prices.batch_discount)
     return OptimizationPlan(
-        len(optimisation), len(held), per_row, tokens, start, per_round, final, allowed, total,
-        cost, batch_cost,
+        len(optimisation),
+        len(held),
+        per_row,
+        tokens,
+        start,
+        per_round,
+        final,
+        allowed,
+        total,
+        cost,
+        batch_cost,
     )
-
-
-def _report(task: Task, rows: Sequence[int], outcomes: dict[int, RowOutcome], seed: int) -> AgreementReport | None:
-    """The agreement statistics of one judge on ``rows`` (None when it failed on them all)."""
-    human, judge, skipped = [], [], 0
-    classes = task.classes
-    for r in rows:
-        labels = dict(task.rows[r].units())
-        for item, verdict in outcomes[r].verdicts.items():
-            if verdict is None or verdict not in classes:
-                skipped += 1
-                continue
-            human.append(float(classes.index(labels[item])))
-            judge.append(float(classes.index(verdict)))
-    if not human:
-        return None
-    scale = tuple(float(i) for i in range(len(classes)))
-    if not task.per_item:
-        scale = tuple(float(v) for v in classes)
-        human = [scale[int(h)] for h in human]
-        judge = [scale[int(j)] for j in judge]
-    return agreement_statistics(task.metric.name, human, judge, scale, skipped=skipped, seed=seed)
-
-
-def _positions(
-    task: Task, rows: Sequence[int], *arms: dict[int, RowOutcome]
-) -> tuple[list[int], list[list[int]]]:
-    """Class positions of the labels and of each arm's verdicts on the units all arms judged."""
-    human: list[int] = []
-    judged: list[list[int]] = [[] for _ in arms]
-    for r in rows:
-        for item, label in task.rows[r].units():
-            verdicts = [arm[r].verdicts.get(item) for arm in arms]
-            if any(v is None or v not in task.classes for v in verdicts):
-                continue
-            human.append(task.classes.index(label))
-            for column, verdict in zip(judged, verdicts, strict=True):
-                column.append(task.classes.index(verdict))  # type: ignore[arg-type]
-    return human, judged
-
-
-def _statistic(task: Task, rows: Sequence[int], outcomes: dict[int, RowOutcome]) -> float | None:
-    human, (judge,) = _positions(task, rows, outcomes)
-    return agreement_value(task.statistic, human, judge, len(task.classes))
 
 
 async def aoptimize(
@@ -275,29 +212,34 @@ async def aoptimize(
     try:
         import gepa
     except ImportError as exc:  # pragma: no cover - the extra is installed in tests
-        raise ImportError("optimize needs the optimize extra: pip install 'turneval[optimize]'") from exc
+        raise ImportError(
+            "optimize needs the optimize extra: pip install 'turneval[optimize]'"
+        ) from exc
     from turneval.judge import Judge, SQLiteCache
-    from turneval.store import judge_model
 
-    task = _task(metric, labels)
+    task = task_of(metric, labels)
     if engine not in ("live", "batch"):
         raise ConfigError(f"engine must be 'live' or 'batch', got {engine!r}")
     if examples < 0 or rounds < 0 or minibatch < 1:
         raise ConfigError("examples and rounds must be >= 0, minibatch >= 1")
     model = llm if llm is not None else metric.llm
     if model is None:
-        raise ConfigError(f"optimize needs the judge model: pass llm=... (metric {metric.name!r} has none)")
+        raise ConfigError(
+            f"optimize needs the judge model: pass llm=... (metric {metric.name!r} has none)"
+        )
     spend = Budget.of(budget)
     if prices is not None and spend.prices is None:
         spend = Budget(spend.calls, spend.cost, prices, spend.output_tokens)
     guard = BudgetGuard(spend)
     judge_llm = guard.watch(model, "judge")
-    reflection = Judge(guard.watch(reflection_llm if reflection_llm is not None else model, "reflection"))
+    reflection = Judge(
+        guard.watch(reflection_llm if reflection_llm is not None else model, "reflection")
+    )
     if cache is None:
         cache = SQLiteCache(Path(tempfile.mkdtemp(prefix="turneval-optimize-")) / "cache.sqlite")
     elif not isinstance(cache, SQLiteCache):
         cache = SQLiteCache(cache)
-    optimisation, held, train, select = _splits(task, validation, seed)
+    optimisation, held, train, select = splits(task, validation, seed)
     final = 3 * _requests(task, held)[0] + _requests(task, train)[0]
     plan = plan_optimization(metric, labels, validation=validation, seed=seed, prices=spend.prices)
     reserve_cost = final * (plan.cost or 0.0) / max(1, plan.total_calls)
@@ -310,8 +252,14 @@ async def aoptimize(
     guard.reserve(final, reserve_cost)
     base = metric.judge_config
     scorer = CandidateScorer(
-        task, judge_llm, cache, base=base, max_concurrency=max_concurrency, engine=engine,
-        guard=guard, batch_dir=None if batch_dir is None else Path(batch_dir),
+        task,
+        judge_llm,
+        cache,
+        base=base,
+        max_concurrency=max_concurrency,
+        engine=engine,
+        guard=guard,
+        batch_dir=None if batch_dir is None else Path(batch_dir),
         poll_interval=poll_interval,
     )
     seed_candidate = {INSTRUCTIONS: "" if base is None else base.instructions}
@@ -332,7 +280,10 @@ async def aoptimize(
             reasons.append(f"budget ({left} calls left, a round may take {round_calls})")
         cost = guard.cost()
         if spend.cost is not None and cost is not None and plan.cost is not None:
-            if cost + plan.cost / max(1, plan.total_calls) * round_calls > spend.cost - reserve_cost:
+            if (
+                cost + plan.cost / max(1, plan.total_calls) * round_calls
+                > spend.cost - reserve_cost
+            ):
                 reasons.append(f"budget ({cost:.4f} spent)")
         return bool(reasons)
 
@@ -358,69 +309,38 @@ async def aoptimize(
             )
         )
     candidates = [seed_candidate] if result is None else [dict(c) for c in result.candidates]
-    best, best_value = seed_candidate, _statistic(task, select, scorer.outcomes[scorer.key(seed_candidate)])
+    best, best_value = (
+        seed_candidate,
+        statistic_on(task, select, scorer.outcomes[scorer.key(seed_candidate)]),
+    )
     for candidate in candidates[1:]:
         known = scorer.outcomes[scorer.key(candidate)]
         if not all(r in known for r in select):
             continue
-        value = _statistic(task, select, known)
+        value = statistic_on(task, select, known)
         if value is not None and (best_value is None or value > best_value):
             best, best_value = candidate, value
     # the final measurement: the reserve is spent now
     guard.releasing = True
-    seed_outcomes = {o.row: o for o in start}
     aligned = {INSTRUCTIONS: seed_candidate[INSTRUCTIONS]}
     aligned[EXAMPLES] = json.dumps(choose_examples(task, start, [], examples or 4))
-    arms = {}
-    for name, candidate in (("before", seed_candidate), ("after", best), ("align", aligned)):
-        arms[name] = {o.row: o for o in await scorer.score(candidate, held)}
-    training = {o.row: o for o in await scorer.score(best, optimisation)}
-    human, (before, after, baseline) = _positions(task, held, arms["before"], arms["after"], arms["align"])
-    k = len(task.classes)
-    difference = paired_difference(task.statistic, human, before, after, k, seed=seed, resamples=resamples)
-    versus = paired_difference(task.statistic, human, before, baseline, k, seed=seed, resamples=resamples)
-    judge_spent, reflection_spent = guard.spent["judge"], guard.spent["reflection"]
-    config = candidate_config(task, base, best).model_copy(
-        update={
-            "metric": task.metric.name,
-            "model": judge_model(model),
-            "scale": None if task.per_item else tuple(float(v) for v in task.classes),
-            "labels_digest": task.digest(),
-            "parent": None if base is None else base.digest,
-        }
+    report = await measure_arms(
+        task,
+        optimisation,
+        held,
+        guard,
+        model,
+        before=(scorer, seed_candidate),
+        after=(scorer, best),
+        baseline=(scorer, aligned),
+        seed=seed,
+        resamples=resamples,
     )
-    report = OptimizationReport(
-        metric=task.metric.name,
-        statistic=task.statistic,
-        config=config,
-        base=base,
-        optimisation_rows=[task.rows[r].ref for r in optimisation],
-        validation_rows=[task.rows[r].ref for r in held],
-        before=_report(task, held, arms["before"], seed),
-        after=_report(task, held, arms["after"], seed),
-        difference=difference,
-        baseline=_report(task, held, arms["align"], seed),
-        baseline_difference=versus,
-        training_before=_statistic(task, optimisation, seed_outcomes),
-        training_after=_statistic(task, optimisation, training),
-        judge_calls=judge_spent.calls,
-        reflection_calls=reflection_spent.calls,
-        usage=guard.usage,
-        cost=guard.cost(),
-        budget=str(spend),
-        stopped=reasons[0] if reasons else ("no search rounds" if result is None else "done"),
-        candidates=len(candidates),
-        rounds=adapter.proposals.asked,
-    )
-    report.cached = scorer.cached
-    refused = judge_spent.refused + reflection_spent.refused
-    if refused:
-        report.notes.append(f"{refused} requests refused by the budget (never sent)")
+    report.stopped = reasons[0] if reasons else ("no search rounds" if result is None else "done")
+    report.candidates = len(candidates)
+    report.rounds = adapter.proposals.asked
     report.notes += [f"reflection failed: {why}" for why in adapter.proposals.failed[:3]]
-    failed = sum(1 for arm in arms.values() for o in arm.values() if None in o.verdicts.values())
-    if failed:
-        report.notes.append(f"{failed} validation verdicts failed (left out of the statistics)")
-    report.config = config.model_copy(update={"report": report.summary()})
+    report.config = report.config.model_copy(update={"report": report.summary()})
     return report
 
 
@@ -487,10 +407,23 @@ def optimize(
 
     return run_sync(
         partial(
-            aoptimize, metric, labels, llm=llm, reflection_llm=reflection_llm, budget=budget,
-            validation=validation, seed=seed, rounds=rounds, examples=examples,
-            minibatch=minibatch, cache=cache, engine=engine, prices=prices,
-            max_concurrency=max_concurrency, batch_dir=batch_dir, poll_interval=poll_interval,
+            aoptimize,
+            metric,
+            labels,
+            llm=llm,
+            reflection_llm=reflection_llm,
+            budget=budget,
+            validation=validation,
+            seed=seed,
+            rounds=rounds,
+            examples=examples,
+            minibatch=minibatch,
+            cache=cache,
+            engine=engine,
+            prices=prices,
+            max_concurrency=max_concurrency,
+            batch_dir=batch_dir,
+            poll_interval=poll_interval,
             resamples=resamples,
         )
     )

@@ -23,7 +23,13 @@ def _interval(interval: Interval | None) -> str:
     return "(no interval)" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
-def _headline(report: AgreementReport | None, statistic: str) -> tuple[float | None, Interval | None]:
+def _listed(interval: Interval | None) -> list[float] | None:
+    return None if interval is None else list(interval)
+
+
+def _headline(
+    report: AgreementReport | None, statistic: str
+) -> tuple[float | None, Interval | None]:
     if report is None:
         return None, None
     if statistic == "accuracy":
@@ -139,11 +145,11 @@ class OptimizationReport:
             "validation_rows": len(self.validation_rows),
             "optimisation_rows": len(self.optimisation_rows),
             "before": before,
-            "before_ci": before_ci,
+            "before_ci": _listed(before_ci),
             "after": after,
-            "after_ci": after_ci,
+            "after_ci": _listed(after_ci),
             "difference": self.difference.difference,
-            "difference_ci": self.difference.interval,
+            "difference_ci": _listed(self.difference.interval),
             "improved": self.improved,
             "training_before": self.training_before,
             "training_after": self.training_after,

@@ -23,9 +23,7 @@ __all__ = ["PairedDifference", "agreement_value", "paired_difference"]
 _CHUNK = 1_000_000  # resampled units drawn at once: bounds the bootstrap's memory
 
 
-def _values(
-    statistic: Statistic, human: np.ndarray, judge: np.ndarray, classes: int
-) -> np.ndarray:
+def _values(statistic: Statistic, human: np.ndarray, judge: np.ndarray, classes: int) -> np.ndarray:
     """The statistic of every resample (rows of ``human`` and ``judge``); NaN if undefined."""
     if statistic == "accuracy":
         return np.mean(human == judge, axis=1).astype(float)

@@ -70,7 +70,9 @@ class RowOutcome:
     explanation: str
 
 
-def candidate_config(task: Task, base: JudgeConfig | None, candidate: Mapping[str, str]) -> JudgeConfig:
+def candidate_config(
+    task: Task, base: JudgeConfig | None, candidate: Mapping[str, str]
+) -> JudgeConfig:
     """The judge configuration of a candidate: the base's, with its instructions and examples."""
     start = base or JudgeConfig(metric=task.metric.name)
     shown = [int(i) for i in json.loads(candidate.get(EXAMPLES, "[]") or "[]")]
@@ -243,7 +245,9 @@ REFLECTION_SYSTEM = (
 )
 
 
-def reflection_prompt(task_text: str, instructions: str, records: Sequence[Mapping[str, Any]]) -> str:
+def reflection_prompt(
+    task_text: str, instructions: str, records: Sequence[Mapping[str, Any]]
+) -> str:
     """The question put to the reflection model: the task, the instructions, the rows missed."""
     cases = "\n".join(
         "<case>\n"
@@ -410,9 +414,7 @@ class JudgeAdapter:
                 continue
             if name == EXAMPLES:
                 shown = [int(i) for i in json.loads(candidate.get(EXAMPLES, "[]") or "[]")]
-                outcomes = [
-                    RowOutcome(int(r["row"]), {}, float(r["score"]), "") for r in records
-                ]
+                outcomes = [RowOutcome(int(r["row"]), {}, float(r["score"]), "") for r in records]
                 chosen = choose_examples(self.scorer.task, outcomes, shown, self.k)
                 if chosen != shown:
                     new[name] = json.dumps(chosen)

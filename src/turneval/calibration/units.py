@@ -151,7 +151,9 @@ def stratified_split(
     taken = {key: math.floor(exact[key]) for key in order}
     # the largest remainders take the rows still missing (ties: the seeded order)
     ties = rng.permutation(len(order)).tolist()
-    ranked = sorted(range(len(order)), key=lambda i: (-(exact[order[i]] - taken[order[i]]), ties[i]))
+    ranked = sorted(
+        range(len(order)), key=lambda i: (-(exact[order[i]] - taken[order[i]]), ties[i])
+    )
     for i in ranked[: target - sum(taken.values())]:
         taken[order[i]] += 1
     validation: list[int] = []
