@@ -1,4 +1,4 @@
-"""The store's tables (SQLAlchemy Core): runs, their rows, human labels, and watch claims.
+"""The store's tables (SQLAlchemy Core): runs, their rows, human labels, watch claims, judge configs.
 
 The migrations in ``migrations/versions`` create exactly these; a change here needs a new
 migration (and the store's schema revision moves with it).
@@ -20,7 +20,7 @@ from sqlalchemy import (
     text,
 )
 
-__all__ = ["claims", "labels", "metadata", "rows", "runs"]
+__all__ = ["claims", "judge_configs", "labels", "metadata", "rows", "runs"]
 
 metadata = MetaData()
 
@@ -92,4 +92,17 @@ claims = Table(  # revision 0003: which `turneval watch` process scores a conver
     Column("owner", String(32), nullable=False),  # the claiming watch's state folder id
     Column("run_id", String(32)),
     Column("claimed", DateTime(timezone=True), nullable=False),
+)
+
+judge_configs = Table(  # revision 0006: judge configurations made from a run's labels
+    "judge_configs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), index=True),
+    Column("metric", Text, nullable=False),
+    Column("digest", String(80), nullable=False),  # sha256:<hex> of instructions and examples
+    Column("parent", String(80)),  # the digest of the configuration it started from
+    Column("config", Text, nullable=False),  # JSON: the judge configuration file's content
+    Column("report", Text),  # JSON: the optimisation's report (before/after, intervals, cost)
+    Column("created", DateTime(timezone=True), nullable=False),
 )
