@@ -182,6 +182,7 @@ class OptimizationReport:
             "rounds": self.rounds,
             "notes": self.notes,
             "config": self.config.model_dump(mode="json"),
+            "base_instructions": "" if self.base is None else self.base.instructions,
         }
 
     def __str__(self) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from turneval.errors import ConfigError
+from turneval.view._judges import judge_config_routes
 from turneval.report import escape_attribute, escape_text, format_value, histogram_html
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class _Viewer:
             "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f'<meta name="csrf-token" content="{self.csrf}"><link rel="icon" href="data:,">'
             f"<title>{escape_attribute(title)} · turneval view</title><style>{_CSS}</style></head><body>"
-            "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a>"
+            "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a><a href='/judges'>judges</a>"
             f"</header><main><h1>{escape_text(title)}</h1>{body}</main>{tag}</body></html>"
         )
         policy = (
@@ -1059,6 +1060,7 @@ def create_app(
         Route("/runs/{run}/labels.jsonl", guarded(viewer.labels_file)),
         Route("/api/labels", guarded(viewer.post_label), methods=["POST"]),
         Route("/compare", guarded(viewer.compare_page)),
+        *judge_config_routes(viewer, guarded),  # a page of its own (turneval optimize)
     ]
     return Starlette(routes=routes, middleware=middleware)
 
