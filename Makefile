@@ -65,6 +65,7 @@ wheel-check: install
 demo: install
 	$(BIN)/turneval demo --out demo-output --store demo-output/runs.db $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
 	$(BIN)/python examples/tool_world.py
+	$(BIN)/python examples/optimize_judge.py demo-output/optimize
 
 bench: install
 	RAGAS_PYTHON=$$(benchmarks/setup_ragas.sh | tail -n 1) && export RAGAS_PYTHON && \

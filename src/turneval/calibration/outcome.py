@@ -101,13 +101,14 @@ class OptimizationReport:
 
     @property
     def memorised(self) -> bool:
-        """True when agreement rose on the optimisation rows but not on the validation rows."""
+        """True when agreement rose on the optimisation rows and not at all on validation rows."""
         gain = (
             None
             if self.training_before is None or self.training_after is None
             else self.training_after - self.training_before
         )
-        return gain is not None and gain > 0 and not self.improved
+        held = self.difference.difference
+        return gain is not None and gain > 0 and (held is None or held <= 0)
 
     @property
     def verdict(self) -> str:
