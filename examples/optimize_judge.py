@@ -51,7 +51,9 @@ def _judge(messages: list[BaseMessage]) -> str:
         {
             "user_goal": "change a booking",
             "end_state": "database changed" if wrote else "transferred" if transferred else "none",
-            "reason": "a booking tool was called" if wrote else "no booking tool was called"
+            "reason": "a booking tool was called"
+            if wrote
+            else "no booking tool was called"
             + (" (the user was transferred to a human agent)" if transferred else ""),
             "achieved": achieved,
         }

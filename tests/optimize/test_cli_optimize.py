@@ -110,16 +110,20 @@ def test_the_batch_path_sends_the_same_requests_as_the_live_path(
     labeled = rows({"done": 6, "refused": 4, "failed": 4, "noise": 2})
     options: dict[str, Any] = {"seed": 3, "rounds": 3, "resamples": 50}
     metric = AgentGoalAccuracyWithoutReference()
-    live = optimize(
-        metric, labeled, llm=judge(fresh), reflection_llm=fake_reflection(), **options
-    )
+    live = optimize(metric, labeled, llm=judge(fresh), reflection_llm=fake_reflection(), **options)
     sent_live = sorted(json.dumps(body["messages"]) for body in fresh.bodies)
     fresh.reset()
     fresh.bodies.clear()
     fresh.instant = True
     batched = optimize(
-        metric, labeled, llm=judge(fresh), reflection_llm=fake_reflection(), engine="batch",
-        poll_interval=0, batch_dir=tmp_path / "batches", **options,
+        metric,
+        labeled,
+        llm=judge(fresh),
+        reflection_llm=fake_reflection(),
+        engine="batch",
+        poll_interval=0,
+        batch_dir=tmp_path / "batches",
+        **options,
     )
     assert fresh.sync_requests == 0  # every judge request went through a batch
     sent_batch = sorted(
@@ -144,7 +148,10 @@ def test_a_stored_run_to_a_kept_config_to_the_next_run_and_a_regrade(
         for line in labels.read_text().splitlines():
             record = json.loads(line)
             kept.add_label(
-                metric=NAME, label=record["label"], run_id=run.id, row_index=record["index"],
+                metric=NAME,
+                label=record["label"],
+                run_id=run.id,
+                row_index=record["index"],
                 note=record["reason"],
             )
     out = tmp_path / "judge.json"

@@ -43,7 +43,12 @@ def test_the_paired_difference_is_scikit_learns_on_every_resample(
     resamples = 60
     result = paired_difference(
         statistic,  # type: ignore[arg-type]
-        human, before, after, 3, seed=7, resamples=resamples,
+        human,
+        before,
+        after,
+        3,
+        seed=7,
+        resamples=resamples,
     )
     first, second = sklearn_value(statistic, human, before), sklearn_value(statistic, human, after)
     for ours, theirs in ((result.before, first), (result.after, second)):
@@ -67,9 +72,7 @@ def test_the_paired_difference_is_scikit_learns_on_every_resample(
         low, high = np.percentile(finite, [2.5, 97.5])
         assert result.interval == pytest.approx((low, high), abs=1e-9)
     assert result.improved == (
-        result.difference is not None and result.difference > 0 and low > 0
-        if finite
-        else False
+        result.difference is not None and result.difference > 0 and low > 0 if finite else False
     )
 
 

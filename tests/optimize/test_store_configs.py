@@ -41,9 +41,10 @@ def test_a_config_is_kept_beside_its_run_and_goes_with_it(store_url: str) -> Non
         kept = store.judge_configs(run_id=run.id)
         assert [c.id for c in kept] == [b, a]  # newest first
         assert kept[0].parent == first.digest and kept[0].report == {"before": 0.1, "after": 0.5}
-        assert JudgeConfig.model_validate(
-            {k: v for k, v in kept[0].config.items() if k != "digest"}
-        ) == second
+        assert (
+            JudgeConfig.model_validate({k: v for k, v in kept[0].config.items() if k != "digest"})
+            == second
+        )
         assert store.judge_config(a).digest == first.digest
         assert store.judge_configs(metric="other") == []
         with pytest.raises(ConfigError, match="no judge configuration 999"):

@@ -99,8 +99,10 @@ async def measure_arms(
     seed: int = 0,
     resamples: int = 1000,
 ) -> OptimizationReport:
-    """Score the arms on the validation rows (and ``before``/``after`` on the optimisation
-    rows, as training agreement) and report them; ``after`` gives the report's configuration.
+    """Score the arms on the validation rows, and report them.
+
+    ``before`` and ``after`` are scored on the optimisation rows too (training agreement);
+    ``after`` gives the report's configuration.
     """
     from turneval.store import judge_model
 

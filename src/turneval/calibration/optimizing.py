@@ -187,6 +187,54 @@ def plan_optimization(
     )
 
 
+class _Stopper:
+    """GEPA's stop condition: the rounds, or a budget a next round could pass."""
+
+    def __init__(
+        self, guard: BudgetGuard, rounds: int, round_calls: int, per_call: float, reserve: float
+    ) -> None:
+        self.guard, self.rounds, self.round_calls = guard, rounds, round_calls
+        self.per_call, self.reserve = per_call, reserve
+        self.reasons: list[str] = []
+
+    def __call__(self, state: Any) -> bool:
+        if state.i + 1 >= self.rounds:
+            self.reasons.append(f"{self.rounds} rounds")
+        left = self.guard.remaining_calls()
+        if left is not None and left < self.round_calls:
+            self.reasons.append(f"budget ({left} calls left, a round may take {self.round_calls})")
+        limit, cost = self.guard.budget.cost, self.guard.cost()
+        if limit is not None and cost is not None:
+            if cost + self.per_call * self.round_calls > limit - self.reserve:
+                self.reasons.append(f"budget ({cost:.4f} spent)")
+        return bool(self.reasons)
+
+
+def _best(
+    task: Task, scorer: CandidateScorer, select: list[int], candidates: list[dict[str, str]]
+) -> dict[str, str]:
+    """The candidate agreeing best on the selection rows (ties: the earlier, the start first)."""
+    best = candidates[0]
+    best_value = statistic_on(task, select, scorer.outcomes[scorer.key(best)])
+    for candidate in candidates[1:]:
+        known = scorer.outcomes[scorer.key(candidate)]
+        if not all(r in known for r in select):
+            continue
+        value = statistic_on(task, select, known)
+        if value is not None and (best_value is None or value > best_value):
+            best, best_value = candidate, value
+    return best
+
+
+def _cache(cache: SQLiteCache | str | Path | None) -> SQLiteCache:
+    """The judge cache: the one given, or a new temporary one."""
+    from turneval.judge import SQLiteCache
+
+    if cache is None:
+        return SQLiteCache(Path(tempfile.mkdtemp(prefix="turneval-optimize-")) / "cache.sqlite")
+    return cache if isinstance(cache, SQLiteCache) else SQLiteCache(cache)
+
+
 async def aoptimize(
     metric: Any,
     labels: Sequence[Any],
@@ -215,7 +263,7 @@ async def aoptimize(
         raise ImportError(
             "optimize needs the optimize extra: pip install 'turneval[optimize]'"
         ) from exc
-    from turneval.judge import Judge, SQLiteCache
+    from turneval.judge import Judge
 
     task = task_of(metric, labels)
     if engine not in ("live", "batch"):
@@ -235,10 +283,7 @@ async def aoptimize(
     reflection = Judge(
         guard.watch(reflection_llm if reflection_llm is not None else model, "reflection")
     )
-    if cache is None:
-        cache = SQLiteCache(Path(tempfile.mkdtemp(prefix="turneval-optimize-")) / "cache.sqlite")
-    elif not isinstance(cache, SQLiteCache):
-        cache = SQLiteCache(cache)
+    cache = _cache(cache)
     optimisation, held, train, select = splits(task, validation, seed)
     final = 3 * _requests(task, held)[0] + _requests(task, train)[0]
     plan = plan_optimization(metric, labels, validation=validation, seed=seed, prices=spend.prices)
@@ -270,23 +315,8 @@ async def aoptimize(
     log = _Log()
     per_row = plan.requests_per_row
     round_calls = round(per_row * (2 * min(minibatch, len(train)) + len(select))) + 1
-    reasons: list[str] = []
-
-    def stop(state: Any) -> bool:
-        if state.i + 1 >= rounds:
-            reasons.append(f"{rounds} rounds")
-        left = guard.remaining_calls()
-        if left is not None and left < round_calls:
-            reasons.append(f"budget ({left} calls left, a round may take {round_calls})")
-        cost = guard.cost()
-        if spend.cost is not None and cost is not None and plan.cost is not None:
-            if (
-                cost + plan.cost / max(1, plan.total_calls) * round_calls
-                > spend.cost - reserve_cost
-            ):
-                reasons.append(f"budget ({cost:.4f} spent)")
-        return bool(reasons)
-
+    per_call = (plan.cost or 0.0) / max(1, plan.total_calls)
+    stop = _Stopper(guard, rounds, round_calls, per_call, reserve_cost)
     result = None
     if rounds and len(task.classes) > 1:
         result = await anyio.to_thread.run_sync(
@@ -309,17 +339,7 @@ async def aoptimize(
             )
         )
     candidates = [seed_candidate] if result is None else [dict(c) for c in result.candidates]
-    best, best_value = (
-        seed_candidate,
-        statistic_on(task, select, scorer.outcomes[scorer.key(seed_candidate)]),
-    )
-    for candidate in candidates[1:]:
-        known = scorer.outcomes[scorer.key(candidate)]
-        if not all(r in known for r in select):
-            continue
-        value = statistic_on(task, select, known)
-        if value is not None and (best_value is None or value > best_value):
-            best, best_value = candidate, value
+    best = _best(task, scorer, select, candidates)
     # the final measurement: the reserve is spent now
     guard.releasing = True
     aligned = {INSTRUCTIONS: seed_candidate[INSTRUCTIONS]}
@@ -336,7 +356,8 @@ async def aoptimize(
         seed=seed,
         resamples=resamples,
     )
-    report.stopped = reasons[0] if reasons else ("no search rounds" if result is None else "done")
+    done = "no search rounds" if result is None else "done"
+    report.stopped = stop.reasons[0] if stop.reasons else done
     report.candidates = len(candidates)
     report.rounds = adapter.proposals.asked
     report.notes += [f"reflection failed: {why}" for why in adapter.proposals.failed[:3]]

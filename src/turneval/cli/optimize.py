@@ -48,9 +48,7 @@ def with_judge_config(metrics: list[Evaluator | str], path: str | None) -> list[
         raise UsageError(f"--judge-config: {exc}") from None
     resolved = resolve_metrics(metrics)
     chosen = [
-        m
-        for m in resolved
-        if isinstance(m, JudgedMetric) and config.metric in (None, m.name)
+        m for m in resolved if isinstance(m, JudgedMetric) and config.metric in (None, m.name)
     ]
     if not chosen:
         judged = [m.name for m in resolved if isinstance(m, JudgedMetric)]
@@ -58,9 +56,7 @@ def with_judge_config(metrics: list[Evaluator | str], path: str | None) -> list[
             f"--judge-config {path} is for {config.metric or 'any judged metric'}; this run's "
             f"judged metrics: {', '.join(judged) or 'none'}"
         )
-    return [
-        m.model_copy(update={"judge_config": config}) if m in chosen else m for m in resolved
-    ]
+    return [m.model_copy(update={"judge_config": config}) if m in chosen else m for m in resolved]
 
 
 def add_optimize_command(commands: Any) -> None:
@@ -150,8 +146,13 @@ def _optimize(args: argparse.Namespace) -> int:
     labels, run_id = _labeled(args, metric.name)
     if args.dry_run:
         dry = plan_optimization(
-            metric, labels, validation=args.validation, seed=args.seed, rounds=args.rounds,
-            budget=budget, prices=prices,
+            metric,
+            labels,
+            validation=args.validation,
+            seed=args.seed,
+            rounds=args.rounds,
+            budget=budget,
+            prices=prices,
         )
         dry_run_judge(args)
         print(dry)
@@ -164,9 +165,18 @@ def _optimize(args: argparse.Namespace) -> int:
         args_copy = argparse.Namespace(**{**vars(args), "judge_model": args.reflection_model})
         reflection = judge_from_flags(args_copy)
     report = optimize(
-        metric, labels, llm=llm, reflection_llm=reflection, budget=budget,
-        validation=args.validation, seed=args.seed, rounds=args.rounds, examples=args.examples,
-        cache=args.cache, engine=args.engine, prices=prices,
+        metric,
+        labels,
+        llm=llm,
+        reflection_llm=reflection,
+        budget=budget,
+        validation=args.validation,
+        seed=args.seed,
+        rounds=args.rounds,
+        examples=args.examples,
+        cache=args.cache,
+        engine=args.engine,
+        prices=prices,
     )
     print(report)
     out = report.config.save(args.out)

@@ -134,7 +134,7 @@ class JudgeConfig(BaseModel):
             raise ConfigError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
         if not isinstance(data, dict) or data.get("format") != CONFIG_FORMAT:
             raise ConfigError(
-                f"{where}: not a judge configuration (expected \"format\": \"{CONFIG_FORMAT}\"; "
+                f'{where}: not a judge configuration (expected "format": "{CONFIG_FORMAT}"; '
                 "write one with turneval optimize)"
             )
         if data.get("version") != CONFIG_VERSION:

@@ -114,9 +114,7 @@ def find_config(connection: Connection, config_id: int) -> StoredJudgeConfig:
 
     from turneval.store._schema import judge_configs
 
-    row = connection.execute(
-        select(judge_configs).where(judge_configs.c.id == config_id)
-    ).first()
+    row = connection.execute(select(judge_configs).where(judge_configs.c.id == config_id)).first()
     if row is None:
         raise ConfigError(f"the store keeps no judge configuration {config_id}")
     return _record(row)

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from turneval.errors import ConfigError
-from turneval.view._judges import judge_config_routes
 from turneval.report import escape_attribute, escape_text, format_value, histogram_html
+from turneval.view._judges import judge_config_routes
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

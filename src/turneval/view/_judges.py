@@ -74,8 +74,10 @@ def judge_config_routes(
     def listing(request: Request) -> Response:
         kept = viewer.store.judge_configs(run_id=request.query_params.get("run") or None)
         if not kept:
-            body = "<p>No judge configuration is kept yet: <code>turneval optimize --run RUN " \
+            body = (
+                "<p>No judge configuration is kept yet: <code>turneval optimize --run RUN "
                 "--metric NAME</code> keeps one beside its run.</p>"
+            )
         else:
             body = (
                 "<table><tr><th>id</th><th>metric</th><th>run</th><th>kept</th>"
@@ -92,8 +94,11 @@ def judge_config_routes(
             ("starting judge", report.get("before"), report.get("before_ci")),
             ("optimised judge", report.get("after"), report.get("after_ci")),
             ("difference (paired)", report.get("difference"), report.get("difference_ci")),
-            ("few-shot baseline difference", report.get("baseline_difference"),
-             report.get("baseline_difference_ci")),
+            (
+                "few-shot baseline difference",
+                report.get("baseline_difference"),
+                report.get("baseline_difference_ci"),
+            ),
         ]
         table = "".join(
             f"<tr><td>{escape_text(name)}</td><td>{_number(value)}</td>"
