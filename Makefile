@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 install: $(STAMP)
 
 lint: install
-	$(BIN)/ruff check src tests examples benchmarks .ci docs/_ext
-	$(BIN)/ruff format --check src tests examples benchmarks .ci docs/_ext
+	$(BIN)/ruff check src tests examples benchmarks scripts .ci docs/_ext
+	$(BIN)/ruff format --check src tests examples benchmarks scripts .ci docs/_ext
 
 typecheck: install
 	$(BIN)/mypy

@@ -27,9 +27,14 @@ from ._judges import KINDS, RULE, fake_judge, fake_reflection, judge_verdict, ro
 COUNTS = {"done": 24, "refused": 15, "failed": 12, "noise": 9}
 
 
+def kind_of_row(labels: list[Any], ref: str) -> str:
+    """The kind of the labeled row ``ref`` (its sample's metadata)."""
+    return str((labels[int(ref)][0].metadata or {})["kind"])
+
+
 def expected_kappas(labels: list[Any], refs: list[str]) -> tuple[float, float]:
     """Validation kappa of the fake judge without and with the rule, from the construction."""
-    kinds = [labels[int(ref)][0].metadata["kind"] for ref in refs]
+    kinds = [kind_of_row(labels, ref) for ref in refs]
     human = [KINDS[kind][0] for kind in kinds]
     before = [int(kind == "done") for kind in kinds]  # refused rows counted as achieved: wrong
     before = [1 if kind == "refused" else b for kind, b in zip(kinds, before, strict=True)]
@@ -59,7 +64,7 @@ def test_optimisation_raises_validation_kappa_by_what_the_construction_fixes() -
         rounds=6,
         resamples=500,
     )
-    kinds = [labels[int(ref)][0].metadata["kind"] for ref in report.validation_rows]
+    kinds = [kind_of_row(labels, ref) for ref in report.validation_rows]
     assert kinds.count("refused") >= 3  # the seed's split holds rows the rule fixes
     assert not set(report.validation_rows) & set(report.optimisation_rows)
     assert len(report.validation_rows) == round(len(labels) * 0.3)
@@ -92,7 +97,7 @@ def test_a_memorising_candidate_gains_on_training_rows_only_and_the_report_says_
         instructions="\n".join(
             f"[case {ref}] is a failure."
             for ref in split.optimisation_rows
-            if labels[int(ref)][0].metadata["kind"] in ("refused",)
+            if kind_of_row(labels, ref) == "refused"
         )
     )
     report = measure(metric, labels, memorised, llm=fake_judge(), seed=1, resamples=500)

@@ -32,7 +32,7 @@ def tau_bench_airline(limit: int | None = None) -> list[tuple[MultiTurnSample, f
     Each sample's ``metadata`` has its ``id`` (``airline-<task>-<trial>``), ``task_id`` and
     ``trial``.
     """
-    data = resources.files("turneval").joinpath("data", _FILE).read_bytes()
+    data = resources.files("turneval").joinpath("data").joinpath(_FILE).read_bytes()
     rows = []
     for line in gzip.decompress(data).decode("utf-8").splitlines():
         if not line.strip():

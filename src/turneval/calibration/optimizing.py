@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio.from_thread
 import anyio.to_thread
@@ -197,8 +197,8 @@ class _Stopper:
         self.per_call, self.reserve = per_call, reserve
         self.reasons: list[str] = []
 
-    def __call__(self, state: Any) -> bool:
-        if state.i + 1 >= self.rounds:
+    def __call__(self, gepa_state: Any) -> bool:
+        if gepa_state.i + 1 >= self.rounds:
             self.reasons.append(f"{self.rounds} rounds")
         left = self.guard.remaining_calls()
         if left is not None and left < self.round_calls:
@@ -258,7 +258,7 @@ async def aoptimize(
     """Async form of :func:`optimize`."""
     require_extra()
     try:
-        import gepa
+        from gepa.api import optimize as gepa_optimize
     except ImportError as exc:  # pragma: no cover - the extra is installed in tests
         raise ImportError(
             "optimize needs the optimize extra: pip install 'turneval[optimize]'"
@@ -321,11 +321,11 @@ async def aoptimize(
     if rounds and len(task.classes) > 1:
         result = await anyio.to_thread.run_sync(
             partial(
-                gepa.optimize,
+                gepa_optimize,
                 seed_candidate=seed_candidate,
                 trainset=train,
                 valset=select,
-                adapter=adapter,
+                adapter=cast(Any, adapter),
                 reflection_minibatch_size=min(minibatch, len(train)),
                 perfect_score=1.0,
                 skip_perfect_score=True,

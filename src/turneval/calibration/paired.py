@@ -26,7 +26,8 @@ _CHUNK = 1_000_000  # resampled units drawn at once: bounds the bootstrap's memo
 def _values(statistic: Statistic, human: np.ndarray, judge: np.ndarray, classes: int) -> np.ndarray:
     """The statistic of every resample (rows of ``human`` and ``judge``); NaN if undefined."""
     if statistic == "accuracy":
-        return np.mean(human == judge, axis=1).astype(float)
+        shares: np.ndarray = np.mean(human == judge, axis=1).astype(float)
+        return shares
     weights = "quadratic" if statistic == "weighted kappa" else None
     return resampled_kappas(human, judge, classes, weights)
 

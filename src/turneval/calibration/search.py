@@ -33,7 +33,7 @@ from turneval.calibration.units import LabeledRow, Task, Value
 from turneval.judge import JudgeConfig, StrictVerdict, tagged
 
 if TYPE_CHECKING:
-    from gepa import EvaluationBatch
+    from gepa.core.adapter import EvaluationBatch
 
     from turneval.judge import SQLiteCache
 
@@ -342,7 +342,7 @@ class JudgeAdapter:
         self, batch: list[int], candidate: dict[str, str], capture_traces: bool = False
     ) -> EvaluationBatch[RowOutcome, RowOutcome]:
         """Score ``candidate`` on the rows ``batch``; each row's outcome is its trajectory."""
-        from gepa import EvaluationBatch
+        from gepa.core.adapter import EvaluationBatch
 
         outcomes = self.portal.call(self.scorer.score, candidate, batch)
         return EvaluationBatch(
@@ -355,7 +355,7 @@ class JudgeAdapter:
         self, items: list[tuple[dict[str, str], list[int]]]
     ) -> list[EvaluationBatch[RowOutcome, RowOutcome]]:
         """Score several candidates at once (their batch requests go out together)."""
-        from gepa import EvaluationBatch
+        from gepa.core.adapter import EvaluationBatch
 
         async def all_of() -> list[list[RowOutcome]]:
             results: list[list[RowOutcome]] = [[] for _ in items]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -42,10 +42,10 @@ __all__ = [
     "load_judge_config",
 ]
 
-CONFIG_FORMAT = "turneval.judge_config"
+CONFIG_FORMAT: Final = "turneval.judge_config"
 """The ``format`` every judge configuration file carries."""
 
-CONFIG_VERSION = 1
+CONFIG_VERSION: Final = 1
 """The version of the file's layout this turneval writes and reads."""
 
 INSTRUCTIONS_HEADING = "# Instructions for this judge (calibrated against human labels)"

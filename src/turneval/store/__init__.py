@@ -6,12 +6,12 @@
 and ``turneval labels export`` work on it from the command line. Needs the ``store`` extra.
 """
 
+from turneval.store._judge_configs import StoredJudgeConfig
 from turneval.store._store import (
     DEFAULT_STORE,
     STORE_ENV,
     RunRecorder,
     RunStore,
-    StoredJudgeConfig,
     StoredLabel,
     StoredRow,
     StoredRun,
