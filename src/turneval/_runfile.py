@@ -186,10 +186,12 @@ class RunFile:
                 "model": judge_model(llm),
                 "base_url": judge_base_url(llm),
                 "prompt_version": None,
-                "configs": judge_configs(metrics),
             },
             "dataset": {"path": str(source), "sha256": "", "lines_read": 0, "bytes_read": 0},
         }
+        configs = judge_configs(metrics)
+        if configs:  # only runs whose judges load a judge configuration record it
+            self.document["judge"]["configs"] = configs
         self._digest = hashlib.sha256()
         self._handle: Any = None
         self._lines = self._bytes = 0
