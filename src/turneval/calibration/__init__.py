@@ -23,22 +23,19 @@ verdict on it), ``pairing`` (:func:`agreement`: labels paired with a run's rows)
 ``statistics`` (the statistics, :func:`krippendorff_alpha`), ``report`` (:class:`AgreementReport`
 and its HTML page), ``alignment`` (:func:`align`), and for :func:`optimize`: ``units``
 (labeled rows, the split, verdicts per row or item), ``paired`` (the paired difference),
-``budget`` (the hard budget), ``search`` (GEPA's adapter), ``outcome`` (the report), ``measuring`` (:func:`measure`) and ``optimizing``.
+``budget`` (the hard budget), ``candidates`` (a candidate scored on rows), ``search`` (GEPA's adapter), ``planning``
+(the dry run), ``outcome`` (the report), ``measuring`` (:func:`measure`) and ``optimizing``.
 """
 
 from turneval.calibration.alignment import AlignedMetric, aalign, align
 from turneval.calibration.budget import Budget, BudgetExhaustedError
 from turneval.calibration.labels import Label, label_from_record, load_labels
 from turneval.calibration.measuring import ameasure, measure
-from turneval.calibration.optimizing import (
-    OptimizationPlan,
-    aoptimize,
-    optimize,
-    plan_optimization,
-)
+from turneval.calibration.optimizing import aoptimize, optimize
 from turneval.calibration.outcome import OptimizationReport
 from turneval.calibration.paired import PairedDifference, paired_difference
 from turneval.calibration.pairing import agreement
+from turneval.calibration.planning import OptimizationPlan, plan_optimization
 from turneval.calibration.report import AgreementReport, ClassScores, render_agreement_html
 from turneval.calibration.scales import verdict_text
 from turneval.calibration.statistics import krippendorff_alpha

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval.calibration.budget import Budget, BudgetGuard
+from turneval.calibration.candidates import EXAMPLES, INSTRUCTIONS, CandidateScorer, RowOutcome
 from turneval.calibration.outcome import OptimizationReport
 from turneval.calibration.paired import agreement_value, paired_difference
-from turneval.calibration.search import EXAMPLES, INSTRUCTIONS, CandidateScorer, RowOutcome
 from turneval.calibration.statistics import agreement_statistics, require_extra
 from turneval.calibration.units import Task, labeled_rows, stratified_split
 from turneval.errors import ConfigError
