@@ -98,3 +98,40 @@ def test_the_split_is_stratified_seeded_and_disjoint(
     for stratum, count in Counter(strata).items():  # each label's share within one row
         assert abs(held[stratum] - count * len(validation) / len(strata)) < 1
     assert stratified_split(strata, share, seed) == (optimisation, validation)
+
+
+@pytest.mark.parametrize(
+    ("name", "statistic", "label"),
+    [
+        ("agent_goal_accuracy_without_reference", "kappa", 1.0),  # yes/no
+        ("fluency", "weighted kappa", 4.0),  # a 1-5 rubric: ordinal
+        ("pairwise_summarization_quality", "accuracy", 0.5),  # BASELINE / TIE / CANDIDATE
+    ],
+)
+def test_the_statistic_follows_the_metrics_scale(name: str, statistic: str, label: float) -> None:
+    from turneval.calibration.units import LabeledRow, Task
+    from turneval.metrics import builtin_metrics
+    from turneval.samples import SingleTurnSample
+
+    metric = builtin_metrics()[name].model_validate({})
+    rows = [LabeledRow(SingleTurnSample(response="x"), label), LabeledRow(SingleTurnSample(), 1.0)]
+    task = Task.of(metric, rows)
+    assert task.statistic == statistic
+    assert task.closeness(label, label) == 1.0
+    if statistic == "weighted kappa":  # the kappa's quadratic weights: 1 - (d / 4)^2
+        assert task.closeness(4.0, 2.0) == pytest.approx(1 - (2 / 4) ** 2)
+    else:
+        assert task.closeness(1.0, 0.0) == 0.0
+    assert task.closeness(label, None) == 0.0
+
+
+def test_a_label_off_the_scale_is_refused_naming_the_row() -> None:
+    from turneval.calibration.units import LabeledRow, Task
+    from turneval.errors import ConfigError
+    from turneval.metrics import builtin_metrics
+    from turneval.samples import SingleTurnSample
+
+    metric = builtin_metrics()["fluency"].model_validate({})
+    rows = [LabeledRow(SingleTurnSample(), 7.0, ref="12")]
+    with pytest.raises(ConfigError, match="labeled row 12: label 7 is outside the scale"):
+        Task.of(metric, rows)
