@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 install: $(STAMP)
 
 lint: install
-	$(BIN)/ruff check src tests examples benchmarks .ci docs/_ext
-	$(BIN)/ruff format --check src tests examples benchmarks .ci docs/_ext
+	$(BIN)/ruff check src tests examples benchmarks scripts .ci docs/_ext
+	$(BIN)/ruff format --check src tests examples benchmarks scripts .ci docs/_ext
 
 typecheck: install
 	$(BIN)/mypy
@@ -66,6 +66,7 @@ demo: install
 	$(BIN)/turneval demo --out demo-output --store demo-output/runs.db $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
 	$(BIN)/python examples/tool_world.py
 	$(BIN)/python examples/grow_test_set.py demo-output/grown
+	$(BIN)/python examples/optimize_judge.py demo-output/optimize
 
 bench: install
 	RAGAS_PYTHON=$$(benchmarks/setup_ragas.sh | tail -n 1) && export RAGAS_PYTHON && \

@@ -8,7 +8,7 @@ written (the input's digest grows as the file is read)::
       "metrics": [{"name": "tool_call_f1", "class": "turneval.metrics...ToolCallF1",
                    "config": {...}}],
       "judge": {"model": "gpt-4o-mini", "base_url": "http://localhost:8000/v1",
-                "prompt_version": null},
+                "prompt_version": null, "configs": {"topic_adherence": {"digest": "sha256:..."}}},
       "dataset": {"path": "data.jsonl", "sha256": "...", "lines_read": 1000,
                   "bytes_read": 123456}
     }
@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 from turneval._files import naming
 from turneval._version import VERSION
 from turneval.errors import ConfigError
-from turneval.metrics import Evaluator
+from turneval.metrics import Evaluator, JudgedMetric
 from turneval.store import (  # one rule for naming a judge and a metric's configuration
     judge_model,
     metric_configs,
@@ -47,6 +47,7 @@ __all__ = [
     "RunFile",
     "config_changes",
     "judge_base_url",
+    "judge_configs",
     "judge_model",
 ]
 
@@ -74,6 +75,26 @@ def judge_base_url(llm: Any) -> str | None:
                     host = f"{host}:{parts.port}"
                 return urlunsplit((parts.scheme, host, parts.path, "", ""))
     return None
+
+
+def judge_configs(metrics: Sequence[Evaluator]) -> dict[str, dict[str, Any]]:
+    """Per judged metric loading a judge configuration: its digest, parent and source model.
+
+    What run.json's ``judge.configs`` records (the configuration itself is in the metric's
+    ``config``), so that a run says which judge configuration produced it and ``compare``
+    names the change (``judge_config.instructions ... -> ...``).
+    """
+    recorded = {}
+    for metric in metrics:
+        config = metric.judge_config if isinstance(metric, JudgedMetric) else None
+        if config is not None:
+            recorded[metric.name] = {
+                "digest": config.digest,
+                "parent": config.parent,
+                "model": config.model,
+                "labels_digest": config.labels_digest,
+            }
+    return recorded
 
 
 NOT_SCORING = frozenset({"pass_threshold", "timeout", "max_retries", "max_retry_after"})
@@ -168,6 +189,9 @@ class RunFile:
             },
             "dataset": {"path": str(source), "sha256": "", "lines_read": 0, "bytes_read": 0},
         }
+        configs = judge_configs(metrics)
+        if configs:  # only runs whose judges load a judge configuration record it
+            self.document["judge"]["configs"] = configs
         self._digest = hashlib.sha256()
         self._handle: Any = None
         self._lines = self._bytes = 0

@@ -10,6 +10,7 @@ from typing import Any
 
 from turneval.cli.arguments import UsageError, bounded, duration, metric_list, whole_number
 from turneval.cli.judge_flags import judge_from_flags, require_judge
+from turneval.cli.optimize import add_judge_config_option, with_judge_config
 from turneval.cli.options import (
     add_concurrency_options,
     add_judge_options,
@@ -111,6 +112,7 @@ def add_watch_commands(commands: Any) -> None:
     )
     add_concurrency_options(watch)
     add_judge_options(watch)
+    add_judge_config_option(watch)
     watch.set_defaults(handler=_watch)
     regrading = commands.add_parser(
         "regrade", help="re-score a stored run's judged metrics with another judge, and compare"
@@ -125,11 +127,18 @@ def add_watch_commands(commands: Any) -> None:
     add_price_options(regrading)
     add_store_option(regrading)
     add_judge_options(regrading)
+    add_judge_config_option(regrading)
     regrading.set_defaults(handler=_regrade)
 
 
 def _regrade(args: argparse.Namespace) -> int:
     """``turneval regrade RUN --judge-model NEW``: prints the agreement, the flips, the cost."""
+    config = None
+    if args.judge_config:
+        from turneval.judge import JudgeConfig
+
+        config = JudgeConfig.load(args.judge_config)
+        args.judge_model = args.judge_model or config.model  # the model it was made with
     if not args.judge_model:
         raise UsageError("regrade needs --judge-model: the new judge")
     if args.sample is not None and args.sample < 1:
@@ -149,6 +158,7 @@ def _regrade(args: argparse.Namespace) -> int:
         metrics=args.metric,
         prices=prices,
         options=RunOptions(cache=args.cache),
+        judge_config=config,
     )
     print(report)
     if report.new_run_id:
@@ -161,7 +171,7 @@ def _watch(args: argparse.Namespace) -> int:
     from turneval.pipeline import RunOptions
     from turneval.runner import resolve_metrics
 
-    metrics = resolve_metrics(metric_list(args.metric))
+    metrics = resolve_metrics(with_judge_config(metric_list(args.metric), args.judge_config))
     llm = judge_from_flags(args, needed=any(m.uses_llm for m in metrics))
     require_judge(list(metrics), llm)
     host, _, port = args.listen.rpartition(":")

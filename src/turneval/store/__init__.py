@@ -6,6 +6,7 @@
 and ``turneval labels export`` work on it from the command line. Needs the ``store`` extra.
 """
 
+from turneval.store._judge_configs import StoredJudgeConfig
 from turneval.store._skips import StoredSkip
 from turneval.store._store import (
     DEFAULT_STORE,
@@ -27,6 +28,7 @@ __all__ = [
     "RunColumns",
     "RunRecorder",
     "RunStore",
+    "StoredJudgeConfig",
     "StoredLabel",
     "StoredRow",
     "StoredRun",

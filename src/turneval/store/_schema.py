@@ -1,4 +1,4 @@
-"""The store's tables (SQLAlchemy Core): runs, their rows, human labels, watch claims and skips.
+"""The store's tables (SQLAlchemy Core): runs, rows, labels, watch claims and skips, judges.
 
 The migrations in ``migrations/versions`` create exactly these; a change here needs a new
 migration (and the store's schema revision moves with it).
@@ -20,7 +20,7 @@ from sqlalchemy import (
     text,
 )
 
-__all__ = ["claims", "labels", "metadata", "rows", "runs", "watch_skips"]
+__all__ = ["claims", "judge_configs", "labels", "metadata", "rows", "runs", "watch_skips"]
 
 metadata = MetaData()
 
@@ -109,4 +109,17 @@ watch_skips = Table(  # revision 0005: conversations a `turneval watch` run did 
     Column("trace_ids", Text, nullable=False),  # JSON: the conversation's trace ids
     Column("created", DateTime(timezone=True), nullable=False),
     Index("ix_watch_skips_run_created", "run_id", "created"),
+)
+
+judge_configs = Table(  # revision 0007: judge configurations made from a run's labels
+    "judge_configs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), index=True),
+    Column("metric", Text, nullable=False),
+    Column("digest", String(80), nullable=False),  # sha256:<hex> of instructions and examples
+    Column("parent", String(80)),  # the digest of the configuration it started from
+    Column("config", Text, nullable=False),  # JSON: the judge configuration file's content
+    Column("report", Text),  # JSON: the optimisation's report (before/after, intervals, cost)
+    Column("created", DateTime(timezone=True), nullable=False),
 )

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 from turneval._hidden import shown
 from turneval._version import VERSION
 from turneval.errors import ConfigError
+from turneval.store._judge_configs import StoredJudgeConfig
 from turneval.store._skips import StoredSkip
 
 if TYPE_CHECKING:
@@ -925,13 +926,14 @@ class RunStore:
             connection.execute(update(runs).where(runs.c.id == full).values(name=name))
 
     def delete_run(self, run_id: str) -> None:
-        """Delete a run with its rows and its labels."""
+        """Delete a run with its rows, its labels and the judge configurations made from them."""
         from sqlalchemy import delete
 
-        from turneval.store._schema import labels, rows, runs
+        from turneval.store._schema import judge_configs, labels, rows, runs
 
         with self.writing() as connection:
             full = self._resolve(connection, run_id)
+            connection.execute(delete(judge_configs).where(judge_configs.c.run_id == full))
             connection.execute(delete(rows).where(rows.c.run_id == full))
             connection.execute(delete(labels).where(labels.c.run_id == full))
             connection.execute(delete(runs).where(runs.c.id == full))
@@ -1264,6 +1266,39 @@ class RunStore:
             for index, label in connection.execute(query.order_by(labels.c.id)):
                 latest[int(index)] = json.loads(label)
         return latest
+
+    # -- judge configurations (turneval optimize) -------------------------------------------
+
+    def add_judge_config(
+        self, config: dict[str, Any], *, run_id: str | None = None, report: Any = None
+    ) -> int:
+        """Keep a judge configuration (its file's content) beside a run; returns its id.
+
+        ``config`` needs its ``metric`` and ``digest``; ``report`` is the optimisation's
+        figures (a dict), if any.
+        """
+        from turneval.store._judge_configs import add_config
+
+        with self.writing() as connection:
+            full = None if run_id is None else self._resolve(connection, run_id)
+            return add_config(connection, full, config, report)
+
+    def judge_configs(
+        self, *, run_id: str | None = None, metric: str | None = None
+    ) -> list[StoredJudgeConfig]:
+        """The kept judge configurations, newest first: of a run, of a metric (or all)."""
+        from turneval.store._judge_configs import list_configs
+
+        with self.engine.connect() as connection:
+            full = None if run_id is None else self._resolve(connection, run_id)
+            return list_configs(connection, full, metric)
+
+    def judge_config(self, config_id: int) -> StoredJudgeConfig:
+        """One kept judge configuration, by its id (ConfigError: none has it)."""
+        from turneval.store._judge_configs import find_config
+
+        with self.engine.connect() as connection:
+            return find_config(connection, config_id)
 
     def labels(self, *, run_id: str | None = None, metric: str | None = None) -> list[StoredLabel]:
         """The stored labels, oldest first: of a run (and the sample ids it holds), a metric."""

@@ -49,6 +49,7 @@ from turneval.report import (
     escape_text,
     histogram_html,
 )
+from turneval.view._judges import judge_config_routes
 from turneval.view._render import Clipper, citations, cut, figure, number, turns, votes
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class _Viewer:
             f'<meta name="csrf-token" content="{self.csrf}"><link rel="icon" href="data:,">'
             f"<title>{escape_attribute(cut(title, 200))} · turneval view</title>"
             f"<style>{_CSS}</style></head><body>"
-            "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a>"
+            "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a><a href='/judges'>judges</a>"
             f"</header><main><h1>{escape_text(cut(title, 200))}</h1>{body}</main>{tag}"
             "</body></html>"
         )
@@ -1403,6 +1404,7 @@ def create_app(
         Route("/runs/{run}/labels.jsonl", guarded(viewer.labels_file)),
         Route("/api/labels", guarded(viewer.post_label), methods=["POST"]),
         Route("/compare", guarded(viewer.compare_page)),
+        *judge_config_routes(viewer, guarded),  # a page of its own (turneval optimize)
     ]
     return Starlette(routes=routes, middleware=middleware)
 
