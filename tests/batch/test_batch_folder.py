@@ -191,8 +191,7 @@ def test_a_planning_that_fails_leaves_no_run_and_the_folder_plans_again(
     stub: BatchStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import turneval.batch._run as batch_run
-
-    real = batch_run.plan_requests
+    from turneval.batch._plan import plan_requests as real
 
     def interrupted(*args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt
