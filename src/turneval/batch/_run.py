@@ -44,9 +44,10 @@ class BatchRun(Rounds):
 
     Make one with :func:`~turneval.batch.submit`, reopen it with :meth:`open` (after a crash,
     or from another process), follow it with :meth:`status` / :meth:`wait`, and read the
-    result with :meth:`collect`. The folder holds the samples, the metrics' configuration, the judge's
-    model (never its key), the cache of answers (unless another was given) and ``state.sqlite``:
-    every request's ``custom_id`` and every batch, written before the batch is created. One
+    result with :meth:`collect`. The folder holds the samples, the metrics' configuration, the
+    judge's model (never its key), the cache of answers (unless another was given) and
+    ``state.sqlite``: every request's ``custom_id`` and every batch, written before the batch
+    is created. One
     process at a time works on the folder (see the module): another waits for it.
 
     Attributes:

@@ -60,7 +60,7 @@ class Spend:
 
 
 class BudgetKeeping:
-    """The budget's accounts of a :class:`~turneval.watch.Watcher` (the state it shares, declared)."""
+    """The budget's accounts of a :class:`~turneval.watch.Watcher` (the state it shares)."""
 
     metrics: list[Any]
     options: RunOptions

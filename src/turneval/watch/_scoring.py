@@ -51,7 +51,7 @@ def parse_filter(text: str) -> tuple[str, str]:
 
 
 class Scoring(BudgetKeeping):
-    """The scoring side of a :class:`~turneval.watch.Watcher` (the state it shares, declared)."""
+    """The scoring side of a :class:`~turneval.watch.Watcher` (the state it shares)."""
 
     names: list[str]
     state: Path
