@@ -47,8 +47,8 @@ class BatchRun(Rounds):
     result with :meth:`collect`. The folder holds the samples, the metrics' configuration, the
     judge's model (never its key), the cache of answers (unless another was given) and
     ``state.sqlite``: every request's ``custom_id`` and every batch, written before the batch
-    is created. One
-    process at a time works on the folder (see the module): another waits for it.
+    is created. One process at a time works on the folder (see the module): another waits for
+    it.
 
     Attributes:
         out: The run's folder.
