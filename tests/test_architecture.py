@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
+    ("turneval.stats.inference",),  # pure statistics: intervals, a paired test, Holm
     ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
     ("turneval.results_codec", "turneval.report"),  # rows to and from results.jsonl, and HTML
     ("turneval.results",),  # a run: its rows, summary, files
