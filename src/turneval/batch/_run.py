@@ -275,7 +275,7 @@ class BatchRun(Rounds):
                 ``evaluate_jsonl(store=...)`` keeps a live run.
             prices: The judge's prices, for the cost in ``run.json``.
         """
-        from turneval.stream import evaluate_jsonl
+        from turneval.stream.evaluate import evaluate_jsonl
 
         with self._lock.held():
             cache = BatchCache(self.cache_path, self.failed_requests(), fallback or self.fallback)
