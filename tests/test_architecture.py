@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
+    ("turneval.stats.inference",),  # pure statistics: intervals, a paired test, Holm
     ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
     (
         "turneval.results_codec",
@@ -83,6 +84,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.stream.workers",),
     ("turneval.stream.engine",),
     ("turneval.stream.evaluate",),
+    # the batch engine's modules from the bottom up (the package itself is in the next row)
+    ("turneval.batch._state", "turneval.batch._spec", "turneval.batch._providers"),
+    ("turneval.batch._plan", "turneval.batch._status"),
+    ("turneval.batch._usage",),
+    ("turneval.batch._rounds",),
+    ("turneval.batch._run",),
+    ("turneval.batch._submit",),
+    # the watch receiver's modules from the bottom up (regrade, which asks calibration, and
+    # the package itself are in the next row)
+    ("turneval.watch._logs", "turneval.watch._intake"),
+    ("turneval.watch._budget",),
+    ("turneval.watch._scoring",),
+    ("turneval.watch._watcher",),
+    ("turneval.watch._metrics",),
+    ("turneval.watch._server",),
     (
         "turneval.compare",
         "turneval.stats",

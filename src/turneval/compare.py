@@ -19,15 +19,10 @@ from typing import Any
 import numpy as np
 
 from turneval._runfile import RUN_FILE, config_changes
-from turneval.aggregate import (
-    FlakyScenario,
-    flaky_scenarios,
-    holm,
-    paired_permutation_test,
-    unstable,
-)
+from turneval.aggregate import FlakyScenario, flaky_scenarios, unstable
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult, SampleResult
+from turneval.stats.inference import holm, paired_permutation_test
 
 __all__ = [
     "Comparison",
@@ -353,7 +348,7 @@ def compare(
 
     For each metric both runs have: means over the rows both scored, their difference, a paired
     permutation test (sign flips of the per-row differences: exact for few rows, else random and
-    seeded; see :func:`~turneval.aggregate.paired_permutation_test`) and the rows whose
+    seeded; see :func:`~turneval.stats.paired_permutation_test`) and the rows whose
     score crossed ``pass_threshold`` (value >= threshold passes) in either direction;
     ``pass_thresholds`` (``{metric name: number}``) sets a metric's own, for metrics on another
     scale than [0, 1] such as the 1-5 rubric judges. ``lines`` gives each row's 1-based input
@@ -758,7 +753,7 @@ class RegressionGates:
 
 
 TEST = "paired permutation test (sign flips), two-sided"
-"""The test :func:`compare` decides with (:func:`~turneval.aggregate.paired_permutation_test`)."""
+"""The test :func:`compare` decides with (:func:`~turneval.stats.paired_permutation_test`)."""
 
 
 def regression_gates(
@@ -768,7 +763,7 @@ def regression_gates(
 
     A gate fails when the metric's mean falls by more than its MAX_DROP **and** the fall is
     significant: the paired permutation test's p-value, after Holm's correction over the
-    gated metrics that have one (:func:`~turneval.aggregate.holm`), is below ``alpha``. A
+    gated metrics that have one (:func:`~turneval.stats.holm`), is below ``alpha``. A
     fall the test cannot tell from noise passes, with a note (``--min-power`` in
     ``turneval compare`` refuses a comparison too small to see the drops that matter). A
     gate also fails when it cannot be checked (no row scored by both runs), when the

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval.aggregate import flaky_scenarios, paired_permutation_test
+from turneval.aggregate import flaky_scenarios
 from turneval.errors import ConfigError
+from turneval.stats.inference import paired_permutation_test
 
 if TYPE_CHECKING:
     from turneval.store import RunColumns

@@ -8,18 +8,17 @@ in body size (decompressed too), in time and in connections. :func:`regrade` re-
 reports judge-versus-judge agreement. Needs the ``watch`` extra. See ``docs/how-to/watch.md``.
 """
 
-from turneval.watch._regrade import Regrade, regrade
-from turneval.watch._server import WatchServer, decode_body
-from turneval.watch._watcher import (
+from turneval.watch._budget import Budget
+from turneval.watch._intake import (
     BadRequestError,
     BodyTooLargeError,
-    Budget,
     QueueFullError,
     SpoolUnavailableError,
-    Watcher,
-    parse_filter,
-    sampled,
 )
+from turneval.watch._regrade import Regrade, regrade
+from turneval.watch._scoring import parse_filter, sampled
+from turneval.watch._server import WatchServer, decode_body
+from turneval.watch._watcher import Watcher
 
 __all__ = [
     "BadRequestError",
