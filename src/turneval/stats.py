@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval.compare import TEST, match_rows
+from turneval.compare import TEST, match_rows, metric_directions
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
@@ -288,6 +288,8 @@ class MetricPlan:
         span: The width of the metric's scale (4 for a 1-5 rubric, 1 for a value in [0, 1]),
             None when unknown: a minimum detectable drop wider than it is printed as not
             detectable with these rows.
+        higher_is_better: The metric's direction; where lower is better (latency, cost) the
+            figures are for a rise of ``mde`` (the test is two-sided: the same figures).
     """
 
     name: str
@@ -300,6 +302,7 @@ class MetricPlan:
     min_detectable_drop: float | None
     trials: TrialPlan | None = None
     span: float | None = None
+    higher_is_better: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +365,7 @@ class Plan:
                 f"needed: {needed}; power now {_fmt(t.achieved_power, '.3f')}, "
                 f"min. detectable drop {_drop(t.min_detectable_drop, 1.0, 'scenarios')}"
             )
+        lines += _rise_notes(self.metrics.values(), self.mde)
         lines += [
             f"note: {m.name} has no spread: every paired difference is equal, nothing to plan from"
             for m in self.metrics.values()
@@ -381,6 +385,16 @@ class Plan:
                     f"{shown}"
                 )
         return "\n".join(lines)
+
+
+def _rise_notes(metrics: Any, mde: float) -> list[str]:
+    """Notes for the metrics where lower is better: their figures are for a rise."""
+    return [
+        f"note: {m.name}: lower is better: its figures are for a rise of {mde:g} (the "
+        "two-sided test's power is the same either way)"
+        for m in metrics
+        if not m.higher_is_better
+    ]
 
 
 def _fmt(value: float | None, spec: str = ".4f") -> str:
@@ -457,6 +471,7 @@ def plan(
             )
         names = [name for name in names if name not in missing]
     metrics = {}
+    directions = metric_directions(names, run, *([] if baseline is None else [baseline]))
     for name in names:
         values = np.asarray(run.scores(name), dtype=float)
         correlation = None
@@ -489,6 +504,7 @@ def plan(
                 detectable_drop(sd, rows, alpha=alpha, power=power),
                 _trial_plan(run, baseline, name, mde=mde, alpha=alpha, power=power),
                 _span(name, values),
+                directions[name],
             )
         except ConfigError as exc:  # say which metric could not be planned
             raise ConfigError(f"{name}: {exc}") from exc
@@ -625,6 +641,8 @@ class MetricGate:
         spread: Where ``sd`` comes from: ``"paired"`` (the differences) or ``"unpaired"``
             (the paired differences have no spread, as for two identical runs: the runs' own
             spreads, taken as uncorrelated).
+        higher_is_better: The metric's direction; where lower is better the power is to find
+            a rise of ``mde`` (the same figure: the test is two-sided).
     """
 
     name: str
@@ -638,6 +656,7 @@ class MetricGate:
     power: float | None
     min_detectable_drop: float | None
     spread: str
+    higher_is_better: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -698,6 +717,7 @@ class PowerReport:
                 _fmt(m.min_detectable_drop),
             ]
             lines.append("| " + " | ".join(cells) + " |")
+        lines += _rise_notes(self.metrics.values(), self.mde)
         flat = [m.name for m in self.metrics.values() if m.spread == "unpaired"]
         if flat:
             lines.append(
@@ -779,5 +799,6 @@ def gate_report(
             achieved_power(sd, mde, m.pairs, alpha=level),
             detectable_drop(sd, m.pairs, alpha=level, power=power),
             spread,
+            m.higher_is_better,
         )
     return PowerReport(gates, mde, alpha, power, TEST, correction)

@@ -231,6 +231,7 @@ class _Viewer:
             + (f" · commit {escape_text(run.git_commit[:12])}" if run.git_commit else "")
             + (f" · judge {escape_text(run.judge_model)}" if run.judge_model else "")
             + (f" · dataset {escape_text(run.dataset_path)}" if run.dataset_path else "")
+            + _dataset_version(self.store, run)  # issue 49: the version the run read
             + "</p>"
             + (f"<pre class='error'>{escape_text(run.error)}</pre>" if run.error else "")
             + f"<p><a href='/runs/{escape_attribute(run.id)}/rows'>rows</a> · "
@@ -393,10 +394,11 @@ class _Viewer:
             "<button>filter</button></form>"
         )
         body = []
+        plain = _plain(metric)  # lower is better: no verdict colour (issue 49)
         for row in page:
             value = row.record.get(metric)
             error = row.record.get(f"{metric}_error") or row.record.get("agent_error")
-            shade = "err" if error else _shade(value)
+            shade = "err" if error else "" if plain else _shade(value)
             body.append(
                 f"<tr class='row' data-index='{row.index}'><td><a href='/runs/{escape_attribute(run.id)}/rows/"
                 f"{row.index}'>{row.index}</a></td><td>{escape_text(row.sample_id or '')}</td>"
@@ -512,7 +514,7 @@ class _Viewer:
             votes = details.get("repeats") if isinstance(details, dict) else None
             text = (
                 f"<div class='metric' data-metric='{escape_attribute(name)}'><b>{escape_text(name)}</b> = "
-                f"<span class='{'err' if error else _shade(value)}'>"
+                f"<span class='{'err' if error else '' if _plain(name) else _shade(value)}'>"
                 f"{format_value(value) if value is not None else 'failed'}</span>"
             )
             if reason:
@@ -829,7 +831,8 @@ class _Viewer:
             form
             + f"<p>{escape_text(base.name)} ({base.id[:8]}) → {escape_text(cand.name)} ({cand.id[:8]}); rows "
             "paired by id (by position without ids); p: two-sided paired permutation test</p>"
-            "<table id='metrics'><thead><tr><th>metric</th><th>baseline</th><th>candidate</th>"
+            + _dataset_change(self.store, base, cand)  # issue 49
+            + "<table id='metrics'><thead><tr><th>metric</th><th>baseline</th><th>candidate</th>"
             "<th>difference</th><th>p-value</th><th>pairs</th><th>regressions</th>"
             f"<th>improvements</th></tr></thead><tbody>{''.join(lines)}</tbody></table>"
             "<h2>Rows that changed (regressions first)</h2>"
@@ -879,6 +882,40 @@ def _integer(text: str | None) -> int | None:
         return int(text) if text not in (None, "") else None
     except ValueError:
         return None
+
+
+def _dataset_version(store: RunStore, run: StoredRun) -> str:
+    """`` · version support@3 (sha256 1a2b3c4d5e6f)``: the dataset version a run read."""
+    if not run.dataset_digest:
+        return ""
+    found = store.dataset_of(run.dataset_digest)
+    digest = escape_text(run.dataset_digest[:12])
+    if found is None:
+        return f" · <span id='dataset-version'>sha256 {digest} (not in 'turneval datasets')</span>"
+    return (
+        f" · <span id='dataset-version'>version {escape_text(found.label)} (sha256 {digest})</span>"
+    )
+
+
+def _dataset_change(store: RunStore, base: StoredRun, cand: StoredRun) -> str:
+    """A note when two runs read different dataset versions, with the rows that changed."""
+    if not (base.dataset_digest and cand.dataset_digest) or (
+        base.dataset_digest == cand.dataset_digest
+    ):
+        return ""
+    old, new = store.dataset_of(base.dataset_digest), store.dataset_of(cand.dataset_digest)
+    if old is None or new is None:
+        what = "rows not listed: keep both versions with 'turneval datasets add'"
+    else:
+        what = f"{old.label} → {new.label}: {store.diff_datasets(old.digest, new.digest).summary()}"
+    return f"<p class='err' id='dataset-change'>the runs read different datasets ({escape_text(what)})</p>"
+
+
+def _plain(metric: str) -> bool:
+    """Whether lower is better for ``metric`` (latency, cost): shown without a verdict colour."""
+    from turneval.compare import metric_directions
+
+    return not metric_directions([metric])[metric]
 
 
 def _shade(value: Any) -> str:
