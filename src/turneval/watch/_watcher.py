@@ -37,6 +37,7 @@ from turneval.traces import (
     otlp_attributes,
     trace_conversation,
 )
+from turneval.watch._alerts import Alerts, OtelSink, ScoreHistograms
 
 GroupBy = Literal["trace", "session"]
 DONE_KEPT = 10  # decided trace ids remembered per queue slot (for dropping late spans)
@@ -319,6 +320,9 @@ class Watcher:
         export_to: An OTLP/HTTP endpoint (``http://host:4318``) the scores are sent to as
             ``gen_ai.evaluation.result`` events (:func:`~turneval.traces.to_otel_events`),
             parented to the traces they score; None sends nothing.
+        alerts: Alert rules evaluated on the rows as they are written
+            (:class:`~turneval.watch.Alerts`); with ``export_to``, their events are sent
+            there too (``turneval.alert``).
     """
 
     def __init__(
@@ -336,6 +340,7 @@ class Watcher:
         budget: Budget | None = None,
         prices: Any = None,
         export_to: str | None = None,
+        alerts: Alerts | None = None,
     ) -> None:
         from turneval.pipeline import RunOptions
 
@@ -408,6 +413,12 @@ class Watcher:
             owner.write_text(uuid.uuid4().hex)
         self.owner = owner.read_text().strip()
         self._events = None if export_to is None else _event_logger(export_to)
+        # issue 49: every metric's scores for /metrics, and the alerts on them
+        self.scores, self.alerts = ScoreHistograms(), alerts
+        if alerts is not None:
+            alerts.check_metrics(self.names)
+            if self._events is not None:
+                alerts.sinks.append(OtelSink(self._events[1]))
         self._recover()
         self._spool = _Log(self.state / "spool.jsonl")
         self._ledger = _Log(self.state / "ledger.jsonl")
@@ -875,6 +886,9 @@ class Watcher:
         with self.lock:
             self.counts["conversations_scored"] += len(written)
             self.counts["rows_failed"] += sum(1 for row in written if row.failures)
+        self.scores.observe(written)  # issue 49
+        if self.alerts is not None:
+            self.alerts.observe(written, self.clock())
 
     def __enter__(self) -> Watcher:
         """The watcher itself; closed on leaving."""
@@ -892,5 +906,7 @@ class Watcher:
         if self._recorder is not None:
             with contextlib.suppress(Exception):  # rows not written are scored after a restart
                 self._recorder.flush()
+        if self.alerts is not None:
+            self.alerts.close()  # the webhooks under way are delivered
         if self._events is not None:
             self._events[0].shutdown()  # the events not yet sent are sent now
