@@ -213,3 +213,20 @@ def test_the_viewer_shows_a_runs_dataset_version_and_a_change(tmp_path: Path) ->
         changed = client.get(f"/compare?a={runs['v1.jsonl'].id}&b={runs['v2.jsonl'].id}").text
         assert "id='dataset-change'" in changed
         assert "support@1 → support@2: 1 added (e), 1 removed (b), 1 changed (c)" in changed
+
+
+def test_inputs_kept_as_no_version_are_not_checked_until_the_store_keeps_them(
+    tmp_path: Path,
+) -> None:
+    first, second = write(tmp_path / "v1.jsonl", V1), write(tmp_path / "v2.jsonl", V2)
+    base = run_folder(tmp_path, "base", first)  # two agents' conversation files, say
+    cand = run_folder(tmp_path, "cand", second)
+    assert not any("dataset" in note for note in compare_files(base, cand).config_notes)
+    with RunStore(tmp_path / "runs.db") as kept:
+        kept.add_dataset(first, name="support")
+        (note,) = [n for n in compare_files(base, cand, store=kept).config_notes if "dataset" in n]
+        assert note.startswith("dataset not checked: the baseline read support@1 (sha256 ")
+        assert "the candidate an input kept as no dataset version (sha256 " in note
+        kept.add_dataset(second, name="support")
+        with pytest.raises(ConfigError, match=r"support@1 \(sha256 \w+\) -> support@2"):
+            compare_files(base, cand, store=kept)

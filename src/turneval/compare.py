@@ -992,11 +992,13 @@ def compare_files(
     is refused unless ``allow_config_change`` (:func:`check_metric_configs`); a folder
     without one (a run from before run.json, an exported stored run) is compared unchecked.
 
-    Two runs whose run.json record different dataset versions (the digest of the input they
-    read) are refused unless ``allow_dataset_change``, naming both versions and the rows
-    added, removed and changed: from ``store`` (a :class:`~turneval.store.RunStore`) when it
-    keeps both versions (``turneval datasets add``), else from the input files when they are
-    still as the runs read them, else (rows added and removed only) from the runs' row ids.
+    Two runs over different versions of kept datasets are refused unless
+    ``allow_dataset_change``, naming both versions and the rows added, removed and changed. A
+    run's input is a version when its content is kept as one (``turneval datasets add``): its
+    run.json names it, or ``store`` (a :class:`~turneval.store.RunStore`) finds its digest.
+    The rows come from ``store`` when it keeps both, else from the input files when they are
+    still as the runs read them, else (added and removed only) from the runs' row ids. Inputs
+    kept as no version (two agents' conversation files) are not checked.
 
     Raises:
         ConfigError: a path is missing or not a run, a run.json is not a run record, a shared
@@ -1086,11 +1088,30 @@ def _dataset_label(record: Mapping[str, Any]) -> str:
 def _dataset_notes(
     paths: Sequence[Path], loaded: Sequence[Any], allow: bool, store: Any
 ) -> list[str]:
-    """Refuse runs over different dataset versions (unless ``allow``: then a note saying so)."""
+    """Refuse runs over two versions of kept datasets (unless ``allow``: a note says so).
+
+    A run's input is a dataset version when its content is kept as one (``turneval datasets
+    add``): named in its run.json, or found by its digest in ``store``. Inputs that are not
+    (conversation files of two agents, say) are not checked.
+    """
     records = [_run_dataset(path) for path in paths]
     old, new = records
     if old is None or new is None or old["digest"] == new["digest"]:
         return []
+    for record in (old, new):
+        found = store.dataset_of(record["digest"]) if store is not None else None
+        if not record.get("name") and found is not None:
+            record.update(name=found.name, version=found.version)
+    named = [bool(record.get("name")) for record in (old, new)]
+    if not any(named):
+        return []
+    if not all(named):
+        which, other = ("baseline", "candidate") if named[0] else ("candidate", "baseline")
+        return [
+            f"dataset not checked: the {which} read {_dataset_label(old if named[0] else new)}, "
+            f"the {other} an input kept as no dataset version "
+            f"({_dataset_label(new if named[0] else old)})"
+        ]
     change = f"{_dataset_label(old)} -> {_dataset_label(new)}: {_dataset_change(old, new, loaded, store)}"
     if allow:
         return [f"compared although the dataset changed: {change}"]

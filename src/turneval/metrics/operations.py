@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from statistics import fmean
 from typing import Any, ClassVar, Literal
 
-import numpy as np
 from pydantic import Field, field_validator
 
 from turneval.errors import InvalidSampleError
@@ -72,12 +72,14 @@ Statistic = Literal["p50", "p95", "max", "mean"]
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0-100) of ``values``, numpy's linear method (type 7)."""
+    import numpy as np  # on first use: importing the metrics loads no numerics
+
     return float(np.percentile(np.asarray(values, dtype=float), q))
 
 
 def _statistic(values: Sequence[float], statistic: str) -> float:
     if statistic == "mean":
-        return float(np.mean(values))
+        return fmean(values)
     if statistic == "max":
         return float(max(values))
     return percentile(values, float(statistic[1:]))
@@ -89,7 +91,7 @@ def _spread(values: Sequence[float]) -> dict[str, float]:
         "p50": percentile(values, 50),
         "p95": percentile(values, 95),
         "max": float(max(values)),
-        "mean": float(np.mean(values)),
+        "mean": fmean(values),
     }
 
 
@@ -274,7 +276,7 @@ class TokensPerTurn(MultiTurnMetric):
             else usage.output_tokens
             for usage in counted
         ]
-        value = float(np.mean(per_turn))
+        value = fmean(per_turn)
         reason = (
             f"{self.tokens} tokens per turn = {sum(per_turn):,} / {len(per_turn)} turns = "
             f"{value:.1f}"
