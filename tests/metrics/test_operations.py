@@ -326,3 +326,39 @@ def test_a_graphs_tool_calls_are_timed_from_its_steps() -> None:
     assert 0.05 <= turn.tools[0].latency_s <= turn.latency_s
     assert result.scores("tool_latency")[0] == turn.tools[0].latency_s
     assert result.scores("tokens_per_turn")[0] == 7.0
+
+
+async def test_a_simulated_conversation_records_its_turns_and_its_users_model(
+    openai_stub: Any,
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    from turneval.simulation import Scenario, SimulatedUser, asimulate
+    from turneval.usage import Usage
+
+    from .._openai_stub import Reply
+
+    openai_stub.reset(
+        Reply(content='{"message": "Where is A1?", "done": false}'),
+        Reply(content='{"message": "And B2?", "done": false}'),
+        Reply(content='{"message": "thanks", "done": true}'),
+    )
+
+    def agent(messages: list[Any]) -> list[AIMessage]:
+        return [ai("shipped", model="gpt-4o-mini", tokens=(100, 10))]
+
+    llm = ChatOpenAI(model="user-model", base_url=openai_stub.url, api_key="k", max_retries=0)
+    data = await asimulate(agent, [Scenario(goal="track A1 and B2")], user=SimulatedUser(llm))
+    sample = data[0]
+    assert isinstance(sample, MultiTurnSample) and sample.metadata is not None
+    assert sample.metadata["user_model"] == "user-model"
+    timings = turn_timings(sample)
+    assert timings is not None and len(timings) == sample.metadata["turns"] == 2
+    user = Usage.from_dict(sample.metadata["user_usage"])
+    assert user.total_tokens > 0
+    cost = await ConversationCost(prices={"user-model": [1.0, 2.0]}).ascore(sample)
+    agent_cost = 2 * (100 * 0.15 + 10 * 0.60) / 1e6
+    user_cost = (user.input_tokens * 1.0 + user.output_tokens * 2.0) / 1e6
+    assert cost.details["agent_cost"] == pytest.approx(agent_cost)
+    assert cost.value == pytest.approx(agent_cost + user_cost)
+    assert cost.details["user"]["model"] == "user-model"
