@@ -228,15 +228,18 @@ def file_digest(path: str | os.PathLike[str]) -> str | None:
     return digest.hexdigest()
 
 
-def dataset_version(path: str | os.PathLike[str], store: RunStore | None = None) -> dict[str, Any]:
+def dataset_version(
+    path: str | os.PathLike[str], store: RunStore | None = None, *, digest: str | None = None
+) -> dict[str, Any]:
     """What a run records of the dataset it reads: its digest, and its name and version.
 
     ``{"digest": SHA-256 of the file, "name": ..., "version": ...}``: the name and version
-    when ``store`` keeps that content (``turneval datasets add``), else None. ``compare``
-    refuses two runs whose digests differ (``--allow-dataset-change`` lists the rows added,
-    removed and changed); the viewer shows a stored run's version.
+    when ``store`` keeps that content (``turneval datasets add``), else None. ``digest``, when
+    known, saves reading the file again. ``compare`` refuses two runs over different kept
+    versions (``--allow-dataset-change`` lists the rows added, removed and changed); the
+    viewer shows a stored run's version.
     """
-    digest = file_digest(path)
+    digest = digest or file_digest(path)
     found = store.dataset_of(digest) if store is not None and digest else None
     return {
         "digest": digest,

@@ -261,7 +261,11 @@ def _record_dataset_version(run_file: RunFile, source: Path, store: RunStore | N
     """
     from turneval.store import dataset_version
 
-    run_file.document["dataset"]["version"] = dataset_version(source, store)
+    if store is not None:  # run.json has the digest: the store may know its name and version
+        recorded = run_file.document["dataset"]["version"]
+        run_file.document["dataset"]["version"] = dataset_version(
+            source, store, digest=recorded["digest"]
+        )
 
 
 def _recorder(
