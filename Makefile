@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install browser postgres test lint typecheck unit wheel-check demo bench docs clean check-constraints
+.PHONY: install browser postgres prometheus test lint typecheck unit wheel-check demo bench docs clean check-constraints
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,8 +37,15 @@ postgres:
 		echo "installing Debian's postgresql for the run store tests"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
+# The alert rules `turneval watch --write-alert-rules` writes are checked and unit-tested by
+# promtool: Debian's prometheus package, installed when missing (in CI, missing fails the test).
+prometheus:
+	@command -v promtool >/dev/null 2>&1 || { \
+		echo "installing Debian's prometheus (promtool) for the alert rule tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
 # tests/test_api_reference.py reads the site the docs step has just built (else builds its own).
-unit: install browser postgres docs
+unit: install browser postgres prometheus docs
 	TURNEVAL_DOCS_SITE=$(CURDIR)/site $(BIN)/pytest
 
 test: lint typecheck docs unit wheel-check

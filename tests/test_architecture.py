@@ -93,7 +93,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.batch._submit",),
     # the watch receiver's modules from the bottom up (regrade, which asks calibration, and
     # the package itself are in the next row)
-    ("turneval.watch._logs", "turneval.watch._intake"),
+    ("turneval.watch._logs", "turneval.watch._intake", "turneval.watch._alerts"),
     ("turneval.watch._budget",),
     ("turneval.watch._scoring",),
     ("turneval.watch._watcher",),

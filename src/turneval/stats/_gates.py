@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from turneval.compare import TEST
 from turneval.errors import ConfigError
 
-from ._power import achieved_power, check_levels, detectable_drop, fmt, sd_of
+from ._power import achieved_power, check_levels, detectable_drop, fmt, rise_notes, sd_of
 from .inference import bootstrap_ci, holm
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ class MetricGate:
         spread: Where ``sd`` comes from: ``"paired"`` (the differences) or ``"unpaired"``
             (the paired differences have no spread, as for two identical runs: the runs' own
             spreads, taken as uncorrelated).
+        higher_is_better: The metric's direction; where lower is better the power is to find
+            a rise of ``mde`` (the same figure: the test is two-sided).
     """
 
     name: str
@@ -56,6 +58,7 @@ class MetricGate:
     power: float | None
     min_detectable_drop: float | None
     spread: str
+    higher_is_better: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,7 @@ class PowerReport:
                 fmt(m.min_detectable_drop),
             ]
             lines.append("| " + " | ".join(cells) + " |")
+        lines += rise_notes(self.metrics.values(), self.mde)
         flat = [m.name for m in self.metrics.values() if m.spread == "unpaired"]
         if flat:
             lines.append(
@@ -195,5 +199,6 @@ def gate_report(
             achieved_power(sd, mde, m.pairs, alpha=level),
             detectable_drop(sd, m.pairs, alpha=level, power=power),
             spread,
+            m.higher_is_better,
         )
     return PowerReport(gates, mde, alpha, power, TEST, correction)

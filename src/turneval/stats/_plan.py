@@ -15,11 +15,19 @@ from pathlib import Path
 
 import numpy as np
 
-from turneval.compare import match_rows
+from turneval.compare import match_rows, metric_directions
 from turneval.errors import ConfigError
 from turneval.results import EvaluationResult
 
-from ._power import achieved_power, check_levels, detectable_drop, fmt, samples_needed, sd_of
+from ._power import (
+    achieved_power,
+    check_levels,
+    detectable_drop,
+    fmt,
+    rise_notes,
+    samples_needed,
+    sd_of,
+)
 
 __all__ = ["MetricPlan", "Plan", "TrialPlan", "plan", "plan_files", "read_run"]
 
@@ -68,6 +76,8 @@ class MetricPlan:
         span: The width of the metric's scale (4 for a 1-5 rubric, 1 for a value in [0, 1]),
             None when unknown: a minimum detectable drop wider than it is printed as not
             detectable with these rows.
+        higher_is_better: The metric's direction; where lower is better (latency, cost) the
+            figures are for a rise of ``mde`` (the test is two-sided: the same figures).
     """
 
     name: str
@@ -80,6 +90,7 @@ class MetricPlan:
     min_detectable_drop: float | None
     trials: TrialPlan | None = None
     span: float | None = None
+    higher_is_better: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +153,7 @@ class Plan:
                 f"needed: {needed}; power now {fmt(t.achieved_power, '.3f')}, "
                 f"min. detectable drop {_drop(t.min_detectable_drop, 1.0, 'scenarios')}"
             )
+        lines += rise_notes(self.metrics.values(), self.mde)
         lines += [
             f"note: {m.name} has no spread: every paired difference is equal, nothing to plan from"
             for m in self.metrics.values()
@@ -229,6 +241,7 @@ def plan(
             )
         names = [name for name in names if name not in missing]
     metrics = {}
+    directions = metric_directions(names, run, *([] if baseline is None else [baseline]))
     for name in names:
         values = np.asarray(run.scores(name), dtype=float)
         correlation = None
@@ -261,6 +274,7 @@ def plan(
                 detectable_drop(sd, rows, alpha=alpha, power=power),
                 _trial_plan(run, baseline, name, mde=mde, alpha=alpha, power=power),
                 _span(name, values),
+                directions[name],
             )
         except ConfigError as exc:  # say which metric could not be planned
             raise ConfigError(f"{name}: {exc}") from exc

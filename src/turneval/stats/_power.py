@@ -21,6 +21,7 @@ __all__ = [
     "check_levels",
     "detectable_drop",
     "fmt",
+    "rise_notes",
     "samples_needed",
     "sd_of",
 ]
@@ -223,3 +224,13 @@ def sd_of(values: np.ndarray) -> float:
 def fmt(value: float | None, spec: str = ".4f") -> str:
     """A figure as the tables print it (``n/a`` for None)."""
     return "n/a" if value is None else format(value, spec)
+
+
+def rise_notes(metrics: Any, mde: float) -> list[str]:
+    """Notes for the metrics where lower is better: their figures are for a rise."""
+    return [
+        f"note: {m.name}: lower is better: its figures are for a rise of {mde:g} (the "
+        "two-sided test's power is the same either way)"
+        for m in metrics
+        if not m.higher_is_better
+    ]

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 from turneval._hidden import shown
 from turneval._version import VERSION
 from turneval.errors import ConfigError
+from turneval.store._datasets import DatasetDiff, DatasetRow, StoredDataset
 from turneval.store._judge_configs import StoredJudgeConfig
 from turneval.store._skips import StoredSkip
 
@@ -46,6 +47,7 @@ __all__ = [
     "StoredLabel",
     "StoredRow",
     "StoredRun",
+    "dataset_version",
     "file_digest",
     "judge_model",
     "metric_configs",
@@ -262,6 +264,26 @@ def file_digest(path: str | os.PathLike[str]) -> str | None:
     except OSError:
         return None
     return digest.hexdigest()
+
+
+def dataset_version(
+    path: str | os.PathLike[str], store: RunStore | None = None, *, digest: str | None = None
+) -> dict[str, Any]:
+    """What a run records of the dataset it reads: its digest, and its name and version.
+
+    ``{"digest": SHA-256 of the file, "name": ..., "version": ...}``: the name and version
+    when ``store`` keeps that content (``turneval datasets add``), else None. ``digest``, when
+    known, saves reading the file again. ``compare`` refuses two runs over different kept
+    versions (``--allow-dataset-change`` lists the rows added, removed and changed); the
+    viewer shows a stored run's version.
+    """
+    digest = digest or file_digest(path)
+    found = store.dataset_of(digest) if store is not None and digest else None
+    return {
+        "digest": digest,
+        "name": None if found is None else found.name,
+        "version": None if found is None else found.version,
+    }
 
 
 def _now() -> datetime:
@@ -607,6 +629,73 @@ class RunStore:
 
         with self.engine.connect() as connection:
             return select_skip_counts(connection, self._resolve(connection, run_id))
+
+    # -- dataset versions (schema revision 0008; turneval.store._datasets) ---------------------
+
+    def add_dataset(self, path: str | os.PathLike[str], *, name: str) -> tuple[StoredDataset, bool]:
+        """Keep a JSONL file as ``name``'s next version; whether that version is new.
+
+        The content is kept once by its SHA-256; when it is ``name``'s latest version already,
+        that version is returned (False). Raises ConfigError for an unreadable file.
+        """
+        from turneval.store import _datasets
+
+        if not name.strip():
+            raise ConfigError("a dataset needs a name")
+        digest, rows = _datasets.file_rows(Path(path))
+        with self.writing() as connection:
+            return _datasets.add(connection, Path(path).resolve(), name.strip(), digest, rows)
+
+    def datasets(self, *, name: str | None = None) -> list[StoredDataset]:
+        """Every dataset version (of ``name`` only, when given), by name then version."""
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            return _datasets.listed(connection, name)
+
+    def dataset(self, ref: str) -> StoredDataset:
+        """The version ``ref`` names: ``NAME@VERSION``, ``NAME`` (its latest), or a digest.
+
+        Raises:
+            ConfigError: none matches.
+        """
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            return _datasets.find(connection, ref)
+
+    def dataset_of(self, digest: str | None) -> StoredDataset | None:
+        """The dataset version with this content digest (a run's input), None when none."""
+        from turneval.store import _datasets
+
+        if not digest:
+            return None
+        with self.engine.connect() as connection:
+            return _datasets.by_digest(connection, digest)
+
+    def dataset_rows(self, ref: str, *, limit: int | None = None) -> list[DatasetRow]:
+        """The lines of the version ``ref`` names, in order (the first ``limit``)."""
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            found = _datasets.find(connection, ref)
+            return _datasets.contents(connection, found.digest, limit)
+
+    def diff_datasets(self, old: str, new: str) -> DatasetDiff:
+        """The rows added, removed and changed from version ``old`` to ``new`` (refs or digests).
+
+        Raises:
+            ConfigError: a ref names no version.
+        """
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            before, after = _datasets.find(connection, old), _datasets.find(connection, new)
+            return _datasets.diff_rows(
+                _datasets.row_keys(connection, before.digest),
+                _datasets.row_keys(connection, after.digest),
+                labels=(before.label, after.label),
+            )
 
     @classmethod
     def coerce(cls, value: RunStore | str | os.PathLike[str] | None) -> RunStore | None:

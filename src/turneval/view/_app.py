@@ -338,6 +338,7 @@ class _Viewer:
             + (f" · commit {escape_text(run.git_commit[:12])}" if run.git_commit else "")
             + (f" · judge {escape_text(cut(run.judge_model, 200))}" if run.judge_model else "")
             + (f" · dataset {escape_text(cut(run.dataset_path, 500))}" if run.dataset_path else "")
+            + _dataset_version(self.store, run)  # issue 49: the version the run read
             + "</p>"
             + (f"<pre class='error'>{escape_text(cut(run.error, 4000))}</pre>" if run.error else "")
             + f"<p><a href='/runs/{rid}/rows'>rows</a> · "
@@ -548,10 +549,11 @@ class _Viewer:
             f"value='{escape_attribute(search or '')}'></label><button>filter</button></form>"
         )
         body = []
+        plain = _plain(metric)  # lower is better: no verdict colour (issue 49)
         for row in page:
             value = row.record.get(metric)
             error = row.record.get(f"{metric}_error") or row.record.get("agent_error")
-            shade = "err" if error else _shade(value)
+            shade = "err" if error else "" if plain else _shade(value)
             reason = error or row.record.get(f"{metric}_reason") or ""
             body.append(
                 f"<tr class='row' data-index='{row.index}'><td><a href='/runs/{rid}/rows/"
@@ -694,7 +696,8 @@ class _Viewer:
             repeats = details.get("repeats") if isinstance(details, dict) else None
             text = (
                 f"<div class='metric' data-metric='{escape_attribute(name)}'><b>"
-                f"{escape_text(cut(name, 200))}</b> = <span class='{'err' if error else _shade(value)}'>"
+                f"{escape_text(cut(name, 200))}</b> = "
+                f"<span class='{'err' if error else '' if _plain(name) else _shade(value)}'>"
                 f"{number(value) if value is not None else 'failed'}</span>"
             )
             if reason:
@@ -1122,7 +1125,8 @@ class _Viewer:
             form + f"<p>{escape_text(cut(base.name, 100))} ({escape_text(base.id[:8])}) → "
             f"{escape_text(cut(cand.name, 100))} ({escape_text(cand.id[:8])}); rows "
             "paired by id (by position without ids); p: two-sided paired permutation test</p>"
-            "<table id='metrics'><thead><tr><th>metric</th><th>baseline</th><th>candidate</th>"
+            + _dataset_change(self.store, base, cand)  # issue 49
+            + "<table id='metrics'><thead><tr><th>metric</th><th>baseline</th><th>candidate</th>"
             "<th>difference</th><th>p-value</th><th>pairs</th><th>regressions</th>"
             f"<th>improvements</th></tr></thead><tbody>{''.join(lines)}</tbody></table>"
             + "".join(f"<p class='muted note'>{escape_text(n)}</p>" for n in notes)
@@ -1209,6 +1213,40 @@ def _integer(text: str | None) -> int | None:
         return int(text) if text not in (None, "") else None
     except ValueError:
         return None
+
+
+def _dataset_version(store: RunStore, run: StoredRun) -> str:
+    """`` · version support@3 (sha256 1a2b3c4d5e6f)``: the dataset version a run read."""
+    if not run.dataset_digest:
+        return ""
+    found = store.dataset_of(run.dataset_digest)
+    digest = escape_text(run.dataset_digest[:12])
+    if found is None:
+        return f" · <span id='dataset-version'>sha256 {digest} (not in 'turneval datasets')</span>"
+    return (
+        f" · <span id='dataset-version'>version {escape_text(found.label)} (sha256 {digest})</span>"
+    )
+
+
+def _dataset_change(store: RunStore, base: StoredRun, cand: StoredRun) -> str:
+    """A note when two runs read different dataset versions, with the rows that changed."""
+    if not (base.dataset_digest and cand.dataset_digest) or (
+        base.dataset_digest == cand.dataset_digest
+    ):
+        return ""
+    old, new = store.dataset_of(base.dataset_digest), store.dataset_of(cand.dataset_digest)
+    if old is None or new is None:
+        what = "rows not listed: keep both versions with 'turneval datasets add'"
+    else:
+        what = f"{old.label} → {new.label}: {store.diff_datasets(old.digest, new.digest).summary()}"
+    return f"<p class='err' id='dataset-change'>the runs read different datasets ({escape_text(what)})</p>"
+
+
+def _plain(metric: str) -> bool:
+    """Whether lower is better for ``metric`` (latency, cost): shown without a verdict colour."""
+    from turneval.compare import metric_directions
+
+    return not metric_directions([metric])[metric]
 
 
 def _shade(value: Any) -> str:

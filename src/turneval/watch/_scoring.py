@@ -14,7 +14,7 @@ import itertools
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turneval.errors import ConfigError
 from turneval.traces import Span, trace_conversation
@@ -22,6 +22,9 @@ from turneval.traces import Span, trace_conversation
 from ._budget import BudgetKeeping, Spend
 from ._intake import Group, GroupBy
 from ._logs import Log
+
+if TYPE_CHECKING:
+    from ._alerts import Alerts, ScoreHistograms
 
 __all__ = ["DONE_KEPT", "SKIP_REASONS", "Scoring", "parse_filter", "sampled"]
 
@@ -76,6 +79,8 @@ class Scoring(BudgetKeeping):
     _next: int
     _unwritten: list[Any]
     _write_lock: threading.Lock
+    scores: ScoreHistograms
+    alerts: Alerts | None
 
     def _forget(self) -> None:
         """Keep the newest ``DONE_KEPT * max_queue`` decided trace ids."""
@@ -254,3 +259,6 @@ class Scoring(BudgetKeeping):
         with self.lock:
             self.counts["conversations_scored"] += len(written)
             self.counts["rows_failed"] += sum(1 for row in written if row.failures)
+        self.scores.observe(written)  # issue 49: /metrics histograms, and the alerts on them
+        if self.alerts is not None:
+            self.alerts.observe(written, self.clock())

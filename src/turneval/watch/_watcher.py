@@ -32,6 +32,7 @@ from typing import Any
 from turneval._version import VERSION
 from turneval.errors import ConfigError
 from turneval.traces import SESSION_KEYS, Span, from_otlp_span
+from turneval.watch._alerts import Alerts, OtelSink, ScoreHistograms
 
 from ._budget import Budget, Spend
 from ._intake import (
@@ -81,6 +82,9 @@ class Watcher(Scoring):
         export_to: An OTLP/HTTP endpoint (``http://host:4318``) the scores are sent to as
             ``gen_ai.evaluation.result`` events (:func:`~turneval.traces.to_otel_events`),
             parented to the traces they score; None sends nothing.
+        alerts: Alert rules evaluated on the rows as they are written
+            (:class:`~turneval.watch.Alerts`); with ``export_to``, their events are sent
+            there too (``turneval.alert``).
     """
 
     def __init__(
@@ -98,6 +102,7 @@ class Watcher(Scoring):
         budget: Budget | None = None,
         prices: Any = None,
         export_to: str | None = None,
+        alerts: Alerts | None = None,
     ) -> None:
         from turneval.pipeline import RunOptions
 
@@ -170,6 +175,12 @@ class Watcher(Scoring):
             owner.write_text(uuid.uuid4().hex)
         self.owner = owner.read_text().strip()
         self._events = None if export_to is None else _event_logger(export_to)
+        # issue 49: every metric's scores for /metrics, and the alerts on them
+        self.scores, self.alerts = ScoreHistograms(), alerts
+        if alerts is not None:
+            alerts.check_metrics(self.names)
+            if self._events is not None:
+                alerts.sinks.append(OtelSink(self._events[1]))
         self._recover()
         self._spool = Log(self.state / "spool.jsonl")
         self._ledger = Log(self.state / "ledger.jsonl")
@@ -364,5 +375,7 @@ class Watcher(Scoring):
         if self._recorder is not None:
             with contextlib.suppress(Exception):  # rows not written are scored after a restart
                 self._recorder.flush()
+        if self.alerts is not None:
+            self.alerts.close()  # the webhooks under way are delivered
         if self._events is not None:
             self._events[0].shutdown()  # the events not yet sent are sent now
