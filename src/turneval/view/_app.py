@@ -1277,7 +1277,10 @@ class _Scale:
     """The values labels of one metric may take: its scale's points (None: any score).
 
     The scale is the one ``turneval calibrate`` checks labels against: the built-in metric of
-    that name, else the run's own metric class (as stored), else none.
+    that name, else the run's own metric class (as stored), else the scale the run's record
+    declares for the metric (``"scale": [0, 1]`` in its entry of the run's metrics: a column
+    written by something other than a metric, such as the scenario review's ``accept``),
+    else none.
     """
 
     metric: str
@@ -1293,6 +1296,8 @@ class _Scale:
                 if text.startswith((number, f"score {number}")):
                     return text
                 return f"{number}: {text}"
+        elif self.points == (0.0, 1.0):  # a declared yes/no scale reads as a yes/no judge's
+            return f"{number} ({'yes' if value else 'no'})"
         return number
 
     def allowed(self) -> str:
@@ -1341,8 +1346,8 @@ def _scale_of(run: StoredRun, metric: str) -> _Scale:
     from turneval.metrics.base import Evaluator
 
     known: Any = metric_class(metric)
+    stored = next((m for m in run.metrics if m.get("name") == metric), None)
     if known is None:  # a metric named by the user: its stored class, when it is turneval's
-        stored = next((m for m in run.metrics if m.get("name") == metric), None)
         qualified = str((stored or {}).get("class") or "")
         module, _, name = qualified.rpartition(".")
         if module.startswith("turneval."):
@@ -1357,7 +1362,24 @@ def _scale_of(run: StoredRun, metric: str) -> _Scale:
             judge = cast(Any, judge).model_validate({})
     except Exception:  # a class that cannot be built without its configuration: no scale
         points, judge = None, None
-    return _Scale(metric, points, judge if points else None)
+    if not points:
+        return _Scale(metric, _declared_scale(stored), None)
+    return _Scale(metric, points, judge)
+
+
+def _declared_scale(stored: Any) -> tuple[float, ...] | None:
+    """The scale a run's record declares for a metric (``"scale"``: its points), or None.
+
+    Only a list of two or more distinct finite numbers is a scale; anything else declares none.
+    """
+    declared = stored.get("scale") if isinstance(stored, dict) else None
+    if not isinstance(declared, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for v in declared
+    ):
+        return None
+    points = tuple(sorted({float(v) for v in declared}))
+    return points if len(points) > 1 else None
 
 
 def create_app(
