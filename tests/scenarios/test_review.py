@@ -68,8 +68,8 @@ def test_scenarios_are_reviewed_with_the_keyboard_queue(tmp_path: Path) -> None:
         for index, label in ((0, 0), (1, 0), (0, 1)):
             assert post(index, label).status_code == 200
         # a value off the yes/no scale is refused, naming the allowed values; nothing is stored
-        for label in (7, 0.5, "maybe"):
-            refused = post(2, label)
+        for off_scale in (7, 0.5, "maybe"):
+            refused = post(2, off_scale)
             assert refused.status_code == 400
             assert "'accept'" in refused.text and "0 (no) or 1 (yes)" in refused.text
         assert len(store.labels(run_id=run_id, metric="accept")) == 3
