@@ -35,12 +35,15 @@ __all__ = [
     "check_metric_configs",
     "compare",
     "compare_files",
+    "match_keys",
     "match_rows",
     "metric_config_changes",
     "metric_directions",
     "pair_rows",
+    "pairing_notes",
     "regression_gates",
     "row_key",
+    "trial_key",
 ]
 
 _LISTED = 10  # rows (or ids) named in a note or an error before "(+N more)"
@@ -234,31 +237,12 @@ class Comparison:
 
     def pairing_notes(self) -> list[str]:
         """What the table leaves out: rows only one run has (counted, the first named)."""
-        notes = []
-        not_run = set(self.rows_not_run)
-        for side, other, rows in (
-            ("baseline", "candidate", self.rows_only_baseline),
-            ("candidate", "baseline", self.rows_only_candidate),
-        ):
-            stopped = [label for label in rows if label in not_run]
-            rest = [label for label in rows if label not in not_run]
-            if stopped:
-                notes.append(
-                    f"{_count(len(stopped), f'{side} row')} left out: trials the {other} did "
-                    f"not run, their scenario settled early (stop_early): {_names(stopped)}"
-                )
-            if rest:
-                notes.append(
-                    f"{_count(len(rest), f'{side} row')} with no row in the {other}, left out: "
-                    f"{_names(rest)}"
-                )
-        if self.stopped_early and (self.rows_only_baseline or self.rows_only_candidate):
-            notes.append(
-                "the figures above cover the trials both runs ran; trials that stop early are "
-                "no fixed-size sample (a stopped scenario's trials lean to its settled "
-                "outcome): each run's pass^k counts stopped scenarios without bias"
-            )
-        return notes
+        return pairing_notes(
+            self.rows_only_baseline,
+            self.rows_only_candidate,
+            self.rows_not_run,
+            stopped_early=bool(self.stopped_early),
+        )
 
     def __str__(self) -> str:
         """A Markdown table of the comparison, then its notes."""
@@ -343,6 +327,48 @@ class Comparison:
             "rows_not_run": self.rows_not_run,
             "stopped_early": self.stopped_early,
         }
+
+
+def pairing_notes(
+    only_baseline: Sequence[str],
+    only_candidate: Sequence[str],
+    not_run: Sequence[str] = (),
+    *,
+    stopped_early: bool = False,
+) -> list[str]:
+    """The notes on rows only one run has (:meth:`Comparison.pairing_notes`).
+
+    Args:
+        only_baseline: Labels of the baseline rows the candidate has no row for.
+        only_candidate: Labels of the candidate rows the baseline has no row for.
+        not_run: Of those, the trials the other run did not run (``stop_early``).
+        stopped_early: Whether either run stopped trials early.
+    """
+    notes = []
+    skipped = set(not_run)
+    for side, other, rows in (
+        ("baseline", "candidate", only_baseline),
+        ("candidate", "baseline", only_candidate),
+    ):
+        stopped = [label for label in rows if label in skipped]
+        rest = [label for label in rows if label not in skipped]
+        if stopped:
+            notes.append(
+                f"{_count(len(stopped), f'{side} row')} left out: trials the {other} did "
+                f"not run, their scenario settled early (stop_early): {_names(stopped)}"
+            )
+        if rest:
+            notes.append(
+                f"{_count(len(rest), f'{side} row')} with no row in the {other}, left out: "
+                f"{_names(rest)}"
+            )
+    if stopped_early and (only_baseline or only_candidate):
+        notes.append(
+            "the figures above cover the trials both runs ran; trials that stop early are "
+            "no fixed-size sample (a stopped scenario's trials lean to its settled "
+            "outcome): each run's pass^k counts stopped scenarios without bias"
+        )
+    return notes
 
 
 def compare(
@@ -641,13 +667,18 @@ class RowPairing:
         return taken
 
 
+def trial_key(scenario_id: str, trial: int) -> str:
+    """The pairing key of a simulated conversation's row: ``scenario#trial``."""
+    return f"{scenario_id}#{trial}"
+
+
 def row_key(row: SampleResult) -> str | None:
     """What pairs ``row`` with its counterpart in another run (None: nothing).
 
-    ``scenario#trial`` for a simulated conversation, else its sample id.
+    ``scenario#trial`` for a simulated conversation (:func:`trial_key`), else its sample id.
     """
     if row.trial is not None:
-        return f"{row.trial.scenario_id}#{row.trial.index}"
+        return trial_key(row.trial.scenario_id, row.trial.index)
     return row.sample_id
 
 
@@ -659,13 +690,37 @@ def match_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> RowPa
     sample id (``metadata["id"]``, a results file's ``id``). When every row of both runs has
     one and no run repeats one, rows pair by it, in any order; rows only one run has are
     left unpaired (:attr:`RowPairing.only_baseline`, :attr:`RowPairing.only_candidate`).
-    Otherwise rows pair by position.
+    Otherwise rows pair by position. The rule itself is :func:`match_keys`'s.
 
     Raises:
         ConfigError: paired by id, the runs share no row; paired by position, they differ in
             length or name different ids at one position.
     """
-    keys = [[row_key(row) for row in run.rows] for run in (baseline, candidate)]
+    return match_keys(
+        ([row_key(row) for row in baseline.rows], [row_key(row) for row in candidate.rows]),
+        ([row.sample_id for row in baseline.rows], [row.sample_id for row in candidate.rows]),
+    )
+
+
+def match_keys(
+    keys: tuple[Sequence[str | None], Sequence[str | None]],
+    ids: tuple[Sequence[str | None], Sequence[str | None]],
+) -> RowPairing:
+    """Pair two runs' rows from each row's pairing key and sample id (:func:`match_rows`'s rule).
+
+    What :func:`match_rows` does with two runs' rows, on what pairs them alone, for callers
+    that hold columns rather than rows (the viewer compares a store's narrow columns).
+
+    Args:
+        keys: Per run (baseline, candidate), each row's key in row order (:func:`row_key`:
+            ``scenario#trial`` for a simulated conversation, else the sample id; None
+            without one).
+        ids: Per run, each row's sample id (what rows paired by position must not contradict).
+
+    Raises:
+        ConfigError: as :func:`match_rows`.
+    """
+    keys = (list(keys[0]), list(keys[1]))
     labels = (
         [key if key is not None else f"row {i}" for i, key in enumerate(keys[0])],
         [key if key is not None else f"row {i}" for i, key in enumerate(keys[1])],
@@ -683,13 +738,12 @@ def match_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> RowPa
             )
         only_baseline = [int(i) for i in np.flatnonzero(order < 0)]
         return RowPairing(order, "id", only_baseline, only_candidate, labels)
-    if len(baseline.rows) != len(candidate.rows):
+    if len(keys[0]) != len(keys[1]):
         raise ConfigError(
-            f"runs differ in length ({len(baseline.rows)} vs {len(candidate.rows)} rows) and "
+            f"runs differ in length ({len(keys[0])} vs {len(keys[1])} rows) and "
             "their rows cannot pair by id (a row without an id, or an id repeated); compare "
             "runs of the same dataset"
         )
-    ids = [[row.sample_id for row in run.rows] for run in (baseline, candidate)]
     for index, (first_id, second_id) in enumerate(zip(*ids, strict=True)):
         if first_id is not None and second_id is not None and first_id != second_id:
             raise ConfigError(
@@ -697,7 +751,7 @@ def match_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> RowPa
                 "rows pair by position when ids are missing or repeated: compare runs of the "
                 "same dataset, in the same order"
             )
-    return RowPairing(np.arange(len(baseline.rows)), "position", labels=labels)
+    return RowPairing(np.arange(len(keys[0])), "position", labels=labels)
 
 
 def pair_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:

@@ -164,6 +164,8 @@ class RunColumns:
         indexes: Each row's index (int64 array).
         sample_ids: Each row's sample id (None without one).
         scenario_ids: Each simulated conversation's scenario id (None for other rows).
+        trials: Each simulated conversation's trial number (None for other rows): with the
+            scenario id, what pairs the row with another run's (``scenario#trial``).
         failed: Whether a metric (or the agent) failed on the row (bool array).
         values: Per metric, each row's value (float array; NaN where it has none, or where
             it is not a number).
@@ -176,6 +178,7 @@ class RunColumns:
     indexes: Any
     sample_ids: list[str | None]
     scenario_ids: list[str | None]
+    trials: list[int | None]
     failed: Any
     values: dict[str, Any]
     errors: dict[str, Any]
@@ -365,6 +368,20 @@ def _number_or_nan(value: Any) -> float | None:
         return float(value)
     try:
         return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _trial(value: Any) -> int | None:
+    """A simulated conversation's stored trial number, as ``decode`` reads it (None: 0).
+
+    None when it is no number (``decode`` refuses such a row; a comparison then pairs the
+    row by position or not at all).
+    """
+    if value is None:
+        return 0
+    try:
+        return int(value if _is_number(value) else float(value))
     except (TypeError, ValueError, OverflowError):
         return None
 
@@ -1176,6 +1193,7 @@ class RunStore:
             full = self._resolve(connection, run_id)
         sample_ids: list[str | None] = []
         scenarios: list[str | None] = []
+        trials: list[int | None] = []
         # each batch's fields become arrays at once: memory is the columns and one batch
         chunks: dict[str, list[Any]] = {"indexes": [], "failed": []}
         for name in metrics:
@@ -1205,6 +1223,7 @@ class RunStore:
                 sample_ids.append(sample_id)
                 # a simulated conversation's row (its trial's columns), as decode reads it
                 scenarios.append(str(record[scenario]) if scenario in record else None)
+                trials.append(_trial(record.get(TRIAL_KEYS[1])) if scenario in record else None)
                 fields["failed"].append(bool(is_failed))
                 for name in metrics:
                     value = _number_or_nan(record.get(name))
@@ -1244,6 +1263,7 @@ class RunStore:
             indexes=column("indexes"),
             sample_ids=sample_ids,
             scenario_ids=scenarios,
+            trials=trials,
             failed=column("failed"),
             values={name: column(f"values:{name}") for name in metrics},
             errors={name: column(f"errors:{name}") for name in metrics},

@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import random
+import re
 import secrets
 import socket
 from collections import OrderedDict
@@ -73,6 +74,7 @@ _FLIPS = 100  # changed rows a page of a comparison shows
 _SCAN = 1000  # rows read at a time when a filter needs the row's values
 _SCAN_MAX = 20_000  # rows one filtered page reads at most before it stops and offers "more"
 _FULL_RUN = 50_000  # simulated runs up to this many rows get the trials grid
+_CLUSTERED = 5_000  # failed rows whose records the run page reads for its failure clusters
 _METRICS = 100  # metrics a run's page summarises and draws at most
 _QUEUE = 50  # rows a random labeling queue draws
 _KEEP_RUN = 30.0  # seconds an ended run's record is reused
@@ -350,22 +352,47 @@ class _Viewer:
         return self.page(f"Run {run.name}", head + body + self._skipped(run))
 
     def _clusters(self, run: StoredRun) -> str:
-        """Failure clusters, when an attribution was run (issue 46); runs up to ``_FULL_RUN``."""
+        """Failure clusters, when an attribution was run (issue 46); runs up to ``_FULL_RUN``.
+
+        Narrow columns pick the rows a cluster can hold (a failed metric, a value under the
+        bar, an attribution); only those rows' records are read, at most ``_CLUSTERED``.
+        """
         if run.rows > _FULL_RUN:
             return ""
+        attributing = [
+            str(m.get("name"))
+            for m in run.metrics
+            if re.split(r"[.:]", str(m.get("class", "")))[-1] == "FailureAttribution"
+        ]
+        if not attributing:
+            return ""  # nothing attributed: the run page shows no clusters (cluster_failures')
         key = self.ended_key(run)
         found = self.kept.find(("clusters", key)) if key is not None else None
         if found is not None:
             return str(found)
-        from turneval.clusters import cluster_failures
+        import numpy as np
 
+        from turneval.clusters import DEFAULT_FAIL_UNDER, cluster_failures
+        from turneval.results import EvaluationResult
+
+        columns = self.store.columns(run.id, run.metric_names)
+        chosen = np.asarray(columns.failed, dtype=bool).copy()
+        for name, values in columns.values.items():
+            with np.errstate(invalid="ignore"):
+                chosen |= values < DEFAULT_FAIL_UNDER
+            if name in attributing:
+                chosen |= ~np.isnan(values)
+        indexes = [int(i) for i in np.asarray(columns.indexes)[chosen]][:_CLUSTERED]
+        records = [
+            row.record
+            for start in range(0, len(indexes), 1000)
+            for row in self.store.rows_at(run.id, indexes[start : start + 1000])
+        ]
         try:
-            rows = self.store.result(run.id).rows
+            rows = EvaluationResult.from_records(records).rows
         except (ValueError, TypeError, KeyError):  # a stored row that is no results row
             return ""
-        attributed = any("attribution" in r.details for row in rows for r in row.results.values())
-        clusters = cluster_failures(rows) if attributed else []
-        html = clusters_html(clusters, len(rows), f"/runs/{run.id}/rows/{{index}}")
+        html = clusters_html(cluster_failures(rows), run.rows, f"/runs/{run.id}/rows/{{index}}")
         if key is not None:
             self.kept.keep(("clusters", key), html)
         return html
@@ -1108,7 +1135,7 @@ class _Viewer:
                 f"<td><a href='/runs/{cid}/rows/{int(found.cand_indexes[position])}'>"
                 f"{_shown_value(after[position])}</a></td></tr>"
             )
-        notes = [
+        notes = found.pairing_notes() + [
             f"{count:,} rows of {name} hold a value that is not a number: left out"
             for name, count in found.not_numbers.items()
             if count
@@ -1119,12 +1146,15 @@ class _Viewer:
                 "fewer sign flips (1,000 at 200,000 pairs) than turneval compare's 10,000, "
                 "so that the page answers in seconds"
             )
+        paired_by = (
+            "id" if found.paired_by == "id" else "position (not every row has a distinct id)"
+        )
         total = len(found.flips)
         span = f" ({offset + 1:,}-{offset + len(rows):,} of {total:,})" if total > _FLIPS else ""
         body = (
             form + f"<p>{escape_text(cut(base.name, 100))} ({escape_text(base.id[:8])}) → "
             f"{escape_text(cut(cand.name, 100))} ({escape_text(cand.id[:8])}); rows "
-            "paired by id (by position without ids); p: two-sided paired permutation test</p>"
+            f"paired by {paired_by}; p: two-sided paired permutation test</p>"
             + _dataset_change(self.store, base, cand)  # issue 49
             + "<table id='metrics'><thead><tr><th>metric</th><th>baseline</th><th>candidate</th>"
             "<th>difference</th><th>p-value</th><th>pairs</th><th>regressions</th>"
@@ -1277,7 +1307,10 @@ class _Scale:
     """The values labels of one metric may take: its scale's points (None: any score).
 
     The scale is the one ``turneval calibrate`` checks labels against: the built-in metric of
-    that name, else the run's own metric class (as stored), else none.
+    that name, else the run's own metric class (as stored), else the scale the run's record
+    declares for the metric (``"scale": [0, 1]`` in its entry of the run's metrics: a column
+    written by something other than a metric, such as the scenario review's ``accept``),
+    else none.
     """
 
     metric: str
@@ -1293,6 +1326,8 @@ class _Scale:
                 if text.startswith((number, f"score {number}")):
                     return text
                 return f"{number}: {text}"
+        elif self.points == (0.0, 1.0):  # a declared yes/no scale reads as a yes/no judge's
+            return f"{number} ({'yes' if value else 'no'})"
         return number
 
     def allowed(self) -> str:
@@ -1341,8 +1376,8 @@ def _scale_of(run: StoredRun, metric: str) -> _Scale:
     from turneval.metrics.base import Evaluator
 
     known: Any = metric_class(metric)
+    stored = next((m for m in run.metrics if m.get("name") == metric), None)
     if known is None:  # a metric named by the user: its stored class, when it is turneval's
-        stored = next((m for m in run.metrics if m.get("name") == metric), None)
         qualified = str((stored or {}).get("class") or "")
         module, _, name = qualified.rpartition(".")
         if module.startswith("turneval."):
@@ -1357,7 +1392,24 @@ def _scale_of(run: StoredRun, metric: str) -> _Scale:
             judge = cast(Any, judge).model_validate({})
     except Exception:  # a class that cannot be built without its configuration: no scale
         points, judge = None, None
-    return _Scale(metric, points, judge if points else None)
+    if not points:
+        return _Scale(metric, _declared_scale(stored), None)
+    return _Scale(metric, points, judge)
+
+
+def _declared_scale(stored: Any) -> tuple[float, ...] | None:
+    """The scale a run's record declares for a metric (``"scale"``: its points), or None.
+
+    Only a list of two or more distinct finite numbers is a scale; anything else declares none.
+    """
+    declared = stored.get("scale") if isinstance(stored, dict) else None
+    if not isinstance(declared, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for v in declared
+    ):
+        return None
+    points = tuple(sorted({float(v) for v in declared}))
+    return points if len(points) > 1 else None
 
 
 def create_app(
