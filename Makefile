@@ -45,8 +45,11 @@ prometheus:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 # tests/test_api_reference.py reads the site the docs step has just built (else builds its own).
+# pytest runs on two xdist workers (addopts in pyproject.toml). Bytecode is cached even where the
+# environment sets PYTHONDONTWRITEBYTECODE: otherwise every worker rewrites the asserts of ~600
+# modules and every Python subprocess of the tests compiles turneval again, on every run.
 unit: install browser postgres prometheus docs
-	TURNEVAL_DOCS_SITE=$(CURDIR)/site $(BIN)/pytest
+	TURNEVAL_DOCS_SITE=$(CURDIR)/site env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 
 test: lint typecheck docs unit wheel-check
 
