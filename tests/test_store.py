@@ -426,7 +426,7 @@ def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> No
         )
     assert "ix_rows_run_failed" not in {i["name"] for i in inspect(engine).get_indexes("rows")}
     with RunStore(store_url) as store:
-        assert store.schema_revision() == "0006"
+        assert store.schema_revision() == "0008"
         assert [(run.id, run.name, run.turneval_version, run.rows) for run in store.runs()] == [
             ("ab12", "old", "0.0.9", 2)
         ]

@@ -414,13 +414,21 @@ _SCALES: dict[str, tuple[float, ...] | None] = {
     _RUBRIC: (1.0, 2.0, 3.0, 4.0, 5.0),
     _PAIRWISE: (0.0, 0.5, 1.0),
     "my_score": None,  # a metric of the user's: any number (or a word read as one)
+    "reviewed": (0.0, 1.0),  # a column whose run record declares its scale (scenario review)
+    "badly_declared": None,  # a declaration that is no scale: any number
 }
+_DECLARED = {"reviewed": [1, 0], "badly_declared": [True, False]}
 _WORDS = {"yes": 1.0, "no": 0.0, "pass": 1.0, "fail": 0.0, "true": 1.0, "tie": 0.5}
 
 
 def _labeled_run(store: RunStore) -> str:
     recorder = store.start_run(
-        name="scales", configs=[{"name": n, "class": None, "config": None} for n in _SCALES]
+        name="scales",
+        configs=[
+            {"name": n, "class": None, "config": None}
+            | ({"scale": _DECLARED[n]} if n in _DECLARED else {})
+            for n in _SCALES
+        ],
     )
     recorder.names = list(_SCALES)
     record: dict[str, Any] = {"index": 0, "id": "s0"}
@@ -478,6 +486,10 @@ def test_the_label_api_refuses_labels_off_the_metric_scale(tmp_path: Path) -> No
         assert post(_PAIRWISE, 2).text.endswith(
             ": 0: BASELINE (the baseline response is better), 0.5: TIE (equally good) or "
             "1: CANDIDATE (the candidate response is better)"
+        )
+        assert (
+            post("reviewed", 7).text
+            == "label 7 is not on the scale of 'reviewed': 0 (no) or 1 (yes)"
         )
         absent = post("other", 1)
         assert absent.status_code == 400 and "has no metric 'other'" in absent.text

@@ -9,6 +9,7 @@ compare refuses is refused with compare's message.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,16 @@ def test_the_viewer_compares_stored_columns_as_compare_compares_rows(tmp_path: P
                 assert str(raised.value) == str(exc)
                 return
             found = compare_columns(store.columns(a, names[0]), store.columns(b, names[1]), *names)
+            # paired as compare pairs: by id or scenario#trial, rows only one run has listed
+            assert (found.paired_by, found.rows_only_baseline, found.rows_only_candidate) == (
+                expected.paired_by,
+                expected.rows_only_baseline,
+                expected.rows_only_candidate,
+            )
+            assert found.pairing_notes() == expected.pairing_notes()
+            for position, index in enumerate(found.order):
+                paired = store.columns(b, []).indexes[index] if index >= 0 else -1
+                assert found.cand_indexes[position] == paired
             assert list(found.metrics) == list(expected.metrics)
             for name, want in expected.metrics.items():
                 got = found.metrics[name]
@@ -151,3 +162,39 @@ def test_large_comparisons_bound_the_permutation_test() -> None:
     assert resamples_for(20_000) == 10_000  # compare's own, up to 20,000 pairs
     assert resamples_for(200_000) == 1_000  # 200 million sign draws at most
     assert resamples_for(10_000_000) == 500  # never fewer than 500 flips
+
+
+def test_the_compare_page_pairs_by_id_and_names_rows_only_one_run_has(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from turneval.view import create_app
+
+    def rows(ids: list[str], values: list[float]) -> list[dict[str, Any]]:
+        return [
+            {"index": i, "id": sid, "judge": v, "judge_reason": "r", "judge_error": None}
+            for i, (sid, v) in enumerate(zip(ids, values, strict=True))
+        ]
+
+    with RunStore(tmp_path / "runs.db") as store:
+        # the candidate dropped a, added d, and holds b and c in another order
+        base = _store_run(store, rows(["a", "b", "c"], [1.0, 1.0, 0.0]))
+        cand = _store_run(store, rows(["c", "b", "d"], [1.0, 0.0, 1.0]))
+        page = TestClient(create_app(store)).get(f"/compare?a={base}&b={cand}")
+        assert page.status_code == 200, page.text
+        text = page.text
+        assert "rows paired by id;" in text
+        assert "1 baseline row with no row in the candidate, left out: a" in text
+        assert "1 candidate row with no row in the baseline, left out: d" in text
+        # the figures cover b and c alone: means (1 + 0) / 2 and (0 + 1) / 2, differences -1
+        # and +1 (every sign flip has a mean as far from 0: p = 1), 2 pairs
+        assert (
+            "<tr><td>judge</td><td>0.500</td><td>0.500</td><td>0.000</td><td class='p'>1.0000"
+            "</td><td>2</td><td>1</td><td>1</td></tr>"
+        ) in text
+        # b passed and fails (baseline row 1, candidate row 1); c failed and passes (2 -> 0)
+        flips = re.findall(r"<tr class='flip (\w+)'><td>([^<]+)</td>.*?</tr>", text)
+        assert flips == [("bad", "regression"), ("good", "improvement")]
+        assert f"/runs/{base}/rows/1'" in text and f"/runs/{cand}/rows/1'" in text
+        assert f"/runs/{base}/rows/2'" in text and f"/runs/{cand}/rows/0'" in text
+        assert f"/runs/{cand}/rows/2'" not in text  # d pairs with nothing

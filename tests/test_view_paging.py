@@ -165,6 +165,10 @@ def test_a_20_mb_message_is_cut_with_a_link_to_all_of_it(tmp_path: Path) -> None
         assert client.get(f"/runs/{run}/rows/0/text?at=nope").status_code == 400
 
 
+def _human_turns(page: str) -> list[int]:
+    return [int(n) for n in re.findall(r"<div class='msg human' id='turn-(\d+)'>", page)]
+
+
 def test_a_page_shows_so_much_text_in_all_and_so_many_turns(tmp_path: Path) -> None:
     turns = [{"type": "human", "content": f"turn {i} " + "y" * 3000} for i in range(450)]
     sample = {"user_input": turns, "reference": "the reference"}
@@ -172,7 +176,8 @@ def test_a_page_shows_so_much_text_in_all_and_so_many_turns(tmp_path: Path) -> N
         run = _run(store, [1.0], sample=sample)
         client = TestClient(create_app(store))
         first = client.get(f"/runs/{run}/rows/0").text
-        assert first.count("<div class='msg human'>") == TURNS
+        # each turn is anchored by its number in the conversation (turn-N)
+        assert _human_turns(first) == list(range(TURNS))
         assert "turn 199 " in first and "turn 200 " not in first
         assert "id='more-turns'" in first and "the reference" not in first
         # 200 turns of 3,000 characters: past the page's budget, each text is cut to 300
@@ -180,7 +185,7 @@ def test_a_page_shows_so_much_text_in_all_and_so_many_turns(tmp_path: Path) -> N
         assert len(first) < PAGE_TEXT + TURNS * 1000
         assert "… show all 3,009 characters" in first
         last = client.get(f"/runs/{run}/rows/0?turns=400").text
-        assert last.count("<div class='msg human'>") == 50 and "turn 449 " in last
+        assert _human_turns(last) == list(range(400, 450)) and "turn 449 " in last
         assert "the reference" in last and "← earlier turns" in last
 
 

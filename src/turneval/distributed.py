@@ -30,7 +30,6 @@ from turneval.ratelimit import RateLimit
 from turneval.results import SampleResult
 from turneval.runner import resolve_metrics
 from turneval.stream import StreamResult, evaluate_jsonl
-from turneval.stream.sources import JsonlSource, OtlpSource, as_source
 
 if TYPE_CHECKING:
     from turneval.store import RunStore

@@ -29,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 from turneval._hidden import shown
 from turneval._version import VERSION
 from turneval.errors import ConfigError
+from turneval.store._datasets import DatasetDiff, DatasetRow, StoredDataset
+from turneval.store._judge_configs import StoredJudgeConfig
 from turneval.store._skips import StoredSkip
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ __all__ = [
     "StoredLabel",
     "StoredRow",
     "StoredRun",
+    "dataset_version",
     "file_digest",
     "judge_model",
     "metric_configs",
@@ -161,6 +164,8 @@ class RunColumns:
         indexes: Each row's index (int64 array).
         sample_ids: Each row's sample id (None without one).
         scenario_ids: Each simulated conversation's scenario id (None for other rows).
+        trials: Each simulated conversation's trial number (None for other rows): with the
+            scenario id, what pairs the row with another run's (``scenario#trial``).
         failed: Whether a metric (or the agent) failed on the row (bool array).
         values: Per metric, each row's value (float array; NaN where it has none, or where
             it is not a number).
@@ -173,6 +178,7 @@ class RunColumns:
     indexes: Any
     sample_ids: list[str | None]
     scenario_ids: list[str | None]
+    trials: list[int | None]
     failed: Any
     values: dict[str, Any]
     errors: dict[str, Any]
@@ -263,6 +269,26 @@ def file_digest(path: str | os.PathLike[str]) -> str | None:
     return digest.hexdigest()
 
 
+def dataset_version(
+    path: str | os.PathLike[str], store: RunStore | None = None, *, digest: str | None = None
+) -> dict[str, Any]:
+    """What a run records of the dataset it reads: its digest, and its name and version.
+
+    ``{"digest": SHA-256 of the file, "name": ..., "version": ...}``: the name and version
+    when ``store`` keeps that content (``turneval datasets add``), else None. ``digest``, when
+    known, saves reading the file again. ``compare`` refuses two runs over different kept
+    versions (``--allow-dataset-change`` lists the rows added, removed and changed); the
+    viewer shows a stored run's version.
+    """
+    digest = digest or file_digest(path)
+    found = store.dataset_of(digest) if store is not None and digest else None
+    return {
+        "digest": digest,
+        "name": None if found is None else found.name,
+        "version": None if found is None else found.version,
+    }
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -342,6 +368,20 @@ def _number_or_nan(value: Any) -> float | None:
         return float(value)
     try:
         return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _trial(value: Any) -> int | None:
+    """A simulated conversation's stored trial number, as ``decode`` reads it (None: 0).
+
+    None when it is no number (``decode`` refuses such a row; a comparison then pairs the
+    row by position or not at all).
+    """
+    if value is None:
+        return 0
+    try:
+        return int(value if _is_number(value) else float(value))
     except (TypeError, ValueError, OverflowError):
         return None
 
@@ -606,6 +646,73 @@ class RunStore:
 
         with self.engine.connect() as connection:
             return select_skip_counts(connection, self._resolve(connection, run_id))
+
+    # -- dataset versions (schema revision 0008; turneval.store._datasets) ---------------------
+
+    def add_dataset(self, path: str | os.PathLike[str], *, name: str) -> tuple[StoredDataset, bool]:
+        """Keep a JSONL file as ``name``'s next version; whether that version is new.
+
+        The content is kept once by its SHA-256; when it is ``name``'s latest version already,
+        that version is returned (False). Raises ConfigError for an unreadable file.
+        """
+        from turneval.store import _datasets
+
+        if not name.strip():
+            raise ConfigError("a dataset needs a name")
+        digest, rows = _datasets.file_rows(Path(path))
+        with self.writing() as connection:
+            return _datasets.add(connection, Path(path).resolve(), name.strip(), digest, rows)
+
+    def datasets(self, *, name: str | None = None) -> list[StoredDataset]:
+        """Every dataset version (of ``name`` only, when given), by name then version."""
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            return _datasets.listed(connection, name)
+
+    def dataset(self, ref: str) -> StoredDataset:
+        """The version ``ref`` names: ``NAME@VERSION``, ``NAME`` (its latest), or a digest.
+
+        Raises:
+            ConfigError: none matches.
+        """
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            return _datasets.find(connection, ref)
+
+    def dataset_of(self, digest: str | None) -> StoredDataset | None:
+        """The dataset version with this content digest (a run's input), None when none."""
+        from turneval.store import _datasets
+
+        if not digest:
+            return None
+        with self.engine.connect() as connection:
+            return _datasets.by_digest(connection, digest)
+
+    def dataset_rows(self, ref: str, *, limit: int | None = None) -> list[DatasetRow]:
+        """The lines of the version ``ref`` names, in order (the first ``limit``)."""
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            found = _datasets.find(connection, ref)
+            return _datasets.contents(connection, found.digest, limit)
+
+    def diff_datasets(self, old: str, new: str) -> DatasetDiff:
+        """The rows added, removed and changed from version ``old`` to ``new`` (refs or digests).
+
+        Raises:
+            ConfigError: a ref names no version.
+        """
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            before, after = _datasets.find(connection, old), _datasets.find(connection, new)
+            return _datasets.diff_rows(
+                _datasets.row_keys(connection, before.digest),
+                _datasets.row_keys(connection, after.digest),
+                labels=(before.label, after.label),
+            )
 
     @classmethod
     def coerce(cls, value: RunStore | str | os.PathLike[str] | None) -> RunStore | None:
@@ -925,13 +1032,14 @@ class RunStore:
             connection.execute(update(runs).where(runs.c.id == full).values(name=name))
 
     def delete_run(self, run_id: str) -> None:
-        """Delete a run with its rows and its labels."""
+        """Delete a run with its rows, its labels and the judge configurations made from them."""
         from sqlalchemy import delete
 
-        from turneval.store._schema import labels, rows, runs
+        from turneval.store._schema import judge_configs, labels, rows, runs
 
         with self.writing() as connection:
             full = self._resolve(connection, run_id)
+            connection.execute(delete(judge_configs).where(judge_configs.c.run_id == full))
             connection.execute(delete(rows).where(rows.c.run_id == full))
             connection.execute(delete(labels).where(labels.c.run_id == full))
             connection.execute(delete(runs).where(runs.c.id == full))
@@ -1085,6 +1193,7 @@ class RunStore:
             full = self._resolve(connection, run_id)
         sample_ids: list[str | None] = []
         scenarios: list[str | None] = []
+        trials: list[int | None] = []
         # each batch's fields become arrays at once: memory is the columns and one batch
         chunks: dict[str, list[Any]] = {"indexes": [], "failed": []}
         for name in metrics:
@@ -1114,6 +1223,7 @@ class RunStore:
                 sample_ids.append(sample_id)
                 # a simulated conversation's row (its trial's columns), as decode reads it
                 scenarios.append(str(record[scenario]) if scenario in record else None)
+                trials.append(_trial(record.get(TRIAL_KEYS[1])) if scenario in record else None)
                 fields["failed"].append(bool(is_failed))
                 for name in metrics:
                     value = _number_or_nan(record.get(name))
@@ -1153,6 +1263,7 @@ class RunStore:
             indexes=column("indexes"),
             sample_ids=sample_ids,
             scenario_ids=scenarios,
+            trials=trials,
             failed=column("failed"),
             values={name: column(f"values:{name}") for name in metrics},
             errors={name: column(f"errors:{name}") for name in metrics},
@@ -1264,6 +1375,39 @@ class RunStore:
             for index, label in connection.execute(query.order_by(labels.c.id)):
                 latest[int(index)] = json.loads(label)
         return latest
+
+    # -- judge configurations (turneval optimize) -------------------------------------------
+
+    def add_judge_config(
+        self, config: dict[str, Any], *, run_id: str | None = None, report: Any = None
+    ) -> int:
+        """Keep a judge configuration (its file's content) beside a run; returns its id.
+
+        ``config`` needs its ``metric`` and ``digest``; ``report`` is the optimisation's
+        figures (a dict), if any.
+        """
+        from turneval.store._judge_configs import add_config
+
+        with self.writing() as connection:
+            full = None if run_id is None else self._resolve(connection, run_id)
+            return add_config(connection, full, config, report)
+
+    def judge_configs(
+        self, *, run_id: str | None = None, metric: str | None = None
+    ) -> list[StoredJudgeConfig]:
+        """The kept judge configurations, newest first: of a run, of a metric (or all)."""
+        from turneval.store._judge_configs import list_configs
+
+        with self.engine.connect() as connection:
+            full = None if run_id is None else self._resolve(connection, run_id)
+            return list_configs(connection, full, metric)
+
+    def judge_config(self, config_id: int) -> StoredJudgeConfig:
+        """One kept judge configuration, by its id (ConfigError: none has it)."""
+        from turneval.store._judge_configs import find_config
+
+        with self.engine.connect() as connection:
+            return find_config(connection, config_id)
 
     def labels(self, *, run_id: str | None = None, metric: str | None = None) -> list[StoredLabel]:
         """The stored labels, oldest first: of a run (and the sample ids it holds), a metric."""

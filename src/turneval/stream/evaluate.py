@@ -34,7 +34,7 @@ from turneval.runner import resolve_metrics
 from turneval.stream.engine import ChunkEngine
 from turneval.stream.run import StreamJob, open_store
 from turneval.stream.sink import StreamResult
-from turneval.stream.sources import Source, as_source
+from turneval.stream.sources import Source
 
 if TYPE_CHECKING:
     from turneval.engines.base import Engine

@@ -97,6 +97,7 @@ def run_stream(job: StreamJob, score: Scorer) -> StreamResult:
         recorder = _recorder(
             job.store, path, run_file, resolved, llm, resume=job.resume, details=options.details
         )
+        _record_dataset_version(run_file, path, job.store)
         if job.resume and results_path.exists() and results_path.stat().st_size:
             if not run_file.resume():  # a run folder from before run.json: not checked
                 warnings.warn(
@@ -142,6 +143,21 @@ def _closing(scored: Iterable[Chunk]) -> Iterator[Iterable[Chunk]]:
         close = getattr(scored, "close", None)
         if close is not None:
             close()
+
+
+def _record_dataset_version(run_file: RunFile, source: Path, store: RunStore | None) -> None:
+    """Record in run.json the version of the dataset the run reads (issue 49).
+
+    Its digest, and its name and version when the store keeps it
+    (:func:`~turneval.store.dataset_version`); ``compare`` checks it.
+    """
+    from turneval.store import dataset_version
+
+    if store is not None:  # run.json has the digest: the store may know its name and version
+        recorded = run_file.document["dataset"]["version"]
+        run_file.document["dataset"]["version"] = dataset_version(
+            source, store, digest=recorded["digest"]
+        )
 
 
 def _recorder(

@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import random
+import re
 import secrets
 import socket
 from collections import OrderedDict
@@ -49,6 +50,7 @@ from turneval.report import (
     escape_text,
     histogram_html,
 )
+from turneval.view._judges import judge_config_routes
 from turneval.view._render import Clipper, citations, cut, figure, number, turns, votes
 
 if TYPE_CHECKING:
@@ -72,6 +74,7 @@ _FLIPS = 100  # changed rows a page of a comparison shows
 _SCAN = 1000  # rows read at a time when a filter needs the row's values
 _SCAN_MAX = 20_000  # rows one filtered page reads at most before it stops and offers "more"
 _FULL_RUN = 50_000  # simulated runs up to this many rows get the trials grid
+_CLUSTERED = 5_000  # failed rows whose records the run page reads for its failure clusters
 _METRICS = 100  # metrics a run's page summarises and draws at most
 _QUEUE = 50  # rows a random labeling queue draws
 _KEEP_RUN = 30.0  # seconds an ended run's record is reused
@@ -159,7 +162,7 @@ class _Viewer:
             f'<meta name="csrf-token" content="{self.csrf}"><link rel="icon" href="data:,">'
             f"<title>{escape_attribute(cut(title, 200))} · turneval view</title>"
             f"<style>{_CSS}</style></head><body>"
-            "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a>"
+            "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a><a href='/judges'>judges</a>"
             f"</header><main><h1>{escape_text(cut(title, 200))}</h1>{body}</main>{tag}"
             "</body></html>"
         )
@@ -337,6 +340,7 @@ class _Viewer:
             + (f" · commit {escape_text(run.git_commit[:12])}" if run.git_commit else "")
             + (f" · judge {escape_text(cut(run.judge_model, 200))}" if run.judge_model else "")
             + (f" · dataset {escape_text(cut(run.dataset_path, 500))}" if run.dataset_path else "")
+            + _dataset_version(self.store, run)  # issue 49: the version the run read
             + "</p>"
             + (f"<pre class='error'>{escape_text(cut(run.error, 4000))}</pre>" if run.error else "")
             + f"<p><a href='/runs/{rid}/rows'>rows</a> · "
@@ -348,22 +352,47 @@ class _Viewer:
         return self.page(f"Run {run.name}", head + body + self._skipped(run))
 
     def _clusters(self, run: StoredRun) -> str:
-        """Failure clusters, when an attribution was run (issue 46); runs up to ``_FULL_RUN``."""
+        """Failure clusters, when an attribution was run (issue 46); runs up to ``_FULL_RUN``.
+
+        Narrow columns pick the rows a cluster can hold (a failed metric, a value under the
+        bar, an attribution); only those rows' records are read, at most ``_CLUSTERED``.
+        """
         if run.rows > _FULL_RUN:
             return ""
+        attributing = [
+            str(m.get("name"))
+            for m in run.metrics
+            if re.split(r"[.:]", str(m.get("class", "")))[-1] == "FailureAttribution"
+        ]
+        if not attributing:
+            return ""  # nothing attributed: the run page shows no clusters (cluster_failures')
         key = self.ended_key(run)
         found = self.kept.find(("clusters", key)) if key is not None else None
         if found is not None:
             return str(found)
-        from turneval.clusters import cluster_failures
+        import numpy as np
 
+        from turneval.clusters import DEFAULT_FAIL_UNDER, cluster_failures
+        from turneval.results import EvaluationResult
+
+        columns = self.store.columns(run.id, run.metric_names)
+        chosen = np.asarray(columns.failed, dtype=bool).copy()
+        for name, values in columns.values.items():
+            with np.errstate(invalid="ignore"):
+                chosen |= values < DEFAULT_FAIL_UNDER
+            if name in attributing:
+                chosen |= ~np.isnan(values)
+        indexes = [int(i) for i in np.asarray(columns.indexes)[chosen]][:_CLUSTERED]
+        records = [
+            row.record
+            for start in range(0, len(indexes), 1000)
+            for row in self.store.rows_at(run.id, indexes[start : start + 1000])
+        ]
         try:
-            rows = self.store.result(run.id).rows
+            rows = EvaluationResult.from_records(records).rows
         except (ValueError, TypeError, KeyError):  # a stored row that is no results row
             return ""
-        attributed = any("attribution" in r.details for row in rows for r in row.results.values())
-        clusters = cluster_failures(rows) if attributed else []
-        html = clusters_html(clusters, len(rows), f"/runs/{run.id}/rows/{{index}}")
+        html = clusters_html(cluster_failures(rows), run.rows, f"/runs/{run.id}/rows/{{index}}")
         if key is not None:
             self.kept.keep(("clusters", key), html)
         return html
@@ -547,10 +576,11 @@ class _Viewer:
             f"value='{escape_attribute(search or '')}'></label><button>filter</button></form>"
         )
         body = []
+        plain = _plain(metric)  # lower is better: no verdict colour (issue 49)
         for row in page:
             value = row.record.get(metric)
             error = row.record.get(f"{metric}_error") or row.record.get("agent_error")
-            shade = "err" if error else _shade(value)
+            shade = "err" if error else "" if plain else _shade(value)
             reason = error or row.record.get(f"{metric}_reason") or ""
             body.append(
                 f"<tr class='row' data-index='{row.index}'><td><a href='/runs/{rid}/rows/"
@@ -693,7 +723,8 @@ class _Viewer:
             repeats = details.get("repeats") if isinstance(details, dict) else None
             text = (
                 f"<div class='metric' data-metric='{escape_attribute(name)}'><b>"
-                f"{escape_text(cut(name, 200))}</b> = <span class='{'err' if error else _shade(value)}'>"
+                f"{escape_text(cut(name, 200))}</b> = "
+                f"<span class='{'err' if error else '' if _plain(name) else _shade(value)}'>"
                 f"{number(value) if value is not None else 'failed'}</span>"
             )
             if reason:
@@ -1104,7 +1135,7 @@ class _Viewer:
                 f"<td><a href='/runs/{cid}/rows/{int(found.cand_indexes[position])}'>"
                 f"{_shown_value(after[position])}</a></td></tr>"
             )
-        notes = [
+        notes = found.pairing_notes() + [
             f"{count:,} rows of {name} hold a value that is not a number: left out"
             for name, count in found.not_numbers.items()
             if count
@@ -1115,13 +1146,17 @@ class _Viewer:
                 "fewer sign flips (1,000 at 200,000 pairs) than turneval compare's 10,000, "
                 "so that the page answers in seconds"
             )
+        paired_by = (
+            "id" if found.paired_by == "id" else "position (not every row has a distinct id)"
+        )
         total = len(found.flips)
         span = f" ({offset + 1:,}-{offset + len(rows):,} of {total:,})" if total > _FLIPS else ""
         body = (
             form + f"<p>{escape_text(cut(base.name, 100))} ({escape_text(base.id[:8])}) → "
             f"{escape_text(cut(cand.name, 100))} ({escape_text(cand.id[:8])}); rows "
-            "paired by id (by position without ids); p: two-sided paired permutation test</p>"
-            "<table id='metrics'><thead><tr><th>metric</th><th>baseline</th><th>candidate</th>"
+            f"paired by {paired_by}; p: two-sided paired permutation test</p>"
+            + _dataset_change(self.store, base, cand)  # issue 49
+            + "<table id='metrics'><thead><tr><th>metric</th><th>baseline</th><th>candidate</th>"
             "<th>difference</th><th>p-value</th><th>pairs</th><th>regressions</th>"
             f"<th>improvements</th></tr></thead><tbody>{''.join(lines)}</tbody></table>"
             + "".join(f"<p class='muted note'>{escape_text(n)}</p>" for n in notes)
@@ -1210,6 +1245,40 @@ def _integer(text: str | None) -> int | None:
         return None
 
 
+def _dataset_version(store: RunStore, run: StoredRun) -> str:
+    """`` · version support@3 (sha256 1a2b3c4d5e6f)``: the dataset version a run read."""
+    if not run.dataset_digest:
+        return ""
+    found = store.dataset_of(run.dataset_digest)
+    digest = escape_text(run.dataset_digest[:12])
+    if found is None:
+        return f" · <span id='dataset-version'>sha256 {digest} (not in 'turneval datasets')</span>"
+    return (
+        f" · <span id='dataset-version'>version {escape_text(found.label)} (sha256 {digest})</span>"
+    )
+
+
+def _dataset_change(store: RunStore, base: StoredRun, cand: StoredRun) -> str:
+    """A note when two runs read different dataset versions, with the rows that changed."""
+    if not (base.dataset_digest and cand.dataset_digest) or (
+        base.dataset_digest == cand.dataset_digest
+    ):
+        return ""
+    old, new = store.dataset_of(base.dataset_digest), store.dataset_of(cand.dataset_digest)
+    if old is None or new is None:
+        what = "rows not listed: keep both versions with 'turneval datasets add'"
+    else:
+        what = f"{old.label} → {new.label}: {store.diff_datasets(old.digest, new.digest).summary()}"
+    return f"<p class='err' id='dataset-change'>the runs read different datasets ({escape_text(what)})</p>"
+
+
+def _plain(metric: str) -> bool:
+    """Whether lower is better for ``metric`` (latency, cost): shown without a verdict colour."""
+    from turneval.compare import metric_directions
+
+    return not metric_directions([metric])[metric]
+
+
 def _shade(value: Any) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
         return ""
@@ -1238,7 +1307,10 @@ class _Scale:
     """The values labels of one metric may take: its scale's points (None: any score).
 
     The scale is the one ``turneval calibrate`` checks labels against: the built-in metric of
-    that name, else the run's own metric class (as stored), else none.
+    that name, else the run's own metric class (as stored), else the scale the run's record
+    declares for the metric (``"scale": [0, 1]`` in its entry of the run's metrics: a column
+    written by something other than a metric, such as the scenario review's ``accept``),
+    else none.
     """
 
     metric: str
@@ -1254,6 +1326,8 @@ class _Scale:
                 if text.startswith((number, f"score {number}")):
                     return text
                 return f"{number}: {text}"
+        elif self.points == (0.0, 1.0):  # a declared yes/no scale reads as a yes/no judge's
+            return f"{number} ({'yes' if value else 'no'})"
         return number
 
     def allowed(self) -> str:
@@ -1302,8 +1376,8 @@ def _scale_of(run: StoredRun, metric: str) -> _Scale:
     from turneval.metrics.base import Evaluator
 
     known: Any = metric_class(metric)
+    stored = next((m for m in run.metrics if m.get("name") == metric), None)
     if known is None:  # a metric named by the user: its stored class, when it is turneval's
-        stored = next((m for m in run.metrics if m.get("name") == metric), None)
         qualified = str((stored or {}).get("class") or "")
         module, _, name = qualified.rpartition(".")
         if module.startswith("turneval."):
@@ -1318,7 +1392,24 @@ def _scale_of(run: StoredRun, metric: str) -> _Scale:
             judge = cast(Any, judge).model_validate({})
     except Exception:  # a class that cannot be built without its configuration: no scale
         points, judge = None, None
-    return _Scale(metric, points, judge if points else None)
+    if not points:
+        return _Scale(metric, _declared_scale(stored), None)
+    return _Scale(metric, points, judge)
+
+
+def _declared_scale(stored: Any) -> tuple[float, ...] | None:
+    """The scale a run's record declares for a metric (``"scale"``: its points), or None.
+
+    Only a list of two or more distinct finite numbers is a scale; anything else declares none.
+    """
+    declared = stored.get("scale") if isinstance(stored, dict) else None
+    if not isinstance(declared, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for v in declared
+    ):
+        return None
+    points = tuple(sorted({float(v) for v in declared}))
+    return points if len(points) > 1 else None
 
 
 def create_app(
@@ -1403,6 +1494,7 @@ def create_app(
         Route("/runs/{run}/labels.jsonl", guarded(viewer.labels_file)),
         Route("/api/labels", guarded(viewer.post_label), methods=["POST"]),
         Route("/compare", guarded(viewer.compare_page)),
+        *judge_config_routes(viewer, guarded),  # a page of its own (turneval optimize)
     ]
     return Starlette(routes=routes, middleware=middleware)
 

@@ -3,9 +3,11 @@
 ``compare`` reads two whole runs (every row's reasons, details and usage: 526 MB and 32 s for
 two runs of 200,000 rows); the viewer reads only the columns a comparison needs
 (:meth:`turneval.store.RunStore.columns`: values, errors, votes, ids) and works on arrays.
-The pairing, the means, the paired permutation test and the rows that crossed the pass
-threshold are ``compare``'s own (a property test holds the two equal on any runs both read);
-only the permutation test's sign flips are bounded for large runs (:func:`resamples_for`).
+The pairing is compare's own function (:func:`turneval.compare.match_keys`, on each row's
+id or ``scenario#trial``: rows only one run has are left out and listed); the means, the
+paired permutation test and the rows that crossed the pass threshold are ``compare``'s own
+(a property test holds the two equal on any runs both read); only the permutation test's
+sign flips are bounded for large runs (:func:`resamples_for`).
 """
 
 from __future__ import annotations
@@ -16,15 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval.aggregate import flaky_scenarios, paired_permutation_test
+from turneval.aggregate import flaky_scenarios
+from turneval.compare import RowPairing, match_keys, pairing_notes, trial_key
 from turneval.errors import ConfigError
+from turneval.stats.inference import paired_permutation_test
 
 if TYPE_CHECKING:
     from turneval.store import RunColumns
 
-__all__ = ["Compared", "MetricChange", "compare_columns", "pair_positions", "resamples_for"]
-
-_LISTED = 10  # ids named in an error before "..."
+__all__ = [
+    "Compared",
+    "MetricChange",
+    "compare_columns",
+    "pair_columns",
+    "resamples_for",
+    "row_keys",
+]
 RESAMPLES = 10_000  # compare's sign flips
 _BUDGET = 200_000_000  # sign draws a metric's test may take (10,000 flips of 20,000 pairs)
 _FEWEST = 500  # sign flips a large comparison keeps at least
@@ -44,45 +53,29 @@ def resamples_for(pairs: int) -> int:
     return max(_FEWEST, _BUDGET // max(pairs, 1))
 
 
-def pair_positions(first: list[str | None], second: list[str | None]) -> np.ndarray:
-    """For each baseline row (by position), the position of its candidate row.
+def row_keys(columns: RunColumns) -> list[str | None]:
+    """Each row's pairing key, as :func:`turneval.compare.row_key` gives it for a row.
 
-    :func:`turneval.compare.pair_rows` on the rows' ids: by id when every row of both runs
-    has a distinct one, else by position (same length, no two ids differing at one place).
+    ``scenario#trial`` for a simulated conversation, else the sample id.
+    """
+    return [
+        sample_id if scenario is None else None if trial is None else trial_key(scenario, trial)
+        for sample_id, scenario, trial in zip(
+            columns.sample_ids, columns.scenario_ids, columns.trials, strict=True
+        )
+    ]
+
+
+def pair_columns(base: RunColumns, cand: RunColumns) -> RowPairing:
+    """How the two runs' rows pair: :func:`turneval.compare.match_keys`, compare's own rule.
+
+    By id (scenario and trial for a simulated conversation) when every row of both runs has
+    a distinct one, rows only one run has left unpaired; else by position.
 
     Raises:
-        ConfigError: as ``pair_rows`` does, with its messages.
+        ConfigError: as ``match_rows`` does, with its messages.
     """
-    if all(None not in ids and len(set(ids)) == len(ids) for ids in (first, second)):
-        in_first, in_second = set(first), set(second)
-        if in_first != in_second:
-            missing = [
-                ", ".join(repr(i) for i in only[:_LISTED])
-                + ("" if len(only) <= _LISTED else ", ...")
-                for only in (
-                    [i for i in first if i not in in_second],
-                    [i for i in second if i not in in_first],
-                )
-            ]
-            raise ConfigError(
-                f"the runs hold different samples: ids only in the baseline: {missing[0] or '-'}; "
-                f"only in the candidate: {missing[1] or '-'}; compare runs of the same dataset"
-            )
-        position = {sample_id: index for index, sample_id in enumerate(second)}
-        return np.asarray([position[sample_id] for sample_id in first], dtype=int)
-    if len(first) != len(second):
-        raise ConfigError(
-            f"runs differ in length ({len(first)} vs {len(second)} rows); "
-            "compare runs of the same dataset"
-        )
-    for index, (first_id, second_id) in enumerate(zip(first, second, strict=True)):
-        if first_id is not None and second_id is not None and first_id != second_id:
-            raise ConfigError(
-                f"row {index}: id {first_id!r} in the baseline, {second_id!r} in the candidate; "
-                "rows pair by position when ids are missing or repeated: compare runs of the "
-                "same dataset, in the same order"
-            )
-    return np.arange(len(first))
+    return match_keys((row_keys(base), row_keys(cand)), (base.sample_ids, cand.sample_ids))
 
 
 @dataclass(frozen=True)
@@ -112,14 +105,19 @@ class Compared:
 
     Attributes:
         metrics: Per shared metric, its change.
-        order: For each baseline position, the candidate's position.
+        order: For each baseline position, the candidate's position (-1: it has none).
         base_indexes: The baseline's row index at each position.
-        cand_indexes: The candidate's row index at each position.
+        cand_indexes: The candidate's row index at each position (-1: it has none).
         base_ids: The baseline's sample id at each position.
-        values: Per metric, the baseline's values and the candidate's (in baseline order).
+        values: Per metric, the baseline's values and the candidate's (in baseline order;
+            NaN where the candidate has no row).
         not_numbers: Per metric, the rows (of both runs) whose value is not a number: left out.
         flips: Every changed row as ``(kind, metric, baseline position)``, in the page's order
             (the kinds of :data:`KINDS`, then position).
+        paired_by: ``"id"`` or ``"position"`` (compare's ``Comparison.paired_by``).
+        rows_only_baseline: Labels of the baseline rows the candidate has no row for (left
+            out of every figure, as compare leaves them out).
+        rows_only_candidate: Labels of the candidate rows the baseline has no row for.
     """
 
     metrics: dict[str, MetricChange]
@@ -130,6 +128,13 @@ class Compared:
     values: dict[str, tuple[np.ndarray, np.ndarray]]
     not_numbers: dict[str, int]
     flips: list[tuple[str, str, int]]
+    paired_by: str = "position"
+    rows_only_baseline: list[str] = field(default_factory=list)
+    rows_only_candidate: list[str] = field(default_factory=list)
+
+    def pairing_notes(self) -> list[str]:
+        """Compare's notes on the rows only one run has (counted, the first named)."""
+        return pairing_notes(self.rows_only_baseline, self.rows_only_candidate)
 
 
 def compare_columns(
@@ -146,7 +151,8 @@ def compare_columns(
     Raises:
         ConfigError: the runs hold different samples or share no metric (compare's messages).
     """
-    order = pair_positions(base.sample_ids, cand.sample_ids)
+    pairing = pair_columns(base, cand)
+    order = pairing.order
     shared = [name for name in base_names if name in cand_names]
     if not shared:
         raise ConfigError(
@@ -158,11 +164,12 @@ def compare_columns(
     flips: list[tuple[str, str, int]] = []
     for name in shared:
         b_all = base.values[name]
-        c_all = cand.values[name][order]
+        c_all = pairing.take(cand.values[name])
         values[name] = (b_all, c_all)
         both = ~(np.isnan(b_all) | np.isnan(c_all))
         pairs = int(both.sum())
-        newly_failed = [int(i) for i in np.flatnonzero(~np.isnan(b_all) & cand.errors[name][order])]
+        failed_after = pairing.take(cand.errors[name]) == 1  # NaN (no row): not failed
+        newly_failed = [int(i) for i in np.flatnonzero(~np.isnan(b_all) & failed_after)]
         if not pairs:
             metrics[name] = MetricChange(name, None, None, None, None, 0, newly_failed=newly_failed)
             flips += [("newly failed", name, i) for i in newly_failed]
@@ -174,7 +181,7 @@ def compare_columns(
         p_value = paired_permutation_test(c - b, resamples=resamples, seed=seed)
         regressed = [int(i) for i in indices[passed_before & ~passed_after]]
         low_b, high_b = base.vote_ranges[name]
-        low_c, high_c = (array[order] for array in cand.vote_ranges[name])
+        low_c, high_c = (pairing.take(array) for array in cand.vote_ranges[name])
         shaky = [
             i
             for i in regressed
@@ -213,15 +220,20 @@ def compare_columns(
             flips += [(kind, name, i) for i in found]
     rank = {kind: number for number, kind in enumerate(KINDS)}
     flips.sort(key=lambda flip: (rank[flip[0]], flip[2]))
+    cand_indexes = np.full(len(order), -1, dtype=np.int64)
+    cand_indexes[pairing.paired] = cand.indexes[order[pairing.paired]]
     return Compared(
         metrics,
         order,
         base.indexes,
-        cand.indexes[order],
+        cand_indexes,
         base.sample_ids,
         values,
         {name: base.not_numbers[name] + cand.not_numbers[name] for name in shared},
         flips,
+        pairing.by,
+        [pairing.labels[0][i] for i in pairing.only_baseline],
+        [pairing.labels[1][j] for j in pairing.only_candidate],
     )
 
 
