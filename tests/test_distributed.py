@@ -298,6 +298,14 @@ def test_a_ray_dataset_and_a_parquet_folder_give_the_rows_of_the_same_jsonl(tmp_
     engine = Ray(output_format="parquet")
     evaluate_jsonl(parquet, METRICS, tmp_path / "pq", engine=engine)
     assert rows(tmp_path / "pq" / "results.jsonl") == expected
+    # the CLI reads its input through the engine: --engine ray takes the Parquet folder too
+    from turneval.cli import main
+
+    flags = [flag for name in METRICS for flag in ("--metric", name)]
+    cli_out = tmp_path / "cli-pq"
+    command = ["evaluate", str(parquet), *flags, "--details", "--quiet", "--out", str(cli_out)]
+    assert main([*command, "--engine", "ray"]) == 0
+    assert rows(cli_out / "results.jsonl") == expected
     import pandas as pd
 
     written = pd.read_parquet(tmp_path / "pq" / "results.parquet").sort_values("index")
