@@ -81,7 +81,9 @@ def source_of(args: argparse.Namespace, engine: Engine | None = None) -> Source:
         "strict_traces": args.strict_traces,
         "lenient_json": args.lenient_json,
     }
-    return as_source(args.data, **options) if engine is None else engine.source(args.data, **options)
+    return (
+        as_source(args.data, **options) if engine is None else engine.source(args.data, **options)
+    )
 
 
 def rate_limit_of(args: argparse.Namespace) -> Any:
