@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
+    ("turneval.manifest",),  # what a run was started with: run.json, metric records
     ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
     (
         "turneval.results_codec",
@@ -41,6 +42,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.report",
     ),  # rows to and from results.jsonl, and HTML
     ("turneval.results",),  # a run: its rows, summary, files
+    ("turneval.runs.sink",),  # where rows go: the sink protocol, rows, the memory sink
+    ("turneval.runs.folder",),  # the folder sink: run.json, results.jsonl, summary.json
     (
         "turneval.provenance",  # the source steps' record of what produced a sample
         "turneval.dataset",
@@ -49,8 +52,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.dataset_schema",
         "turneval.traces",
         "turneval.integrations",
-        "turneval.store",
     ),
+    ("turneval.store",),  # the run store: one sink's database, below no generic module
+    ("turneval.runs.store", "turneval.runs.open"),  # the store sink; a run read back
+    ("turneval.runs",),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
     ("turneval.options",),  # the run options, declared once for every front end
     # the grounding package, its modules from the bottom up, then its public surface
@@ -77,7 +82,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("turneval.agents",),  # EvalTask: a replay, or scenarios played by the simulation
     # the stream package, its modules from the bottom up (its public surface sits below)
-    ("turneval.stream.chunks", "turneval._runfile"),  # _runfile: run.json (resume checks it)
+    ("turneval.stream.chunks",),
     ("turneval.stream.scoring", "turneval.stream.resume"),
     ("turneval.stream.sink",),
     ("turneval.stream.workers",),

@@ -266,7 +266,10 @@ def test_cli_run_import_and_export_give_back_the_files(
         assert main(["store", "export", run.id[:8], "--out", str(target)]) == 0
         for file in ("results.jsonl", "summary.json"):
             assert (target / file).read_bytes() == (out / file).read_bytes(), (name, file)
-        assert not (target / "run.json").exists()  # a record of the run, not one to resume
+        # run.json: the run's manifest as stored (compare checks it), not a run to resume
+        exported = json.loads((target / "run.json").read_text())
+        assert exported["metrics"] == json.loads((out / "run.json").read_text())["metrics"]
+        assert "lines_read" not in exported["dataset"]
     capsys.readouterr()
     assert main(["store", "list", "--store", store_url]) == 0
     listed = capsys.readouterr().out.splitlines()

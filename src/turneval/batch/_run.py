@@ -10,7 +10,6 @@ first wrote, so no round is sent twice.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -28,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from turneval.errors import ConfigError, JudgeCallError
 from turneval.judge.cache import SQLiteCache
+from turneval.manifest import MetricSpec, RunManifest, class_path, resolve_class
 from turneval.usage import Usage
 
 from ._providers import Outcome, Provider, provider_for
@@ -297,43 +297,30 @@ class _FolderLock:
                     self._depth = 0
 
 
-def _class_path(obj: Any) -> str:
-    return f"{type(obj).__module__}:{type(obj).__qualname__}"
-
-
-def _import(path: str) -> Any:
-    module, _, name = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in name.split("."):
-        target = getattr(target, part)
-    return target
-
-
 def _metric_spec(metrics: Sequence[Any]) -> list[dict[str, Any]]:
-    specs = []
-    for metric in metrics:
-        try:
-            config = metric.model_dump(mode="json", exclude={"llm"})
-        except Exception:
-            config = None
-        specs.append({"class": _class_path(metric), "name": metric.name, "config": config})
-    return specs
+    """Each metric as the run manifest records it (:class:`~turneval.manifest.MetricSpec`)."""
+    return [MetricSpec.of(metric).to_dict() for metric in metrics]
 
 
 def _metrics_from(specs: list[dict[str, Any]]) -> list[Any]:
+    """The metrics :func:`_metric_spec` recorded (or a folder of an older turneval), rebuilt.
+
+    By class and configuration (the folder is the caller's own: any class path is imported),
+    else a built-in metric by its name.
+    """
     from turneval.runner import resolve_metrics
 
     metrics = []
-    for spec in specs:
+    for record in specs:
+        spec = MetricSpec.from_dict(record, "batch run metric")
         try:
-            cls = _import(spec["class"])
-            metrics.append(cls.model_validate(spec["config"]))
-        except Exception:
+            metrics.append(spec.build(import_any=True))
+        except ConfigError:
             try:
-                metrics += resolve_metrics([spec["name"]])
+                metrics += resolve_metrics([spec.name])
             except Exception as exc:
                 raise ConfigError(
-                    f"cannot rebuild metric {spec['name']!r} ({spec['class']}) of this batch "
+                    f"cannot rebuild metric {spec.name!r} ({spec.class_path}) of this batch "
                     "run: pass metrics=[...] to BatchRun.open"
                 ) from exc
     return metrics
@@ -357,13 +344,13 @@ def _llm_spec(llm: Any) -> dict[str, Any]:
     fields = type(llm).model_fields
     values = {name: getattr(llm, name) for name in _LLM_FIELDS if name in fields}
     return {
-        "class": _class_path(llm),
+        "class": class_path(type(llm)),
         "fields": {k: v for k, v in values.items() if isinstance(v, (str, int, float))},
     }
 
 
 def _llm_from(spec: dict[str, Any]) -> Any:
-    cls = _import(spec["class"])
+    cls: Any = resolve_class(spec["class"], import_any=True, what="judge class")
     return cls(**spec["fields"])  # the key from the provider's usual environment variable
 
 
@@ -1070,8 +1057,31 @@ class BatchRun:
                 cache.close()
             charged, answered, _ = spent.take()
             result.usage = _charged(result.usage, charged, answered)
-            result.to_jsonl(self.out / "results.jsonl")
+            self._write(result)
         return result
+
+    def _write(self, result: EvaluationResult) -> None:
+        """Write the collected rows into the folder, through the folder sink.
+
+        ``run.json`` (its batch section kept), ``results.jsonl`` (with details) and
+        ``summary.json``.
+        """
+        from turneval.aggregate import summary_document
+        from turneval.results import json_line
+        from turneval.runs import FolderSink, Rows
+
+        before = RunManifest.find(self.out)
+        manifest = RunManifest.of(self.metrics, self.llm)
+        manifest.batch = None if before is None else before.batch
+        folder = FolderSink(self.out)
+        try:
+            folder.start(manifest)
+            lines = [json_line(record) for record in result.records(details=True)]
+            folder.add(Rows.encoded(lines, result.metric_names))
+            summary = summary_document(len(result), result.summary(), result.usage)
+            folder.finish(summary, "finished")
+        finally:
+            folder.close()
 
     def failed_requests(self) -> dict[str, str]:
         """The provider's error (or the parse error) of each request that failed, by key."""
@@ -1131,17 +1141,10 @@ class BatchRun:
         return result
 
     def _record(self, prices: Prices | None) -> None:
-        """Add the ``batch`` section to the folder's run.json (written whole, then renamed)."""
-        from turneval._files import naming
-        from turneval._runfile import RUN_FILE
-
-        path = self.out / RUN_FILE
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            document = {}
+        """Add the ``batch`` section to the folder's run.json (the run manifest's)."""
+        manifest = RunManifest.find(self.out) or RunManifest.of(self.metrics, self.llm)
         status = self.status()
-        document["batch"] = {
+        manifest.batch = {
             "run_id": self.run_id,
             "provider": None if self.provider is None else self.provider.server,
             "input": self.input,
@@ -1171,10 +1174,7 @@ class BatchRun:
             if prices is None
             else {"batch": prices.batch_cost(status.usage), "live": prices.cost(status.usage)},
         }
-        partial = path.with_name(RUN_FILE + ".tmp")
-        with naming(path):
-            partial.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-            os.replace(partial, path)
+        manifest.write(self.out)
 
     def remember(self, values: dict[str, Any]) -> None:
         """Keep how a front end built the judge (its flags, never a key) in the folder.

@@ -789,7 +789,7 @@ class _Viewer:
                         status=409,
                     )
             before, after = self.store.result(base.id), self.store.result(cand.id)
-            found = compare(before, after)
+            found = compare(before, after, allow_config_change=allowed)
             pairing = pair_rows(before, after)
         except ConfigError as exc:
             return self.page(

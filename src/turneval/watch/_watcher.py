@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from turneval._version import VERSION
 from turneval.errors import ConfigError
+from turneval.manifest import RunManifest
+from turneval.runs import FolderSink, Rows, StoreSink
 from turneval.traces import (
     SESSION_KEYS,
     Span,
@@ -390,17 +391,14 @@ class Watcher:
         self._write_lock = threading.Lock()
         self.clock = time.time  # the wall clock budget periods follow (replaceable in tests)
         self.store = store
-        self._recorder: Any = None
-        if store is not None:
-            self._recorder = store.start_run(
-                name="watch",
-                metrics=self.metrics,
-                llm=self.options.llm,
-                out_dir=self.state,
-                resume=True,
-                details=self.options.details,
-            )
+        self._recorder: Any = None  # the store sink (rows go to the store)
+        self._folder = FolderSink(self.state, append=True, durable=True, keep_previous=True)
         self._provenance()
+        if store is not None:
+            self._recorder = StoreSink(
+                store, name="watch", out_dir=self.state, resume=True, details=self.options.details
+            )
+            self._recorder.start(self._manifest)
         owner = self.state / "owner"
         if not owner.exists():
             import uuid
@@ -411,29 +409,20 @@ class Watcher:
         self._recover()
         self._spool = _Log(self.state / "spool.jsonl")
         self._ledger = _Log(self.state / "ledger.jsonl")
-        self._results = None if store is not None else _Log(self.state / "results.jsonl")
 
     def _provenance(self) -> None:
         """``run.json`` in the state folder: turneval version, metrics and judge of the rows.
 
         Rewritten at each start (the configuration a restart runs with), after the previous
-        one is kept as ``run.json.previous`` when it differs.
+        one is kept as ``run.json.previous`` when it differs (the folder sink's ``start``).
         """
-        from turneval.store import judge_model, metric_configs
-
-        document = {
-            "source": "turneval watch",
-            "turneval_version": VERSION,
-            "metrics": metric_configs(self.metrics),
-            "judge": {"model": judge_model(self.options.llm), "prompt_version": None},
-            "group_by": self.group_by,
-            "sample": self.rate,
-        }
-        path = self.state / "run.json"
-        text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-        if path.exists() and path.read_text() != text:
-            os.replace(path, self.state / "run.json.previous")
-        path.write_text(text)
+        self._manifest = RunManifest.of(
+            self.metrics,
+            self.options.llm,
+            source="turneval watch",
+            extra={"group_by": self.group_by, "sample": self.rate},
+        )
+        self._folder.start(self._manifest)
 
     # -- recovery ------------------------------------------------------------------------
 
@@ -848,9 +837,6 @@ class Watcher:
 
         Raises what the write raised; the rows are kept and written at the next tick.
         """
-        from turneval.results import json_line
-        from turneval.results_codec import encode
-
         with self._write_lock:
             retrying = bool(self._unwritten)
             self._unwritten += rows
@@ -860,17 +846,12 @@ class Watcher:
             if self._recorder is not None:
                 if retrying:  # what an earlier, failed write stored (or left buffered)
                     self._recorder.flush()
-                    stored = self.store.stored_indexes(self._recorder.run_id)
+                    stored = self._recorder.store.stored_indexes(self._recorder.run_id)
                     todo = [row for row in todo if row.index not in stored]
-                for row in todo:
-                    self._recorder.add(row)
+                self._recorder.add(Rows.of(todo, self.names, details=self.options.details))
                 self._recorder.flush()
-            else:
-                assert self._results is not None
-                lines = [
-                    json_line(encode(row, self.names, details=self.options.details)) for row in todo
-                ]
-                self._results.write("".join(line + "\n" for line in lines).encode())
+            else:  # appended whole (fsync'd) or not at all
+                self._folder.add(Rows.of(todo, self.names, details=self.options.details))
             written, self._unwritten = self._unwritten, []
         with self.lock:
             self.counts["conversations_scored"] += len(written)
@@ -886,9 +867,9 @@ class Watcher:
 
     def close(self) -> None:
         """Close the spool, the ledger and the results (the run stays ``running``)."""
-        for handle in (self._spool, self._ledger, self._results):
-            if handle is not None:
-                handle.close()
+        for handle in (self._spool, self._ledger):
+            handle.close()
+        self._folder.close()
         if self._recorder is not None:
             with contextlib.suppress(Exception):  # rows not written are scored after a restart
                 self._recorder.flush()
