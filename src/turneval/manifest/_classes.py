@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterable
+import types
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 from turneval.errors import ConfigError
 
 __all__ = [
     "canonical_class",
     "class_path",
+    "function_path",
     "resolve_class",
+    "resolve_function",
 ]
 
 
@@ -38,6 +42,29 @@ def class_path(cls: type) -> str:
             if namespace is not None and vars(namespace).get(qualname) is cls:
                 return f"{parent}:{qualname}"
     return f"{module}:{qualname}"
+
+
+def function_path(function: object) -> str | None:
+    """``module:Qualname`` of a function defined at a module's top level.
+
+    None for a lambda, a function defined inside another, or anything but a plain function.
+    """
+    if not isinstance(function, types.FunctionType):
+        return None
+    qualname = function.__qualname__
+    if "<" in qualname or "." in qualname:
+        return None
+    return f"{function.__module__}:{qualname}"
+
+
+def resolve_function(path: str, *, import_any: bool = False) -> Callable[..., Any]:
+    """The function :func:`function_path` named, found as :func:`resolve_class` finds one.
+
+    Raises:
+        ConfigError: no such function, or its module may not be imported.
+    """
+    found = _resolve(path, (), import_any, "function", lambda target: callable(target))
+    return cast("Callable[..., Any]", found)
 
 
 def _importable(module: str, import_any: bool) -> bool:
@@ -60,7 +87,8 @@ def resolve_class(
 
     Args:
         path: ``module:Qualname`` or ``module.Qualname``.
-        classes: Classes to take first, whatever their module (a user's metrics).
+        classes: Classes to take when the path names them, whatever their module's state
+            (a user's metrics, their module not imported).
         import_any: Import any module the path names (only for files the caller wrote).
         what: How errors name the path (``"metric class"``).
 
@@ -74,6 +102,18 @@ def resolve_class(
             f"{cls.__module__}.{cls.__qualname__}" == wanted
         ):
             return cls
+    return cast(
+        type, _resolve(path, classes, import_any, what, lambda target: isinstance(target, type))
+    )
+
+
+def _resolve(
+    path: str,
+    classes: Iterable[type],
+    import_any: bool,
+    what: str,
+    fits: Callable[[object], bool],
+) -> object:
     refused: list[str] = []
     found: object = None
     for module, qualname in _candidates(path):
@@ -90,17 +130,17 @@ def resolve_class(
             target = getattr(target, part, None)
             if target is None:
                 break
-        if isinstance(target, type):
+        if target is not None and fits(target):
             return target
         found = found if target is None else target
     if found is not None:
-        raise ConfigError(f"{what} {path}: not a class")
+        raise ConfigError(f"{what} {path}: not a {what.split()[-1]}")
     if refused:
         raise ConfigError(
             f"{what} {path}: module {refused[-1]} is not imported, and a run file does not "
             "make turneval import it: import it first (or pass the class)"
         )
-    raise ConfigError(f"{what} {path}: no such class")
+    raise ConfigError(f"{what} {path}: no such {what.split()[-1]}")
 
 
 def canonical_text(path: str) -> str:

@@ -4,8 +4,10 @@ A turneval model (the metric itself, a rule, a worked example) is written field 
 model from elsewhere in a field (a chat model) by its model name, never its keys; anything
 else as pydantic makes it JSON (a value it cannot, by its ``repr``). A metric inside a field
 that does not declare its class (``arg_comparison_metric=ExactMatch()``, a trace judge's
-metric) also carries its class path under :data:`CLASS_KEY`, so that building the
-configuration again builds that metric.
+metric) also carries its class path under :data:`CLASS_KEY`, and a function defined at a
+module's top level (a predicate, a comparator) is recorded by its path under
+:data:`FUNCTION_KEY` (a lambda by its ``repr``), so that building the configuration again
+builds them.
 """
 
 from __future__ import annotations
@@ -13,9 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from turneval.manifest._classes import class_path, resolve_class
+from turneval.manifest._classes import (
+    class_path,
+    function_path,
+    resolve_class,
+    resolve_function,
+)
+
+FUNCTION_KEY = "$function"
+"""The key naming a function held in a field (a predicate, a comparator) by its path."""
 
 __all__ = [
+    "FUNCTION_KEY",
     "CLASS_KEY",
     "build_value",
     "config_of",
@@ -62,6 +73,9 @@ def jsonable(value: Any, *, top: bool = True) -> Any:
         return {str(key): jsonable(item, top=False) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(item, top=False) for item in value]
+    path = function_path(value)
+    if path is not None:  # a module's function: by its path, built again from it
+        return {FUNCTION_KEY: path}
     try:
         return to_jsonable_python(value, serialize_unknown=True)
     except Exception:  # whatever it is, the run is recorded
@@ -82,6 +96,8 @@ def config_of(metric: Any) -> Any:
 def build_value(value: Any, classes: Iterable[type], import_any: bool) -> Any:
     """``value`` with every metric recorded in it (:data:`CLASS_KEY`) built again."""
     if isinstance(value, Mapping):
+        if set(value) == {FUNCTION_KEY} and isinstance(value[FUNCTION_KEY], str):
+            return resolve_function(value[FUNCTION_KEY], import_any=import_any)
         if isinstance(value.get(CLASS_KEY), str):
             cls: Any = resolve_class(
                 value[CLASS_KEY], classes=classes, import_any=import_any, what="metric class"

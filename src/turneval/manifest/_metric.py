@@ -100,7 +100,7 @@ class MetricSpec:
         Args:
             llm: Its judge (None: the metric asks the run's default judge, as one built
                 without ``llm``).
-            classes: Classes to take first, whatever their module (a user's metrics; their
+            classes: Classes to take when the class path names them (a user's metrics; their
                 module may also simply be imported before).
             import_any: Import any module the class path names: only for records the caller
                 wrote itself (a run file from elsewhere never chooses what is imported).
