@@ -267,6 +267,43 @@ def test_turneval_follows_its_layers() -> None:
     assert check_layers(SRC, "turneval", LAYERS) == []
 
 
+# The generic modules never import an application: the run store is one sink among others
+# (reached through turneval.runs), the viewer and watch sit on top. (turneval.options opens
+# the store a run option names, so that a store that cannot open fails before the run.)
+GENERIC = (
+    "turneval.rows",
+    "turneval.aggregate",
+    "turneval.manifest",
+    "turneval.results_codec",
+    "turneval.results",
+    "turneval.metrics",
+    "turneval.pipeline",
+    "turneval.runner",
+    "turneval.stream",
+    "turneval.compare",
+    "turneval.stats",
+)
+APPLICATIONS = ("turneval.store", "turneval.view", "turneval.watch")
+
+
+def application_imports(root: Path, package: str) -> list[str]:
+    """Each import of an application module by a generic one (typing-only imports aside)."""
+    found = []
+    for path in sorted((root / package).rglob("*.py")):
+        module = module_name(path, root)
+        if not any(module == g or module.startswith(g + ".") for g in GENERIC):
+            continue
+        tree = ast.parse(path.read_text("utf-8"))
+        for target, _, _, line in imports(tree, module, path.name == "__init__.py"):
+            if any(target == a or target.startswith(a + ".") for a in APPLICATIONS):
+                found.append(f"{module}:{line}: imports {target}")
+    return found
+
+
+def test_results_pipeline_and_metrics_never_import_the_store_the_viewer_or_watch() -> None:
+    assert application_imports(SRC, "turneval") == []
+
+
 def test_checker_finds_upward_imports_cycles_and_private_reach(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)

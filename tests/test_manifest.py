@@ -169,7 +169,9 @@ def test_configurations_are_built_again_from_their_records(data: st.DataObject) 
         fields["arg_rules"] = data.draw(RULES)
     if "arg_comparison_metric" in cls.model_fields:
         fields["arg_comparison_metric"] = data.draw(
-            st.sampled_from([None, ExactMatch(), NonLLMStringSimilarity(distance_measure=DistanceMeasure.JARO)])
+            st.sampled_from(
+                [None, ExactMatch(), NonLLMStringSimilarity(distance_measure=DistanceMeasure.JARO)]
+            )
         )
     if issubclass(cls, JudgedMetric) and data.draw(st.booleans()):
         fields["examples"] = data.draw(
@@ -187,7 +189,9 @@ def test_configurations_are_built_again_from_their_records(data: st.DataObject) 
 
 
 def test_a_metric_held_in_a_field_keeps_its_class() -> None:
-    metric = ToolCallAccuracy(arg_comparison_metric=NonLLMStringSimilarity(distance_measure=DistanceMeasure.JARO))
+    metric = ToolCallAccuracy(
+        arg_comparison_metric=NonLLMStringSimilarity(distance_measure=DistanceMeasure.JARO)
+    )
     config = MetricSpec.of(metric).config
     assert config is not None
     assert config["arg_comparison_metric"] == {
@@ -196,7 +200,9 @@ def test_a_metric_held_in_a_field_keeps_its_class() -> None:
     }
     built = MetricSpec.of(metric).build()
     assert isinstance(built, ToolCallAccuracy)
-    assert built.arg_comparison_metric == NonLLMStringSimilarity(distance_measure=DistanceMeasure.JARO)
+    assert built.arg_comparison_metric == NonLLMStringSimilarity(
+        distance_measure=DistanceMeasure.JARO
+    )
 
 
 def test_a_judge_is_recorded_by_name_and_given_back_apart() -> None:
@@ -336,16 +342,18 @@ def test_what_makes_another_run_is_named() -> None:
     assert base.changes(RunManifest.of([ToolCallF1()], server)) == [
         "the judge's server changed: the default -> http://127.0.0.1:2/v1"
     ]
-    configured = RunManifest.of([ToolCallF1()], ChatOpenAI(model="m", api_key="x"), judge_config="x")
+    configured = RunManifest.of(
+        [ToolCallF1()], ChatOpenAI(model="m", api_key="x"), judge_config="x"
+    )
     assert base.changes(configured) == ["the judge configuration changed: none -> x"]
     # fields that change no score are not another run; nor, for compare, another judge model
     timed = RunManifest.of([ToolCallF1(), CallsAtLeast()], None)
     retimed = RunManifest.of([ToolCallF1(), CallsAtLeast(count=2)], None)
     assert timed.metric_changes(retimed) == ["test_calls_at_least (count 1 -> 2)"]
     judged = [AgentGoalAccuracyWithoutReference(timeout=5, max_retries=0)]
-    assert RunManifest.of([AgentGoalAccuracyWithoutReference()]).changes(
-        RunManifest.of(judged)
-    ) == []
+    assert (
+        RunManifest.of([AgentGoalAccuracyWithoutReference()]).changes(RunManifest.of(judged)) == []
+    )
 
 
 def test_a_run_file_that_is_no_run_record_is_named(tmp_path: Path) -> None:

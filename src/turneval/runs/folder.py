@@ -217,8 +217,7 @@ class FolderSink:
         dataset = stored.dataset or DatasetSpec()
         if dataset.lines_read is None:  # an exported or in-memory run: nothing to continue
             return (
-                "its run.json records no part of an input read (not the folder of a streamed "
-                "run)"
+                "its run.json records no part of an input read (not the folder of a streamed run)"
             )
         lines = dataset.lines_read
         self._input.advance(lines)
