@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from turneval import ConfigError, EvaluationAbortedError, SingleTurnSample, evaluate
-from turneval.metrics import Explained, ExactMatch, PairwiseMetric, SingleTurnMetric
+from turneval.metrics import ExactMatch, Explained, PairwiseMetric, SingleTurnMetric
 from turneval.results import EvaluationResult
 from turneval.runs import FolderSink, MemorySink, Rows, StoreSink, open_run
 from turneval.samples import Sample
@@ -95,7 +95,7 @@ def test_a_run_that_fails_ends_its_sinks_failed(tmp_path: Path) -> None:
     assert streamed.events[-1][:3] == ("finish", "failed", None)
     assert streamed.events[-1][3].startswith("EvaluationAbortedError: fail_on_error=True")
     with pytest.raises(ConfigError, match=r"sinks: .*expected sinks \(start, add and finish\)"):
-        evaluate(_pairs(), [ExactMatch()], sinks=[object()])
+        evaluate(_pairs(), [ExactMatch()], sinks=[object()])  # type: ignore[list-item]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
