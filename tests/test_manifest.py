@@ -219,13 +219,27 @@ def test_a_judge_is_recorded_by_name_and_given_back_apart() -> None:
     assert isinstance(built, JudgedMetric) and isinstance(given, JudgedMetric)
     assert built.llm is None  # a model's name builds no model
     assert given.llm is judge
-    recorded = JudgeSpec.of(judge, config=types.SimpleNamespace(digest="sha256:abc"))
+    # a metric loading a judge configuration (anything with a digest): which one is recorded
+    loaded = types.SimpleNamespace(
+        digest="sha256:abc", parent=None, model="gpt-4o", labels_digest="sha256:l"
+    )
+    configured = types.SimpleNamespace(name="fluency", judge_config=loaded)
+    recorded = JudgeSpec.of(judge, [metric, configured])
     assert recorded.to_dict() == {
         "model": "gpt-4o-mini",
         "base_url": "http://127.0.0.1:9/v1",  # no user, password or query
         "prompt_version": None,
-        "config": "sha256:abc",  # the judge configuration the run applies
+        "configs": {
+            "fluency": {
+                "digest": "sha256:abc",
+                "parent": None,
+                "model": "gpt-4o",
+                "labels_digest": "sha256:l",
+            }
+        },
     }
+    assert JudgeSpec.from_dict(recorded.to_dict()) == recorded
+    assert "configs" not in JudgeSpec.of(judge, [metric]).to_dict()  # none loaded: not written
     assert judge_base_url(None) is None and JudgeSpec.of(None).to_dict()["model"] is None
 
 
@@ -345,10 +359,6 @@ def test_what_makes_another_run_is_named() -> None:
     assert base.changes(RunManifest.of([ToolCallF1()], server)) == [
         "the judge's server changed: the default -> http://127.0.0.1:2/v1"
     ]
-    configured = RunManifest.of(
-        [ToolCallF1()], ChatOpenAI(model="m", api_key="x"), judge_config="x"
-    )
-    assert base.changes(configured) == ["the judge configuration changed: none -> x"]
     # fields that change no score are not another run; nor, for compare, another judge model
     timed = RunManifest.of([ToolCallF1(), CallsAtLeast()], None)
     retimed = RunManifest.of([ToolCallF1(), CallsAtLeast(count=2)], None)

@@ -8,8 +8,8 @@ judged metrics, ``compare`` refuses two runs whose metrics of one name are confi
 differently, and calibration saves an aligned metric with it. :class:`MetricSpec` records one
 metric (``MetricSpec.of(metric)``) and builds it again (``.build(llm=None)``), with one
 class-path form, ``module:Qualname`` (:func:`class_path`); :class:`JudgeSpec` records the
-default judge (model, server, prompt version and the judge configuration it applies, never
-a key).
+default judge (model, server, prompt version and the judge configurations its metrics load,
+never a key: :func:`judge_configs`, the one function that records them).
 
 A run read back with its manifest rebuilds its metrics (:func:`turneval.runs.open_run`), so
 its summary comes from the metrics; only files written before the manifest have their
@@ -21,7 +21,7 @@ from turneval.manifest._changes import NOT_SCORING
 from turneval.manifest._classes import canonical_class, class_path, resolve_class
 from turneval.manifest._config import CLASS_KEY, config_of
 from turneval.manifest._config import model_name as judge_model
-from turneval.manifest._judge import JudgeSpec, judge_base_url, judge_config_ref
+from turneval.manifest._judge import JudgeSpec, judge_base_url, judge_configs
 from turneval.manifest._metric import JUDGE_MODEL_FIELDS, MetricSpec
 from turneval.manifest._run import RUN_FILE, RUN_FILES, DatasetSpec, RunManifest, metric_changes
 
@@ -39,7 +39,7 @@ __all__ = [
     "class_path",
     "config_of",
     "judge_base_url",
-    "judge_config_ref",
+    "judge_configs",
     "judge_model",
     "metric_changes",
     "resolve_class",

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from turneval.manifest._changes import clip
 from turneval.manifest._config import model_name
 
 __all__ = [
     "JudgeSpec",
     "judge_base_url",
-    "judge_config_ref",
+    "judge_configs",
 ]
 
 
@@ -38,18 +37,27 @@ def judge_base_url(llm: Any) -> str | None:
     return None
 
 
-def judge_config_ref(config: Any) -> str | None:
-    """How a run names a judge configuration: its ``digest`` (``sha256:...``), or the text.
+def judge_configs(metrics: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """Per judged metric loading a judge configuration: its digest, parent and source model.
 
-    ``config`` is a judge configuration object (anything with a ``digest``), a reference
-    already (a digest, a file's path) or None.
+    The one function that records which judge configuration produced a run (run.json's
+    ``judge.configs``; the configuration itself is in the metric's ``config``, so a change
+    of it is a change of the metric's configuration for ``--resume`` and ``compare``). A
+    metric's ``judge_config`` is anything with a ``digest`` (a
+    :class:`~turneval.judge.JudgeConfig`); metrics without one are left out.
     """
-    if config is None:
-        return None
-    digest = getattr(config, "digest", None)
-    if isinstance(digest, str) and digest:
-        return digest
-    return str(config)
+    recorded: dict[str, dict[str, Any]] = {}
+    for metric in metrics:
+        config = getattr(metric, "judge_config", None)
+        digest = getattr(config, "digest", None)
+        if isinstance(digest, str):
+            recorded[str(metric.name)] = {
+                "digest": digest,
+                "parent": getattr(config, "parent", None),
+                "model": getattr(config, "model", None),
+                "labels_digest": getattr(config, "labels_digest", None),
+            }
+    return recorded
 
 
 @dataclass(frozen=True)
@@ -61,9 +69,9 @@ class JudgeSpec:
         base_url: The server it calls, without user, password or query (None: the
             provider's default).
         prompt_version: The version of the judges' prompts (None: turneval's own).
-        config: The judge configuration applied to the run's judged metrics (its digest,
-            ``sha256:...``, see :func:`judge_config_ref`; None: none). A metric's own
-            ``judge_config`` is recorded with its configuration.
+        configs: Per judged metric loading a judge configuration, which one
+            (:func:`judge_configs`: digest, parent, model, labels' digest); empty when none
+            does.
         base_url_recorded: Whether the record holds ``base_url`` (run files of early
             versions do not; their server is then not checked).
     """
@@ -71,13 +79,18 @@ class JudgeSpec:
     model: str | None = None
     base_url: str | None = None
     prompt_version: str | None = None
-    config: str | None = None
+    configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     base_url_recorded: bool = field(default=True, repr=False, compare=False)
 
     @classmethod
-    def of(cls, llm: Any, *, prompt_version: str | None = None, config: Any = None) -> JudgeSpec:
-        """Record the judge ``llm`` (a chat model or None) and the configuration it applies."""
-        return cls(model_name(llm), judge_base_url(llm), prompt_version, judge_config_ref(config))
+    def of(
+        cls, llm: Any, metrics: Iterable[Any] = (), *, prompt_version: str | None = None
+    ) -> JudgeSpec:
+        """Record the judge ``llm`` (a chat model or None) and ``metrics``' judge configurations.
+
+        See :func:`judge_configs`.
+        """
+        return cls(model_name(llm), judge_base_url(llm), prompt_version, judge_configs(metrics))
 
     @classmethod
     def from_dict(cls, record: Any) -> JudgeSpec:
@@ -89,29 +102,35 @@ class JudgeSpec:
             value = record.get(key)
             return None if value is None else str(value)
 
+        configs = record.get("configs")
         return cls(
             text("model"),
             text("base_url"),
             text("prompt_version"),
-            text("config"),
+            {
+                str(name): dict(value)
+                for name, value in (configs.items() if isinstance(configs, Mapping) else ())
+                if isinstance(value, Mapping)
+            },
             base_url_recorded="base_url" in record,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"model", "base_url", "prompt_version"}``, and ``config`` when one is applied."""
+        """``{"model", "base_url", "prompt_version"}``, and ``configs`` when there are any."""
         record: dict[str, Any] = {
             "model": self.model,
             "base_url": self.base_url,
             "prompt_version": self.prompt_version,
         }
-        if self.config is not None:
-            record["config"] = self.config
+        if self.configs:  # only runs whose judges load a judge configuration record it
+            record["configs"] = {name: dict(value) for name, value in self.configs.items()}
         return record
 
     def changes(self, other: JudgeSpec) -> list[str]:
-        """What makes ``other`` another judge than this one: model, server, configuration.
+        """What makes ``other`` another judge than this one: its model, its server.
 
-        The server is compared when both records hold it; the configuration when either does.
+        The server is compared when both records hold it. A judge configuration is part of
+        its metric's configuration, compared there.
         """
         found = []
         if self.model != other.model:
@@ -120,10 +139,5 @@ class JudgeSpec:
             found.append(
                 f"the judge's server changed: {self.base_url or 'the default'} -> "
                 f"{other.base_url or 'the default'}"
-            )
-        if self.config != other.config:
-            found.append(
-                f"the judge configuration changed: {clip(self.config or 'none', 80)} -> "
-                f"{clip(other.config or 'none', 80)}"
             )
         return found

@@ -141,17 +141,16 @@ class RunManifest:
         *,
         dataset: DatasetSpec | None = None,
         source: str | None = None,
-        judge_config: Any = None,
         extra: Mapping[str, Any] | None = None,
     ) -> RunManifest:
         """The manifest of a run of ``metrics`` with the default judge ``llm``.
 
-        ``judge_config`` is the judge configuration the run applies to its judged metrics
-        (an object with a ``digest``, or its reference; see :class:`JudgeSpec`).
+        The judge configurations the metrics load are recorded too (:class:`JudgeSpec`).
         """
+        metrics = list(metrics)
         return cls(
             [MetricSpec.of(metric) for metric in metrics],
-            JudgeSpec.of(llm, config=judge_config),
+            JudgeSpec.of(llm, metrics),
             dataset,
             source=source,
             extra=dict(extra or {}),
@@ -261,8 +260,9 @@ class RunManifest:
         """What makes ``other`` another run than this one (``resume`` refuses it).
 
         In order: another list of metrics; per metric, its first configuration change
-        (fields that change no score left out, :data:`~turneval.manifest.NOT_SCORING`);
-        another judge (model, server, configuration). Empty when ``other`` continues this run
+        (fields that change no score left out, :data:`~turneval.manifest.NOT_SCORING`; a judge
+        configuration a metric loads is part of its configuration); another judge (model,
+        server). Empty when ``other`` continues this run
         (the input is checked apart, as it is read).
         """
         names, now = self.metric_names, other.metric_names

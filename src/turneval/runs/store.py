@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from turneval.errors import ConfigError
@@ -75,7 +76,7 @@ class StoreSink:
         self.recorder = self.store.start_run(
             name=self.name,
             manifest=manifest,
-            dataset_path=None if path is None else os.path.abspath(path),
+            dataset_path=None if path is None else str(Path(path).resolve()),
             dataset_digest=digest,
             out_dir=self.out_dir,
             resume=self.resume,

@@ -105,7 +105,7 @@ class JsonlSink:
         """
         self.metrics, self.folder = metrics, folder
         self.sinks: list[RunSink] = [folder, *sinks]
-        self.inputs: deque[str | bytes] = deque()  # the input lines of the rows to come
+        self.inputs: deque[list[str | bytes]] = deque()  # each chunk in flight: its lines
         self.last_lines: deque[int] = deque()  # each chunk in flight: its last input line
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
         self.names = [metric.name for metric in metrics]
@@ -158,7 +158,7 @@ class JsonlSink:
         """
         for lines in chunks:
             self.last_lines.append(lines[-1][0])
-            self.inputs.extend(text for _, text in lines)
+            self.inputs.append([text for _, text in lines])
             yield lines
 
     def absorb(self, chunk: Chunk) -> None:
@@ -170,12 +170,12 @@ class JsonlSink:
         """
         if self.last_lines:
             self.folder.read_to(self.last_lines.popleft())
-        inputs, count = self.inputs, len(chunk.records)
-        rows = Rows.encoded(
+        lines = self.inputs.popleft() if self.inputs else []
+        rows = Rows.encoded(  # a row's sample is its line (unknown when they do not pair)
             chunk.records,
             self.names,
             keys=chunk.keys,
-            inputs=[inputs.popleft() if inputs else None for _ in range(count)],
+            inputs=lines if len(lines) == len(chunk.records) else None,
         )
         for sink in self.sinks:
             sink.add(rows)
