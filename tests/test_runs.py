@@ -262,3 +262,33 @@ def test_run_folders_from_before_the_manifest_resume_and_compare_as_before(
     resumed = evaluate_jsonl(data, [ToolCallF1()], tmp_path / "old", resume=True, workers=1)
     assert resumed.total_rows == 6
     assert (tmp_path / "old" / "results.jsonl").read_text().splitlines(keepends=True) == rows
+
+
+def test_an_agent_run_hands_its_rows_to_its_sinks() -> None:
+    from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall
+    from turneval.agents import EvalTask
+
+    async def agent(messages: list[Any]) -> list[Any]:  # calls "log" on even turns only
+        said = str(messages[-1].content)
+        calls = [ToolCall(name="log", args={})] if int(said.split()[-1]) % 2 == 0 else []
+        return [AIMessage(content=f"you said {said}", tool_calls=calls)]
+
+    dataset = [
+        MultiTurnSample(
+            user_input=[HumanMessage(content=f"hi {i}")],
+            reference_tool_calls=[ToolCall(name="log")],
+        )
+        for i in range(4)
+    ]
+    mine, memory = Collecting(), MemorySink()
+    result = EvalTask(dataset, ["tool_call_f1"], max_concurrency=1).evaluate(
+        runnable=agent, sinks=[mine, memory]
+    )
+    assert mine.events[0] == ("start", ["tool_call_f1"])
+    added = sorted(index for event in mine.events if event[0] == "add" for index in event[1])
+    assert added == [0, 1, 2, 3]
+    kind, status, summary, error = mine.events[-1]
+    assert (kind, status, error) == ("finish", "finished", None)
+    assert summary["metrics"]["tool_call_f1"]["mean"] == 0.5  # rows 0 and 2 call "log": 1, 0, 1, 0
+    assert memory.status == "finished"
+    assert memory.result().scores("tool_call_f1") == result.scores("tool_call_f1") == [1, 0, 1, 0]
