@@ -27,6 +27,10 @@ def binaries() -> Path | None:
     return Path(found[-1]).parent if found else None
 
 
+_STARTS = 5
+"""Starts tried, each on a newly probed free port, before a server that fails to start fails."""
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -59,6 +63,20 @@ class PostgresServer:
             "--no-sync",
             "--no-instructions",
         )
+        # The port was free when probed, but another process (an xdist worker starting its own
+        # server, another test run on the machine) may take it before the server binds it:
+        # then the server is started again on another free port.
+        for attempt in range(_STARTS):
+            logged = self._log_size()
+            try:
+                self._start()
+                break
+            except subprocess.CalledProcessError:
+                if attempt == _STARTS - 1 or not self._port_was_taken(since=logged):
+                    raise
+                self.port = _free_port()
+
+    def _start(self) -> None:
         options = (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off"
@@ -74,6 +92,19 @@ class PostgresServer:
             "-w",
             "start",
         )
+
+    def _log_size(self) -> int:
+        log = self.root / "log"
+        return log.stat().st_size if log.exists() else 0
+
+    def _port_was_taken(self, since: int) -> bool:
+        """Whether the last start failed because its port was in use (its log, from ``since``)."""
+        path = self.root / "log"
+        if not path.exists():
+            return False
+        with open(path, "rb") as log:
+            log.seek(since)
+            return b"Address already in use" in log.read()
 
     def _run(self, tool: str, *args: str) -> None:
         subprocess.run(

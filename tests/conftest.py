@@ -57,14 +57,15 @@ def openai_stub(openai_stub_server: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Any:
-    """A throwaway PostgreSQL server (Debian's binaries); skipped without them, but not in CI."""
-    import os
+    """A throwaway PostgreSQL server (Debian's binaries); skipped without them, but not in CI.
 
+    One per xdist worker, each on a free port and in a folder of its own.
+    """
     from ._postgres import PostgresServer, binaries
 
     found = binaries()
     if found is None:
-        if os.environ.get("CI") == "true":
+        if _IN_CI:  # CI=true (.ci/run sets it), as for the hypothesis profile
             pytest.fail("CI needs PostgreSQL's binaries (apt-get install postgresql)")
         pytest.skip("PostgreSQL is not installed (/usr/lib/postgresql/*/bin)")
     server = PostgresServer(found)

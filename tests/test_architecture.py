@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval._sync",
         "turneval._gc",
         "turneval._files",
+        "turneval._dataset_rows",
         "turneval._hidden",
         "turneval._version",
         "turneval.provider_errors",
@@ -35,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.formats",),
     ("turneval.samples",),
     ("turneval.manifest",),  # what a run was started with: run.json, metric records
+    ("turneval.stats.inference",),  # pure statistics: intervals, a paired test, Holm
     ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
     (
         "turneval.results_codec",
@@ -88,6 +90,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.stream.workers",),
     ("turneval.stream.engine",),
     ("turneval.stream.evaluate",),
+    # the batch engine's modules from the bottom up (the package itself is in the next row)
+    ("turneval.batch._state", "turneval.batch._spec", "turneval.batch._providers"),
+    ("turneval.batch._plan", "turneval.batch._status"),
+    ("turneval.batch._usage",),
+    ("turneval.batch._rounds",),
+    ("turneval.batch._run",),
+    ("turneval.batch._submit",),
+    # the watch receiver's modules from the bottom up (regrade, which asks calibration, and
+    # the package itself are in the next row)
+    ("turneval.watch._logs", "turneval.watch._intake", "turneval.watch._alerts"),
+    ("turneval.watch._budget",),
+    ("turneval.watch._scoring",),
+    ("turneval.watch._watcher",),
+    ("turneval.watch._metrics",),
+    ("turneval.watch._server",),
     (
         "turneval.compare",
         "turneval.stats",

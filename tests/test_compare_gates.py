@@ -10,19 +10,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from unittest.mock import patch
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from statsmodels.stats.multitest import multipletests
 
 from turneval import ConfigError, MetricFailure, MetricResult, SampleResult
-from turneval.aggregate import holm, paired_permutation_test
 from turneval.cli import main
 from turneval.compare import compare, regression_gates
 from turneval.results import EvaluationResult
+from turneval.stats import paired_permutation_test
+
+from .stats._helpers import statsmodels_holm
 
 
 def run(columns: dict[str, list[float | None]], ids: list[str] | None = None) -> EvaluationResult:
@@ -39,44 +39,6 @@ def run(columns: dict[str, list[float | None]], ids: list[str] | None = None) ->
                 row.results[name] = MetricResult(name, value, "r")
         rows.append(row)
     return EvaluationResult(rows, names)
-
-
-# -- Holm's correction -------------------------------------------------------------------------
-
-
-def statsmodels_holm(p: list[float]) -> list[float]:
-    """statsmodels' ``multipletests(p, method="holm")`` p-values.
-
-    Its Holm branch calls ``gc.collect()`` (about 40 ms in a test process): skipped here.
-    """
-    with patch("gc.collect", return_value=0):
-        return [float(value) for value in multipletests(p, method="holm")[1]]
-
-
-p_values = st.lists(
-    st.one_of(
-        st.floats(0, 1),
-        st.sampled_from([0.0, 0.01, 0.025, 0.05, 0.5, 1.0]),  # ties and the edges
-    ),
-    min_size=1,
-    max_size=30,
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(p_values)
-def test_holm_is_statsmodels_multipletests_holm(p: list[float]) -> None:
-    assert holm(p) == pytest.approx(statsmodels_holm(p), abs=1e-12)
-
-
-def test_holm_by_hand_and_its_bad_input() -> None:
-    # sorted 0.01, 0.02, 0.04, 0.3 times 4, 3, 2, 1: 0.04, 0.06, 0.08, 0.3 (already rising)
-    assert holm([0.3, 0.01, 0.04, 0.02]) == pytest.approx([0.3, 0.04, 0.08, 0.06])
-    assert holm([0.035, 1.0, 1.0, 1.0]) == pytest.approx([0.14, 1.0, 1.0, 1.0])  # the issue's
-    assert holm([]) == []
-    for bad in (float("nan"), -0.1, 1.5):
-        with pytest.raises(ValueError, match="p-values lie in"):
-            holm([0.1, bad])
 
 
 # -- gates with Holm ---------------------------------------------------------------------------

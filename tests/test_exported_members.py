@@ -40,6 +40,7 @@ MODULES = [
     "turneval.runner",
     "turneval.compare",
     "turneval.stats",
+    "turneval.stats.inference",
     "turneval.report",
     "turneval.stream",
     "turneval.stream.chunks",

@@ -101,6 +101,7 @@ def test_a_run_that_fails_ends_its_sinks_failed(tmp_path: Path) -> None:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     if request.param == "sqlite":
+        (tmp_path / "store").mkdir()  # a store's folder must exist (only the default's is made)
         url = str(tmp_path / "store" / "runs.db")
     else:
         url = str(request.getfixturevalue("postgres_server").database())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ from pathlib import Path
 
 __all__ = [
     "AppendLog",
+    "file_digest",
     "naming",
 ]
 
@@ -77,3 +79,15 @@ class AppendLog:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def file_digest(path: str | PathLike[str]) -> str | None:
+    """The SHA-256 of a file (None when it cannot be read)."""
+    digest = hashlib.sha256()
+    try:
+        with Path(path).open("rb") as handle:
+            for block in iter(lambda: handle.read(2**20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()

@@ -1,17 +1,31 @@
-"""Plain aggregation functions over scored values (failures are counted, never averaged in)."""
+"""The one summariser of rows: summaries, the table, and the figures every sink adds.
+
+Failures are counted, never averaged in. The statistics it uses (the bootstrap interval of a
+mean, the exact interval of a pass rate) are :mod:`turneval.stats.inference`, which sits below
+it; the names that moved there (``bootstrap_ci``, ``paired_permutation_test``, ``holm``) still
+import from here, with a ``DeprecationWarning``.
+
+Longer than 400 lines: it is the one summariser every sink calls (in memory, streamed, read
+back, on Ray), and its parts (the summary and its table, the run's trial and agent figures,
+pairwise and vote figures, run-level aggregates) are read together when a figure is added;
+split them into a package along those lines if it grows.
+"""
 
 from __future__ import annotations
 
 import inspect
 import math
 import re
+import warnings
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from turneval.stats import inference
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
@@ -30,13 +44,10 @@ __all__ = [
     "RunFigures",
     "SummaryTable",
     "agent_figures",
-    "bootstrap_ci",
     "builtin_aggregates",
     "compute_aggregates",
     "flaky_scenarios",
-    "holm",
     "is_pairwise",
-    "paired_permutation_test",
     "pairwise_rates",
     "pairwise_reason",
     "pass_at_k",
@@ -102,9 +113,6 @@ def pairwise_rates(results: Sequence[MetricResult]) -> dict[str, float]:
     if all(first is not None for first, _ in orders):
         figures["position_consistency"] = sum(a == b for a, b in orders) / n
     return figures
-
-
-_DISTINCT_LIMIT = 20_000  # above this many distinct values, resample indices instead of counts
 
 
 class RunAggregate(ABC):
@@ -303,102 +311,6 @@ def summary_document(
     return document
 
 
-def bootstrap_ci(
-    values: Sequence[float] | np.ndarray,
-    *,
-    confidence: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
-) -> tuple[float, float] | None:
-    """Percentile bootstrap confidence interval of the mean; None with fewer than two values.
-
-    Resampling n values with replacement is drawing how many times each *distinct* value is
-    taken: a multinomial over the distinct values. Scores usually take few distinct values, so
-    this costs O(resamples x distinct) instead of O(resamples x n) and handles millions of rows;
-    with many distinct values it resamples indices in blocks. Seeded: the same values give the
-    same interval.
-    """
-    import numpy as np
-
-    array = np.asarray(values, dtype=float)
-    n = array.size
-    if n < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    distinct, counts = np.unique(array, return_counts=True)
-    if distinct.size == 1:
-        return float(distinct[0]), float(distinct[0])
-    if distinct.size <= _DISTINCT_LIMIT:
-        draws = rng.multinomial(n, counts / n, size=resamples)
-        means = draws @ distinct / n
-    else:
-        means = np.empty(resamples)
-        block = max(1, 2_000_000 // n)
-        for start in range(0, resamples, block):
-            stop = min(resamples, start + block)
-            picks = rng.integers(0, n, size=(stop - start, n))
-            means[start:stop] = array[picks].mean(axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def paired_permutation_test(
-    differences: Sequence[float] | np.ndarray, *, resamples: int = 10_000, seed: int = 0
-) -> float:
-    """Two-sided p-value that paired differences have mean 0 (sign flips).
-
-    Under the null each difference is as likely positive as negative; the p-value is the share
-    of sign-flipped means at least as far from 0 as the observed one. When the non-zero
-    differences have no more sign patterns than ``resamples`` (up to 13 for 10,000), every
-    pattern is counted: the exact p-value. Otherwise ``resamples`` random patterns (seeded),
-    with the +1 correction.
-    """
-    import numpy as np
-
-    diffs = np.asarray(differences, dtype=float)
-    diffs = diffs[diffs != 0]
-    if diffs.size == 0:
-        return 1.0
-    observed = abs(diffs.mean())
-    if 2**diffs.size <= resamples:  # small: every one of the 2^n patterns, exactly
-        patterns = np.arange(2**diffs.size)[:, None] >> np.arange(diffs.size) & 1
-        means = (1.0 - 2.0 * patterns) @ diffs / diffs.size
-        return float(np.mean(np.abs(means) >= observed - 1e-12))
-    rng = np.random.default_rng(seed)
-    extreme = 0
-    block = max(1, 2_000_000 // diffs.size)
-    for start in range(0, resamples, block):
-        size = min(block, resamples - start)
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(size, diffs.size))
-        extreme += int((np.abs(signs @ diffs / diffs.size) >= observed - 1e-12).sum())
-    return (extreme + 1) / (resamples + 1)
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment of ``p_values``, in their order (family-wise error control).
-
-    The i-th smallest of m p-values is multiplied by ``m - i`` (i from 0), then each adjusted
-    value is raised to the largest before it in that order and capped at 1: a hypothesis is
-    rejected at family-wise level ``alpha`` when its adjusted p-value is below ``alpha``. The
-    same figures as statsmodels' ``multipletests(p, method="holm")[1]`` (the tests check it),
-    without needing statsmodels.
-
-    Raises:
-        ValueError: a p-value is not a number in [0, 1].
-    """
-    bad = [p for p in p_values if not 0 <= p <= 1]  # NaN fails too
-    if bad:
-        raise ValueError(f"p-values lie in [0, 1], got {bad[0]!r}")
-    count = len(p_values)
-    adjusted = [0.0] * count
-    running = 0.0
-    for rank, index in enumerate(sorted(range(count), key=lambda i: p_values[i])):
-        running = max(running, min(1.0, (count - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
-
-
 def summarize(
     name: str, values: Sequence[float] | np.ndarray, failed: int, usage: Usage | None = None
 ) -> MetricSummary:
@@ -410,7 +322,7 @@ def summarize(
     if not count:
         return MetricSummary(name, None, None, 0, failed, usage=usage)
     std = float(array.std(ddof=1)) if count > 1 else None
-    interval = bootstrap_ci(array)
+    interval = inference.bootstrap_ci(array)
     low, high = interval if interval is not None else (None, None)
     return MetricSummary(name, float(array.mean()), std, count, failed, low, high, usage)
 
@@ -501,24 +413,11 @@ def flaky_scenarios(
         known = [bool(o) for o in trials if o is not None]
         passed = sum(known)
         if 0 < passed < len(known):
-            low, high = _binomial_interval(passed, len(known), confidence)
+            low, high = inference.binomial_interval(passed, len(known), confidence=confidence)
             flaky.append(
                 FlakyScenario(str(scenario), passed, len(known), passed / len(known), low, high)
             )
     return flaky
-
-
-def _binomial_interval(
-    successes: int, trials: int, confidence: float
-) -> tuple[float | None, float | None]:
-    try:
-        from scipy.stats import binomtest
-    except ImportError:  # the interval needs the stats extra; the flaky mark does not
-        return None, None
-    interval = binomtest(successes, trials).proportion_ci(
-        confidence_level=confidence, method="exact"
-    )
-    return float(interval.low), float(interval.high)
 
 
 def summarise_metrics(
@@ -789,3 +688,26 @@ def vote_stability(results: Sequence[MetricResult]) -> dict[str, float]:
         return {}
     count = sum(unstable(r) for r in judged)
     return {"unstable": float(count), "unstable_share": count / len(results)}
+
+
+# -- names that moved to turneval.stats ----------------------------------------------------------
+
+_MOVED = {
+    "bootstrap_ci": "turneval.stats.inference",
+    "holm": "turneval.stats.inference",
+    "paired_permutation_test": "turneval.stats.inference",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The statistics that moved to :mod:`turneval.stats`, with a ``DeprecationWarning``."""
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turneval.aggregate' has no attribute {name!r}")
+    warnings.warn(
+        f"turneval.aggregate.{name} moved to turneval.stats: import it from there "
+        f"(from turneval.stats import {name})",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(import_module(module), name)

@@ -13,21 +13,16 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from os import PathLike
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from turneval.aggregate import (
-    FlakyScenario,
-    flaky_scenarios,
-    holm,
-    paired_permutation_test,
-    unstable,
-)
+from turneval.aggregate import FlakyScenario, flaky_scenarios, unstable
 from turneval.errors import ConfigError
 from turneval.manifest import RUN_FILE, MetricSpec, metric_changes
 from turneval.results import EvaluationResult, SampleResult
 from turneval.runs import OpenedRun, open_run
+from turneval.stats.inference import holm, paired_permutation_test
 
 if TYPE_CHECKING:
     from turneval.store import RunStore
@@ -43,11 +38,15 @@ __all__ = [
     "check_metric_configs",
     "compare",
     "compare_files",
+    "match_keys",
     "match_rows",
     "metric_config_changes",
+    "metric_directions",
     "pair_rows",
+    "pairing_notes",
     "regression_gates",
     "row_key",
+    "trial_key",
 ]
 
 _LISTED = 10  # rows (or ids) named in a note or an error before "(+N more)"
@@ -137,6 +136,10 @@ class MetricComparison:
             ``pass_threshold``, some not) in the candidate, else in the baseline, by id.
         flaky_regressions: Regressions on those scenarios, listed apart from
             ``regressions``: one trial's flip there is as likely noise as a change.
+        higher_is_better: The metric's direction (:func:`metric_directions`). Where lower is
+            better (latency, cost), a row passes at or below ``pass_threshold`` (only when the
+            metric is given its own: no default suits seconds or money), ``worse`` rows rose,
+            and a rise of the mean is its regression.
     """
 
     name: str
@@ -158,6 +161,7 @@ class MetricComparison:
     )
     flaky: dict[str, FlakyScenario] = field(default_factory=dict)
     flaky_regressions: list[int] = field(default_factory=list)
+    higher_is_better: bool = True
 
     def row_label(self, index: int) -> str:
         """``line N`` (1-based) where the input line is known, else ``row i`` (0-based)."""
@@ -237,31 +241,12 @@ class Comparison:
 
     def pairing_notes(self) -> list[str]:
         """What the table leaves out: rows only one run has (counted, the first named)."""
-        notes = []
-        not_run = set(self.rows_not_run)
-        for side, other, rows in (
-            ("baseline", "candidate", self.rows_only_baseline),
-            ("candidate", "baseline", self.rows_only_candidate),
-        ):
-            stopped = [label for label in rows if label in not_run]
-            rest = [label for label in rows if label not in not_run]
-            if stopped:
-                notes.append(
-                    f"{_count(len(stopped), f'{side} row')} left out: trials the {other} did "
-                    f"not run, their scenario settled early (stop_early): {_names(stopped)}"
-                )
-            if rest:
-                notes.append(
-                    f"{_count(len(rest), f'{side} row')} with no row in the {other}, left out: "
-                    f"{_names(rest)}"
-                )
-        if self.stopped_early and (self.rows_only_baseline or self.rows_only_candidate):
-            notes.append(
-                "the figures above cover the trials both runs ran; trials that stop early are "
-                "no fixed-size sample (a stopped scenario's trials lean to its settled "
-                "outcome): each run's pass^k counts stopped scenarios without bias"
-            )
-        return notes
+        return pairing_notes(
+            self.rows_only_baseline,
+            self.rows_only_candidate,
+            self.rows_not_run,
+            stopped_early=bool(self.stopped_early),
+        )
 
     def __str__(self) -> str:
         """A Markdown table of the comparison, then its notes."""
@@ -306,6 +291,11 @@ class Comparison:
             for m in self.metrics.values()
             if m.off_scale
         ]
+        lines += [
+            f"note: {m.name}: lower is better, so a rise is its regression"
+            for m in self.metrics.values()
+            if not m.higher_is_better
+        ]
         lines += [f"note: {name} is only in the baseline" for name in self.only_baseline]
         lines += [f"note: {name} is only in the candidate" for name in self.only_candidate]
         return "\n".join(lines)
@@ -325,10 +315,11 @@ class Comparison:
                     "improvements": m.improvements,
                     "worse": m.worse,
                     "newly_failed": m.newly_failed,
-                    "pass_threshold": m.pass_threshold,
+                    "pass_threshold": None if math.isinf(m.pass_threshold) else m.pass_threshold,
                     "unstable_regressions": m.unstable_regressions,
                     "flaky_regressions": m.flaky_regressions,
                     "flaky": {key: asdict(value) for key, value in m.flaky.items()},
+                    "higher_is_better": m.higher_is_better,
                 }
                 for name, m in self.metrics.items()
             },
@@ -340,6 +331,48 @@ class Comparison:
             "rows_not_run": self.rows_not_run,
             "stopped_early": self.stopped_early,
         }
+
+
+def pairing_notes(
+    only_baseline: Sequence[str],
+    only_candidate: Sequence[str],
+    not_run: Sequence[str] = (),
+    *,
+    stopped_early: bool = False,
+) -> list[str]:
+    """The notes on rows only one run has (:meth:`Comparison.pairing_notes`).
+
+    Args:
+        only_baseline: Labels of the baseline rows the candidate has no row for.
+        only_candidate: Labels of the candidate rows the baseline has no row for.
+        not_run: Of those, the trials the other run did not run (``stop_early``).
+        stopped_early: Whether either run stopped trials early.
+    """
+    notes = []
+    skipped = set(not_run)
+    for side, other, rows in (
+        ("baseline", "candidate", only_baseline),
+        ("candidate", "baseline", only_candidate),
+    ):
+        stopped = [label for label in rows if label in skipped]
+        rest = [label for label in rows if label not in skipped]
+        if stopped:
+            notes.append(
+                f"{_count(len(stopped), f'{side} row')} left out: trials the {other} did "
+                f"not run, their scenario settled early (stop_early): {_names(stopped)}"
+            )
+        if rest:
+            notes.append(
+                f"{_count(len(rest), f'{side} row')} with no row in the {other}, left out: "
+                f"{_names(rest)}"
+            )
+    if stopped_early and (only_baseline or only_candidate):
+        notes.append(
+            "the figures above cover the trials both runs ran; trials that stop early are "
+            "no fixed-size sample (a stopped scenario's trials lean to its settled "
+            "outcome): each run's pass^k counts stopped scenarios without bias"
+        )
+    return notes
 
 
 def compare(
@@ -357,7 +390,7 @@ def compare(
 
     For each metric both runs have: means over the rows both scored, their difference, a paired
     permutation test (sign flips of the per-row differences: exact for few rows, else random and
-    seeded; see :func:`~turneval.aggregate.paired_permutation_test`) and the rows whose
+    seeded; see :func:`~turneval.stats.paired_permutation_test`) and the rows whose
     score crossed ``pass_threshold`` (value >= threshold passes) in either direction;
     ``pass_thresholds`` (``{metric name: number}``) sets a metric's own, for metrics on another
     scale than [0, 1] such as the 1-5 rubric judges. ``lines`` gives each row's 1-based input
@@ -396,9 +429,15 @@ def compare(
             f"{candidate.metric_names})"
         )
     thresholds = _thresholds(pass_thresholds, shared)
+    directions = metric_directions(shared, baseline, candidate)
     lines = None if lines is None else list(lines)
     metrics = {}
     for name in shared:
+        if not directions[name]:  # lower is better: latency, cost (issue 49)
+            metrics[name] = _lower_is_better(
+                name, baseline, candidate, pairing, lines, thresholds.get(name), resamples, seed
+            )
+            continue
         base = np.asarray(baseline.scores(name), dtype=float)
         cand = pairing.take(np.asarray(candidate.scores(name), dtype=float))
         both = ~(np.isnan(base) | np.isnan(cand))
@@ -486,6 +525,72 @@ def compare(
     )
 
 
+def metric_directions(names: Sequence[str], *runs: EvaluationResult) -> dict[str, bool]:
+    """Each metric's direction: True when higher is better, False for a cost to keep down.
+
+    Read from the metric's :attr:`~turneval.metrics.Evaluator.higher_is_better`: the runs'
+    metric objects where they have them (a run that ran here), else the built-in metric of
+    that name (a run read back from a file); a metric neither knows is taken as a score
+    (higher is better).
+    """
+    from turneval.metrics import builtin_metrics
+
+    objects = {metric.name: metric for run in runs for metric in run.metrics}
+    builtin = builtin_metrics()
+    found = {}
+    for name in names:
+        metric: Any = objects.get(name) or builtin.get(name)
+        found[name] = True if metric is None else bool(metric.higher_is_better)
+    return found
+
+
+def _lower_is_better(
+    name: str,
+    baseline: EvaluationResult,
+    candidate: EvaluationResult,
+    pairing: RowPairing,
+    lines: list[int] | None,
+    threshold: float | None,
+    resamples: int,
+    seed: int,
+) -> MetricComparison:
+    """A metric where lower is better, compared: rows pass at or below their own threshold."""
+    base = np.asarray(baseline.scores(name), dtype=float)
+    cand = pairing.take(np.asarray(candidate.scores(name), dtype=float))
+    both = ~(np.isnan(base) | np.isnan(cand))
+    newly_failed = [
+        i
+        for i, j in enumerate(pairing.order)
+        if j >= 0 and not np.isnan(base[i]) and name in candidate.rows[int(j)].failures
+    ]
+    shown = math.inf if threshold is None else threshold  # no threshold: every row passes
+    if not both.any():
+        return MetricComparison(
+            name, None, None, None, None, 0, lines=lines, newly_failed=newly_failed,
+            pass_threshold=shown, higher_is_better=False,
+        )  # fmt: skip
+    b, c = base[both], cand[both]
+    indices = np.flatnonzero(both)
+    passed_before, passed_after = b <= shown, c <= shown
+    p_value = paired_permutation_test(c - b, resamples=resamples, seed=seed)
+    return MetricComparison(
+        name,
+        float(b.mean()),
+        float(c.mean()),
+        float(c.mean() - b.mean()),
+        None if math.isnan(p_value) else p_value,
+        int(both.sum()),
+        [int(i) for i in indices[passed_before & ~passed_after]],
+        [int(i) for i in indices[~passed_before & passed_after]],
+        [int(i) for i in indices[c > b]],
+        lines,
+        newly_failed,
+        shown,
+        paired_values=(b, c),
+        higher_is_better=False,
+    )
+
+
 def _stopped(run: EvaluationResult, row: SampleResult) -> bool:
     """Whether ``run`` lacks ``row``'s trial because it stopped its scenario early."""
     stops = run.early_stops
@@ -568,13 +673,18 @@ class RowPairing:
         return taken
 
 
+def trial_key(scenario_id: str, trial: int) -> str:
+    """The pairing key of a simulated conversation's row: ``scenario#trial``."""
+    return f"{scenario_id}#{trial}"
+
+
 def row_key(row: SampleResult) -> str | None:
     """What pairs ``row`` with its counterpart in another run (None: nothing).
 
-    ``scenario#trial`` for a simulated conversation, else its sample id.
+    ``scenario#trial`` for a simulated conversation (:func:`trial_key`), else its sample id.
     """
     if row.trial is not None:
-        return f"{row.trial.scenario_id}#{row.trial.index}"
+        return trial_key(row.trial.scenario_id, row.trial.index)
     return row.sample_id
 
 
@@ -586,13 +696,37 @@ def match_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> RowPa
     sample id (``metadata["id"]``, a results file's ``id``). When every row of both runs has
     one and no run repeats one, rows pair by it, in any order; rows only one run has are
     left unpaired (:attr:`RowPairing.only_baseline`, :attr:`RowPairing.only_candidate`).
-    Otherwise rows pair by position.
+    Otherwise rows pair by position. The rule itself is :func:`match_keys`'s.
 
     Raises:
         ConfigError: paired by id, the runs share no row; paired by position, they differ in
             length or name different ids at one position.
     """
-    keys = [[row_key(row) for row in run.rows] for run in (baseline, candidate)]
+    return match_keys(
+        ([row_key(row) for row in baseline.rows], [row_key(row) for row in candidate.rows]),
+        ([row.sample_id for row in baseline.rows], [row.sample_id for row in candidate.rows]),
+    )
+
+
+def match_keys(
+    keys: tuple[Sequence[str | None], Sequence[str | None]],
+    ids: tuple[Sequence[str | None], Sequence[str | None]],
+) -> RowPairing:
+    """Pair two runs' rows from each row's pairing key and sample id (:func:`match_rows`'s rule).
+
+    What :func:`match_rows` does with two runs' rows, on what pairs them alone, for callers
+    that hold columns rather than rows (the viewer compares a store's narrow columns).
+
+    Args:
+        keys: Per run (baseline, candidate), each row's key in row order (:func:`row_key`:
+            ``scenario#trial`` for a simulated conversation, else the sample id; None
+            without one).
+        ids: Per run, each row's sample id (what rows paired by position must not contradict).
+
+    Raises:
+        ConfigError: as :func:`match_rows`.
+    """
+    keys = (list(keys[0]), list(keys[1]))
     labels = (
         [key if key is not None else f"row {i}" for i, key in enumerate(keys[0])],
         [key if key is not None else f"row {i}" for i, key in enumerate(keys[1])],
@@ -610,13 +744,12 @@ def match_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> RowPa
             )
         only_baseline = [int(i) for i in np.flatnonzero(order < 0)]
         return RowPairing(order, "id", only_baseline, only_candidate, labels)
-    if len(baseline.rows) != len(candidate.rows):
+    if len(keys[0]) != len(keys[1]):
         raise ConfigError(
-            f"runs differ in length ({len(baseline.rows)} vs {len(candidate.rows)} rows) and "
+            f"runs differ in length ({len(keys[0])} vs {len(keys[1])} rows) and "
             "their rows cannot pair by id (a row without an id, or an id repeated); compare "
             "runs of the same dataset"
         )
-    ids = [[row.sample_id for row in run.rows] for run in (baseline, candidate)]
     for index, (first_id, second_id) in enumerate(zip(*ids, strict=True)):
         if first_id is not None and second_id is not None and first_id != second_id:
             raise ConfigError(
@@ -624,7 +757,7 @@ def match_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> RowPa
                 "rows pair by position when ids are missing or repeated: compare runs of the "
                 "same dataset, in the same order"
             )
-    return RowPairing(np.arange(len(baseline.rows)), "position", labels=labels)
+    return RowPairing(np.arange(len(keys[0])), "position", labels=labels)
 
 
 def pair_rows(baseline: EvaluationResult, candidate: EvaluationResult) -> np.ndarray:
@@ -659,6 +792,9 @@ class RegressionCheck:
         significant: Whether ``p_holm`` is below the level (None: untested).
         failures: Why the gate fails, one message each (empty: it passes).
         notes: What the gate let through and why (a drop that is not significant).
+        higher_is_better: The metric's direction: where lower is better (latency, cost),
+            ``max_drop`` is the rise the gate lets through and ``dropped`` says the mean rose
+            by more.
     """
 
     name: str
@@ -672,6 +808,7 @@ class RegressionCheck:
     significant: bool | None
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    higher_is_better: bool = True
 
     @property
     def failed(self) -> bool:
@@ -715,9 +852,16 @@ class RegressionGates:
             )
         else:
             correction = "no correction (one gated metric with a p-value)"
+        rising = [c.name for c in self.checks.values() if not c.higher_is_better]
+        worse = (
+            f"falls (rises, for {', '.join(rising)}: lower is better) by more than MAX_DROP "
+            "and the change"
+            if rising
+            else "falls by more than MAX_DROP and the drop"
+        )
         return (
-            "gates: a gate fails when its mean falls by more than MAX_DROP and the drop is "
-            f"significant: {TEST}, alpha {self.alpha:g}, {correction}"
+            f"gates: a gate fails when its mean {worse} is significant: {TEST}, alpha "
+            f"{self.alpha:g}, {correction}"
         )
 
     def __str__(self) -> str:
@@ -728,10 +872,11 @@ class RegressionGates:
             "|---|---:|---:|---:|---:|---|",
         ]
         for check in self.checks.values():
+            change = "drop" if check.higher_is_better else "rise"
             verdict = (
                 "FAIL"
                 if check.failed
-                else "pass (drop not significant)"
+                else f"pass ({change} not significant)"
                 if check.dropped
                 else "pass"
             )
@@ -764,7 +909,7 @@ class RegressionGates:
 
 
 TEST = "paired permutation test (sign flips), two-sided"
-"""The test :func:`compare` decides with (:func:`~turneval.aggregate.paired_permutation_test`)."""
+"""The test :func:`compare` decides with (:func:`~turneval.stats.paired_permutation_test`)."""
 
 
 def regression_gates(
@@ -772,10 +917,13 @@ def regression_gates(
 ) -> RegressionGates:
     """Check ``--fail-on-regression`` gates: ``{metric: MAX_DROP}`` over a comparison.
 
-    A gate fails when the metric's mean falls by more than its MAX_DROP **and** the fall is
-    significant: the paired permutation test's p-value, after Holm's correction over the
-    gated metrics that have one (:func:`~turneval.aggregate.holm`), is below ``alpha``. A
-    fall the test cannot tell from noise passes, with a note (``--min-power`` in
+    A gate fails when the metric's mean worsens by more than its MAX_DROP **and** the change
+    is significant. Worse is lower for a score and higher for a metric where lower is better
+    (:attr:`MetricComparison.higher_is_better`: latency, cost, tokens), whose MAX_DROP is
+    the rise it lets through. Significant means the paired permutation test's p-value, after
+    Holm's correction over the gated metrics that have one (:func:`~turneval.stats.holm`),
+    is below ``alpha``. A change the test cannot tell from noise passes, with a note
+    (``--min-power`` in
     ``turneval compare`` refuses a comparison too small to see the drops that matter). A
     gate also fails when it cannot be checked (no row scored by both runs), when the
     candidate failed on rows the baseline scored (left out of the means), and, for the
@@ -812,12 +960,20 @@ def regression_gates(
             failures.append(f"{name}: no row scored by both runs")
         if m.newly_failed:
             failures.append(m.failed_note())
-        dropped = m.difference is not None and m.difference < -max_drop
+        worsened = (
+            None
+            if m.difference is None
+            else m.difference
+            if not m.higher_is_better
+            else -m.difference
+        )
+        dropped = worsened is not None and worsened > max_drop
         p = p_holm.get(name)
         significant = None if p is None else p < alpha
         if dropped:
             fell = (
-                f"{name} mean fell {m.baseline_mean:.4f} -> {m.candidate_mean:.4f} "
+                f"{name} mean {'fell' if m.higher_is_better else 'rose'} "
+                f"{m.baseline_mean:.4f} -> {m.candidate_mean:.4f} "
                 f"({m.difference:+.4f}, more than {max_drop:g}"
             )
             test = (
@@ -851,6 +1007,7 @@ def regression_gates(
             significant,
             failures,
             notes,
+            m.higher_is_better,
         )
     missing = comparison.rows_missing if max_drops else []
     overall = (
@@ -880,6 +1037,7 @@ def compare_files(
     pass_threshold: float = 0.5,
     pass_thresholds: Mapping[str, float] | None = None,
     allow_config_change: bool = False,
+    allow_dataset_change: bool = False,
     store: RunStore | str | PathLike[str] | None = None,
 ) -> Comparison:
     """:func:`compare` two runs of one dataset (as ``turneval compare``).
@@ -892,27 +1050,48 @@ def compare_files(
     (:func:`check_metric_configs`); a folder without one (a run from before run.json) is
     compared unchecked.
 
+    Two runs over different versions of kept datasets are refused unless
+    ``allow_dataset_change``, naming both versions and the rows added, removed and changed. A
+    run's input is a version when its content is kept as one (``turneval datasets add``): its
+    run.json names it, or ``store`` (a :class:`~turneval.store.RunStore`) finds its digest.
+    The rows come from ``store`` when it keeps both, else from the input files when they are
+    still as the runs read them, else (added and removed only) from the runs' row ids. Inputs
+    kept as no version (two agents' conversation files) are not checked.
+
     Raises:
         ConfigError: a path is missing or not a run, a run.json is not a run record, a shared
-            metric is configured differently, or the runs cannot be paired.
+            metric is configured differently, the runs read different dataset versions, or
+            the runs cannot be paired.
     """
     runs: list[OpenedRun] = []
     try:
         for ref in (baseline, candidate):
             runs.append(open_run(ref, store))
-        return _compare_runs(runs[0], runs[1], pass_threshold, pass_thresholds, allow_config_change)
+        # where dataset versions are looked up: the store given (opened), else a stored run's
+        kept = cast("RunStore | None", store if hasattr(store, "dataset_of") else None)
+        kept = kept or next((run.store for run in runs if run.store is not None), None)
+        return _compare_runs(
+            runs,
+            pass_threshold,
+            pass_thresholds,
+            allow_config_change,
+            allow_dataset_change,
+            kept,
+        )
     finally:
         for run in runs:
             run.close()
 
 
 def _compare_runs(
-    first: OpenedRun,
-    second: OpenedRun,
+    runs: Sequence[OpenedRun],
     pass_threshold: float,
     pass_thresholds: Mapping[str, float] | None,
     allow_config_change: bool,
+    allow_dataset_change: bool,
+    store: RunStore | None,
 ) -> Comparison:
+    first, second = runs
     notes: list[str] = []
     for run in (first, second):
         if run.manifest_error is not None and not allow_config_change:
@@ -937,6 +1116,7 @@ def _compare_runs(
             f"compared although configured differently: {change}"
             for change in metric_config_changes(manifests[0].metrics, manifests[1].metrics)
         ]
+    notes += _dataset_notes(runs, allow_dataset_change, store)
     if first.has_rows and second.has_rows:
         results = [_rows(first), _rows(second)]
         lines = [
@@ -957,12 +1137,20 @@ def _compare_runs(
     if not shared:
         raise ConfigError("the two runs share no metric")
     thresholds = _thresholds(pass_thresholds, shared)
+    directions = metric_directions(shared)
     metrics = {}
     for name in shared:
         base, cand = means[0][name], means[1][name]
         diff = None if base is None or cand is None else cand - base
         metrics[name] = MetricComparison(
-            name, base, cand, diff, None, 0, pass_threshold=thresholds.get(name, pass_threshold)
+            name,
+            base,
+            cand,
+            diff,
+            None,
+            0,
+            pass_threshold=thresholds.get(name, pass_threshold),
+            higher_is_better=directions[name],
         )
     return Comparison(
         metrics,
@@ -979,3 +1167,91 @@ def _rows(run: OpenedRun) -> EvaluationResult:
     if not result.rows:
         raise ConfigError(f"{run.label} holds no rows: nothing to compare")
     return result
+
+
+# -- dataset versions (issue 49): the runs' manifests name the input they read ---------------
+
+
+def _run_dataset(run: OpenedRun) -> dict[str, Any] | None:
+    """The dataset version a run read, with its input's path (None: none recorded)."""
+    dataset = None if run.manifest is None else run.manifest.dataset
+    version = None if dataset is None else dataset.version
+    if dataset is None or version is None or not version.get("digest"):
+        return None
+    return {**version, "path": dataset.path}
+
+
+def _dataset_label(record: Mapping[str, Any]) -> str:
+    digest = f"sha256 {str(record['digest'])[:12]}"
+    if record.get("name") and record.get("version"):
+        return f"{record['name']}@{record['version']} ({digest})"
+    return digest
+
+
+def _dataset_notes(runs: Sequence[OpenedRun], allow: bool, store: RunStore | None) -> list[str]:
+    """Refuse runs over two versions of kept datasets (unless ``allow``: a note says so).
+
+    A run's input is a dataset version when its content is kept as one (``turneval datasets
+    add``): named in its manifest, or found by its digest in ``store``. Inputs that are not
+    (conversation files of two agents, say) are not checked.
+    """
+    old, new = (_run_dataset(run) for run in runs)
+    if old is None or new is None or old["digest"] == new["digest"]:
+        return []
+    for record in (old, new):
+        found = store.dataset_of(record["digest"]) if store is not None else None
+        if not record.get("name") and found is not None:
+            record.update(name=found.name, version=found.version)
+    named = [bool(record.get("name")) for record in (old, new)]
+    if not any(named):
+        return []
+    if not all(named):
+        which, other = ("baseline", "candidate") if named[0] else ("candidate", "baseline")
+        return [
+            f"dataset not checked: the {which} read {_dataset_label(old if named[0] else new)}, "
+            f"the {other} an input kept as no dataset version "
+            f"({_dataset_label(new if named[0] else old)})"
+        ]
+    change = (
+        f"{_dataset_label(old)} -> {_dataset_label(new)}: {_dataset_change(old, new, runs, store)}"
+    )
+    if allow:
+        return [f"compared although the dataset changed: {change}"]
+    raise ConfigError(
+        f"the runs read different versions of the dataset ({change}), so their rows do not "
+        "all compare; compare anyway with --allow-dataset-change (allow_dataset_change=True)"
+    )
+
+
+def _dataset_change(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    runs: Sequence[OpenedRun],
+    store: RunStore | None,
+) -> str:
+    """The rows added, removed and changed, from the best source at hand."""
+    from turneval._dataset_rows import diff_files
+    from turneval._files import file_digest
+
+    if store is not None and all(store.dataset_of(r["digest"]) for r in (old, new)):
+        return str(store.diff_datasets(old["digest"], new["digest"]).summary())
+    files = [r.get("path") for r in (old, new)]
+    if all(files) and all(
+        file_digest(str(f)) == r["digest"] for f, r in zip(files, (old, new), strict=True)
+    ):
+        return diff_files(str(files[0]), str(files[1])).summary()
+    if not all(run.has_rows for run in runs):
+        return "rows not listed (a summary.json alone has no rows)"
+    keys = [[row_key(row) for row in run.result.rows] for run in runs]
+    before, after = set(keys[0]), set(keys[1])
+    added = [str(k) for k in keys[1] if k not in before and k is not None]
+    removed = [str(k) for k in keys[0] if k not in after and k is not None]
+    return (
+        f"{len(added)} added{_names_in(added)}, {len(removed)} removed{_names_in(removed)}; "
+        "changed rows not known (neither version's rows are at hand: keep them with "
+        "'turneval datasets add')"
+    )
+
+
+def _names_in(labels: Sequence[str]) -> str:
+    return f" ({_names(labels)})" if labels else ""

@@ -13,7 +13,7 @@ import html
 import json
 import math
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -192,7 +192,8 @@ _LEGEND = (
     '<div class="legend" id="legend"><span class="good">&ge; 0.8</span>'
     '<span class="mid">0.5 &ndash; 0.8</span><span class="bad">&lt; 0.5</span>'
     '<span class="err">error (the metric failed on this row)</span>'
-    '<span class="neutral">neither good nor bad (e.g. whether a tool was used)</span>'
+    '<span class="neutral">neither good nor bad (e.g. whether a tool was used), or a cost to keep '
+    "down (seconds, money, tokens)</span>"
     '<span class="unstable">~ unstable: the judge\'s votes fall on both sides of the pass '
     "threshold</span>"
     "<span>uncoloured: outside 0&ndash;1 (e.g. 1&ndash;5 rubric scores)</span></div>"
@@ -568,12 +569,15 @@ def render_report(
     usage: Usage | None = None,
     tools: Mapping[str, str] | None = None,
     trials_grid: str = "",
+    lower_is_better: Collection[str] = (),
 ) -> str:
     """The report from its parts (the streaming CLI keeps only a bounded set of ``rows``).
 
     ``tools`` names the tool of metrics about one tool (``trajectory_single_tool_use``), for
     their headers and neutral colours; by default it is read from the rows' details.
     ``trials_grid`` is the per-scenario trials table of simulated runs (HTML), if any.
+    ``lower_is_better`` names the metrics where a lower value is better (latency, cost): their
+    values are shown without a verdict colour, as seconds and money are no share.
     ``summaries`` may hold the agent figures (:data:`~turneval.results.AGENT_FIGURES`) too:
     they are shown in a table of their own, and so are the metrics broken down by agent. When
     a row carries an attribution (:class:`~turneval.metrics.FailureAttribution`), the failed
@@ -583,6 +587,7 @@ def render_report(
     nonce = secrets.token_urlsafe(16)
     names = list(metric_names)
     tools = {**_tool_names(rows, names), **(tools or {})}
+    plain = set(tools) | set(lower_is_better)  # shown without a verdict colour
     summary_rows = []
     for name in names:
         s = summaries[name]
@@ -594,7 +599,7 @@ def render_report(
         )
         figures = " · ".join(f"{key} {_figure(value)}" for key, value in (s.extra or {}).items())
         summary_rows.append(
-            f"<tr><td>{escape_text(name)}</td><td class='num {_shade(s.mean, name in tools)}'>{format_value(s.mean)}</td>"
+            f"<tr><td>{escape_text(name)}</td><td class='num {_shade(s.mean, name in plain)}'>{format_value(s.mean)}</td>"
             f"<td class='num'>{ci}</td><td class='num'>{format_value(s.std)}</td>"
             f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{escape_text(tokens)}</td>"
             f"<td>{escape_text(figures)}</td></tr>"
@@ -617,7 +622,7 @@ def render_report(
                 )
             else:
                 attrs.append(f'data-k{i}="{result.value!r}"')
-                shade = _shade(result.value, name in tools)
+                shade = _shade(result.value, name in plain)
                 if unstable(result):  # repeated votes straddle the pass threshold
                     votes = ", ".join(f"{v:g}" for v in result.details["repeats"]["values"])
                     cells.append(
@@ -699,4 +704,5 @@ def render_html(
         total_rows=len(result.rows),
         usage=result.usage,
         trials_grid=trials_grid_html(result),
+        lower_is_better=[m.name for m in result.metrics if not m.higher_is_better],
     )

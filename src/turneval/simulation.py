@@ -46,11 +46,19 @@ from pydantic import (
     model_validator,
 )
 
-from turneval.agent_driver import agent_turn, agent_usage, has_checkpointer, recursion_limit
+from turneval.agent_driver import (
+    ToolClock,
+    agent_turn,
+    agent_usage,
+    has_checkpointer,
+    recursion_limit,
+    timed_turn,
+)
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, EvaluationAbortedError, InvalidSampleError
 from turneval.jsonl import jsonl_rows
 from turneval.judge import Judge, JudgeRun, SQLiteCache, Usage, judge_run, resolve_llm
+from turneval.judge.budget import model_name
 from turneval.messages import (
     AIMessage,
     HumanMessage,
@@ -62,9 +70,16 @@ from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
 from turneval.options import RunOptions
 from turneval.pipeline import finish_recording, recording, run_rows, score_row
-from turneval.provenance import Provenance
+from turneval.provenance import Provenance, with_turn_timings
 from turneval.ratelimit import RateLimit, RateLimiter
-from turneval.results import AgentRun, EvaluationResult, SampleResult, Trial, trial_outcome
+from turneval.results import (
+    AgentRun,
+    EvaluationResult,
+    SampleResult,
+    Trial,
+    TurnTiming,
+    trial_outcome,
+)
 from turneval.samples import MultiTurnSample
 from turneval.sequential import StopEarly, TrialSequencer, stop_rule
 from turneval.worlds import ToolWorld, bind_worlds
@@ -168,7 +183,7 @@ class Scenario(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | PathLike[str]) -> list[Scenario]:
         """Read a YAML list of scenarios (or ``{"scenarios": [...]}``); errors name the item."""
-        import yaml  # type: ignore[import-untyped]  # PyYAML comes with langchain-core
+        import yaml  # PyYAML comes with langchain-core (types-PyYAML types it)
 
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         if isinstance(data, Mapping) and "scenarios" in data:
@@ -511,6 +526,8 @@ class _Conversation:
     turns: int = 0
     latency_s: float = 0.0
     thread_id: str | None = None
+    timings: list[TurnTiming] = field(default_factory=list)  # each turn answered (issue 49)
+    user_model: str | None = None  # the simulated user's model, for its cost (issue 49)
 
 
 async def _next_text(
@@ -562,6 +579,8 @@ async def _converse(
     base: dict[str, Any] | None = None,
 ) -> _Conversation:
     convo = _Conversation()
+    if isinstance(user, SimulatedUser):
+        convo.user_model = model_name(user.llm) or None
     stateful = has_checkpointer(agent)
     config: dict[str, Any] = {
         "recursion_limit": recursion_limit(max_steps),  # the step limit counts, not LangGraph's
@@ -582,8 +601,12 @@ async def _converse(
                 convo.turns += 1
                 convo.messages.append(HumanMessage(content=text))
                 held = len(convo.messages) - 1 if stateful else 0  # the thread holds the rest
+                clock = ToolClock()  # issue 49: each turn timed, for the operational metrics
                 try:
-                    await agent_turn(agent, convo.messages, config, held=held, max_steps=max_steps)
+                    await agent_turn(
+                        agent, convo.messages, config, held=held, max_steps=max_steps, clock=clock
+                    )
+                    convo.timings.append(timed_turn(clock))
                 except Exception as exc:  # the agent's failure is the trial's
                     convo.stop_reason, convo.error_type = "agent_error", "AgentRunError"
                     convo.error = f"{type(exc).__name__}: {exc}"
@@ -612,6 +635,9 @@ def _sample(scenario: Scenario, trial: int, convo: _Conversation) -> MultiTurnSa
         "agent_usage": convo.agent_usage.to_dict(),
         "error": convo.error,
     }
+    if convo.user_model is not None:  # issue 49: the simulated user's cost needs its model
+        metadata["user_model"] = convo.user_model
+    metadata = with_turn_timings(metadata, convo.timings)
     if convo.thread_id is not None:
         metadata["thread_id"] = convo.thread_id
     messages: list[Message] = convo.messages or [
@@ -915,6 +941,7 @@ async def _simulated_rows(
             convo.steps,
             convo.error_type or "AgentRunError",
             by_agent=convo.stop_reason in ("agent_error", "timeout"),  # not the user's failure
+            turns=convo.timings,
         )
         provenance = Provenance("simulation", run, played)
         return await score_row(index, sample, metrics, options, provenance=provenance)

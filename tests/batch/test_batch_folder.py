@@ -142,14 +142,14 @@ import os, sys, time
 from pathlib import Path
 import turneval.batch._run as batch_run
 
-planned = batch_run._plan
+planned = batch_run.plan_requests
 
 def paused(*args, **kwargs):
     Path(os.environ["PLANNING_MARK"]).touch()
     time.sleep(120)  # SIGTERM arrives here, while the run is being planned
     return planned(*args, **kwargs)
 
-batch_run._plan = paused
+batch_run.plan_requests = paused
 from turneval.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -191,19 +191,18 @@ def test_a_planning_that_fails_leaves_no_run_and_the_folder_plans_again(
     stub: BatchStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import turneval.batch._run as batch_run
-
-    real = batch_run._plan
+    from turneval.batch._plan import plan_requests as real
 
     def interrupted(*args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(batch_run, "_plan", interrupted)
+    monkeypatch.setattr(batch_run, "plan_requests", interrupted)
     with pytest.raises(KeyboardInterrupt):
         submit(samples(3), ["fluency"], llm=judge(stub), out=tmp_path / "run")
     assert not (tmp_path / "run" / "state.sqlite").exists()
     assert not list((tmp_path / "run").glob("state.sqlite.part*"))
     with pytest.raises(ConfigError, match="holds no batch run"):
         BatchRun.open(tmp_path / "run")
-    monkeypatch.setattr(batch_run, "_plan", real)
+    monkeypatch.setattr(batch_run, "plan_requests", real)
     run = submit(samples(3), ["fluency"], llm=judge(stub), out=tmp_path / "run")
     assert run.wait(progress=False, poll_interval=0).answered == 3

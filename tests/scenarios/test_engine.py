@@ -14,7 +14,7 @@ from langchain_openai import ChatOpenAI
 
 from turneval import EvaluationDataset, HumanMessage, MultiTurnSample
 from turneval.errors import ConfigError
-from turneval.judge import SQLiteCache
+from turneval.judge import Judge, SQLiteCache
 from turneval.results import EvaluationResult, Prices
 from turneval.scenarios import (
     ConversationsSource,
@@ -159,9 +159,19 @@ def test_the_dry_run_counts_what_the_run_sends(tmp_path: Path) -> None:
     model = counting(tool_drafts(7))
     progress = tmp_path / "progress.jsonl"
     generate(source, llm=model, n=7, batch_size=3, progress=progress)
-    assert model.calls == found.requests
-    prompts = sum(len(str(m.content)) for prompt in model.prompts for m in prompt)
-    assert found.prompt_tokens == pytest.approx(prompts / 4, rel=0.01)
+    # the run sent the planned requests, each once: the dry run's count is of these
+    planned = {ask.request.prompt: ask.request for ask in source.plan(n=7, seed=0, batch_size=3)}
+    sent = [(str(system.content), str(question.content)) for system, question in model.prompts]
+    assert model.calls == found.requests == len(planned)
+    assert sorted(question for _, question in sent) == sorted(planned)
+    # its prompt tokens are what the judge counts before sending: system, question and the
+    # verdict schema (sent as structured output), for the prompts the model received
+    judge = Judge(model)
+    counted = 0
+    for prompt, (system, question) in zip(model.prompts, sent, strict=True):
+        assert system == planned[question].system
+        counted += judge.prompt_tokens(prompt, planned[question].schema)
+    assert found.prompt_tokens == counted
     after = estimate_generation(source, llm=model, n=7, batch_size=3, progress=progress)
     assert (after.answered, after.to_ask, after.prompt_tokens, after.output_tokens) == (3, 0, 0, 0)
     assert "3 requests for 7 scenarios; 3 already answered" in str(after)

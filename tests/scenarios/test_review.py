@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,27 +38,45 @@ def test_scenarios_are_reviewed_with_the_keyboard_queue(tmp_path: Path) -> None:
     run_id = submit_for_review(SCENARIOS, url, name="orders.jsonl")
     with RunStore(url) as store:
         run = store.run(run_id)
-        assert (run.name, run.rows, run.metric_names) == ("review: orders.jsonl", 4, ["scenario"])
+        assert (run.name, run.rows, run.metric_names) == (
+            "review: orders.jsonl",
+            4,
+            ["scenario", "accept"],
+        )
         client = TestClient(create_app(store))
+        for path in (f"/runs/{run_id}", f"/runs/{run_id}/rows", f"/runs/{run_id}/rows/0"):
+            assert client.get(path).status_code == 200, path  # a column of labels only
         page = client.get(review_path(run_id))
         assert page.status_code == 200
         text = page.text
         assert "row 1 of 4" in text and "Press 1 to accept, 0 to reject." in text
         assert "goal: Cancel order A100 &lt;/conversation&gt; &lt;b&gt;now&lt;/b&gt;" in text
         assert "reference actions: cancel_order" in text
+        # the queue's keys are the yes/no scale's: 1 and 0, no other digit
+        assert "<kbd>0</kbd> 0 (no)" in text and "<kbd>1</kbd> 1 (yes)" in text
+        assert "<kbd>2</kbd>" not in text and "<kbd>7</kbd>" not in text
         token = re.search(r'name="csrf-token" content="([^"]+)"', text).group(1)  # type: ignore[union-attr]
-        # the page's own script posts each key press: 1, 0, then a second thought on row 0
-        for index, label in ((0, 0), (1, 0), (0, 1), (2, 7)):
-            saved = client.post(
+
+        def post(index: int, label: object) -> Any:
+            return client.post(
                 "/api/labels",
                 json={"run": run_id, "index": index, "metric": "accept", "label": label},
                 headers={"X-CSRF-Token": token},
             )
-            assert saved.status_code == 200
+
+        # the page's own script posts each key press: 1, 0, then a second thought on row 0
+        for index, label in ((0, 0), (1, 0), (0, 1)):
+            assert post(index, label).status_code == 200
+        # a value off the yes/no scale is refused, naming the allowed values; nothing is stored
+        for off_scale in (7, 0.5, "maybe"):
+            refused = post(2, off_scale)
+            assert refused.status_code == 400
+            assert "'accept'" in refused.text and "0 (no) or 1 (yes)" in refused.text
+        assert len(store.labels(run_id=run_id, metric="accept")) == 3
     review = reviewed(url, run_id)
     assert [s.id for s in review.accepted] == ["s1"]  # the latest label wins
     assert [s.id for s in review.rejected] == ["s2"]
-    assert [s.id for s in review.unlabeled] == ["s3", "s4"]  # 7 is no verdict; s4 unseen
+    assert [s.id for s in review.unlabeled] == ["s3", "s4"]  # s3's 7 was refused; s4 unseen
     assert review.accepted[0] == SCENARIOS[0]  # read back whole
     assert str(review) == "1 accepted, 1 rejected, 2 not labeled"
 

@@ -92,7 +92,7 @@ def test_budget_text() -> None:
 def test_memory_stays_bounded_by_the_queue_and_late_spans_of_recent_conversations_drop(
     tmp_path: Path,
 ) -> None:
-    from turneval.watch._watcher import DONE_KEPT
+    from turneval.watch._scoring import DONE_KEPT
 
     traces = [conversation(1) for _ in range(30)]  # two spans each
     with Watcher([StepBudget(max_steps=1)], tmp_path, idle=0, max_queue=2) as watcher:

@@ -133,6 +133,7 @@ def max_failed(text: str) -> Callable[[int], float]:
 def fail_under_bars(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str, float]:
     """``--fail-under NAME=VALUE`` items as bars by metric name, each on its metric's scale."""
     scales = {metric.name: metric.scale for metric in metrics}
+    directions = {metric.name: metric.higher_is_better for metric in metrics}
     bars = {}
     for item in items:
         name, equals, value = item.partition("=")
@@ -147,6 +148,13 @@ def fail_under_bars(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[
             bar = float(value)
         except ValueError:
             raise UsageError(f"--fail-under {item!r}: {value!r} is not a number") from None
+        if not directions[name]:  # a floor cannot gate a cost to keep down (issue 49)
+            raise UsageError(
+                f"--fail-under {item}: lower is better for {name}, so a floor does not gate it; "
+                f"gate a rise with 'turneval compare BASE NEW --fail-on-regression {name}="
+                f"MAX_RISE', or alert on it with 'turneval watch --alert \"{name} > "
+                f"{bar:g} over 1h\"'"
+            )
         low, high = scales[name]
         if not low <= bar <= high:
             raise UsageError(

@@ -10,6 +10,7 @@ from typing import Any
 from turneval._files import naming
 from turneval.cli.arguments import UsageError, run_name
 from turneval.cli.options import add_run_argument, open_cli_run
+from turneval.errors import ConfigError
 
 
 def add_calibrate_command(commands: Any) -> None:
@@ -84,6 +85,14 @@ def _calibrate(args: argparse.Namespace) -> int:
             labels: Any = args.labels
         elif run.stored is not None:  # the run's labels from the store
             labels = _stored_labels(run.store, run.stored.id, metric)
+            if not labels:
+                of = f" of {metric!r}" if metric is not None else ""
+                raise ConfigError(
+                    f"run {run.stored.id[:12]} has no labels{of} in the store "
+                    f"{run.store.url}: label its rows in turneval view (the run's 'label rows' "
+                    "page) or with RunStore.add_label, or calibrate a labels file (turneval "
+                    "calibrate RUN LABELS)"
+                )
         else:
             raise UsageError(
                 f"calibrate {ref} needs LABELS: a run on disk has no labels (a stored run's "
@@ -104,13 +113,18 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _stored_labels(store: Any, run: str, metric: str | None) -> list[Any]:
-    """A stored run's labels, as calibrate reads them from a labels file."""
+    """A stored run's labels, as calibrate reads them from a labels file.
+
+    Each is named in errors by its row and metric (``run 3f2a9c row 4, 'fluency'``), so a
+    label off the scale says which row to label again.
+    """
     from turneval.calibration import label_from_record
 
-    labels = [
-        label_from_record(record, f"stored label {number} of run {run}")
-        for number, record in enumerate(store.label_records(run, metric), start=1)
-    ]
+    labels = []
+    for record in store.label_records(run, metric):
+        row = f"row {record['index']}" if "index" in record else f"sample id {record.get('id')!r}"
+        where = f"the stored label of run {run[:12]} {row} for {record.get('metric')!r}"
+        labels.append(label_from_record(record, where))
     return [label for label in labels if label is not None]
 
 

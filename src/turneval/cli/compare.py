@@ -22,22 +22,31 @@ def add_compare_command(commands: Any) -> None:
         default=[],
         metavar="[NAME=]VALUE",
         help="a row passes at or above VALUE (default 0.5), for the regressions and "
-        "improvements columns; NAME=VALUE for one metric, e.g. a 1-5 judge (repeatable)",
+        "improvements columns; NAME=VALUE for one metric, e.g. a 1-5 judge, or at or below "
+        "it for a metric where lower is better, e.g. turn_latency=2 (repeatable)",
     )
     diff.add_argument(
         "--fail-on-regression",
         action="append",
         default=[],
         metavar="[NAME=]MAX_DROP",
-        help="exit 1 when the metric's mean (every shared metric's, without NAME) falls by "
-        "more than MAX_DROP and the fall is significant at --alpha, Holm-corrected over the "
-        "gated metrics (repeatable)",
+        help="exit 1 when the metric's mean (every shared metric's, without NAME) worsens by "
+        "more than MAX_DROP and the change is significant at --alpha, Holm-corrected over the "
+        "gated metrics (repeatable); worse is lower for a score, higher for a metric where "
+        "lower is better (turn latency, cost, tokens: MAX_DROP is the rise allowed)",
     )
     diff.add_argument(
         "--allow-config-change",
         action="store_true",
         help="compare even when a metric of one name is configured differently in the two runs "
         "(their run.json files; by default that is refused, naming the metric and its fields)",
+    )
+    diff.add_argument(
+        "--allow-dataset-change",
+        action="store_true",
+        help="compare even when the runs read different versions of the dataset (their "
+        "run.json digests; by default that is refused, listing the rows added, removed and "
+        "changed: from --store when it keeps both versions, see 'turneval datasets')",
     )
     add_power_options(diff, mde_default=0.05)
     diff.add_argument(
@@ -73,14 +82,25 @@ def _compare(args: argparse.Namespace) -> int:
     from turneval.compare import compare_files, regression_gates
 
     default, named = _pass_thresholds(args.pass_threshold)
-    comparison = compare_files(
-        args.baseline,
-        args.candidate,
-        pass_threshold=default,
-        pass_thresholds=named,
-        allow_config_change=args.allow_config_change,
-        store=runs_store(args),
-    )
+    url = runs_store(args)
+    store = None
+    if url is not None:  # opened once: the runs and the datasets' versions are read there
+        from turneval.store import RunStore
+
+        store = RunStore(url)
+    try:
+        comparison = compare_files(
+            args.baseline,
+            args.candidate,
+            pass_threshold=default,
+            pass_thresholds=named,
+            allow_config_change=args.allow_config_change,
+            allow_dataset_change=args.allow_dataset_change,
+            store=store,
+        )
+    finally:
+        if store is not None:
+            store.close()
     drops = _regression_gates(args.fail_on_regression, comparison)
     print(comparison)
     gates = regression_gates(comparison, drops, alpha=args.alpha)

@@ -19,6 +19,7 @@ from turneval.cli.arguments import (
 from turneval.cli.batch import add_batch_options, evaluate_batch
 from turneval.cli.engines import rate_limit_of, run_aggregates, run_here, run_on_ray
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags, require_judge
+from turneval.cli.optimize import add_judge_config_option, with_judge_config
 from turneval.cli.options import (
     add_concurrency_options,
     add_gate_options,
@@ -160,6 +161,7 @@ def add_evaluate_command(commands: Any) -> None:
     )
     add_price_options(run)
     add_judge_options(run)
+    add_judge_config_option(run)
     run.set_defaults(handler=_evaluate)
 
 
@@ -182,7 +184,7 @@ def _with_votes(
 def _evaluate(args: argparse.Namespace) -> int:
     from turneval.runner import resolve_metrics
 
-    metrics = metric_list(args.metric)
+    metrics = with_judge_config(metric_list(args.metric), args.judge_config)
     bars = fail_under_bars(args.fail_under, resolve_metrics(metrics))
     metrics = _with_votes(metrics, args.repeats, bars)
     allowed = max_failed(args.max_failed)

@@ -150,7 +150,8 @@ def add_power_options(parser: argparse.ArgumentParser, *, mde_default: float | N
         default=mde_default,
         required=mde_default is None,
         metavar="D",
-        help="the drop to detect, on the metric's scale"
+        help="the drop to detect (the rise, for a metric where lower is better: seconds "
+        "for turn_latency), on the metric's scale"
         + ("" if mde_default is None else f" (default {mde_default:g})"),
     )
     parser.add_argument(

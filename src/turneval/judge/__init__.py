@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from turneval.judge.cache import CacheWarning, SQLiteCache
+from turneval.judge.config import JudgeConfig
 from turneval.judge.schema import (
     StrictVerdict,
     enum_field,
@@ -60,6 +61,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "CacheWarning",
     "Judge",
+    "JudgeConfig",
     "JudgeExample",
     "JudgeReply",
     "JudgeRequest",

@@ -401,6 +401,15 @@ def compacted_requests(
     """
     with showing(TranscriptView(sample, ())):
         empty = build()
+    if not empty:  # requests that follow the turns shown (one per step): none without turns
+        full = build()
+        if not full:
+            return []
+        planned, sizes, fit = _planned(budget, full, prefix, "full")
+        if fit:
+            return planned
+        answer = max(_answer(budget, r) for r in full)
+        raise _too_big(budget, "the conversation", max(sizes), answer)
     header = max(request_tokens(budget, r, prefix) for r in empty)
     answer = max(_answer(budget, r) for r in empty)
     transcript = sum(message_tokens(sample, budget))

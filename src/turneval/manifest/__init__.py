@@ -23,7 +23,14 @@ from turneval.manifest._config import CLASS_KEY, config_of
 from turneval.manifest._config import model_name as judge_model
 from turneval.manifest._judge import JudgeSpec, judge_base_url, judge_configs
 from turneval.manifest._metric import JUDGE_MODEL_FIELDS, MetricSpec
-from turneval.manifest._run import RUN_FILE, RUN_FILES, DatasetSpec, RunManifest, metric_changes
+from turneval.manifest._run import (
+    RUN_FILE,
+    RUN_FILES,
+    DatasetSpec,
+    RunManifest,
+    dataset_version,
+    metric_changes,
+)
 
 __all__ = [
     "CLASS_KEY",
@@ -38,6 +45,7 @@ __all__ = [
     "canonical_class",
     "class_path",
     "config_of",
+    "dataset_version",
     "judge_base_url",
     "judge_configs",
     "judge_model",

@@ -40,11 +40,14 @@ class MetricSpec:
         class_path: Its class, ``module:Qualname`` (None: not recorded, as for a run imported
             from a folder without ``run.json``).
         config: Its fields, JSON-ready (None: not recorded).
+        extra: Other keys of its record, kept as written (a ``"scale"`` the viewer and
+            ``calibrate`` read for a metric of labels only, as the scenario review's).
     """
 
     name: str
     class_path: str | None = None
     config: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, metric: Evaluator) -> MetricSpec:
@@ -66,19 +69,23 @@ class MetricSpec:
         if not isinstance(record, Mapping) or not isinstance(record.get("name"), str):
             raise ConfigError(f'{where}: expected an object with a "name", got {record!r}'[:300])
         path, config = record.get("class"), record.get("config")
+        extra = {k: v for k, v in record.items() if k not in ("name", "class", "config")}
         return cls(
             record["name"],
             path if isinstance(path, str) and path else None,
             config if isinstance(config, Mapping) else None,
+            extra or None,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"name", "class", "config"}``: a metric in run.json and in the run store."""
-        return {
+        """``{"name", "class", "config"}`` and other keys: a metric in run.json and the store."""
+        record: dict[str, Any] = {
             "name": self.name,
             "class": self.class_path,
             "config": None if self.config is None else dict(self.config),
         }
+        record.update({k: v for k, v in (self.extra or {}).items() if k not in record})
+        return record
 
     def metric_class(self, *, classes: Iterable[type] = (), import_any: bool = False) -> type:
         """The metric's class (see :func:`~turneval.manifest.resolve_class`).

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from turneval._files import naming
+from turneval._files import file_digest, naming
 from turneval._version import VERSION
 from turneval.errors import ConfigError
 from turneval.manifest._judge import JudgeSpec
@@ -22,6 +22,7 @@ __all__ = [
     "DatasetSpec",
     "RUN_FILE",
     "RunManifest",
+    "dataset_version",
 ]
 
 RUN_FILE = "run.json"
@@ -40,12 +41,16 @@ class DatasetSpec:
             first ``lines_read`` lines), or of the whole input.
         lines_read: Lines of the input read so far (None: not counted).
         bytes_read: Bytes of the input read so far (None: not counted).
+        version: The dataset version the run reads: ``{"digest", "name", "version"}``, the
+            whole file's SHA-256, and its name and version when the run store keeps that
+            content (``turneval datasets add``); ``compare`` checks it (None: not recorded).
     """
 
     path: str | None = None
     sha256: str | None = None
     lines_read: int | None = None
     bytes_read: int | None = None
+    version: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, record: Any) -> DatasetSpec | None:
@@ -58,21 +63,45 @@ class DatasetSpec:
             return int(value) if isinstance(value, (int, float)) and value == value else None
 
         path, digest = record.get("path"), record.get("sha256")
+        version = record.get("version")
         return cls(
             None if path is None else str(path),
             None if digest is None else str(digest),
             number("lines_read"),
             number("bytes_read"),
+            dict(version) if isinstance(version, Mapping) else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "sha256"}``, and ``lines_read`` and ``bytes_read`` when counted."""
+        """``{"path", "sha256"}``, and ``lines_read``, ``bytes_read`` and ``version`` when set."""
         record: dict[str, Any] = {"path": self.path, "sha256": self.sha256}
         if self.lines_read is not None:
             record["lines_read"] = self.lines_read
         if self.bytes_read is not None:
             record["bytes_read"] = self.bytes_read
+        if self.version is not None:
+            record["version"] = self.version
         return record
+
+
+def dataset_version(
+    path: str | os.PathLike[str], store: Any = None, *, digest: str | None = None
+) -> dict[str, Any]:
+    """What a run records of the dataset it reads (:attr:`DatasetSpec.version`).
+
+    ``{"digest": SHA-256 of the file, "name": ..., "version": ...}``: the name and version
+    when ``store`` (a :class:`~turneval.store.RunStore`) keeps that content (``turneval
+    datasets add``), else None. ``digest``, when known, saves reading the file again.
+    ``compare`` refuses two runs over different kept versions (``--allow-dataset-change``
+    lists the rows added, removed and changed); the viewer shows a stored run's version.
+    """
+    digest = digest or file_digest(path)
+    found = store.dataset_of(digest) if store is not None and digest else None
+    return {
+        "digest": digest,
+        "name": None if found is None else found.name,
+        "version": None if found is None else found.version,
+    }
 
 
 RUN_FILES = ("results.jsonl", "summary.json", "report.html")
@@ -106,7 +135,8 @@ class RunManifest:
           "judge": {"model": "gpt-4o-mini", "base_url": "http://localhost:8000/v1",
                     "prompt_version": null},
           "dataset": {"path": "data.jsonl", "sha256": "...", "lines_read": 1000,
-                      "bytes_read": 123456}
+                      "bytes_read": 123456,
+                      "version": {"digest": "...", "name": "support", "version": 3}}
         }
 
     ``config`` holds every field of the metric (a chat model in a field is written as its

@@ -46,6 +46,12 @@ from turneval.metrics.conversation import (
 from turneval.metrics.custom import CustomMetric
 from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
 from turneval.metrics.grounding import Groundedness, ToolOutputGroundedness
+from turneval.metrics.operations import (
+    ConversationCost,
+    TokensPerTurn,
+    ToolLatency,
+    TurnLatency,
+)
 from turneval.metrics.rubric import (
     Coherence,
     Fluency,
@@ -103,6 +109,7 @@ __all__ = [
     "Coherence",
     "ContextSufficiency",
     "ConversationCompleteness",
+    "ConversationCost",
     "Correctness",
     "CustomMetric",
     "DatabricksAggregates",
@@ -147,10 +154,12 @@ __all__ = [
     "SummarizationHelpfulness",
     "SummarizationQuality",
     "SummarizationVerbosity",
+    "TokensPerTurn",
     "ToolCallAccuracy",
     "ToolCallEfficiency",
     "ToolCallF1",
     "ToolCallValid",
+    "ToolLatency",
     "ToolNameMatch",
     "ToolOutputGroundedness",
     "ToolParameterKVMatch",
@@ -165,6 +174,7 @@ __all__ = [
     "TrajectoryPrecision",
     "TrajectoryRecall",
     "TrajectorySingleToolUse",
+    "TurnLatency",
     "TurnRelevancy",
     "UserFrustration",
     "builtin_metrics",

@@ -37,6 +37,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 from turneval.errors import ConfigError, ContextBudgetError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
 from turneval.judge.budget import Budget
+from turneval.judge.config import JudgeConfigField
 from turneval.judge.context import (
     SUMMARY_SLOT,
     compacted_requests,
@@ -148,6 +149,10 @@ class JudgedMetric(Metric[SampleT], ABC):
         repeat_temperature: Sampling temperature of the votes when ``repeats`` > 1 (requests
             that set their own keep it); a model with a ``seed`` also gets ``seed + k`` for
             vote k. It must be above 0 (at 0 every vote would be the same answer).
+        judge_config: A :class:`~turneval.judge.JudgeConfig` (or its file's path) made by
+            ``turneval optimize``: its instructions are added to every request's system
+            message and its examples shown after ``examples``. Part of the prompt, hence of
+            the cache key, and recorded in run.json with the metric's configuration.
         pass_threshold: The value at or above which a row passes (front ends set it from
             ``--fail-under``, ``success_thresholds`` or ``assert_scores``' thresholds); with
             ``repeats`` > 1, a row whose votes fall on both sides of it is ``unstable``.
@@ -177,6 +182,7 @@ class JudgedMetric(Metric[SampleT], ABC):
     pass_threshold: float | None = None
     context_tokens: int | None = Field(default=None, ge=1024)
     max_output_tokens: int | None = Field(default=None, ge=1)
+    judge_config: JudgeConfigField = None
 
     if not TYPE_CHECKING:  # at run time only: type checkers keep the fields' own signature
 
@@ -243,8 +249,22 @@ class JudgedMetric(Metric[SampleT], ABC):
         return self.judge().budget
 
     def prompt_prefix(self) -> str:
-        """What goes before every question of this metric (its worked examples)."""
-        return render_examples(self.examples)
+        """What goes before every question: the worked examples, then the configuration's."""
+        config = self.judge_config
+        return render_examples(self.examples + (() if config is None else config.examples))
+
+    def _configured(self, sample: SampleT) -> list[JudgeRequest[Any]]:
+        """:meth:`requests` with the judge configuration's instructions in each system prompt.
+
+        Not in the shared running summaries: one summary serves every metric.
+        """
+        requests = self.requests(sample)
+        config = self.judge_config
+        if config is None:
+            return requests
+        own = config.apply([r for r in requests if not r.auxiliary])
+        applied = iter(own)
+        return [r if r.auxiliary else next(applied) for r in requests]
 
     def judge_requests(self, sample: SampleT) -> list[JudgeRequest[Any]]:
         """:meth:`requests` planned within the judge's context, worked examples first.
@@ -260,15 +280,15 @@ class JudgedMetric(Metric[SampleT], ABC):
         block = self.prompt_prefix()
         budget = self.context_budget()
         if budget is None:
-            requests = self.requests(sample)
+            requests = self._configured(sample)
         elif self._policy(sample) == "compacted" and isinstance(sample, MultiTurnSample):
-            requests = compacted_requests(sample, budget, lambda: self.requests(sample), block)
+            requests = compacted_requests(sample, budget, lambda: self._configured(sample), block)
         else:
             requests = [  # what no policy planned is sent whole, if it fits
                 r
                 if r.context is not None and r.context.prompt_tokens
                 else _planned_whole(budget, r, block)
-                for r in self.requests(sample)
+                for r in self._configured(sample)
             ]
         if block:
             requests = [

@@ -27,15 +27,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, create_model
 
 from turneval.errors import InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape, tagged
+from turneval.judge.context import compacted_requests
 from turneval.judge.schema import enum_field, list_field
-from turneval.judge.template import render_examples
+from turneval.judge.template import conversation_lines, render_examples
 from turneval.messages import HumanMessage, SystemMessage, message_agents
 from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, MultiTurnMetric
@@ -258,13 +259,26 @@ class FailureAttribution(JudgedMetric[MultiTurnSample], MultiTurnMetric):
         return "\n\n".join(parts)
 
     def _render(self, sample: MultiTurnSample, steps: Sequence[Step]) -> str:
+        """The steps as the judge sees them.
+
+        Each message's line, or what the context policy shows instead (a long output cut,
+        earlier steps summarised: ``[steps 0-40, summarised]``), so a conversation too long
+        for the judge is compacted, not refused.
+        """
         shown = {step.index for step in steps}
+        last = max(shown)
         lines = []
-        for index, message in enumerate(sample.user_input):
-            if index in shown:
-                lines.append(f"[step {index}] {escape(message.pretty_repr())}")
-            elif isinstance(message, SystemMessage) and index == 0:
-                lines.append(f"[system prompt] {escape(message.pretty_repr())}")
+        for label, text in conversation_lines(sample):
+            if label.isdigit():
+                index = int(label)
+                if index in shown:
+                    lines.append(f"[step {index}] {text}")
+                elif index == 0 and isinstance(sample.user_input[0], SystemMessage):
+                    lines.append(f"[system prompt] {text}")
+            else:  # a range of earlier messages, summarised
+                start = label.partition("-")[0]
+                if start.isdigit() and int(start) <= last:
+                    lines.append(f"[steps {label}, summarised] {text}")
         return "<conversation>\n" + "\n".join(lines) + "\n</conversation>"
 
     def _all_at_once(self, sample: MultiTurnSample, steps: list[Step]) -> JudgeRequest[Any]:
@@ -293,6 +307,11 @@ class FailureAttribution(JudgedMetric[MultiTurnSample], MultiTurnMetric):
         return JudgeRequest(
             prompt, StepCheck, ATTRIBUTION_SYSTEM_PROMPT, label=f"step {step.index}"
         )
+
+    def _half_requests(
+        self, sample: MultiTurnSample, steps: list[Step], low: int, high: int
+    ) -> list[JudgeRequest[Any]]:
+        return [self._half(sample, steps, low, high)]
 
     def _half(
         self, sample: MultiTurnSample, steps: list[Step], low: int, high: int
@@ -326,10 +345,20 @@ class FailureAttribution(JudgedMetric[MultiTurnSample], MultiTurnMetric):
         asked: list[JudgeRequest[Any]] = []
         replies: list[JudgeReply[Any]] = []
         block = render_examples(self.examples)
+        budget = self.context_budget()
         for repeat in range(self.repeats):
             low, high = 0, len(steps) - 1
             while low < high:
-                request = self._half(sample, steps, low, high)
+                if budget is None:
+                    planned = [self._half(sample, steps, low, high)]
+                else:  # within the judge's context, as the dry run plans it (compacted if need be)
+                    planned = compacted_requests(
+                        sample,
+                        budget,
+                        partial(self._half_requests, sample, steps, low, high),
+                        block,
+                    )
+                *chain, request = planned
                 if block:
                     request = replace(request, prompt=block + request.prompt)
                 if self.repeats > 1:
@@ -339,7 +368,7 @@ class FailureAttribution(JudgedMetric[MultiTurnSample], MultiTurnMetric):
                         repeat=repeat,
                         temperature=self.repeat_temperature if temperature is None else temperature,
                     )
-                reply = (await self.ask([request]))[0]
+                reply = (await self.ask([*chain, request]))[-1]
                 asked.append(request)
                 replies.append(reply)
                 upper, lower = split_segment(low, high)

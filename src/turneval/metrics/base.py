@@ -224,6 +224,12 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
     yes_no: ClassVar[bool] = False
     """True for a yes/no judge: its scores are 0 (no) and 1 (yes), and human labels of it must
     be too (``turneval calibrate`` refuses any other, naming the line)."""
+    higher_is_better: ClassVar[bool] = True
+    """The metric's direction: True when a higher value is better (every score), False for a
+    cost to keep down (latency, money, tokens: the operational metrics). Comparisons read it:
+    a rise of such a metric is its regression (``compare --fail-on-regression``), its rows
+    pass at or *below* a pass threshold, and reports show its values without a verdict
+    colour."""
     scale_points: ClassVar[tuple[float, ...] | None] = None
     """The values of a metric with a discrete scale other than a rubric, yes/no or pairwise
     choice (``user_frustration``: 0, 0.5, 1), low to high; None for a share or another value

@@ -4,11 +4,13 @@
 the rows are appended to ``results.jsonl`` in the order they are added, each line flushed (or,
 ``durable``, fsync'd whole or not at all); ``summary.json`` is written when the run finishes
 with a summary. With ``source``, the folder also records how much of the input file the run
-has read (the digest of its first lines, growing as :meth:`FolderSink.read_to` is told), so
-that a resumed run (``append=True``) continues only the run it was started as: the metrics
-with their configurations (but for fields that change no score,
-:data:`~turneval.manifest.NOT_SCORING`), the judge and the input read so far must be the same,
-or :meth:`FolderSink.start` refuses, naming the first difference.
+has read (the digest of its first lines, growing as :meth:`FolderSink.read_to` is told) and
+the dataset version it reads (the whole file's digest, unless the manifest names the version
+already: :attr:`~turneval.manifest.DatasetSpec.version`), so that a resumed run
+(``append=True``) continues only the run it was started as: the metrics with their
+configurations (but for fields that change no score, :data:`~turneval.manifest.NOT_SCORING`),
+the judge and the input read so far must be the same, or :meth:`FolderSink.start` refuses,
+naming the first difference.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import IO, Any
 
 from turneval._files import AppendLog, naming
 from turneval.errors import ConfigError
-from turneval.manifest import RUN_FILE, DatasetSpec, RunManifest
+from turneval.manifest import RUN_FILE, DatasetSpec, RunManifest, dataset_version
 from turneval.runs.sink import Rows
 
 __all__ = ["FolderSink"]
@@ -49,8 +51,10 @@ class _InputDigest:
             self.lines += 1
             self.bytes += len(raw)
 
-    def dataset(self) -> DatasetSpec:
-        return DatasetSpec(str(self.source), self.digest.hexdigest(), self.lines, self.bytes)
+    def dataset(self, version: dict[str, Any] | None) -> DatasetSpec:
+        return DatasetSpec(
+            str(self.source), self.digest.hexdigest(), self.lines, self.bytes, version
+        )
 
     def close(self) -> None:
         if self._handle is not None:
@@ -99,6 +103,7 @@ class FolderSink:
         self.manifest: RunManifest | None = None
         self.unchecked = False
         self._input = None if source is None else _InputDigest(Path(source))
+        self._version: dict[str, Any] | None = None
         self._handle: IO[str] | None = None
         self._log: AppendLog | None = None
 
@@ -115,7 +120,13 @@ class FolderSink:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.manifest = manifest
         if self._input is not None:
-            manifest.dataset = self._input.dataset()
+            given = manifest.dataset
+            self._version = (
+                given.version
+                if given is not None and given.version is not None
+                else dataset_version(self._input.source)
+            )
+            manifest.dataset = self._input.dataset(self._version)
         if self.resume:
             self._continue(manifest)
             return
@@ -183,7 +194,7 @@ class FolderSink:
     def _save(self) -> None:
         assert self.manifest is not None
         if self._input is not None:
-            self.manifest.dataset = self._input.dataset()
+            self.manifest.dataset = self._input.dataset(self._version)
         self.manifest.write(self.folder / RUN_FILE)
 
     def _keep_previous(self, manifest: RunManifest) -> None:

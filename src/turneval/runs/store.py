@@ -71,7 +71,10 @@ class StoreSink:
         dataset = manifest.dataset
         path = None if dataset is None else dataset.path
         digest = None if dataset is None else dataset.sha256
-        if path is not None and os.path.isfile(path):
+        known = None if dataset is None or dataset.version is None else dataset.version
+        if known is not None and known.get("digest"):
+            digest = str(known["digest"])  # the whole file's, as the manifest records it
+        elif path is not None and os.path.isfile(path):
             digest = file_digest(path)
         self.recorder = self.store.start_run(
             name=self.name,

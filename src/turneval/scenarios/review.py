@@ -7,6 +7,10 @@ queue (:func:`review_path`), where a reviewer presses **1** to accept a scenario
 reject it (the label is saved under the metric ``accept``; the next scenario follows).
 :func:`reviewed` reads the labels back: the accepted scenarios, the rejected, the unlabeled.
 
+The review run lists ``accept`` among its metrics (no row has a value of it: only labels)
+with the yes/no scale ``[0, 1]`` declared in its record, so the viewer takes the two keys and
+refuses any other label (HTTP 400 naming ``0 (no) or 1 (yes)``), as for a yes/no judge.
+
 Nothing in the viewer is specific to scenarios: this module only writes a run and reads
 labels through :class:`~turneval.store.RunStore`'s public methods.
 """
@@ -125,10 +129,15 @@ def submit_for_review(
     if not scenarios:
         raise ConfigError("no scenario to review")
     opened = _store(store)
+    made_by = f"{__name__}.submit_for_review"
     recorder = opened.start_run(
         name=f"review: {name}",
-        metrics=[_Column(CARD)],
-        configs=[{"name": CARD, "class": f"{__name__}.submit_for_review", "config": {}}],
+        metrics=[_Column(CARD), _Column(REVIEW_METRIC)],
+        configs=[
+            {"name": CARD, "class": made_by, "config": {}},
+            # labels only, on a yes/no scale the viewer reads from the record
+            {"name": REVIEW_METRIC, "class": made_by, "config": {}, "scale": [REJECT, ACCEPT]},
+        ],
     )
     with recorder:
         for index, scenario in enumerate(scenarios):

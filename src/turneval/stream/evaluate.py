@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from turneval.aggregate import RunAggregate
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache
-from turneval.manifest import RUN_FILE, RunManifest
+from turneval.manifest import RUN_FILE, DatasetSpec, RunManifest, dataset_version
 from turneval.metrics import Evaluator
 from turneval.options import RunOptions
 from turneval.ratelimit import RateLimit
@@ -217,21 +217,10 @@ def evaluate_jsonl(
     target = Path(out_dir)
     started: list[RunSink] = []
     folder: FolderSink | None = None
+    stored: StoreSink | None = None
     try:
         results_path = preflight(target, chunk_size, chunk_bytes, resume, overwrite)
         continuing = resume and results_path.exists() and results_path.stat().st_size > 0
-        folder = FolderSink(target, source=source, resume=continuing)
-        manifest = RunManifest.of(resolved, llm)
-        folder.start(manifest)  # run.json before the first row (resuming: checked first)
-        started.append(folder)
-        if folder.unchecked:  # a run folder from before run.json: not checked
-            warnings.warn(
-                f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
-                "without checking that the input, metrics and judge are the same",
-                ResumeWarning,
-                stacklevel=2,
-            )
-        stored = None
         if store is not None:
             stored = StoreSink(
                 store,
@@ -240,6 +229,19 @@ def evaluate_jsonl(
                 resume=resume,
                 details=details,
                 streamed=True,
+            )
+        manifest = RunManifest.of(
+            resolved, llm, dataset=_dataset(source, None if stored is None else stored.store)
+        )
+        folder = FolderSink(target, source=source, resume=continuing)
+        folder.start(manifest)  # run.json before the first row (resuming: checked first)
+        started.append(folder)
+        if folder.unchecked:  # a run folder from before run.json: not checked
+            warnings.warn(
+                f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
+                "without checking that the input, metrics and judge are the same",
+                ResumeWarning,
+                stacklevel=2,
             )
         for other in ([] if stored is None else [stored]) + list(options.sinks):
             other.start(manifest)
@@ -263,9 +265,20 @@ def evaluate_jsonl(
         for other in started:
             with contextlib.suppress(Exception):  # the run's own error is the one to raise
                 other.finish(None, status, error)
+        if stored is not None and stored not in started and stored.store.close_after_run:
+            stored.store.close()  # opened for this run, which never started in it
         raise
     finally:
         if folder is not None:
             folder.close()
         if owns_cache and options.cache is not None:
             options.cache.close()
+
+
+def _dataset(source: Path, store: RunStore | None) -> DatasetSpec:
+    """The input as run.json records it: the file and the dataset version it is (issue 49).
+
+    The version is the whole file's digest, and its name and version when the store keeps
+    that content (:func:`~turneval.manifest.dataset_version`); ``compare`` checks it.
+    """
+    return DatasetSpec(str(source), version=dataset_version(source, store))

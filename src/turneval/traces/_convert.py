@@ -9,10 +9,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall, ToolMessage
+from turneval.provenance import with_turn_timings
+from turneval.rows import TurnTiming
 from turneval.samples import MultiTurnSample
 from turneval.traces import _genai as g
 from turneval.traces._agents import Team
 from turneval.traces._spans import Span, loads
+from turneval.traces._timing import turn_timings, with_call_usage
 
 PLACEHOLDER = "[trace not converted: see metadata.conversion_error]"
 
@@ -463,6 +466,11 @@ def _tool_span(span: Span, trace_id: str) -> tuple[str, str | None, str | None, 
     return name, call_id, None if result is None else _text(result), id_attribute
 
 
+def _tool_name(span: Span) -> str:
+    """The tool a tool span ran (its name attribute, else the span's name)."""
+    return str(_first(span.attributes, (g.TOOL_NAME, g.OI_TOOL_NAME)) or span.name)
+
+
 def _attach_tools(
     conversation: list[Message], tools: list[Span], trace_id: str, notes: list[str]
 ) -> list[Message]:
@@ -595,6 +603,7 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
     calls: list[tuple[Span, list[Message], list[Message]]] = []
     error: str | None = None
     conversation: list[Message] = []
+    timings: list[TurnTiming] = []
     unreadable = next((span.error for span in spans if span.error is not None), None)
     try:
         if unreadable is not None:
@@ -608,6 +617,12 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
         tools = [span for span in spans if kind(span) == "tool"]
         conversation = _attach_tools(conversation, tools, trace_id, notes)
         conversation = team.named(conversation)
+        # issue 49: each model call's tokens and model on its message, each turn's timing
+        conversation = with_call_usage(
+            conversation, calls, lambda span, keys: _tokens(span, trace_id, keys)
+        )
+        answering = {_tool_span(span, trace_id)[1] or span.span_id: span for span in tools}
+        timings = turn_timings(conversation, spans, answering, _tool_name)
         if not conversation:
             raise TraceError(
                 calls[0][0], trace_id, g.INPUT_MESSAGES, "the LLM calls hold no message"
@@ -623,6 +638,7 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
         metadata = _metadata(spans, [], group)
     metadata["approximations"] = notes or None
     if error is None:
+        metadata = with_turn_timings(metadata, timings)
         try:
             return MultiTurnSample(user_input=conversation, metadata=metadata)
         except ValidationError as exc:

@@ -61,6 +61,7 @@ class _Collector:
             value=period,
         )
         yield GaugeMetricFamily("turneval_watch_queue_depth", "Spans waiting", value=queued)
+        yield from w.scores.families()  # issue 49: every metric's scores, for alert rules
         if self.server is not None:
             serving, waiting = self.server.connections
             yield GaugeMetricFamily(

@@ -23,13 +23,13 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from turneval.jsonl import jiter_from_json, strict_json_problem
-from turneval.watch._watcher import (
+from turneval.watch._intake import (
     BadRequestError,
     BodyTooLargeError,
     QueueFullError,
     SpoolUnavailableError,
-    Watcher,
 )
+from turneval.watch._watcher import Watcher
 
 MAX_BODY = 64 * 2**20
 """Bytes a body may hold, as sent and once decompressed (more: ``413``)."""
