@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from turneval._html import cut, document, escape_attribute, escape_text, nonce
 from turneval.errors import ConfigError
-from turneval.view import _labeling as labeling
 from turneval.view import _pages as pages
 from turneval.view import _queries as queries
 from turneval.view import _row_pages as row_pages
+from turneval.view import _row_queries as row_queries
 from turneval.view._judges import judge_config_routes
+from turneval.view._label_routes import LabelPages
 from turneval.view._security import (
-    CSRF_HEADER,
     RETRY,
     TEXT_HEADERS,
     HostCheck,
@@ -60,7 +60,7 @@ __all__ = ["create_app"]
 
 _LOG = logging.getLogger("turneval.view")
 _KEEP_RUN = 30.0  # seconds an ended run's record is reused
-_KEEP_QUEUE = 600.0  # seconds a disagreements queue is reused while it is walked
+
 _KEPT = 8  # comparisons, sort orders and histograms of ended runs kept (the latest)
 _NAV = (
     "<header><b>turneval view</b> &nbsp; <a href='/'>runs</a><a href='/compare'>compare</a>"
@@ -88,7 +88,7 @@ def _here(request: Request) -> pages.Here:
     return pages.Here(request.url.path, dict(request.query_params))
 
 
-class _Viewer:
+class Viewer:
     """The handlers, bound to one store, this process's secrets and what it keeps."""
 
     def __init__(self, store: RunStore, annotator: str | None) -> None:
@@ -96,9 +96,8 @@ class _Viewer:
         self.csrf = secrets.token_urlsafe(32)
         self.annotator = annotator
         self.ended: dict[str, tuple[StoredRun, float]] = {}  # ended runs by the id asked for
-        self.scales: dict[tuple[str, str], labeling.LabelScale] = {}  # (run id, metric)
         self.kept = _Kept()  # of ended runs: comparisons, sort orders, histograms, clusters
-        self.queues: dict[tuple[str, str], tuple[list[int], float]] = {}  # disagreements
+        self.labeling = LabelPages(self)  # the labeling pages, their queues and scales
 
     # -- the frame and what is kept ----------------------------------------------------------
 
@@ -163,41 +162,12 @@ class _Viewer:
             self.ended[run_id] = (run, monotonic())
         return run
 
-    def scale(self, run: StoredRun, metric: str) -> labeling.LabelScale:
-        """The scale labels of ``metric`` in ``run`` must lie on (worked out once per run)."""
-        key = (run.id, metric)
-        if key not in self.scales:
-            if len(self.scales) > 256:
-                self.scales.clear()
-            self.scales[key] = labeling.scale_of(run, metric)
-        return self.scales[key]
-
     @staticmethod
     def ended_key(*runs: StoredRun) -> tuple[Any, ...] | None:
         """A key for results computed over ``runs`` (None while one is running: not kept)."""
         if any(run.status == "running" for run in runs):
             return None
         return tuple((run.id, run.finished, run.rows) for run in runs)
-
-    def queue(self, run: StoredRun, metric: str, mode: str, seed: int) -> list[int] | None:
-        """The row indexes to label in order (None: ``all`` rows, walked by keyset).
-
-        The disagreements queue is kept while it is walked (``_KEEP_QUEUE`` seconds): a label
-        given meanwhile does not reorder it.
-        """
-        if mode == "random":
-            return labeling.random_queue(run, seed)
-        if mode != "disagree":
-            return None if mode == "all" else []
-        key = (run.id, metric)
-        known = self.queues.get(key)
-        if known is not None and monotonic() - known[1] < _KEEP_QUEUE:
-            return known[0]
-        order = labeling.disagreement_queue(self.store, run, metric)
-        if len(self.queues) > 64:
-            self.queues.clear()
-        self.queues[key] = (order, monotonic())
-        return order
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -227,7 +197,7 @@ class _Viewer:
         await run_in_threadpool(self.store.delete_run, str(request.path_params["run"]))
         self.ended.clear()
         self.kept.clear()
-        self.queues.clear()
+        self.labeling.forget()
         return RedirectResponse("/", status_code=303)
 
     def run_page(self, request: Request) -> Response:
@@ -263,16 +233,16 @@ class _Viewer:
 
     def rows_page(self, request: Request) -> Response:
         run = self.find_run(str(request.path_params["run"]))
-        query = queries.RowQuery.of(request.query_params, run.metric_names)
+        query = row_queries.RowQuery.of(request.query_params, run.metric_names)
         ended = self.ended_key(run)
         where = replace(query, after=None, offset=0)  # the order is the same on every page
         key = None if ended is None else ("order", ended, where)
 
         def order() -> Any:  # by value; kept for an ended run, so later pages are a lookup
-            return self.kept.get_or(key, lambda: queries.value_order(self.store, run, query))
+            return self.kept.get_or(key, lambda: row_queries.value_order(self.store, run, query))
 
-        found = queries.rows_page(self.store, run, query, order)
-        plain = queries.lower_is_better(query.metric)  # no verdict colour (issue 49)
+        found = row_queries.rows_page(self.store, run, query, order)
+        plain = row_queries.lower_is_better(query.metric)  # no verdict colour (issue 49)
         body = row_pages.rows_body(run, query, found, _here(request), plain)
         return self.page(f"Rows of {run.name}", body)
 
@@ -280,17 +250,17 @@ class _Viewer:
 
     def conversation(self, run: StoredRun, index: int, first: int = 0) -> str | None:
         """Row ``index``'s conversation and metrics (None: the run has no such row)."""
-        row = queries.row(self.store, run.id, index)
+        row = row_queries.row(self.store, run.id, index)
         if row is None:
             return None
         sample = self.store.samples(run.id, [index]).get(index)
-        plain = {n: queries.lower_is_better(n) for n in run.metric_names[: queries.METRICS]}
+        plain = {n: row_queries.lower_is_better(n) for n in run.metric_names[: queries.METRICS]}
         return row_pages.conversation_html(run, row, sample, plain, first)
 
     def row_page(self, request: Request) -> Response:
         run = self.find_run(str(request.path_params["run"]))
         index = int(request.path_params["index"])
-        row = queries.row(self.store, run.id, index)
+        row = row_queries.row(self.store, run.id, index)
         if row is None:
             return self.error(f"run {run.id[:12]} has no row {index}")
         first = max(queries.integer(request.query_params.get("turns")) or 0, 0)
@@ -308,7 +278,7 @@ class _Viewer:
 
         run = self.find_run(str(request.path_params["run"]))
         index = int(request.path_params["index"])
-        row = queries.row(self.store, run.id, index)
+        row = row_queries.row(self.store, run.id, index)
         if row is None:
             return self.error(f"run {run.id[:12]} has no row {index}")
         try:
@@ -318,97 +288,10 @@ class _Viewer:
         except ValueError:
             return self.error('?at= names a text as a JSON list: ["sample", ...]', 400)
         try:
-            text = queries.row_text(self.store, run.id, row, path)
+            text = row_queries.row_text(self.store, run.id, row, path)
         except LookupError as exc:
             return self.error(str(exc.args[0]))
         return Plain(text, media_type="text/plain; charset=utf-8", headers=TEXT_HEADERS)
-
-    # -- labeling ----------------------------------------------------------------------------
-
-    def label_page(self, request: Request) -> Response:
-        run = self.find_run(str(request.path_params["run"]))
-        query = request.query_params
-        names = run.metric_names
-        metric = query.get("metric") or (names[0] if names else "")
-        mode = query.get("mode", "all")
-        seed = queries.integer(query.get("seed")) or 0
-        position = max(queries.integer(query.get("pos")) or 0, 0)
-        here = _here(request)
-        head = row_pages.label_head(run, metric, mode, here)
-        order = self.queue(run, metric, mode, seed)
-        current, total, place = labeling.queue_row(self.store, run, position, order)
-        if current is None:
-            back = here.link(pos=max(position - 1, 0))
-            done = row_pages.label_done(run, metric, total, back)
-            return self.page(f"Label {metric}", head + done, script=row_pages.DONE_SCRIPT)
-        latest = self.store.latest_label(run.id, metric, current.index)
-        moves = (here.link(pos=max(place - 1, 0)) if place else "", here.link(pos=place + 1))
-        panel = row_pages.label_panel(
-            run, current, metric, self.scale(run, metric), latest, moves, (place, total)
-        )
-        shown = self.conversation(run, current.index) or ""
-        return self.page(f"Label {metric}", head + panel + shown, script=row_pages.LABEL_SCRIPT)
-
-    async def post_label(self, request: Request) -> Response:
-        from starlette.concurrency import run_in_threadpool
-        from starlette.responses import JSONResponse, PlainTextResponse
-
-        refused = refuse_post(request, request.headers.get(CSRF_HEADER, ""), self.csrf)
-        if refused is not None:
-            return refused
-        try:
-            body = await request.json()
-            run_id, index, metric = str(body["run"]), int(body["index"]), str(body["metric"])
-            label = body["label"]
-            if not isinstance(label, (int, float, str, bool)):
-                raise TypeError("a label is a number, a bool or a word")
-        except (ValueError, KeyError, TypeError):
-            return PlainTextResponse(
-                "expected JSON with run, index, metric and label (a number, a bool or a word)",
-                status_code=400,
-            )
-        note = str(body.get("note") or "").strip() or None
-
-        def add() -> int | str:
-            run = self.find_run(run_id)
-            if metric not in run.metric_names:
-                names = ", ".join(repr(name) for name in run.metric_names) or "none"
-                return f"run {run.id[:12]} has no metric {metric!r} (its metrics: {names})"
-            problem = self.scale(run, metric).problem(label)
-            if problem is not None:
-                return problem
-            if queries.row(self.store, run.id, index) is None:
-                raise ConfigError(f"run {run.id[:12]} has no row {index}")
-            return self.store.add_label(
-                metric=metric,
-                label=label,
-                run_id=run.id,
-                row_index=index,
-                note=note,
-                annotator=self.annotator,
-            )
-
-        try:
-            key = await run_in_threadpool(add)
-        except ConfigError as exc:
-            return PlainTextResponse(str(exc), status_code=404)
-        if isinstance(key, str):  # refused: the label is not one of the metric's values
-            return PlainTextResponse(key, status_code=400)
-        return JSONResponse({"id": key})
-
-    def labels_file(self, request: Request) -> Response:
-        from starlette.responses import Response as Plain
-
-        run = self.find_run(str(request.path_params["run"]))
-        metric = request.query_params.get("metric") or None
-        text = "".join(json.dumps(r) + "\n" for r in self.store.label_records(run.id, metric))
-        name = f"labels-{run.id[:12]}{'-' + metric if metric else ''}.jsonl"
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120]
-        return Plain(
-            text,
-            media_type="application/jsonl",
-            headers={"Content-Disposition": f'attachment; filename="{safe}"'},
-        )
 
     # -- compare -----------------------------------------------------------------------------
 
@@ -471,7 +354,7 @@ def create_app(
     from starlette.middleware.base import BaseHTTPMiddleware
     from starlette.routing import Route
 
-    viewer = _Viewer(store, annotator)
+    viewer = Viewer(store, annotator)
 
     def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Awaitable[Response]]:
         """``handler`` whose failures are pages saying what happened (see ``failure``)."""
@@ -502,9 +385,7 @@ def create_app(
         Route("/runs/{run}/rows", guarded(viewer.rows_page)),
         Route("/runs/{run}/rows/{index:int}", guarded(viewer.row_page)),
         Route("/runs/{run}/rows/{index:int}/text", guarded(viewer.row_text)),
-        Route("/runs/{run}/label", guarded(viewer.label_page)),
-        Route("/runs/{run}/labels.jsonl", guarded(viewer.labels_file)),
-        Route("/api/labels", guarded(viewer.post_label), methods=["POST"]),
+        *viewer.labeling.routes(guarded),  # /runs/RUN/label, /runs/RUN/labels.jsonl, /api/labels
         Route("/compare", guarded(viewer.compare_page)),
         *judge_config_routes(viewer, guarded),  # a page of its own (turneval optimize)
     ]

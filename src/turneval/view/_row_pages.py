@@ -19,7 +19,7 @@ from turneval.view._render import Clipper, citations, figure, number, turns, vot
 if TYPE_CHECKING:
     from turneval.store import StoredLabel, StoredRow, StoredRun
     from turneval.view._labeling import LabelScale
-    from turneval.view._queries import RowQuery, RowsPage
+    from turneval.view._row_queries import RowQuery, RowsPage
 
 __all__ = [
     "LABEL_SCRIPT",
