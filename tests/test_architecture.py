@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "turneval.results_codec",
         "turneval.clusters.grouping",  # failed rows grouped by their reasons (the report shows them)
+        "turneval._html",  # the HTML kit: the report, the calibration page and the viewer share it
         "turneval.report",
     ),  # rows to and from results.jsonl, and HTML
     ("turneval.results",),  # a run: its rows, summary, files
