@@ -1031,7 +1031,9 @@ def bfcl_world(entry: dict[str, Any]) -> ToolWorld:
     world = ToolWorld.from_objects(*objects, names=classes)
     # As BFCL's harness does: a class without a loader (MathAPI) keeps no state, and its part
     # of the initial config is not given to it.
-    loaded = [name for name, obj in zip(classes, objects) if hasattr(obj, "_load_scenario")]
+    loaded = [
+        name for name, obj in zip(classes, objects, strict=True) if hasattr(obj, "_load_scenario")
+    ]
     return world.fresh({name: entry["initial_config"].get(name, {}) for name in loaded})
 
 
