@@ -20,11 +20,7 @@ repair), or ends the conversation before its first message, the conversation has
 failure of the agent. A row that failed never reports ``user_done``. The conversation so far is
 always kept.
 
-The package, along the data flow: ``_scenarios`` (:class:`Scenario`, reading and checking
-them), ``_users`` (the users and their turns), ``_conversation`` (one conversation, turn by
-turn, and the sample made of it) and ``_trials`` (every scenario and trial: worlds per trial,
-:func:`asimulate`, :func:`simulate`, and ``EvalTask``'s run over scenarios). Ready-made worlds
-with their scenarios are in :mod:`turneval.simulation.domains`.
+Ready-made worlds with their scenarios are in :mod:`turneval.simulation.domains`.
 """
 
 from turneval.simulation._conversation import DEFAULT_MAX_STEPS
