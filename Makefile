@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install browser postgres test lint typecheck unit wheel-check demo bench docs clean check-constraints
+.PHONY: install browser postgres prometheus test lint typecheck unit wheel-check demo bench docs clean check-constraints
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 install: $(STAMP)
 
 lint: install
-	$(BIN)/ruff check src tests examples benchmarks .ci docs/_ext
-	$(BIN)/ruff format --check src tests examples benchmarks .ci docs/_ext
+	$(BIN)/ruff check src tests examples benchmarks scripts .ci docs/_ext
+	$(BIN)/ruff format --check src tests examples benchmarks scripts .ci docs/_ext
 
 typecheck: install
 	$(BIN)/mypy
@@ -37,8 +37,15 @@ postgres:
 		echo "installing Debian's postgresql for the run store tests"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
+# The alert rules `turneval watch --write-alert-rules` writes are checked and unit-tested by
+# promtool: Debian's prometheus package, installed when missing (in CI, missing fails the test).
+prometheus:
+	@command -v promtool >/dev/null 2>&1 || { \
+		echo "installing Debian's prometheus (promtool) for the alert rule tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
 # tests/test_api_reference.py reads the site the docs step has just built (else builds its own).
-unit: install browser postgres docs
+unit: install browser postgres prometheus docs
 	TURNEVAL_DOCS_SITE=$(CURDIR)/site $(BIN)/pytest
 
 test: lint typecheck docs unit wheel-check
@@ -65,6 +72,8 @@ wheel-check: install
 demo: install
 	$(BIN)/turneval demo --out demo-output --store demo-output/runs.db $(if $(JUDGE_BASE_URL),--judge-base-url $(JUDGE_BASE_URL) --judge-model $(or $(JUDGE_MODEL),default))
 	$(BIN)/python examples/tool_world.py
+	$(BIN)/python examples/grow_test_set.py demo-output/grown
+	$(BIN)/python examples/optimize_judge.py demo-output/optimize
 
 bench: install
 	RAGAS_PYTHON=$$(benchmarks/setup_ragas.sh | tail -n 1) && export RAGAS_PYTHON && \

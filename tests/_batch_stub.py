@@ -6,6 +6,9 @@ validating -> in_progress -> finalizing -> completed one step per status request
 keeps batches in progress; ``expire_next`` ends the next batch as expired with only part of its
 requests answered; cancel moves it to cancelling -> cancelled). ``inject(custom_id)`` may turn
 a request of a batch into an ``"error"`` (a 500 result), ``"expired"`` or ``"invalid"`` answer.
+``instant`` ends an OpenAI batch at its first status request (as a provider that answered
+before the first poll); ``create_delay`` makes creating an OpenAI batch take that many seconds
+(the provider has it only once the call returns), without holding up other requests.
 """
 
 from __future__ import annotations
@@ -111,6 +114,8 @@ class BatchStub:
         self.hold = False
         self.expire_next = False
         self.refuse_next = False  # the next batch fails validation as a whole
+        self.instant = False  # an OpenAI batch ends at its first status request
+        self.create_delay = 0.0  # seconds creating an OpenAI batch takes
         self.inject: Injector = lambda custom_id: None
         self.max_requests = 50_000  # the provider's count limit (refused above)
         stub = self
@@ -155,7 +160,8 @@ class BatchStub:
             self.results.clear()
             self.submitted.clear()
             self.sync_requests = 0
-            self.hold = self.expire_next = self.refuse_next = False
+            self.hold = self.expire_next = self.refuse_next = self.instant = False
+            self.create_delay = 0.0
             self.inject = lambda custom_id: None
 
     def get(self, path: str, base: str) -> Any:
@@ -182,6 +188,8 @@ class BatchStub:
                 self.sync_requests += 1
             answer = openai_answer if path == "/v1/chat/completions" else anthropic_answer
             return answer(json.loads(raw))
+        if path == "/v1/batches" and self.create_delay:
+            time.sleep(self.create_delay)  # outside the lock: other requests go on meanwhile
         with self.lock:
             if path == "/v1/files":
                 return self._upload(raw, str(content_type))
@@ -260,7 +268,9 @@ class BatchStub:
     def _advance_openai(self, batch_id: str) -> dict[str, Any]:
         batch = self.batches[batch_id]
         status = batch["status"]
-        if status == "validating" and not self.refuse_next:
+        if status == "validating" and self.instant and not self.refuse_next:
+            self._finish_openai(batch)
+        elif status == "validating" and not self.refuse_next:
             batch["status"] = "in_progress"
         elif status == "in_progress" and not self.hold:
             batch["status"] = "finalizing"

@@ -9,7 +9,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -26,6 +26,55 @@ class Reply:
     completion_tokens: int = 20
     logprobs: list[tuple[str, float]] | None = None  # (token, logprob) of the answer
     from_schema: bool = False  # answer with random JSON valid under the request's schema
+    # tool calls to answer with: (name, arguments) each, e.g. ("read_turn", {"index": 3})
+    tool_calls: list[tuple[str, dict[str, Any]]] | None = None
+
+
+def _scripted_calls(reply: Reply, number: int) -> dict[str, Any]:
+    """The message fields of a reply that calls tools (its ``tool_calls``)."""
+    return {
+        "content": reply.content or None,
+        "tool_calls": [
+            {
+                "id": f"call_{number}_{k}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for k, (name, arguments) in enumerate(reply.tool_calls or [])
+        ],
+    }
+
+
+def count_prompt(body: dict[str, Any], encoding: Any) -> int:
+    """A request's prompt tokens as an OpenAI server counts them (OpenAI's cookbook formula).
+
+    Each message costs 3 tokens, its role, its text (and tool calls' names and arguments);
+    the answer's priming 3 more; the verdict schema (``response_format``) and tools count
+    as their JSON.
+    """
+
+    def tokens(text: str) -> int:
+        return len(encoding.encode(text, disallowed_special=()))
+
+    total = 3
+    for message in body.get("messages", []):
+        total += 3 + tokens(str(message.get("role", "")))
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "".join(str(part.get("text", "")) for part in content)
+        total += tokens(content)
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            total += tokens(function.get("name", "")) + tokens(function.get("arguments", ""))
+        if message.get("name"):
+            total += 1
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        schema = response_format["json_schema"]["schema"]
+        total += tokens(json.dumps(schema, separators=(",", ":"), sort_keys=True))
+    for tool in body.get("tools") or []:
+        total += tokens(json.dumps(tool.get("function", {}), separators=(",", ":"), sort_keys=True))
+    return total
 
 
 def _schema_of(body: dict[str, Any]) -> tuple[dict[str, Any], str | None] | None:
@@ -116,6 +165,30 @@ def _random_text(schema: dict[str, Any], rng: random.Random) -> str:
     raise ValueError(f"no stub text meets the string schema {schema}")
 
 
+def _reply_message(stub: OpenAIStub, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """The answer's message: the reply's text, its scripted tool calls, or a schema answer."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls is not None:
+        message.update(_scripted_calls(reply, len(stub.requests)))
+    wanted = _schema_of(body) if reply.from_schema else None
+    if wanted is not None:
+        schema, tool = wanted
+        with stub._lock:
+            seed = stub.schema_seed
+            if seed is None:
+                answer = json.dumps(random_instance(schema, stub.rng, schema))
+        if seed is not None:
+            answer = json.dumps(random_instance(schema, _request_rng(seed, body), schema))
+        with stub._lock:
+            stub.answers.append((schema, answer))
+        message["content"] = answer
+        if tool is not None:
+            message["content"] = None
+            call = {"name": tool, "arguments": answer}
+            message["tool_calls"] = [{"id": "call_stub", "type": "function", "function": call}]
+    return message
+
+
 def _request_rng(seed: int, body: dict[str, Any]) -> random.Random:
     """A generator seeded by ``seed`` and the whole request (messages, schema, the request's own
     ``seed``): the same under any concurrency."""
@@ -154,6 +227,14 @@ class OpenAIStub:
         # reset(schema_seed=n): schema answers drawn from (n, the request), not from self.rng.
         self.schema_seed: int | None = None
         self.answers: list[tuple[dict[str, Any], str]] = []  # (schema, answer) of schema answers
+        # reset(max_context=n): prompts are counted with tiktoken (the request's model's
+        # encoding, else cl100k_base) and one over n tokens (with its max_tokens) is rejected
+        # with HTTP 400 context_length_exceeded, as OpenAI does; usage reports the count.
+        self.max_context: int | None = None
+        self.counting = False
+        self.prompt_tokens: list[int] = []  # counted prompt tokens, one per request
+        self.rejected: list[int] = []  # counted prompt tokens of the rejected requests
+        self._encoding: Any = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -189,27 +270,12 @@ class OpenAIStub:
                     responder = stub.responder
                 if reply is None:
                     reply = responder(body) if responder is not None else stub.default
-                message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-                wanted = _schema_of(body) if reply.from_schema else None
-                if wanted is not None:
-                    schema, tool = wanted
-                    with stub._lock:
-                        seed = stub.schema_seed
-                        if seed is None:
-                            answer = json.dumps(random_instance(schema, stub.rng, schema))
-                    if seed is not None:
-                        answer = json.dumps(
-                            random_instance(schema, _request_rng(seed, body), schema)
-                        )
-                    with stub._lock:
-                        stub.answers.append((schema, answer))
-                    message["content"] = answer
-                    if tool is not None:
-                        message["content"] = None
-                        call = {"name": tool, "arguments": answer}
-                        message["tool_calls"] = [
-                            {"id": "call_stub", "type": "function", "function": call}
-                        ]
+                checked = stub._admit(body, reply)
+                if isinstance(checked, int):  # over max_context: rejected as OpenAI does
+                    self._reject(checked)
+                    return
+                reply = checked
+                message = _reply_message(stub, body, reply)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
@@ -264,6 +330,23 @@ class OpenAIStub:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     pass
 
+            def _reject(self, needed: int) -> None:
+                error = {
+                    "error": {
+                        "message": f"This model's maximum context length is {stub.max_context} "
+                        f"tokens. However, your messages resulted in {needed} tokens.",
+                        "type": "invalid_request_error",
+                        "param": "messages",
+                        "code": "context_length_exceeded",
+                    }
+                }
+                data = json.dumps(error).encode()
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
         self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -273,14 +356,45 @@ class OpenAIStub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
+    def _admit(self, body: dict[str, Any], reply: Reply) -> Reply | int:
+        """``reply`` with the counted prompt tokens, or the tokens needed when over the limit."""
+        counted = self._count(body)
+        if counted is None:
+            return reply
+        wanted_out = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        if self.max_context is not None and counted + wanted_out > self.max_context:
+            with self._lock:
+                self.rejected.append(counted)
+            return counted + wanted_out
+        return replace(reply, prompt_tokens=counted)
+
+    def _count(self, body: dict[str, Any]) -> int | None:
+        """The request's prompt tokens when counting is on (None otherwise)."""
+        if not self.counting:
+            return None
+        if self._encoding is None:
+            import tiktoken
+
+            self._encoding = tiktoken.get_encoding("cl100k_base")
+        counted = count_prompt(body, self._encoding)
+        with self._lock:
+            self.prompt_tokens.append(counted)
+        return counted
+
     def reset(
         self,
         *replies: Reply,
         default: Reply | None = None,
         responder: Callable[[dict[str, Any]], Reply] | None = None,
         schema_seed: int | None = None,
+        max_context: int | None = None,
+        count_tokens: bool = False,
     ) -> None:
         with self._lock:
+            self.max_context = max_context
+            self.counting = count_tokens or max_context is not None
+            self.prompt_tokens.clear()
+            self.rejected.clear()
             self.schema_seed = schema_seed
             self.answers.clear()
             self.script = deque(replies)

@@ -22,6 +22,11 @@ settings.register_profile("dev", print_blob=True)  # hypothesis' random draws, s
 _IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _IN_CI else "dev"))
 
+# tiktoken's cl100k_base, offline (tests/_tiktoken.py): the token counts of OpenAI judges.
+from ._tiktoken import offline_cl100k  # noqa: E402
+
+TIKTOKEN_OFFLINE = offline_cl100k()
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -34,8 +34,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
+    ("turneval.stats.inference",),  # pure statistics: intervals, a paired test, Holm
     ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
-    ("turneval.results_codec", "turneval.report"),  # rows to and from results.jsonl, and HTML
+    (
+        "turneval.results_codec",
+        "turneval.clusters.grouping",  # failed rows grouped by their reasons (the report shows them)
+        "turneval.report",
+    ),  # rows to and from results.jsonl, and HTML
     ("turneval.results",),  # a run: its rows, summary, files
     (
         "turneval.provenance",  # the source steps' record of what produced a sample
@@ -84,6 +89,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.stream.workers",),
     ("turneval.stream.engine",),
     ("turneval.stream.evaluate",),
+    # the batch engine's modules from the bottom up (the package itself is in the next row)
+    ("turneval.batch._state", "turneval.batch._spec", "turneval.batch._providers"),
+    ("turneval.batch._plan", "turneval.batch._status"),
+    ("turneval.batch._usage",),
+    ("turneval.batch._rounds",),
+    ("turneval.batch._run",),
+    ("turneval.batch._submit",),
+    # the watch receiver's modules from the bottom up (regrade, which asks calibration, and
+    # the package itself are in the next row)
+    ("turneval.watch._logs", "turneval.watch._intake", "turneval.watch._alerts"),
+    ("turneval.watch._budget",),
+    ("turneval.watch._scoring",),
+    ("turneval.watch._watcher",),
+    ("turneval.watch._metrics",),
+    ("turneval.watch._server",),
     (
         "turneval.compare",
         "turneval.stats",
@@ -97,6 +117,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         # the old path of simulation.domains, kept as a deprecated alias: the one module of
         # worlds that imports the simulation (test_worlds_never_import_the_simulation)
         "turneval.worlds.domains",
+        "turneval.clusters.naming",  # a judge names failure clusters
+        "turneval.clusters",  # turneval clusters: a run's failed rows grouped
+        "turneval.judge_bench",  # turneval judge-bench: a judge against people's labels
+        "turneval.scenarios",  # generated scenarios: a judged job over sources, worlds, runs
     ),
     ("turneval.cli", "turneval"),
 )

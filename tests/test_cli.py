@@ -191,6 +191,7 @@ def test_demo_command_runs_offline(tmp_path: Path) -> None:
     ).stdout
     assert "on_device: 32 samples" in out and "customer_support: 32 samples" in out
     assert "tool_call_accuracy_unordered" in out and "set OPENAI_API_KEY" in out
+    assert "team (a supervisor, a flights and a hotels agent): 24 samples" in out
     for domain in DOMAINS:
         assert (tmp_path / domain.name / "report.html").stat().st_size > 10_000
 

@@ -111,12 +111,29 @@ def test_compare_accepts_folders_and_files_and_gates_regressions(
         assert "| tool_call_f1 | 0.8889 | 0.7778 | -0.1111 |" in out
         assert "note: trajectory_recall is only in the candidate" in out
     assert main(["compare", str(a), str(b), "--fail-on-regression", "0.2"]) == 0
-    assert main(["compare", str(a), str(b), "--fail-on-regression", "tool_call_f1=0"]) == 1
-    err = capsys.readouterr().err.splitlines()
-    assert err == [
-        "FAIL: tool_call_f1 mean fell 0.8889 -> 0.7778 (-0.1111, more than 0); "
-        "regressed rows: line 2"
+    # one row of three fell: the sign-flip test cannot tell that from noise (p 1), so the gate
+    # passes, saying why (issue 43: a gate fails on a significant drop)
+    assert main(["compare", str(a), str(b), "--fail-on-regression", "tool_call_f1=0"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert (
+        "note: tool_call_f1 mean fell 0.8889 -> 0.7778 (-0.1111, more than 0) but not "
+        "significantly (p 1.0000, not below alpha 0.05): its gate passes" in out
+    )
+    assert "| tool_call_f1 | 0 | -0.1111 | 1.0000 | 1.0000 | pass (drop not significant) |" in out
+    # six rows fell: 2 of the 64 sign patterns are as extreme, p = 2/64 < 0.05
+    base, cand = tmp_path / "six-base.jsonl", tmp_path / "six-cand.jsonl"
+    base.write_text(f"{GOOD}\n" * 6)
+    cand.write_text(f"{HALF}\n" * 6)
+    assert run(tmp_path, base, out="c") == run(tmp_path, cand, out="d") == 0
+    capsys.readouterr()
+    c, d = str(tmp_path / "c"), str(tmp_path / "d")
+    assert main(["compare", c, d, "--fail-on-regression", "tool_call_f1=0"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "FAIL: tool_call_f1 mean fell 1.0000 -> 0.6667 (-0.3333, more than 0; p 0.0312 < alpha "
+        "0.05); regressed rows: line 1, line 2, line 3, line 4, line 5, line 6"
     ]
+    assert main(["compare", c, d, "--fail-on-regression", "tool_call_f1=0", "--alpha", "0.01"]) == 0
     assert main(["compare", str(a), str(b), "--fail-on-regression", "trajectory_recall=0"]) == 2
     assert "'trajectory_recall', which is not in both runs" in capsys.readouterr().err
 
@@ -148,7 +165,10 @@ def test_compare_means_of_lone_summaries(
     assert main(["compare", str(left), str(right), "--fail-on-regression", "0.1"]) == 1
     out, err = capsys.readouterr()
     assert "| tool_call_f1 | 0.8889 | 0.7778 | -0.1111 | n/a | 0 | 0 |" in out
-    assert err == "FAIL: tool_call_f1 mean fell 0.8889 -> 0.7778 (-0.1111, more than 0.1)\n"
+    assert err == (
+        "FAIL: tool_call_f1 mean fell 0.8889 -> 0.7778 (-0.1111, more than 0.1; means alone: no "
+        "paired rows to test)\n"
+    )
     (tmp_path / "lone-a" / "summary.json").write_text("{}")
     assert main(["compare", str(left), str(right)]) == 2
     assert "not a turneval summary.json" in capsys.readouterr().err

@@ -6,6 +6,8 @@ from turneval import ConfigError, MetricFailure, MetricResult, SampleResult
 from turneval.compare import compare, compare_files
 from turneval.results import EvaluationResult
 
+from .stats._helpers import trials_run
+
 
 def run(values: list[float | None]) -> EvaluationResult:
     rows = []
@@ -73,8 +75,10 @@ def test_rows_pair_by_id_when_the_candidate_is_in_another_order() -> None:
 
 
 def test_runs_of_different_samples_are_refused_naming_the_ids() -> None:
-    with pytest.raises(ConfigError, match=r"only in the baseline: 'b'; only in the candidate: 'z'"):
-        compare(run_with_ids({"a": 1.0, "b": 0.0}), run_with_ids({"a": 1.0, "z": 0.0}))
+    with pytest.raises(
+        ConfigError, match=r"share no sample: ids of the baseline 'a', 'b', of the candidate 'z'"
+    ):
+        compare(run_with_ids({"a": 1.0, "b": 0.0}), run_with_ids({"z": 1.0}))
     twice = run_with_ids({"a": 1.0, "b": 0.0})
     twice.rows[1].stored_id = "a"  # ids repeat: rows pair by position, and must agree there
     with pytest.raises(ConfigError, match=r"row 1: id 'b' in the baseline, 'a' in the candidate"):
@@ -133,3 +137,25 @@ def test_the_cli_takes_a_pass_threshold_per_metric(
     assert "| m | 4.5000 | 2.5000 | -2.0000 | 1.0000 | 1 | 0 |" in capsys.readouterr().out
     assert main([*args, "--pass-threshold", "m=high"]) == 2
     assert "--pass-threshold 'm=high': expected [NAME=]VALUE" in capsys.readouterr().err
+
+
+def test_compare_lists_regressions_on_flaky_scenarios_apart() -> None:
+    base = trials_run({"steady": [True, True], "wobbly": [True, True]})
+    cand = trials_run({"steady": [False, True], "wobbly": [True, False]})
+    for run_ in (base, cand):  # every trial its own id: rows pair by id
+        for row in run_.rows:
+            row.stored_id = f"{row.trial.scenario_id}-{row.trial.index}" if row.trial else None
+    m = compare(base, cand).metrics["m"]
+    # both scenarios lost a trial; both are flaky in the candidate, so both flips are apart
+    assert m.regressions == [] and m.flaky_regressions == [0, 3]
+    assert set(m.flaky) == {"steady", "wobbly"}
+    steady = compare(base, base).metrics["m"]
+    assert steady.flaky_regressions == [] and steady.flaky == {}
+    cand_one = trials_run({"steady": [False, False], "wobbly": [True, False]})
+    for row in cand_one.rows:
+        row.stored_id = f"{row.trial.scenario_id}-{row.trial.index}" if row.trial else None
+    mixed = compare(base, cand_one)
+    assert mixed.metrics["m"].regressions == [0, 1]  # steady failed twice: a real regression
+    assert mixed.metrics["m"].flaky_regressions == [3]
+    assert "1 regression on flaky scenarios" in str(mixed) and ": row 3;" in str(mixed)
+    assert "wobbly: 1/2 passed" in str(mixed)

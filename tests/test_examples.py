@@ -39,6 +39,21 @@ def test_doc_block_runs(
         assert done.returncode == 0, f"{where} failed:\n{done.stderr}"
         return
     monkeypatch.chdir(tmp_path)
+    if "turneval.batch" in code:
+        # The batch API of a local server (tests/_batch_stub.py): batches end at the first
+        # poll, so the block's wait() returns at once.
+        from ._batch_stub import BatchStub
+
+        server = BatchStub()
+        server.instant = True
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        try:
+            exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})
+        finally:
+            server.close()
+        assert server.submitted and server.sync_requests == 0  # every answer from a batch
+        return
     exec(compile(code, where, "exec"), {"__name__": "__doc_example__"})
 
 
@@ -167,3 +182,34 @@ def test_tool_world_example_grades_end_state_trajectory_and_judge(
     assert {faults == "0" for _, _, faults in trials} == {True, False}  # seed 1: both kinds
     clean = sum(faults == "0" for _, _, faults in trials)
     assert f"trajectory_exact_match               mean={(3 + clean) / 15:.3f}" in output
+
+
+def test_grow_test_set_example_generates_runs_and_grows_near_misses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import runpy
+
+    runpy.run_path(str(ROOT / "examples" / "grow_test_set.py"))["main"](tmp_path)  # in-process
+    output = capsys.readouterr().out
+    # Ten briefs (four tools alone, six pairs): seven sets of reference actions succeed on the
+    # order desk; three fail there (a shipped order cancelled or refunded, an address changed
+    # after a cancel) and are left out with the world's error.
+    assert "generated 7 scenarios from world (seed 7, model ScriptedChatModel)" in output
+    assert "left out: 3 whose reference actions failed on the world, 0 near duplicates" in output
+    assert "order E500 is shipped and cannot be cancelled" in output
+    assert "tool pair (3/6 pairs):" in output
+    # The scripted agent refunds the whole order when asked for part of it, and only looks up
+    # when the opening message is a question: 4 of the 7 end states are right.
+    assert "end_state_match          mean=0.571" in output
+    assert "near misses from 2 failure group(s): 5 kept" in output
+    kept = [line.split() for line in output.splitlines() if line.startswith("  failures-7-")]
+    assert [row[1] for row in kept] == [
+        "harder_persona",
+        "changed_constraint",
+        "tool_fault",
+        "harder_persona",
+        "tool_fault",
+    ]
+    lines = (tmp_path / "scenarios.jsonl").read_text().splitlines()
+    assert len(lines) == 7 and (tmp_path / "scenarios.html").exists()
+    assert len((tmp_path / "near_misses.jsonl").read_text().splitlines()) == 5

@@ -40,6 +40,7 @@ MODULES = [
     "turneval.runner",
     "turneval.compare",
     "turneval.stats",
+    "turneval.stats.inference",
     "turneval.report",
     "turneval.stream",
     "turneval.stream.chunks",
@@ -73,6 +74,19 @@ MODULES = [
     "turneval.simulation.domains",
     "turneval.sequential",
     "turneval.watch",
+    "turneval.scenarios",
+    "turneval.scenarios.distill",
+    "turneval.scenarios.drafts",
+    "turneval.scenarios.engine",
+    "turneval.scenarios.failures",
+    "turneval.scenarios.files",
+    "turneval.scenarios.perturbations",
+    "turneval.scenarios.pii",
+    "turneval.scenarios.quality",
+    "turneval.scenarios.report",
+    "turneval.scenarios.review",
+    "turneval.scenarios.sources",
+    "turneval.scenarios.tools",
 ]
 
 

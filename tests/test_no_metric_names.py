@@ -81,6 +81,8 @@ PROVENANCE_KEYS = {
     "latency_s",
     "agent_usage",
     "user_usage",
+    "user_model",
+    "turn_timings",
     "thread_id",
 }
 """The metadata keys the source steps (turneval.traces, turneval.simulation) write."""

@@ -78,6 +78,9 @@ def test_run_json_records_the_run_before_the_first_row(
         "sha256": hashlib.sha256(four).hexdigest(),
         "lines_read": 4,
         "bytes_read": len(four),
+        # the version the run reads (issue 49): the whole file's digest, named when a store
+        # keeps it
+        "version": {"digest": hashlib.sha256(raw).hexdigest(), "name": None, "version": None},
     }
     final = json.loads((tmp_path / "out" / "run.json").read_text())
     assert final["dataset"]["sha256"] == hashlib.sha256(raw).hexdigest()

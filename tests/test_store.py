@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from turneval import EvalTask, MultiTurnSample, evaluate
 from turneval.cli import main
@@ -53,6 +56,7 @@ def _write_data(path: Path) -> Path:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
+        (tmp_path / "store").mkdir()
         return str(tmp_path / "store" / "runs.db")
     server = request.getfixturevalue("postgres_server")
     return str(server.database())
@@ -358,8 +362,8 @@ def test_bad_stores_and_runs_are_one_line_errors(
     (tmp_path / "junk.db").write_text("not a database " * 100)
     with pytest.raises(ConfigError, match="cannot open the run store .*junk.db: file is not a"):
         RunStore(tmp_path / "junk.db")
-    with pytest.raises(ConfigError, match="expected a file path, sqlite:///PATH or postgresql"):
-        RunStore("mysql://host/db")
+    with pytest.raises(ConfigError, match="'mysql://...': expected a file in an existing folder"):
+        RunStore("mysql://user:secret@host/db")
     closed = postgres_server.url("nowhere").replace(str(postgres_server.port), "1")
     with pytest.raises(ConfigError, match=r"cannot open the run store postgresql://.*:1/nowhere"):
         RunStore(closed.replace("turneval@", "turneval:secret@"))
@@ -390,7 +394,7 @@ def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> No
     raw = store_url if "://" in store_url else f"sqlite:///{store_url}"
     engine = create_engine(raw.replace("postgresql://", "postgresql+psycopg://"))
     if "://" not in store_url:
-        Path(store_url).parent.mkdir()
+        Path(store_url).parent.mkdir(exist_ok=True)
     config = Config()
     config.set_main_option("script_location", str(Path(module.__file__).parent / "migrations"))
     with engine.begin() as connection:  # the store as the first release left it
@@ -402,12 +406,23 @@ def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> No
                 "VALUES ('ab12', 'old', CURRENT_TIMESTAMP, '0.0.9', '[]', 'finished')"
             )
         )
+        connection.execute(
+            text(
+                "INSERT INTO rows (run_id, idx, failed, record) "
+                "VALUES ('ab12', 0, false, '{\"index\": 0}'), ('ab12', 1, false, '{\"index\": 1}')"
+            )
+        )
     assert "ix_rows_run_failed" not in {i["name"] for i in inspect(engine).get_indexes("rows")}
     with RunStore(store_url) as store:
-        assert store.schema_revision() == "0004"
-        assert [(run.id, run.name, run.turneval_version) for run in store.runs()] == [
-            ("ab12", "old", "0.0.9")
+        assert store.schema_revision() == "0008"
+        assert [(run.id, run.name, run.turneval_version, run.rows) for run in store.runs()] == [
+            ("ab12", "old", "0.0.9", 2)
         ]
+        with engine.connect() as connection:  # revision 0006 counted the ended run's rows
+            assert connection.execute(text("SELECT row_count FROM runs")).scalar() == 2
+        assert "ix_labels_run_metric_row" in {
+            i["name"] for i in inspect(engine).get_indexes("labels")
+        }
         store.delete_run("ab")
         assert store.runs() == []
     assert "ix_rows_failed" in {i["name"] for i in inspect(engine).get_indexes("rows")}
@@ -425,7 +440,9 @@ def test_demo_keeps_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca
     assert f"turneval view --store {url}" in printed
     with RunStore(url) as store:
         runs = store.runs()
-        assert sorted(run.name for run in runs) == sorted(f"demo: {d.name}" for d in DOMAINS)
+        assert sorted(run.name for run in runs) == sorted(
+            [*(f"demo: {d.name}" for d in DOMAINS), "demo: team"]
+        )
         for run in runs:
             folder = tmp_path / "out" / run.name.removeprefix("demo: ")
             lines = (folder / "results.jsonl").read_text().splitlines()
@@ -444,3 +461,192 @@ def test_a_run_fail_on_error_stops_is_failed_with_its_reason(tmp_path: Path) -> 
         assert (run.status, run.rows) == ("failed", 1)
         assert run.error is not None and run.error.startswith("fail_on_error=True: 1 of 1 rows")
         assert run.summary is not None and run.summary["failed_rows"] == 1
+
+
+# -- item 20: a mistyped store is an error, never a new folder ---------------------------------
+
+_MISSING = "no-such-folder"
+_NAMES = st.text(
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="/\x00"),
+    min_size=1,
+    max_size=12,
+)
+_SCHEMES = st.from_regex(r"[A-Za-z][A-Za-z0-9+.-]{1,9}", fullmatch=True)
+_KNOWN = {"sqlite", "postgresql", "postgres", "postgresql+psycopg"}
+
+
+@st.composite
+def _malformed_stores(draw: st.DrawFn, root: str) -> tuple[str, str]:
+    """``(store spec, what its error must name)``: a spec no store may be made from."""
+    name = draw(_NAMES)
+    kind = draw(st.integers(0, 7))
+    if kind == 0:  # a relative path under a folder that does not exist
+        spec = f"{_MISSING}/{name}/runs.db"
+    elif kind == 1:  # an absolute one
+        spec = f"{root}/{_MISSING}/{name}.db"
+    elif kind == 2:  # a URL without its "//": sqlite:/runs.db, postgresql:host/db
+        spec = f"{draw(_SCHEMES)}:{draw(st.sampled_from(['', '/']))}{name}"
+    elif kind == 3:  # sqlite:/// in a folder that does not exist
+        spec = f"sqlite:///{root}/{_MISSING}/{name}/runs.db"
+    elif kind == 4:  # sqlite:// with a host and no file
+        spec = f"sqlite://{name}"
+    elif kind == 5:  # another database's URL (only its scheme is named: it may hold a password)
+        scheme = draw(_SCHEMES.filter(lambda s: s.lower() not in _KNOWN))
+        return f"{scheme}://user:secret@{name}/db", f"{scheme}://..."
+    elif kind == 6:  # an existing folder
+        spec = draw(st.sampled_from([root, ".", f"sqlite:///{root}"]))
+    else:
+        spec = ""
+    return spec, spec
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(path.relative_to(root)) for path in root.rglob("*")}
+
+
+@pytest.mark.parametrize("name", ["runs?x.db", "runs#x.db", "a b%20.db"])
+def test_a_store_path_is_a_path_not_a_url(tmp_path: Path, name: str) -> None:
+    # Found by the property test below: 'no-such-folder/?/runs.db' was read as a URL whose
+    # query began at '?', so its missing folder went unnoticed.
+    with pytest.raises(ConfigError, match="does not exist"):
+        RunStore(tmp_path / "no-such-folder" / "?" / name)
+    with RunStore(tmp_path / name) as store:
+        assert store.url == str(tmp_path / name)
+    assert (tmp_path / name).is_file()
+
+
+def test_a_malformed_store_is_one_line_naming_it_and_makes_no_folder(tmp_path: Path) -> None:
+    import contextlib
+    import io
+    import os
+
+    from turneval._hidden import shown
+
+    root = tmp_path / "work"
+    root.mkdir()
+    before = _tree(tmp_path)
+    here = os.getcwd()
+    os.chdir(root)  # relative specs land here, if anywhere
+    try:
+
+        @settings(max_examples=80, deadline=None)
+        @given(_malformed_stores(str(root)))
+        def check(case: tuple[str, str]) -> None:
+            spec, named = case
+            with pytest.raises(ConfigError) as raised:
+                RunStore(spec)
+            message = str(raised.value)
+            assert "\n" not in message and "\r" not in message, message
+            assert repr(shown(named)) in message, message
+            assert "expected a file in an existing folder, or a URL like sqlite:///PATH" in message
+            if spec:  # (--store "" is no --store: the default store)
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    assert main(["store", "list", "--store", spec]) == 2
+                assert err.getvalue().count("\n") == 1, err.getvalue()
+            assert _tree(tmp_path) == before  # no folder (nor file) made
+
+        check()
+    finally:
+        os.chdir(here)
+
+
+def test_the_default_store_makes_its_folder_and_an_existing_folder_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TURNEVAL_STORE", raising=False)
+    with RunStore() as store:
+        assert Path(store.url).resolve() == tmp_path / ".turneval" / "runs.db"
+    assert main(["store", "list"]) == 0
+    (tmp_path / "team").mkdir()
+    with RunStore(tmp_path / "team" / "runs.db") as store:  # a new file in an existing folder
+        assert store.runs() == []
+    with RunStore(f"sqlite:///{tmp_path / 'team' / 'other.db'}") as store:
+        assert store.runs() == []
+    # the issue's two reproductions: nothing made, the CLI says what is wrong
+    capsys.readouterr()
+    missing = tmp_path / "nonexistent" / "dir"
+    assert main(["store", "list", "--store", str(missing / "runs.db")]) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        f"turneval: error: run store '{missing / 'runs.db'}': its folder '{missing}' "
+        "does not exist: expected a file in an existing folder, or a URL like sqlite:///PATH "
+        "or postgresql://...\n"
+    )
+    assert not (tmp_path / "nonexistent").exists()
+    assert main(["store", "list", "--store", "sqlite:/runs.db"]) == 2
+    assert "looks like a URL without its '//'" in capsys.readouterr().err
+    assert not (tmp_path / "sqlite:").exists()
+
+
+_HIDDEN_OR_BREAK = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_CONTROLS = st.lists(
+    st.sampled_from(["a", " ", "\x1b", "[31m", "\r", "\n", "\x07", "\u202e", "\x00", "é", "\x9b"]),
+    min_size=1,
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=_CONTROLS, metric=_CONTROLS)
+def test_store_list_and_import_show_control_characters_escaped(name: str, metric: str) -> None:
+    import contextlib
+    import io
+    import tempfile
+
+    from turneval._hidden import shown
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        run = root / ("run" + name.replace("\x00", ""))  # the folder's name is printed too
+        run.mkdir()
+        record = {"index": 0, metric: 1.0, f"{metric}_reason": "ok", f"{metric}_error": None}
+        (run / "results.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+        url = str(root / "runs.db")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["store", "import", str(run), "--name", name, "--store", url]) == 0
+            assert main(["store", "list", "--store", url]) == 0
+        printed = out.getvalue()
+        lines = printed.splitlines()
+        assert len(lines) == 2 and printed.endswith("\n")  # one line each, however named
+        assert _HIDDEN_OR_BREAK.search(printed.replace("\n", "")) is None, repr(printed)
+        one_line = shown(name).replace("\r", "<U+000D>").replace("\n", "<U+000A>")
+        assert (
+            one_line in lines[1]
+            and shown(metric).replace("\n", "<U+000A>").replace("\r", "<U+000D>") in lines[1]
+        )
+
+
+def test_calibrate_names_the_row_and_value_of_a_stored_label_off_the_scale(
+    tmp_path: Path, capsys: Any
+) -> None:
+    data, out = _write_data(tmp_path / "data.jsonl"), tmp_path / "run"
+    url = str(tmp_path / "runs.db")
+    evaluate_jsonl(data, [ToolCallF1(name=JUDGED)], out, store=url)  # JUDGED: a yes/no judge
+    with RunStore(url) as store:
+        (run,) = store.runs()
+    args = ["calibrate", "--store", url, "--run", run.id[:8], "--html", str(tmp_path / "c.html")]
+    # no labels yet: said so, with how to add some
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        f"turneval: error: run {run.id[:12]} has no labels in the store {url}: label its rows "
+        "in turneval view (the run's 'label rows' page) or with RunStore.add_label, or "
+        "calibrate a labels file (turneval calibrate RESULTS LABELS)\n"
+    )
+    assert main([*args, "--metric", JUDGED]) == 2
+    assert f"has no labels of {JUDGED!r} in the store" in capsys.readouterr().err
+    with RunStore(url) as store:  # the fifth label given is the value 7, on row 4
+        for index in (0, 1, 2, 3):
+            store.add_label(metric=JUDGED, label=1, run_id=run.id, row_index=index)
+        store.add_label(metric=JUDGED, label=7, run_id=run.id, row_index=4)
+    assert main(args) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        f"turneval: error: the stored label of run {run.id[:12]} row 4 for {JUDGED!r}: label 7 "
+        f"is outside the scale of {JUDGED!r} (a yes/no judge: 0 or no, 1 or yes)\n"
+    )
+    assert "stored label 5" not in error

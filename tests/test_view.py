@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("sqlalchemy")
 pytest.importorskip("starlette")
@@ -328,3 +336,187 @@ def test_compare_lists_regressions_first_with_the_paired_p_value(store: RunStore
     assert "Compare two runs" in client.get("/compare").text
     unknown = client.get(f"/compare?a={base}&b=nope")
     assert unknown.status_code == 400 and "nope" in unknown.text
+
+
+# -- item 25: IPv6 loopback, a busy port -----------------------------------------------------
+
+
+def _free_port(family: int = socket.AF_INET, host: str = "127.0.0.1") -> int:
+    with socket.socket(family) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_view_on_the_ipv6_loopback_answers_local_requests(tmp_path: Path) -> None:
+    url = str(tmp_path / "runs.db")
+    with RunStore(url) as store:
+        run = add_run(store, [1.0])
+    try:
+        port = _free_port(socket.AF_INET6, "::1")
+    except OSError:  # a machine (or container) without IPv6: nothing to listen on
+        pytest.skip("this machine has no IPv6 loopback")
+    command = [sys.executable, "-m", "turneval.cli", "view", "--store", url, "--host", "::1"]
+    process = subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        printed = process.stdout.readline()
+        assert f"on http://[::1]:{port}/ (Ctrl-C stops)" in printed
+        deadline = time.monotonic() + 30
+        while True:  # the printed line comes before uvicorn answers: wait for it
+            try:
+                with urllib.request.urlopen(f"http://[::1]:{port}/runs/{run}", timeout=5) as page:
+                    assert page.status == 200 and "Run run" in page.read().decode()
+                break
+            except urllib.error.URLError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+    # the same check without a socket: the host's forms, and what is still refused
+    from turneval.view._app import _allowed_hosts
+
+    with RunStore(url) as store:
+        client = TestClient(create_app(store, allowed_hosts=_allowed_hosts("::1")))
+        for host in ("[::1]:8765", "[::1]", "127.0.0.1:8765", "localhost:8765", "[::1]:80"):
+            assert client.get("/", headers={"Host": host}).status_code == 200, host
+        for host in ("attacker.example", "[::2]:8765", "[::1", "[::1]x", "::1:8765", ""):
+            assert client.get("/", headers={"Host": host}).status_code == 400, host
+
+
+def test_view_on_a_busy_port_is_one_line_and_exit_2(tmp_path: Path, capsys: Any) -> None:
+    url = str(tmp_path / "runs.db")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["view", "--store", url, "--port", str(port)]) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        f"turneval: error: turneval view cannot listen on 127.0.0.1:{port}: Address already in "
+        "use; another process listens on it: give another --port\n"
+    )
+    assert main(["view", "--store", url, "--port", "70000"]) == 2
+    assert "cannot listen on 127.0.0.1:70000" in capsys.readouterr().err
+
+
+# -- item 23: labels on the metric's scale -----------------------------------------------------
+
+_YES_NO = "agent_goal_accuracy_with_reference"  # a built-in yes/no judge: labels 0 or 1
+_RUBRIC = "fluency"  # a built-in 1-5 rubric judge
+_PAIRWISE = "pairwise_summarization_quality"  # CANDIDATE/TIE/BASELINE: 1, 0.5, 0
+_SCALES: dict[str, tuple[float, ...] | None] = {
+    _YES_NO: (0.0, 1.0),
+    _RUBRIC: (1.0, 2.0, 3.0, 4.0, 5.0),
+    _PAIRWISE: (0.0, 0.5, 1.0),
+    "my_score": None,  # a metric of the user's: any number (or a word read as one)
+}
+_WORDS = {"yes": 1.0, "no": 0.0, "pass": 1.0, "fail": 0.0, "true": 1.0, "tie": 0.5}
+
+
+def _labeled_run(store: RunStore) -> str:
+    recorder = store.start_run(
+        name="scales", configs=[{"name": n, "class": None, "config": None} for n in _SCALES]
+    )
+    recorder.names = list(_SCALES)
+    record: dict[str, Any] = {"index": 0, "id": "s0"}
+    for name in _SCALES:
+        record.update({name: 1.0, f"{name}_reason": "ok", f"{name}_error": None})
+    recorder.add_record(json.dumps(record), record, _sample(0))
+    recorder.finish({"metrics": {}})
+    return recorder.run_id
+
+
+def _expected(label: Any, scale: tuple[float, ...] | None) -> bool:
+    """Whether calibrate takes ``label`` on ``scale``: worked out here, not by the viewer."""
+    if isinstance(label, bool):
+        value = float(label)
+    elif isinstance(label, (int, float)):
+        value = float(label)
+    elif label.strip().lower() in _WORDS:
+        value = _WORDS[label.strip().lower()]
+    else:
+        try:
+            value = float(label)
+        except ValueError:
+            return False
+    if value != value or value in (float("inf"), float("-inf")):
+        return False
+    return scale is None or value in scale
+
+
+_LABELS = st.one_of(
+    st.integers(-3, 12),
+    st.sampled_from([0.5, 2.5, -1.0, 1e300, 4.0]),
+    st.booleans(),
+    st.sampled_from(["yes", "No", " pass ", "tie", "maybe", "7", "0.5", "", "nan", "<b>1</b>"]),
+)
+
+
+def test_the_label_api_refuses_labels_off_the_metric_scale(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.db") as store:
+        run = _labeled_run(store)
+        client = TestClient(create_app(store))
+        headers = {"X-CSRF-Token": _csrf(client.get("/").text)}
+
+        def post(metric: str, label: Any) -> Any:
+            body = {"run": run, "index": 0, "metric": metric, "label": label}
+            return client.post("/api/labels", json=body, headers=headers)
+
+        # the issue's case: 7 on a yes/no judge, refused naming what it takes
+        seven = post(_YES_NO, 7)
+        assert seven.status_code == 400
+        assert seven.text == (f"label 7 is not on the scale of {_YES_NO!r}: 0 (no) or 1 (yes)")
+        assert post(_RUBRIC, 7).text.endswith(
+            ": score 1 (inarticulate), score 2 (somewhat "
+            "inarticulate), score 3 (neutral), score 4 (somewhat fluent) or score 5 (fluent)"
+        )
+        assert post(_PAIRWISE, 2).text.endswith(
+            ": 0: BASELINE (the baseline response is better), 0.5: TIE (equally good) or "
+            "1: CANDIDATE (the candidate response is better)"
+        )
+        absent = post("other", 1)
+        assert absent.status_code == 400 and "has no metric 'other'" in absent.text
+        assert store.labels(run_id=run) == []
+
+        @settings(max_examples=60, deadline=None)
+        @given(metric=st.sampled_from(list(_SCALES)), label=_LABELS)
+        def check(metric: str, label: Any) -> None:
+            before = len(store.labels(run_id=run))
+            answer = post(metric, label)
+            taken = _expected(label, _SCALES[metric])
+            assert answer.status_code == (200 if taken else 400), (answer.status_code, answer.text)
+            assert len(store.labels(run_id=run)) == before + taken
+            if taken:
+                assert store.labels(run_id=run)[-1].label == label  # kept as given
+            else:
+                assert repr(metric) in answer.text or "is not a score" in answer.text
+
+        check()
+        # whatever the API took, calibrate reads without a scale error
+        for metric in (_YES_NO, _RUBRIC, _PAIRWISE):
+            from turneval.calibration import label_from_record
+            from turneval.calibration.scales import on_scale
+
+            for record in store.label_records(run, metric):
+                found = label_from_record(record, "stored")
+                assert found is not None and on_scale(found.value, _SCALES[metric])
+
+
+def test_the_labeling_page_shows_the_scale_keys(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.db") as store:
+        run = _labeled_run(store)
+        client = TestClient(create_app(store))
+        page = client.get(f"/runs/{run}/label?metric={_YES_NO}").text
+        keys = re.search(r"data-keys='([^']+)'", page)
+        assert keys is not None
+        assert json.loads(keys.group(1).replace("&quot;", '"')) == {"0": 0.0, "1": 1.0}
+        assert "<kbd>0</kbd> 0 (no) · <kbd>1</kbd> 1 (yes)" in page
+        pairwise = client.get(f"/runs/{run}/label?metric={_PAIRWISE}").text
+        keys = re.search(r"data-keys='([^']+)'", pairwise)
+        assert keys is not None  # 0.5 has no digit: the keys 1, 2, 3 in order
+        assert json.loads(keys.group(1).replace("&quot;", '"')) == {"1": 0.0, "2": 0.5, "3": 1.0}

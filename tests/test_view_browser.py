@@ -6,6 +6,7 @@ label with the keyboard, export the labels and calibrate the judge from them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -77,8 +78,6 @@ CANDIDATE = [True, False, True, False, False, True]  # rows 1 and 4 regress
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, RunStore, dict[str, str]]]:
-    import uvicorn
-
     store = RunStore(tmp_path / "runs.db")
     runs: dict[str, str] = {}
     for name, pattern in (("baseline", BASELINE), ("candidate", CANDIDATE)):
@@ -87,6 +86,16 @@ def served(tmp_path: Path) -> Iterator[tuple[str, RunStore, dict[str, str]]]:
         assert result.store_run is not None
         store.rename_run(result.store_run, name)
         runs[name] = result.store_run
+    with _serving(store) as base:
+        yield base, store, runs
+    store.close()
+
+
+@contextlib.contextmanager
+def _serving(store: RunStore) -> Iterator[str]:
+    """The viewer over ``store`` on a free port of 127.0.0.1 (its base URL), then stopped."""
+    import uvicorn
+
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -98,10 +107,25 @@ def served(tmp_path: Path) -> Iterator[tuple[str, RunStore, dict[str, str]]]:
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.02)
     assert server.started
-    yield f"http://127.0.0.1:{port}", store, runs
-    server.should_exit = True
-    thread.join(timeout=10)
-    store.close()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _chromium(playwright: Any) -> Any:
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    )
 
 
 def test_browse_compare_label_export_and_calibrate(
@@ -119,17 +143,7 @@ def test_browse_compare_label_export_and_calibrate(
         shots.append(path)
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        browser = _chromium(playwright)
         page = browser.new_page(viewport={"width": 1100, "height": 640}, accept_downloads=True)
         page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda error: problems.append(str(error)))
@@ -177,6 +191,12 @@ def test_browse_compare_label_export_and_calibrate(
         page.keyboard.type("checked the amount")
         page.keyboard.press("Enter")
         shot(page, "label")
+        page.keyboard.press("7")  # a yes/no judge: 7 is refused on the page, nothing saved
+        assert page.locator("#state").inner_text() == (
+            f"key 7 is not on the scale of {JUDGED}: 0 (no) or 1 (yes)"
+        )
+        assert page.locator("#labeling").get_attribute("data-index") == "0"
+        assert store.labels(run_id=runs["candidate"]) == []
         human = [1, 0, 1, 1, 0, 1]  # the person finds row 3 right, where the metric said 0
         for index, label in enumerate(human):
             assert page.locator("#labeling").get_attribute("data-index") == str(index)
@@ -216,3 +236,55 @@ def test_browse_compare_label_export_and_calibrate(
         if os.environ.get("TURNEVAL_UPDATE_SCREENSHOTS"):  # refreshes the how-to's screenshots
             IMAGES.mkdir(exist_ok=True)
             shutil.copyfile(path, IMAGES / path.name)
+
+
+def test_a_hostile_import_renders_as_text_and_never_navigates(tmp_path: Path) -> None:
+    """The attack's reproduction: an imported run's texts tried to redirect the browser."""
+    from playwright.sync_api import sync_playwright
+
+    evil = "http://evil.invalid/pwned"
+    refresh = f'<meta http-equiv="refresh" content="0;url={evil}">'
+    image = "<img src=x onerror=\"document.body.setAttribute('data-pwned', '1')\">"
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    record = {
+        "index": 0,
+        "id": refresh,
+        refresh: 1.0,
+        f"{refresh}_reason": image,
+        f"{refresh}_error": None,
+    }
+    (folder / "results.jsonl").write_text(json.dumps(record) + "\n")
+    summary: dict[str, Any] = {"metrics": {refresh: {"mean": 1.0, "count": 1, "failed": 0}}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "run.json").write_text(
+        json.dumps({"judge": {"model": refresh}, "dataset": {"path": image}})
+    )
+    url = str(tmp_path / "runs.db")
+    assert main(["store", "import", str(folder), "--name", refresh, "--store", url]) == 0
+    # a summary whose numbers are markup is refused at the door
+    summary["metrics"][refresh]["count"] = refresh
+    (folder / "summary.json").write_text(json.dumps(summary))
+    assert main(["store", "import", str(folder), "--store", url]) == 2
+    with RunStore(url) as store, _serving(store) as base, sync_playwright() as playwright:
+        (run,) = store.runs()
+        # a run stored before imports were checked (the attack's: its count was the markup)
+        older = store.start_run(name="older", configs=[{"name": "j", "class": None}])
+        older.finish({"metrics": {"j": {"mean": 1.0, "count": refresh, "failed": refresh}}})
+        browser = _chromium(playwright)
+        page = browser.new_page()
+        page.set_default_timeout(10_000)
+        asked: list[str] = []
+        page.on("request", lambda request: asked.append(request.url))
+        paths = ["/", f"/runs/{run.id}", f"/runs/{run.id}/rows", f"/runs/{run.id}/rows/0"]
+        for path in [f"/runs/{older.run_id}", *paths]:
+            page.goto(base + path)
+            page.wait_for_selector("body[data-ready='1']")
+            page.wait_for_timeout(700)  # a refresh of 0 s would have gone by now
+            assert page.url == base + path
+            assert refresh in page.locator("main").inner_text()  # shown as text
+            assert page.evaluate("document.body.getAttribute('data-pwned')") is None
+            assert page.locator("main meta, main img").count() == 0
+        assert all(u.startswith(base) for u in asked), [u for u in asked if not u.startswith(base)]
+        assert image in page.locator("#metrics").inner_text()
+        browser.close()

@@ -21,7 +21,14 @@ if TYPE_CHECKING:
         JudgeOutputError,
         TurnevalError,
     )
-    from turneval.messages import AIMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
+    from turneval.messages import (
+        AIMessage,
+        Handoff,
+        HumanMessage,
+        SystemMessage,
+        ToolCall,
+        ToolMessage,
+    )
     from turneval.ratelimit import RateLimit
     from turneval.results import (
         EvaluationResult,
@@ -31,16 +38,18 @@ if TYPE_CHECKING:
         SampleResult,
     )
     from turneval.runner import aevaluate, evaluate
-    from turneval.samples import MultiTurnSample, SingleTurnSample
+    from turneval.samples import AgentSpec, MultiTurnSample, SingleTurnSample
 
 # Public name -> the module that defines it. Add a line here to export a new name.
 _LAZY: dict[str, str] = {
     "AIMessage": "turneval.messages",
+    "AgentSpec": "turneval.samples",
     "ConfigError": "turneval.errors",
     "EvalTask": "turneval.agents",
     "EvaluationAbortedError": "turneval.errors",
     "EvaluationDataset": "turneval.dataset",
     "EvaluationResult": "turneval.results",
+    "Handoff": "turneval.messages",
     "HumanMessage": "turneval.messages",
     "InvalidSampleError": "turneval.errors",
     "JudgeCallError": "turneval.errors",
@@ -63,11 +72,13 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AIMessage",
+    "AgentSpec",
     "ConfigError",
     "EvalTask",
     "EvaluationAbortedError",
     "EvaluationDataset",
     "EvaluationResult",
+    "Handoff",
     "HumanMessage",
     "InvalidSampleError",
     "JudgeCallError",

@@ -8,15 +8,18 @@ written (the input's digest grows as the file is read)::
       "metrics": [{"name": "tool_call_f1", "class": "turneval.metrics...ToolCallF1",
                    "config": {...}}],
       "judge": {"model": "gpt-4o-mini", "base_url": "http://localhost:8000/v1",
-                "prompt_version": null},
+                "prompt_version": null, "configs": {"topic_adherence": {"digest": "sha256:..."}}},
       "dataset": {"path": "data.jsonl", "sha256": "...", "lines_read": 1000,
-                  "bytes_read": 123456}
+                  "bytes_read": 123456,
+                  "version": {"digest": "...", "name": "support", "version": 3}}
     }
 
 ``config`` is the metric's full ``model_dump`` (a judge model object is written as its model
 name). The judge's ``base_url`` is the server it calls (None: the provider's default), with no
 user, password or query: an API key is never written. ``sha256`` is the digest of the input's
-first ``lines_read`` lines (``bytes_read`` bytes): the part of the file the run has read. A
+first ``lines_read`` lines (``bytes_read`` bytes): the part of the file the run has read;
+``version`` is the dataset version it reads (:func:`~turneval.store.dataset_version`: the whole
+file's digest, and its name and version when the run store keeps it). A
 resumed run refuses to continue when the metrics, their configurations (but for fields that
 change no score: :data:`NOT_SCORING`), the judge model or server, or that part of the input
 differ, naming the first difference.
@@ -35,8 +38,9 @@ from urllib.parse import urlsplit, urlunsplit
 from turneval._files import naming
 from turneval._version import VERSION
 from turneval.errors import ConfigError
-from turneval.metrics import Evaluator
+from turneval.metrics import Evaluator, JudgedMetric
 from turneval.store import (  # one rule for naming a judge and a metric's configuration
+    dataset_version,
     judge_model,
     metric_configs,
 )
@@ -47,6 +51,7 @@ __all__ = [
     "RunFile",
     "config_changes",
     "judge_base_url",
+    "judge_configs",
     "judge_model",
 ]
 
@@ -74,6 +79,26 @@ def judge_base_url(llm: Any) -> str | None:
                     host = f"{host}:{parts.port}"
                 return urlunsplit((parts.scheme, host, parts.path, "", ""))
     return None
+
+
+def judge_configs(metrics: Sequence[Evaluator]) -> dict[str, dict[str, Any]]:
+    """Per judged metric loading a judge configuration: its digest, parent and source model.
+
+    What run.json's ``judge.configs`` records (the configuration itself is in the metric's
+    ``config``), so that a run says which judge configuration produced it and ``compare``
+    names the change (``judge_config.instructions ... -> ...``).
+    """
+    recorded = {}
+    for metric in metrics:
+        config = metric.judge_config if isinstance(metric, JudgedMetric) else None
+        if config is not None:
+            recorded[metric.name] = {
+                "digest": config.digest,
+                "parent": config.parent,
+                "model": config.model,
+                "labels_digest": config.labels_digest,
+            }
+    return recorded
 
 
 NOT_SCORING = frozenset({"pass_threshold", "timeout", "max_retries", "max_retry_after"})
@@ -166,8 +191,17 @@ class RunFile:
                 "base_url": judge_base_url(llm),
                 "prompt_version": None,
             },
-            "dataset": {"path": str(source), "sha256": "", "lines_read": 0, "bytes_read": 0},
+            "dataset": {
+                "path": str(source),
+                "sha256": "",
+                "lines_read": 0,
+                "bytes_read": 0,
+                "version": dataset_version(source),  # issue 49: the whole input's digest
+            },
         }
+        configs = judge_configs(metrics)
+        if configs:  # only runs whose judges load a judge configuration record it
+            self.document["judge"]["configs"] = configs
         self._digest = hashlib.sha256()
         self._handle: Any = None
         self._lines = self._bytes = 0

@@ -44,18 +44,20 @@ from turneval.messages import (
     from_openai,
     to_langchain,
 )
-from turneval.results import AgentRun
+from turneval.results import AgentRun, ToolTiming, TurnTiming
 from turneval.samples import MultiTurnSample
 from turneval.usage import Usage
 
 __all__ = [
     "CONTRACT",
+    "ToolClock",
     "agent_turn",
     "agent_usage",
     "arun_agent",
     "has_checkpointer",
     "is_graph",
     "recursion_limit",
+    "timed_turn",
 ]
 
 
@@ -230,6 +232,43 @@ def _step_limit(steps: int, max_steps: int) -> AgentRunError:
     )
 
 
+class ToolClock:
+    """Times a graph's tool calls from its streamed steps: each tool's result, as it arrives.
+
+    A LangGraph turn is streamed one superstep at a time; a tool result that appears in a step
+    took the time since the step before (its call's). Tools run in one step (a ``ToolNode``
+    running calls in parallel) each get that step's time. Only graphs are timed this way: an
+    agent that answers a turn in one call shows no steps (:attr:`tools` stays None).
+    """
+
+    __slots__ = ("_ids", "_last", "started", "tools")
+
+    def __init__(self) -> None:
+        """Start the clock at the user's message."""
+        self.started = self._last = time.perf_counter()
+        self._ids: set[str] = set()
+        self.tools: list[ToolTiming] | None = None
+
+    def step(self, tail: Sequence[Any]) -> None:
+        """A streamed step whose messages after the user's are ``tail`` (LangChain's)."""
+        now = time.perf_counter()
+        self.tools = self.tools if self.tools is not None else []
+        names = {
+            call.get("id"): call.get("name")
+            for message in tail
+            for call in getattr(message, "tool_calls", None) or ()
+            if isinstance(call, dict)
+        }
+        for message in tail:
+            call_id = getattr(message, "tool_call_id", None)
+            if getattr(message, "type", None) != "tool" or call_id is None or call_id in self._ids:
+                continue
+            self._ids.add(call_id)
+            name = getattr(message, "name", None) or names.get(call_id) or "(unnamed tool)"
+            self.tools.append(ToolTiming(str(name), now - self._last))
+        self._last = now
+
+
 async def _graph_turn(
     agent: Any,
     history: list[Message],
@@ -238,11 +277,12 @@ async def _graph_turn(
     *,
     held: int,
     max_steps: int | None,
+    clock: ToolClock | None = None,
 ) -> None:
     """Stream one turn of a graph, its new messages kept in ``out`` even when it fails.
 
     ``held`` is how many of ``history``'s messages the graph's thread already holds; the rest
-    are sent. Past ``max_steps`` AI messages the turn is stopped.
+    are sent. Past ``max_steps`` AI messages the turn is stopped. ``clock`` times its tools.
     """
     state: Any = None
     fresh, marker = _marked(history[held:])
@@ -250,12 +290,16 @@ async def _graph_turn(
     try:
         async with aclosing(stream):
             async for state in stream:
-                if max_steps is None:
+                if max_steps is None and clock is None:
                     continue
                 tail = _after_marker(state, marker)
                 if tail is None:
                     messages = state.get("messages") if isinstance(state, dict) else None
                     tail = messages[len(history) :] if isinstance(messages, list) else []
+                if clock is not None:
+                    clock.step(tail)
+                if max_steps is None:
+                    continue
                 steps = sum(getattr(message, "type", None) == "ai" for message in tail)
                 if steps > max_steps:
                     raise _step_limit(steps, max_steps)
@@ -273,12 +317,14 @@ async def agent_turn(
     *,
     held: int = 0,
     max_steps: int | None = None,
+    clock: ToolClock | None = None,
 ) -> None:
     """Send ``history`` to ``agent``; its new messages are appended, even when it fails.
 
     A graph's turn is streamed, so a failure (the step limit, LangGraph's recursion limit, an
     exception in a node, a timeout) keeps the messages it produced before; ``held`` is how
     many messages a checkpointed graph's thread already holds (only the rest are sent).
+    ``clock`` (a :class:`ToolClock` started at the user's message) times a graph's tool calls.
     Raises the agent's failure, or :class:`AgentRunError` past ``max_steps`` AI messages.
     """
     out: list[Message] = []
@@ -291,6 +337,7 @@ async def agent_turn(
                 config,
                 held=held if has_checkpointer(agent) else 0,
                 max_steps=max_steps,
+                clock=clock,
             )
         else:
             out = await _invoke(agent, history, config)
@@ -366,12 +413,17 @@ async def arun_agent(
         config = {**(config or {}), "recursion_limit": recursion_limit(max_steps)}
     start = time.perf_counter()
     error = None
+    timed: list[TurnTiming] = []
     try:
         with anyio.fail_after(timeout) if timeout is not None else nullcontext():
             held = 0  # messages the agent's thread already holds
             for human in turns:
                 history.append(human)
-                await agent_turn(agent, history, config, held=held, max_steps=max_steps)
+                clock = ToolClock()
+                await agent_turn(
+                    agent, history, config, held=held, max_steps=max_steps, clock=clock
+                )
+                timed.append(timed_turn(clock))
                 held = len(history)
     except TimeoutError:
         error = f"TimeoutError: the agent did not finish within {timeout:g}s"
@@ -379,4 +431,10 @@ async def arun_agent(
         error = f"{type(exc).__name__}: {exc}"
     latency = time.perf_counter() - start
     usage, steps = agent_usage(history)  # the agent's messages: the others are no AI messages
-    return AgentRun(history, latency, error, usage, steps)
+    return AgentRun(history, latency, error, usage, steps, turns=timed)
+
+
+def timed_turn(clock: ToolClock) -> TurnTiming:
+    """The timing of a turn just answered: seconds since ``clock`` started, its tools."""
+    tools = None if clock.tools is None else tuple(clock.tools)
+    return TurnTiming(time.perf_counter() - clock.started, tools=tools)

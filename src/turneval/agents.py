@@ -37,7 +37,7 @@ from turneval.metrics import Evaluator
 from turneval.metrics.base import run_sync
 from turneval.options import RunOptions
 from turneval.pipeline import arun, score_row
-from turneval.provenance import Provenance
+from turneval.provenance import Provenance, with_turn_timings
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import AgentRun, EvaluationResult, SampleResult
 from turneval.runner import check_judges, resolve_metrics
@@ -168,7 +168,14 @@ class EvalTask:
         if agent is None:
             return await score_row(index, sample, self.metrics, options)
         run = await self._run_agent(index, sample, agent, max_steps)
-        produced = sample.model_copy(update={"user_input": run.messages})  # references kept
+        produced = sample.model_copy(  # references kept; the turns' timing recorded (issue 49)
+            update={
+                "user_input": run.messages,
+                "metadata": (
+                    with_turn_timings(sample.metadata, run.turns) if run.turns else sample.metadata
+                ),
+            }
+        )
         if run.error is None:
             try:  # the captured conversation must be a valid one (tool results after calls, ...)
                 MultiTurnSample.model_validate(produced.model_dump())

@@ -1,17 +1,31 @@
-"""Plain aggregation functions over scored values (failures are counted, never averaged in)."""
+"""The one summariser of rows: summaries, the table, and the figures every sink adds.
+
+Failures are counted, never averaged in. The statistics it uses (the bootstrap interval of a
+mean, the exact interval of a pass rate) are :mod:`turneval.stats.inference`, which sits below
+it; the names that moved there (``bootstrap_ci``, ``paired_permutation_test``, ``holm``) still
+import from here, with a ``DeprecationWarning``.
+
+Longer than 400 lines: it is the one summariser every sink calls (in memory, streamed, read
+back, on Ray), and its parts (the summary and its table, the run's trial and agent figures,
+pairwise and vote figures, run-level aggregates) are read together when a figure is added;
+split them into a package along those lines if it grows.
+"""
 
 from __future__ import annotations
 
 import inspect
 import math
 import re
+import warnings
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from turneval.stats import inference
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
@@ -21,18 +35,19 @@ if TYPE_CHECKING:
     from turneval.results import AgentRun, EarlyStops, EvaluationResult, MetricResult, SampleResult
 
 __all__ = [
+    "AGENT_PREFIX",
+    "BLAME_PREFIX",
     "FlakyScenario",
     "MetricSummary",
     "PAIRWISE_VALUES",
     "RunAggregate",
     "RunFigures",
     "SummaryTable",
-    "bootstrap_ci",
+    "agent_figures",
     "builtin_aggregates",
     "compute_aggregates",
     "flaky_scenarios",
     "is_pairwise",
-    "paired_permutation_test",
     "pairwise_rates",
     "pairwise_reason",
     "pass_at_k",
@@ -95,9 +110,6 @@ def pairwise_rates(results: Sequence[MetricResult]) -> dict[str, float]:
     if all(first is not None for first, _ in orders):
         figures["position_consistency"] = sum(a == b for a, b in orders) / n
     return figures
-
-
-_DISTINCT_LIMIT = 20_000  # above this many distinct values, resample indices instead of counts
 
 
 class RunAggregate(ABC):
@@ -296,78 +308,6 @@ def summary_document(
     return document
 
 
-def bootstrap_ci(
-    values: Sequence[float] | np.ndarray,
-    *,
-    confidence: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
-) -> tuple[float, float] | None:
-    """Percentile bootstrap confidence interval of the mean; None with fewer than two values.
-
-    Resampling n values with replacement is drawing how many times each *distinct* value is
-    taken: a multinomial over the distinct values. Scores usually take few distinct values, so
-    this costs O(resamples x distinct) instead of O(resamples x n) and handles millions of rows;
-    with many distinct values it resamples indices in blocks. Seeded: the same values give the
-    same interval.
-    """
-    import numpy as np
-
-    array = np.asarray(values, dtype=float)
-    n = array.size
-    if n < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    distinct, counts = np.unique(array, return_counts=True)
-    if distinct.size == 1:
-        return float(distinct[0]), float(distinct[0])
-    if distinct.size <= _DISTINCT_LIMIT:
-        draws = rng.multinomial(n, counts / n, size=resamples)
-        means = draws @ distinct / n
-    else:
-        means = np.empty(resamples)
-        block = max(1, 2_000_000 // n)
-        for start in range(0, resamples, block):
-            stop = min(resamples, start + block)
-            picks = rng.integers(0, n, size=(stop - start, n))
-            means[start:stop] = array[picks].mean(axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def paired_permutation_test(
-    differences: Sequence[float] | np.ndarray, *, resamples: int = 10_000, seed: int = 0
-) -> float:
-    """Two-sided p-value that paired differences have mean 0 (sign flips).
-
-    Under the null each difference is as likely positive as negative; the p-value is the share
-    of sign-flipped means at least as far from 0 as the observed one. When the non-zero
-    differences have no more sign patterns than ``resamples`` (up to 13 for 10,000), every
-    pattern is counted: the exact p-value. Otherwise ``resamples`` random patterns (seeded),
-    with the +1 correction.
-    """
-    import numpy as np
-
-    diffs = np.asarray(differences, dtype=float)
-    diffs = diffs[diffs != 0]
-    if diffs.size == 0:
-        return 1.0
-    observed = abs(diffs.mean())
-    if 2**diffs.size <= resamples:  # small: every one of the 2^n patterns, exactly
-        patterns = np.arange(2**diffs.size)[:, None] >> np.arange(diffs.size) & 1
-        means = (1.0 - 2.0 * patterns) @ diffs / diffs.size
-        return float(np.mean(np.abs(means) >= observed - 1e-12))
-    rng = np.random.default_rng(seed)
-    extreme = 0
-    block = max(1, 2_000_000 // diffs.size)
-    for start in range(0, resamples, block):
-        size = min(block, resamples - start)
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(size, diffs.size))
-        extreme += int((np.abs(signs @ diffs / diffs.size) >= observed - 1e-12).sum())
-    return (extreme + 1) / (resamples + 1)
-
-
 def summarize(
     name: str, values: Sequence[float] | np.ndarray, failed: int, usage: Usage | None = None
 ) -> MetricSummary:
@@ -379,7 +319,7 @@ def summarize(
     if not count:
         return MetricSummary(name, None, None, 0, failed, usage=usage)
     std = float(array.std(ddof=1)) if count > 1 else None
-    interval = bootstrap_ci(array)
+    interval = inference.bootstrap_ci(array)
     low, high = interval if interval is not None else (None, None)
     return MetricSummary(name, float(array.mean()), std, count, failed, low, high, usage)
 
@@ -470,24 +410,11 @@ def flaky_scenarios(
         known = [bool(o) for o in trials if o is not None]
         passed = sum(known)
         if 0 < passed < len(known):
-            low, high = _binomial_interval(passed, len(known), confidence)
+            low, high = inference.binomial_interval(passed, len(known), confidence=confidence)
             flaky.append(
                 FlakyScenario(str(scenario), passed, len(known), passed / len(known), low, high)
             )
     return flaky
-
-
-def _binomial_interval(
-    successes: int, trials: int, confidence: float
-) -> tuple[float | None, float | None]:
-    try:
-        from scipy.stats import binomtest
-    except ImportError:  # the interval needs the stats extra; the flaky mark does not
-        return None, None
-    interval = binomtest(successes, trials).proportion_ci(
-        confidence_level=confidence, method="exact"
-    )
-    return float(interval.low), float(interval.high)
 
 
 def summarise_metrics(
@@ -524,6 +451,7 @@ def summarise_metrics(
         if metric is not None and results is not None:
             extra.update(metric.summary_extras(scored))
         extra.update(vote_stability(scored))  # from the rows alone: the same in every sink
+        extra.update(agent_figures(scored))
         if figures is not None:
             extra.update(figures.trial_figures(name, early_stops))
         if metric is None and is_pairwise(scored):  # read back from a file
@@ -703,6 +631,47 @@ def unstable(result: MetricResult, threshold: float | None = None) -> bool:
     return float(record["min"]) < threshold <= float(record["max"])
 
 
+AGENT_PREFIX = "by_agent."
+"""The summary's per-agent figures: ``by_agent.<agent>`` (mean) and ``by_agent.<agent>.rows``."""
+
+BLAME_PREFIX = "blamed."
+"""The summary's attributions: ``blamed.<agent>`` (share of rows) and ``blamed.<agent>.rows``."""
+
+
+def agent_figures(results: Sequence[MetricResult]) -> dict[str, float]:
+    """Per-agent figures of results that carry them (from the rows alone: every sink agrees).
+
+    A metric scored ``by_agent`` keeps each agent's value in ``details["by_agent"]``: the
+    figures are each agent's mean (``by_agent.<agent>``) over the rows it was scored on
+    (``by_agent.<agent>.rows``). An attribution (``details["attribution"]``) names the agent
+    responsible: the figures are each agent's share of the attributed rows
+    (``blamed.<agent>``) and their number (``blamed.<agent>.rows``), most blamed first.
+    Agents come in the order they first appear; empty when no result carries either.
+    """
+    values: dict[str, list[float]] = {}
+    blamed: dict[str, int] = {}
+    attributed = 0
+    for result in results:
+        per_agent = result.details.get("by_agent")
+        if isinstance(per_agent, dict):
+            for agent, value in per_agent.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    values.setdefault(str(agent), []).append(float(value))
+        attribution = result.details.get("attribution")
+        if isinstance(attribution, dict) and attribution.get("agent") is not None:
+            attributed += 1
+            agent = str(attribution["agent"])
+            blamed[agent] = blamed.get(agent, 0) + 1
+    figures: dict[str, float] = {}
+    for agent, found in values.items():
+        figures[f"{AGENT_PREFIX}{agent}"] = sum(found) / len(found)
+        figures[f"{AGENT_PREFIX}{agent}.rows"] = float(len(found))
+    for agent, count in sorted(blamed.items(), key=lambda item: -item[1]):
+        figures[f"{BLAME_PREFIX}{agent}"] = count / attributed
+        figures[f"{BLAME_PREFIX}{agent}.rows"] = float(count)
+    return figures
+
+
 def vote_stability(results: Sequence[MetricResult]) -> dict[str, float]:
     """``unstable`` (count) and ``unstable_share`` of rows whose votes straddle the threshold.
 
@@ -714,3 +683,26 @@ def vote_stability(results: Sequence[MetricResult]) -> dict[str, float]:
         return {}
     count = sum(unstable(r) for r in judged)
     return {"unstable": float(count), "unstable_share": count / len(results)}
+
+
+# -- names that moved to turneval.stats ----------------------------------------------------------
+
+_MOVED = {
+    "bootstrap_ci": "turneval.stats.inference",
+    "holm": "turneval.stats.inference",
+    "paired_permutation_test": "turneval.stats.inference",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The statistics that moved to :mod:`turneval.stats`, with a ``DeprecationWarning``."""
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'turneval.aggregate' has no attribute {name!r}")
+    warnings.warn(
+        f"turneval.aggregate.{name} moved to turneval.stats: import it from there "
+        f"(from turneval.stats import {name})",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(import_module(module), name)

@@ -382,6 +382,8 @@ _STRUCTURED_FIELDS = frozenset(
         "retrieved_contexts",
         "rubrics",
         "metadata",
+        "agents",
+        "reference_handoffs",
     }
 )
 

@@ -20,7 +20,7 @@ from typing import Any
 from turneval._files import naming
 from turneval.dataset import EvaluationDataset
 
-__all__ = ["DOMAINS", "Domain", "build_rows", "run_demo", "write_datasets"]
+__all__ = ["DOMAINS", "Domain", "build_rows", "build_team_rows", "run_demo", "write_datasets"]
 
 Call = dict[str, Any]
 
@@ -252,6 +252,7 @@ def run_demo(
             mean = "n/a" if s.mean is None else f"{s.mean:.3f}"
             print(f"  {name:<{width}}  mean {mean}  95% CI {ci}  failed {s.failed}")
         print(f"  report: {folder / 'report.html'}")
+    _run_team(out, inputs, llm, run_store)
     if run_store is not None:
         print(f"\nruns kept in {run_store.url}: turneval store list --store {store}")
         print(f"browse, compare and label them: turneval view --store {store}")
@@ -262,3 +263,215 @@ def run_demo(
             "--judge-model MODEL, to add the LLM-judged metrics)"
         )
     return 0
+
+
+# -- a team of agents (issue 46): a supervisor, a flights agent and a hotels agent ------------
+
+TEAM_TRIPS = (
+    ("Lisbon", "2025-05-02", "2025-05-06"),
+    ("Oslo", "2025-06-10", "2025-06-12"),
+    ("Rome", "2025-07-01", "2025-07-08"),
+    ("Kyoto", "2025-09-15", "2025-09-20"),
+    ("Quito", "2025-10-03", "2025-10-05"),
+    ("Tunis", "2025-11-20", "2025-11-23"),
+)
+TEAM_BEHAVIOURS = ("correct", "wrong_handoff", "wrong_tool", "wrong_argument")
+TEAM_TOOLS = {
+    "flights": ["search_flights", "book_flight"],
+    "hotels": ["search_hotels", "book_hotel"],
+}
+
+
+def _team_calls(city: str, start: str, end: str) -> dict[str, list[Call]]:
+    return {
+        "flights": [
+            {"name": "search_flights", "args": {"to": city, "date": start}},
+            {"name": "book_flight", "args": {"to": city, "date": start}},
+        ],
+        "hotels": [
+            {"name": "search_hotels", "args": {"city": city, "check_in": start, "check_out": end}},
+            {"name": "book_hotel", "args": {"city": city, "check_in": start, "check_out": end}},
+        ],
+    }
+
+
+def _worker_turns(agent: str, calls: list[Call], number: int) -> list[dict[str, Any]]:
+    """A worker's calls, each answered, then its report and its handoff back."""
+    turns: list[dict[str, Any]] = []
+    for position, call in enumerate(calls):
+        call_id = f"{agent[0]}{number}.{position}"
+        turns.append(
+            {"type": "ai", "name": agent, "content": "", "tool_calls": [{**call, "id": call_id}]}
+        )
+        turns.append({"type": "tool", "content": f"{call['name']}: ok", "tool_call_id": call_id})
+    back = f"{agent[0]}{number}.back"
+    turns.append({"type": "ai", "name": agent, "content": f"{agent} done."})
+    turns.append(
+        {
+            "type": "ai",
+            "name": agent,
+            "content": "Transferring back to supervisor",
+            "tool_calls": [{"name": "transfer_back_to_supervisor", "args": {}, "id": back}],
+        }
+    )
+    turns.append(
+        {"type": "tool", "content": "Transferred back to supervisor", "tool_call_id": back}
+    )
+    return turns
+
+
+def _handoff(target: str, call_id: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "ai",
+            "name": "supervisor",
+            "content": "",
+            "tool_calls": [{"name": f"transfer_to_{target}", "args": {}, "id": call_id}],
+        },
+        {"type": "tool", "content": f"Transferred to {target}", "tool_call_id": call_id},
+    ]
+
+
+def build_team_rows() -> list[dict[str, Any]]:
+    """The team's samples (24: six trips, each under four behaviours), with agents declared.
+
+    Behaviours: ``correct``; ``wrong_handoff`` (the supervisor sends the flight to the hotels
+    agent first, who hands it back); ``wrong_tool`` (the flights agent books the hotel itself);
+    ``wrong_argument`` (the hotels agent books one night short).
+    """
+    rows = []
+    for number, (city, start, end) in enumerate(TEAM_TRIPS):
+        expected = _team_calls(city, start, end)
+        back = {"name": "transfer_back_to_supervisor", "args": {}}
+        for behaviour in TEAM_BEHAVIOURS:
+            calls = _team_calls(city, start, end)
+            turns: list[dict[str, Any]] = [
+                {
+                    "type": "human",
+                    "content": f"Book me a flight and a hotel in {city}, {start} to {end}.",
+                }
+            ]
+            if behaviour == "wrong_handoff":
+                turns += _handoff("hotels", f"s{number}.x")
+                turns += _worker_turns("hotels", [], number * 10 + 9)
+            if behaviour == "wrong_tool":
+                calls["flights"].append(calls["hotels"].pop())
+            if behaviour == "wrong_argument":
+                calls["hotels"][1] = {
+                    "name": "book_hotel",
+                    "args": {**calls["hotels"][1]["args"], "check_out": start},
+                }
+            turns += _handoff("flights", f"s{number}.f")
+            turns += _worker_turns("flights", calls["flights"], number * 10)
+            turns += _handoff("hotels", f"s{number}.h")
+            turns += _worker_turns("hotels", calls["hotels"], number * 10 + 1)
+            turns.append(
+                {"type": "ai", "name": "supervisor", "content": f"Your trip to {city} is booked."}
+            )
+            rows.append(
+                {
+                    "user_input": turns,
+                    "agents": [
+                        {
+                            "name": "supervisor",
+                            "description": "routes each request to the right agent",
+                            "tools": [],
+                            "handoffs": ["flights", "hotels"],
+                            "reference_tool_calls": [
+                                {"name": "transfer_to_flights", "args": {}},
+                                {"name": "transfer_to_hotels", "args": {}},
+                            ],
+                        },
+                        *(
+                            {
+                                "name": agent,
+                                "description": f"books {agent}",
+                                "tools": TEAM_TOOLS[agent],
+                                "handoffs": ["supervisor"],
+                                "reference_tool_calls": [*expected[agent], back],
+                            }
+                            for agent in ("flights", "hotels")
+                        ),
+                    ],
+                    "reference_handoffs": [
+                        {"source": "supervisor", "target": "flights"},
+                        {"source": "flights", "target": "supervisor"},
+                        {"source": "supervisor", "target": "hotels"},
+                        {"source": "hotels", "target": "supervisor"},
+                    ],
+                    "reference": f"A flight and a hotel in {city} from {start} to {end} are booked.",
+                    "metadata": {"id": f"trip-{number}-{behaviour}", "behaviour": behaviour},
+                }
+            )
+    return rows
+
+
+def _run_team(out: Path, inputs: Path, llm: Any, run_store: Any) -> None:
+    """The team's run: per-agent figures, handoffs, failure clusters (attribution with a judge)."""
+    from turneval._runfile import RunFile
+    from turneval.aggregate import summary_document
+    from turneval.clusters import cluster_failures
+    from turneval.metrics import (
+        FailureAttribution,
+        HandoffAccuracy,
+        ToolCallF1,
+        ToolPermission,
+        TrajectoryInOrderMatch,
+    )
+    from turneval.runner import evaluate
+
+    rows = build_team_rows()
+    source = inputs / "team.jsonl"
+    with naming(source):
+        source.write_text(
+            "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
+        )
+    metrics: list[Any] = [
+        ToolCallF1(by_agent=True),
+        TrajectoryInOrderMatch(by_agent=True),
+        ToolPermission(by_agent=True),
+        HandoffAccuracy(),
+    ]
+    if llm is not None:
+        metrics.append(FailureAttribution())
+    result = evaluate(
+        EvaluationDataset.from_list(rows),
+        metrics,
+        llm=llm,
+        show_progress=False,
+        store=run_store,
+    )
+    if run_store is not None:
+        run_store.rename_run(str(result.store_run), "demo: team")
+    folder = out / "team"
+    folder.mkdir(exist_ok=True)
+    record = RunFile(folder, source, result.metrics, llm)
+    try:
+        record.read_to(len(rows))
+    finally:
+        record.close()
+    result.to_jsonl(folder / "results.jsonl")
+    result.to_html(folder / "report.html", title="turneval demo: a team of agents")
+    summary = result.summary()
+    with naming(folder / "summary.json"):
+        (folder / "summary.json").write_text(
+            json.dumps(summary_document(len(result), summary, result.usage), indent=2) + "\n",
+            encoding="utf-8",
+        )
+    print(f"\nteam (a supervisor, a flights and a hotels agent): {len(rows)} samples")
+    width = max(map(len, result.metric_names))
+    for name, s in summary.items():
+        mean = "n/a" if s.mean is None else f"{s.mean:.3f}"
+        print(f"  {name:<{width}}  mean {mean}  failed {s.failed}")
+        agents = {
+            key.removeprefix("by_agent."): value
+            for key, value in (s.extra or {}).items()
+            if key.startswith("by_agent.") and not key.endswith(".rows")
+        }
+        if agents:
+            print("    by agent: " + ", ".join(f"{a} {v:.3f}" for a, v in agents.items()))
+    clusters = cluster_failures(result.rows, fail_under=1.0)
+    print(f"  failure clusters (turneval clusters {folder} --fail-under 1):")
+    for cluster in clusters[:4]:
+        print(f"    {cluster.size} rows: {cluster.label}")
+    print(f"  report: {folder / 'report.html'}")

@@ -7,7 +7,8 @@ The hierarchy::
     ├── InvalidSampleError (also ValueError)   a sample lacks or misuses a field
     ├── JudgeError                             an LLM judge could not give a verdict
     │   ├── JudgeCallError                     the call failed after its retries
-    │   └── JudgeOutputError                   the output could not be parsed/validated
+    │   ├── JudgeOutputError                   the output could not be parsed/validated
+    │   └── ContextBudgetError                 a request cannot fit the judge's context
     ├── AgentRunError                          an agent under evaluation failed
     ├── EvaluationAbortedError                 fail_on_error stopped a run (partial result kept)
     └── SyncInAsyncContextError (also RuntimeError)
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # a leaf module: the result type is only named, never importe
 __all__ = [
     "AgentRunError",
     "ConfigError",
+    "ContextBudgetError",
     "EvaluationAbortedError",
     "InvalidSampleError",
     "JudgeCallError",
@@ -85,6 +87,25 @@ class JudgeOutputError(JudgeError):
         """Build the error, keeping the model's raw output."""
         super().__init__(message)
         self.raw_output = raw_output
+
+
+class ContextBudgetError(JudgeError):
+    """A judge request cannot fit the judge model's context window: it is never sent.
+
+    Raised before any request of the row is paid when no context policy can make the row fit
+    (e.g. one judged turn alone is longer than the window), and by the judge itself as the
+    last guard before sending.
+
+    Attributes:
+        context_tokens: The judge's context window, in tokens.
+        needed_tokens: Tokens the smallest request would need (prompt and answer).
+    """
+
+    def __init__(self, message: str, *, context_tokens: int, needed_tokens: int) -> None:
+        """Build the error; ``message`` names the limit and what did not fit."""
+        super().__init__(message)
+        self.context_tokens = context_tokens
+        self.needed_tokens = needed_tokens
 
 
 class AgentRunError(TurnevalError):

@@ -70,11 +70,12 @@ Item = Sample | dict[str, Any] | str | bytes
 def has_summary_extras(metric: Evaluator) -> bool:
     """Whether ``metric`` adds run-level figures (so a streamed run keeps its results).
 
-    Its own :meth:`~turneval.metrics.Evaluator.summary_extras`, or the stability of repeated
-    votes (a judged metric with ``repeats`` > 1 and a ``pass_threshold``).
+    Its own :meth:`~turneval.metrics.Evaluator.summary_extras` or per-agent figures
+    (:attr:`~turneval.metrics.Evaluator.keeps_results`), or the stability of repeated votes (a
+    judged metric with ``repeats`` > 1 and a ``pass_threshold``).
     """
     voting = metric.votes_per_row > 1 and metric.vote_threshold is not None
-    return type(metric).summary_extras is not Evaluator.summary_extras or voting
+    return metric.keeps_results or voting
 
 
 # -- score: one sample, every metric ----------------------------------------------------------

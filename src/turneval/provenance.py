@@ -16,17 +16,35 @@ generic layer (pipeline, results, aggregate, stream, report, compare) decodes me
 * A simulated conversation (``metadata["scenario_id"]``, written by
   :mod:`turneval.simulation`): source ``"simulation"`` and its trial (``trial``,
   ``stop_reason``).
+
+What the source steps measured of a conversation's operation is kept the same way, for the
+operational metrics (:mod:`turneval.metrics.operations`) to read wherever the sample goes
+(a file, a worker, ``turneval watch``): ``metadata["turn_timings"]``, each user turn's
+:class:`~turneval.results.TurnTiming` (``EvalTask``, ``simulate`` and traces write it, through
+:func:`with_turn_timings`; read by :func:`turn_timings`), and a simulated user's model and
+tokens (``user_model``, ``user_usage``; read by :func:`user_simulator_usage`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turneval.rows import AgentRun, Source, Trial
+from turneval.errors import InvalidSampleError
+from turneval.rows import AgentRun, Source, Trial, TurnTiming
 from turneval.usage import Usage
 
-__all__ = ["DATASET", "Provenance", "sample_provenance"]
+__all__ = [
+    "DATASET",
+    "Provenance",
+    "sample_provenance",
+    "turn_timings",
+    "user_simulator_usage",
+    "with_turn_timings",
+]
+
+_TIMINGS = "turn_timings"  # metadata key: each user turn's TurnTiming, as a list of dicts
 
 _TRACE = "otel"  # metadata["source"] of a sample rebuilt from a trace (turneval.traces)
 
@@ -89,3 +107,63 @@ def _trace(sample: Any, meta: dict[str, Any]) -> Provenance:
             sum(1 for m in messages if m.type == "ai"),
         )
     return Provenance("traces", agent, error=None if error is None else str(error))
+
+
+# -- what the source step measured: turn timings, the simulated user's usage --------------------
+
+
+def with_turn_timings(
+    metadata: Mapping[str, Any] | None, turns: Sequence[TurnTiming]
+) -> dict[str, Any]:
+    """``metadata`` (copied) with each user turn's timing recorded (no key when none was timed)."""
+    record = dict(metadata or {})
+    if turns:
+        record[_TIMINGS] = [turn.to_dict() for turn in turns]
+    return record
+
+
+def turn_timings(sample: Any) -> list[TurnTiming] | None:
+    """Each user turn's timing, as the source step recorded it (None when none did).
+
+    Raises:
+        InvalidSampleError: the record is there but malformed (naming the turn and field).
+    """
+    meta = getattr(sample, "metadata", None) or {}
+    raw = meta.get(_TIMINGS)
+    if raw is None:
+        return None
+    field = f"metadata.{_TIMINGS}"
+    if not isinstance(raw, list):
+        raise InvalidSampleError(f"{field} must be a list, got {type(raw).__name__}", field=field)
+    turns = []
+    for position, item in enumerate(raw):
+        try:
+            turns.append(TurnTiming.from_dict(item))
+        except ValueError as exc:
+            raise InvalidSampleError(f"{field}[{position}]: {exc}", field=field) from None
+    return turns
+
+
+def user_simulator_usage(sample: Any) -> tuple[Usage, str | None] | None:
+    """The simulated user's tokens and model in a simulated conversation (None: no such user).
+
+    Raises:
+        InvalidSampleError: the recorded usage is malformed.
+    """
+    meta = getattr(sample, "metadata", None) or {}
+    raw = meta.get("user_usage")
+    if raw is None:
+        return None
+    try:
+        usage = Usage.from_dict(raw) if isinstance(raw, Mapping) else None
+    except ValueError as exc:
+        raise InvalidSampleError(
+            f"metadata.user_usage: {exc}", field="metadata.user_usage"
+        ) from None
+    if usage is None:
+        raise InvalidSampleError(
+            f"metadata.user_usage must be an object of token counts, got {type(raw).__name__}",
+            field="metadata.user_usage",
+        )
+    model = meta.get("user_model")
+    return usage, None if model is None else str(model)

@@ -13,7 +13,7 @@ import html
 import json
 import math
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +22,9 @@ import numpy as np
 from turneval._hidden import HIDDEN as _HIDDEN
 from turneval._hidden import code as _code
 from turneval._hidden import text as _text
-from turneval.aggregate import unstable
-from turneval.messages import AIMessage, ToolCall, ToolMessage
+from turneval.aggregate import AGENT_PREFIX, BLAME_PREFIX, unstable
+from turneval.clusters.grouping import FailureCluster, cluster_failures
+from turneval.messages import AIMessage, ToolCall, ToolMessage, message_agents
 from turneval.rows import AGENT_FIGURES
 from turneval.samples import MultiTurnSample, SingleTurnSample
 from turneval.usage import Usage
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STYLESHEET",
+    "agents_table_html",
+    "clusters_html",
+    "context_summary",
+    "decisive_steps",
     "escape_attribute",
     "escape_text",
     "format_value",
@@ -67,6 +72,8 @@ body{max-width:1400px}#samples{width:100%;table-layout:fixed}
 .legend span{border:1px solid #dfe3ea;padding:1px 8px}.neutral{background:#eef1f6}
 th .toolname{display:block;font-weight:400;color:#4a5468}
 .hidden-char{font:11px monospace;color:#8a1c1c;background:#fde4e1;border:1px solid #e5a39b;border-radius:3px;padding:0 2px}
+.agent{font-weight:400;color:#4a5468}.decisive{outline:3px solid #c0392b;outline-offset:1px}
+.decisive-mark{color:#c0392b;font-weight:600;margin-right:6px}
 """
 STYLESHEET = _CSS
 """The report's style sheet, which the other self-contained pages (calibration's) share."""
@@ -185,7 +192,8 @@ _LEGEND = (
     '<div class="legend" id="legend"><span class="good">&ge; 0.8</span>'
     '<span class="mid">0.5 &ndash; 0.8</span><span class="bad">&lt; 0.5</span>'
     '<span class="err">error (the metric failed on this row)</span>'
-    '<span class="neutral">neither good nor bad (e.g. whether a tool was used)</span>'
+    '<span class="neutral">neither good nor bad (e.g. whether a tool was used), or a cost to keep '
+    "down (seconds, money, tokens)</span>"
     '<span class="unstable">~ unstable: the judge\'s votes fall on both sides of the pass '
     "threshold</span>"
     "<span>uncoloured: outside 0&ndash;1 (e.g. 1&ndash;5 rubric scores)</span></div>"
@@ -258,10 +266,29 @@ def _call(call: ToolCall) -> str:
     return f'<div class="call">{escape_text(call.name)}({_clip(args)})</div>'
 
 
-def _conversation(sample: Any) -> str:
+def decisive_steps(details: Mapping[str, Any]) -> dict[int, str]:
+    """The steps attributions name: step -> the metric that named it.
+
+    ``details`` holds each metric's result details by name (a row's, or a results.jsonl
+    record's ``<name>_details``); an attribution is ``details["attribution"]["step"]``.
+    """
+    steps: dict[int, str] = {}
+    for name, found in details.items():
+        attribution = found.get("attribution") if isinstance(found, Mapping) else None
+        if isinstance(attribution, Mapping) and isinstance(attribution.get("step"), int):
+            steps.setdefault(attribution["step"], name)
+    return steps
+
+
+def _decisive_steps(row: SampleResult) -> dict[int, str]:
+    return decisive_steps({name: result.details for name, result in row.results.items()})
+
+
+def _conversation(sample: Any, decisive: Mapping[int, str] | None = None) -> str:
     if isinstance(sample, MultiTurnSample):
         parts = []
-        for message in sample.user_input:
+        owners = message_agents(sample.user_input)
+        for index, message in enumerate(sample.user_input):
             body = _clip(message.content)
             calls = (
                 "".join(_call(c) for c in message.tool_calls or [])
@@ -271,8 +298,18 @@ def _conversation(sample: Any) -> str:
             extra = ""
             if isinstance(message, ToolMessage) and message.tool_call_id:
                 extra = f' <span class="muted">(call {escape_text(message.tool_call_id)})</span>'
+            owner = owners[index]
+            agent = f' <span class="agent">{escape_text(owner)}</span>' if owner else ""
+            marked, mark = "", ""
+            if decisive and index in decisive:  # the step an attribution names
+                marked = " decisive"
+                mark = (
+                    f'<span class="decisive-mark" title="{escape_attribute(decisive[index])}">'
+                    "decisive step</span>"
+                )
             parts.append(
-                f'<div class="msg {message.type}"><span class="role">{escape_text(message.type)}</span>'
+                f'<div class="msg {message.type}{marked}" id="msg-{index}">{mark}'
+                f'<span class="role">{escape_text(message.type)}{agent}</span>'
                 f"{extra}{body}{calls}</div>"
             )
         if sample.reference_tool_calls is not None:
@@ -296,13 +333,45 @@ def _conversation(sample: Any) -> str:
     return '<div class="muted">sample not kept</div>'
 
 
+def context_summary(details: Mapping[str, Any] | None) -> str | None:
+    """What the judge saw of a row, in one line (from ``details["context"]``), or None.
+
+    ``context: windowed · 6 requests + 4 summaries · 35,102 prompt tokens (largest 5,087) ·
+    items per request 16, 16, 8 · window 8,192 tokens (table), tiktoken:cl100k_base``.
+    """
+    seen = (details or {}).get("context")
+    if not isinstance(seen, Mapping) or "context" not in seen:
+        return None
+    parts = [f"context: {seen['context']}"]
+    requests = f"{seen.get('requests', 0)} request(s)"
+    if seen.get("summaries"):
+        requests += f" + {seen['summaries']} summaries"
+    parts.append(requests)
+    parts.append(
+        f"{int(seen.get('prompt_tokens', 0)):,} prompt tokens "
+        f"(largest {int(seen.get('largest_prompt', 0)):,})"
+    )
+    items = seen.get("items_per_request")
+    if isinstance(items, list) and items:
+        shown = ", ".join(str(n) for n in items[:12]) + (", ..." if len(items) > 12 else "")
+        parts.append(f"items per request {shown}")
+    if "context_tokens" in seen:
+        parts.append(
+            f"window {int(seen['context_tokens']):,} tokens ({seen.get('limits', '?')}), "
+            f"{seen.get('counter', '?')}"
+        )
+    return " · ".join(parts)
+
+
 def _drill(row: SampleResult, names: Sequence[str]) -> str:
     metrics = []
     for name in names:
         result, failure = row.results.get(name), row.failures.get(name)
         if result is not None:
+            seen = context_summary(result.details)
+            note = f'<div class="muted context">{escape_text(seen)}</div>' if seen else ""
             metrics.append(
-                f'<div class="metric"><b>{escape_text(name)}</b> = {format_value(result.value)}<br>{_clip(result.reason)}</div>'
+                f'<div class="metric"><b>{escape_text(name)}</b> = {format_value(result.value)}<br>{_clip(result.reason)}{note}</div>'
             )
         elif failure is not None:
             trace = (
@@ -315,7 +384,7 @@ def _drill(row: SampleResult, names: Sequence[str]) -> str:
                 f'<div class="metric err"><b>{escape_text(name)}</b> failed<div class="error">{_clip(failure)}</div>{trace}</div>'
             )
     return (
-        f'<div class="grid"><div class="conv">{_conversation(row.sample)}</div>'
+        f'<div class="grid"><div class="conv">{_conversation(row.sample, _decisive_steps(row))}</div>'
         f"<div>{''.join(metrics)}</div></div>"
     )
 
@@ -426,6 +495,69 @@ def _agent_table(summaries: Mapping[str, MetricSummary], names: Sequence[str]) -
     )
 
 
+def agents_table_html(extras: Mapping[str, Mapping[str, float] | None]) -> str:
+    """Metrics broken down by agent (``by_agent``) and the agents blamed (attributions).
+
+    ``extras`` holds each metric's summary ``extra`` by name (the keys
+    :func:`~turneval.aggregate.agent_figures` writes); "" when none has them.
+    """
+    rows = []
+    for name, found in extras.items():
+        extra = found or {}
+        for prefix, what in ((AGENT_PREFIX, "mean"), (BLAME_PREFIX, "blamed")):
+            cells = [
+                f"{escape_text(key[len(prefix) :])}: "
+                + (f"{value:.1%}" if prefix == BLAME_PREFIX else format_value(value))
+                + f" <span class='muted'>({int(extra.get(f'{key}.rows', 0))} rows)</span>"
+                for key, value in extra.items()
+                if key.startswith(prefix) and not key.endswith(".rows")
+            ]
+            if cells:
+                rows.append(
+                    f"<tr><td>{escape_text(name)}</td><td>{what}</td><td>{' · '.join(cells)}</td></tr>"
+                )
+    if not rows:
+        return ""
+    return (
+        '<h2>By agent <span class="muted">(each agent scored on its own share of the '
+        "conversation, by_agent=True; the agents attributions blame)</span></h2>"
+        '<table id="by-agent"><thead><tr><th>metric</th><th>figure</th><th>agents</th></tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def clusters_html(
+    clusters: Sequence[FailureCluster], shown: int, link: str = "#sample-{index}"
+) -> str:
+    """The failure clusters of ``shown`` rows, largest first, with three example rows each.
+
+    ``link`` is where an example row links to (``{index}``: the row's index); "" when there
+    is no cluster.
+    """
+    if not clusters:
+        return ""
+    items = []
+    for cluster in clusters:
+        title = cluster.name or cluster.label or "(no words)"
+        agents = ", ".join(f"{a} {n}" for a, n in cluster.agents.items())
+        examples = "".join(
+            f'<li><a href="{escape_attribute(link.format(index=r.index))}">row {r.index + 1}</a>: '
+            f"{_clip(r.reason)}</li>"
+            for r in cluster.examples(3)
+        )
+        items.append(
+            f"<tr><td>{escape_text(title)}</td><td class='num'>{cluster.size}</td>"
+            f"<td class='num'>{cluster.share:.0%}</td><td>{escape_text(agents)}</td>"
+            f"<td><ul>{examples}</ul></td></tr>"
+        )
+    return (
+        f'<h2>Failure clusters <span class="muted">(failed rows of the {shown} shown, grouped by '
+        "why they failed; turneval clusters RUN for all of them)</span></h2>"
+        '<table id="clusters"><thead><tr><th>cluster</th><th>rows</th><th>share</th>'
+        f"<th>blamed</th><th>examples</th></tr></thead><tbody>{''.join(items)}</tbody></table>"
+    )
+
+
 def render_report(
     *,
     title: str,
@@ -437,18 +569,25 @@ def render_report(
     usage: Usage | None = None,
     tools: Mapping[str, str] | None = None,
     trials_grid: str = "",
+    lower_is_better: Collection[str] = (),
 ) -> str:
     """The report from its parts (the streaming CLI keeps only a bounded set of ``rows``).
 
     ``tools`` names the tool of metrics about one tool (``trajectory_single_tool_use``), for
     their headers and neutral colours; by default it is read from the rows' details.
     ``trials_grid`` is the per-scenario trials table of simulated runs (HTML), if any.
+    ``lower_is_better`` names the metrics where a lower value is better (latency, cost): their
+    values are shown without a verdict colour, as seconds and money are no share.
     ``summaries`` may hold the agent figures (:data:`~turneval.results.AGENT_FIGURES`) too:
-    they are shown in a table of their own.
+    they are shown in a table of their own, and so are the metrics broken down by agent. When
+    a row carries an attribution (:class:`~turneval.metrics.FailureAttribution`), the failed
+    rows shown are grouped in failure clusters (:func:`turneval.clusters.cluster_failures`)
+    and each conversation marks its decisive step.
     """
     nonce = secrets.token_urlsafe(16)
     names = list(metric_names)
     tools = {**_tool_names(rows, names), **(tools or {})}
+    plain = set(tools) | set(lower_is_better)  # shown without a verdict colour
     summary_rows = []
     for name in names:
         s = summaries[name]
@@ -460,7 +599,7 @@ def render_report(
         )
         figures = " · ".join(f"{key} {_figure(value)}" for key, value in (s.extra or {}).items())
         summary_rows.append(
-            f"<tr><td>{escape_text(name)}</td><td class='num {_shade(s.mean, name in tools)}'>{format_value(s.mean)}</td>"
+            f"<tr><td>{escape_text(name)}</td><td class='num {_shade(s.mean, name in plain)}'>{format_value(s.mean)}</td>"
             f"<td class='num'>{ci}</td><td class='num'>{format_value(s.std)}</td>"
             f"<td class='num'>{s.count}</td><td class='num'>{s.failed}</td><td>{escape_text(tokens)}</td>"
             f"<td>{escape_text(figures)}</td></tr>"
@@ -483,7 +622,7 @@ def render_report(
                 )
             else:
                 attrs.append(f'data-k{i}="{result.value!r}"')
-                shade = _shade(result.value, name in tools)
+                shade = _shade(result.value, name in plain)
                 if unstable(result):  # repeated votes straddle the pass threshold
                     votes = ", ".join(f"{v:g}" for v in result.details["repeats"]["values"])
                     cells.append(
@@ -523,6 +662,8 @@ def render_report(
 <table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th><th title="pass^k and pass@k of simulated trials, pairwise win rates, ...">more figures</th></tr></thead>
 <tbody>{"".join(summary_rows)}</tbody></table>
 {_agent_table(summaries, names)}
+{agents_table_html({name: summaries[name].extra for name in names})}
+{clusters_html(_clusters(rows), len(rows))}
 {trials_grid}
 <h2>Distributions</h2>
 <div class="hists">{"".join(histogram_html(n, values.get(n, np.empty(0))) for n in names)}</div>
@@ -534,6 +675,13 @@ def render_report(
 <script nonce="{nonce}">{_JS}</script>
 </body></html>
 """
+
+
+def _clusters(rows: Sequence[SampleResult]) -> list[FailureCluster]:
+    """The failure clusters of ``rows`` when an attribution was run on them, else none."""
+    if not any(_decisive_steps(row) for row in rows):
+        return []
+    return cluster_failures(rows)
 
 
 def render_html(
@@ -556,4 +704,5 @@ def render_html(
         total_rows=len(result.rows),
         usage=result.usage,
         trials_grid=trials_grid_html(result),
+        lower_is_better=[m.name for m in result.metrics if not m.higher_is_better],
     )

@@ -40,6 +40,7 @@ from turneval.rows import (
 from turneval.usage import Usage
 
 __all__ = [
+    "KEPT_DETAILS",
     "TRIAL_KEYS",
     "decode",
     "decode_file",
@@ -58,6 +59,9 @@ try:  # the "fast" extra (also a langsmith dependency, so nearly always present)
 except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson_dumps = None
 
+KEPT_DETAILS = frozenset({"repeats", "by_agent", "not_scored", "attribution"})
+"""The keys of a result's details that results.jsonl keeps even without ``--details``."""
+
 TRIAL_KEYS = ("scenario_id", "trial", "stop_reason")
 """The columns of a row's :class:`~turneval.results.Trial`."""
 
@@ -71,10 +75,12 @@ def encode(
 
     ``id`` follows ``index`` when the sample has ``metadata["id"]``, then the trial's columns.
     Values are None where the metric failed; ``details=True`` adds ``<name>_details`` and,
-    for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`). Without details, a judged
-    metric's vote record (``repeats`` > 1) is still kept, as ``<name>_details: {"repeats":
-    ...}``: a file read back (``from_jsonl``, ``--resume``, ``compare``) then counts the same
-    unstable rows. The agent run's figures and ``source`` follow; ``line`` comes last when the
+    for judged results, ``<name>_usage`` (:meth:`Usage.to_dict`). Without details, the small
+    records of :data:`KEPT_DETAILS` are still kept in ``<name>_details``: a judged metric's
+    vote record (``repeats`` > 1, without each vote), so that a file read back
+    (``from_jsonl``, ``--resume``, ``compare``) counts the same unstable rows; a per-agent
+    metric's values (``by_agent``, ``not_scored``) and an attribution (``attribution``), so
+    that its summary and failure clusters are the same. The agent run's figures and ``source`` follow; ``line`` comes last when the
     row was read from a file.
     """
     record: dict[str, Any] = {"index": row.index}
@@ -98,9 +104,11 @@ def encode(
             record[f"{name}_details"] = result.details
             if result.usage is not None:
                 record[f"{name}_usage"] = result.usage.to_dict()
-        elif result is not None and "repeats" in result.details:
-            votes = {k: v for k, v in result.details["repeats"].items() if k != "votes"}
-            record[f"{name}_details"] = {"repeats": votes}
+        elif result is not None and not KEPT_DETAILS.isdisjoint(result.details):
+            kept = {k: v for k, v in result.details.items() if k in KEPT_DETAILS}
+            if "repeats" in kept:
+                kept["repeats"] = {k: v for k, v in kept["repeats"].items() if k != "votes"}
+            record[f"{name}_details"] = kept
     agent = row.agent
     if agent is not None:
         usage = agent.usage

@@ -25,7 +25,9 @@ __all__ = [
     "MetricFailure",
     "MetricResult",
     "SampleResult",
+    "ToolTiming",
     "Trial",
+    "TurnTiming",
     "json_line",
     "ratio",
 ]
@@ -120,6 +122,89 @@ class Trial:
         return self.stop_reason in ("agent_error", "timeout")
 
 
+@dataclass(frozen=True, slots=True)
+class ToolTiming:
+    """One tool call of a turn, timed: which tool, and the seconds it took.
+
+    Attributes:
+        name: The tool's name.
+        latency_s: Seconds from the call to its result.
+    """
+
+    name: str
+    latency_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTiming:
+    """How long the agent took to answer one user turn (what the source step measured).
+
+    Attributes:
+        latency_s: Seconds from the user's message to the agent's last message of the turn.
+        first_token_s: Seconds from the user's message to the first token of the agent's
+            answer, where a trace recorded it (a streamed model call); None otherwise.
+        tools: The turn's tool calls with their durations, where the source step could time
+            them (a LangGraph graph streamed step by step, a trace's tool spans); None when
+            tools were not timed (an agent that answers a turn in one call).
+    """
+
+    latency_s: float
+    first_token_s: float | None = None
+    tools: tuple[ToolTiming, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``first_token_s`` and ``tools`` only when known)."""
+        record: dict[str, Any] = {"latency_s": self.latency_s}
+        if self.first_token_s is not None:
+            record["first_token_s"] = self.first_token_s
+        if self.tools is not None:
+            record["tools"] = [{"name": t.name, "latency_s": t.latency_s} for t in self.tools]
+        return record
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TurnTiming:
+        """The turn :meth:`to_dict` wrote.
+
+        Raises:
+            ValueError: naming the field, when a duration is not a finite number >= 0, a tool
+                has no name, or the record is not an object.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"a turn's timing must be an object, got {type(data).__name__}")
+        latency = _seconds(data.get("latency_s"), "latency_s")
+        if latency is None:
+            raise ValueError("a turn's timing needs latency_s (seconds)")
+        first = _seconds(data.get("first_token_s"), "first_token_s")
+        tools = data.get("tools")
+        if tools is not None:
+            if not isinstance(tools, list):
+                raise ValueError(f"tools must be a list, got {type(tools).__name__}")
+            timed = []
+            for position, tool in enumerate(tools):
+                found = tool if isinstance(tool, dict) else {}
+                name = found.get("name")
+                seconds = _seconds(found.get("latency_s"), f"tools[{position}].latency_s")
+                if not isinstance(name, str) or not name or seconds is None:
+                    raise ValueError(
+                        f"tools[{position}] must be {{'name': str, 'latency_s': seconds}}, "
+                        f"got {tool!r}"
+                    )
+                timed.append(ToolTiming(name, seconds))
+            return cls(latency, first, tuple(timed))
+        return cls(latency, first)
+
+
+def _seconds(value: Any, field_name: str) -> float | None:
+    """A duration in seconds (None stays None); ValueError naming the field otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{field_name} must be a number of seconds, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{field_name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
 @dataclass(slots=True)
 class AgentRun:
     """What one run of an agent produced (``EvalTask``, a simulated conversation or a trace).
@@ -134,6 +219,8 @@ class AgentRun:
         error_type: The error type recorded on the row's metrics when the run failed.
         by_agent: Whether ``error`` is the agent's; False when something else ended the run (a
             simulated user that failed): the row's metrics fail with it, but the agent did not.
+        turns: Each user turn answered, timed (:class:`TurnTiming`), in order; a turn the
+            agent failed on is left out.
     """
 
     messages: list[Message]
@@ -143,6 +230,7 @@ class AgentRun:
     steps: int = 0
     error_type: str = "AgentRunError"
     by_agent: bool = True
+    turns: list[TurnTiming] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:

@@ -4,21 +4,52 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from turneval.messages import (
     AIMessage,
+    Handoff,
+    HandoffAt,
     HumanMessage,
     Message,
     SystemMessage,
     ToolCall,
     ToolMessage,
+    find_handoffs,
 )
 from turneval.messages.tool_results import OpenToolCalls
 
-__all__ = ["MultiTurnSample", "Sample", "SingleTurnSample", "sample_id"]
+__all__ = ["AgentSpec", "MultiTurnSample", "Sample", "SingleTurnSample", "sample_id"]
 
 _CONFIG = ConfigDict(extra="forbid")
+
+
+class AgentSpec(BaseModel):
+    """One agent of a multi-agent conversation: its name, tools, handoffs and own reference.
+
+    A sample may declare its agents (:attr:`MultiTurnSample.agents`); the AI messages name the
+    agent that produced them (:attr:`AIMessage.name <turneval.messages.AIMessage.name>`). The
+    rule-based metrics scored ``by_agent=True`` read each agent's own tools and reference
+    calls here.
+
+    Attributes:
+        name: The agent's name, as its messages give it.
+        description: What the agent does (shown to judges).
+        tools: Shell-style patterns of the tools it may call (``"search_*"``); None: not
+            declared. Per agent, :class:`~turneval.metrics.ToolPermission` allows these, and
+            the sample's ``reference_tool_calls`` to these tools are this agent's share.
+        handoffs: The agents it may hand off to; None: not declared.
+        reference_tool_calls: The calls this agent should make (tool-call and trajectory
+            metrics scored ``by_agent=True``).
+    """
+
+    model_config = _CONFIG
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    tools: list[str] | None = None
+    handoffs: list[str] | None = None
+    reference_tool_calls: list[ToolCall] | None = None
 
 
 class SingleTurnSample(BaseModel):
@@ -60,6 +91,10 @@ class MultiTurnSample(BaseModel):
         reference_topics: The topics the AI should stay within (topic adherence).
         rubrics: Named grading rubrics for judge metrics.
         metadata: Free-form data carried to the results.
+        agents: The agents of a multi-agent conversation, with their tools, handoffs and own
+            reference calls (None for a single agent; names must be unique).
+        reference_handoffs: The handoffs the agents should make, in order
+            (:class:`~turneval.metrics.HandoffAccuracy`).
     """
 
     model_config = _CONFIG
@@ -70,6 +105,8 @@ class MultiTurnSample(BaseModel):
     reference_topics: list[str] | None = None
     rubrics: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
+    agents: list[AgentSpec] | None = None
+    reference_handoffs: list[Handoff] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -98,7 +135,35 @@ class MultiTurnSample(BaseModel):
                 rule.ai(message)
             else:
                 rule.close()
+        if self.agents:
+            seen: set[str] = set()
+            for index, agent in enumerate(self.agents):
+                if agent.name in seen:
+                    raise ValueError(
+                        f"agents[{index}]: agent name {agent.name!r} is declared twice"
+                    )
+                seen.add(agent.name)
         return self
+
+    def agent_names(self) -> list[str]:
+        """The conversation's agents: those declared, then the other names its AI messages give.
+
+        In that order, each once; empty for a single unnamed agent.
+        """
+        names = [agent.name for agent in self.agents or ()]
+        for message in self.user_input:
+            if type(message) is AIMessage and message.name is not None:
+                names.append(message.name)
+        return list(dict.fromkeys(names))
+
+    def agent(self, name: str) -> AgentSpec | None:
+        """The declared agent called ``name``; None when it is not declared."""
+        return next((agent for agent in self.agents or () if agent.name == name), None)
+
+    @property
+    def handoffs(self) -> list[HandoffAt]:
+        """The handoffs made in the conversation (:func:`turneval.messages.find_handoffs`)."""
+        return find_handoffs(self.user_input, [agent.name for agent in self.agents or ()])
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -56,6 +56,12 @@ def test_a_batch_run_folder_remembers_the_judge_flags_and_collects_into_files(
         "judge_model": "gpt-4o-mini",
         "judge_base_url": stub.url,
         "judge_api_key_env": None,
+        # and what 'turneval batch collect' gates and prices by default (never a key)
+        "max_failed": "0",
+        "fail_under": [],
+        "price_input": None,
+        "price_output": None,
+        "store": None,
     }
     with pytest.raises(ConfigError, match=f"{tmp_path} holds no batch run"):
         BatchRun.remembered(tmp_path)

@@ -36,6 +36,7 @@ from turneval.messages import Message
 from turneval.metrics import (
     BUILTIN_METRICS,
     AssessmentJudge,
+    FailureAttribution,
     JudgedMetric,
     PairwiseMetric,
     PointwiseMetric,
@@ -71,9 +72,11 @@ def conversation(seed: int) -> MultiTurnSample:
     """A conversation of ``seed % 13`` AI text turns, its other features drawn from ``seed``.
 
     Features: a system message or not, parallel tool calls with results that may be errors,
-    empty, very long, non-ASCII content, and text that looks like the prompts' own tags.
+    empty, very long, non-ASCII content, text that looks like the prompts' own tags, and
+    (odd seeds) several agents naming their messages.
     """
     rng = random.Random(seed)
+    agents = ["planner", "coder", "</conversation> reviewer"] if seed % 2 else [None]
     ai_turns = seed % (MAX_AI_TURNS + 1)
     messages: list[Message] = []
     if rng.random() < 0.5:
@@ -92,12 +95,12 @@ def conversation(seed: int) -> MultiTurnSample:
                 )
                 for k in range(rng.randint(1, 3))
             ]
-            messages.append(AIMessage(content="", tool_calls=batch))
+            messages.append(AIMessage(content="", tool_calls=batch, name=rng.choice(agents)))
             for call in batch:
                 result = rng.choice(["Error: upstream timeout (HTTP 504)", "ok: booked", text(rng)])
                 messages.append(ToolMessage(content=result, tool_call_id=call.id))
             calls.extend(batch)
-        messages.append(AIMessage(content=text(rng) or "Done."))
+        messages.append(AIMessage(content=text(rng) or "Done.", name=rng.choice(agents)))
     return MultiTurnSample(
         user_input=messages,
         reference=text(rng),
@@ -141,6 +144,8 @@ def judged_metrics() -> list[JudgedMetric[Any]]:
         PointwiseMetric(name="halves", criteria="c", rating_rubric={"-1": "a", "0.5": "b"}),
         PairwiseMetric(name="pairwise_custom", criteria="which is clearer"),
         AssessmentJudge(name="cites", instructions="Does the response cite a source?"),
+        FailureAttribution(name="attribution_step_by_step", mode="step_by_step"),
+        FailureAttribution(name="attribution_binary_search", mode="binary_search"),
     ]
     return metrics
 
@@ -153,7 +158,7 @@ def test_the_suite_covers_every_judge_in_the_registry() -> None:
 
 
 def check_rows(result: EvaluationResult, metrics: list[JudgedMetric[Any]], llm: Any) -> int:
-    """Assert no rejection, the stated requests and in-scale scores; the requests expected."""
+    """Assert no rejection, the stated requests and in-scale scores; the requests sent."""
     expected_total = 0
     problems = []
     for row in result.rows:
@@ -178,8 +183,11 @@ def check_rows(result: EvaluationResult, metrics: list[JudgedMetric[Any]], llm: 
                 continue
             scored = row.results[metric.name]
             calls = scored.usage.calls if scored.usage is not None else 0
+            # a running summary another metric of the row already asked is shared, not sent
+            shared = scored.usage.cached_calls if scored.usage is not None else 0
+            expected_total += calls - expected
             low, high = metric.scale
-            if calls != expected:
+            if calls + shared != expected:
                 problems.append(f"{row.index}/{metric.name}: {calls} requests, {expected} stated")
             if not (isinstance(scored.value, float) and low <= scored.value <= high):
                 problems.append(f"{row.index}/{metric.name}: {scored.value!r} not in {low, high}")
@@ -270,3 +278,34 @@ async def test_simulated_user_accepts_every_schema_valid_answer(
     openings = [schema for schema in schemas if "done" not in schema["properties"]]
     assert len(openings) == SEEDS  # the first turn of each "open" trial cannot end the talk
     assert all(set(schema["properties"]) == {"message"} for schema in openings)
+
+
+def test_every_judge_accepts_every_schema_valid_answer_on_windowed_requests(
+    openai_stub: OpenAIStub, strict_llm: ChatOpenAI
+) -> None:
+    """The same conformance, with the judges' context window small enough to window and
+    compact the conversations: summaries, windows and compacted transcripts are all requests
+    any schema-valid answer satisfies, and a row costs exactly what its plan states."""
+    metrics = [
+        m.model_copy(update={"context_tokens": 4096})
+        for m in judged_metrics()
+        if MultiTurnSample in m.sample_types
+    ]
+    long = [conversation(seed) for seed in range(7, MAX_AI_TURNS + 1)]  # 7 to 12 AI turns
+    result = evaluate(long, metrics, llm=strict_llm, max_llm_concurrency=16, show_progress=False)
+    check_requests(openai_stub, check_rows(result, metrics, strict_llm))
+    names = [body["response_format"]["json_schema"]["name"] for body in openai_stub.requests]
+    assert "SummaryVerdict" in names  # running summaries were asked, each once per run
+    summaries = [
+        json.dumps(body["messages"])
+        for body in openai_stub.requests
+        if body["response_format"]["json_schema"]["name"] == "SummaryVerdict"
+    ]
+    assert len(summaries) == len(set(summaries))
+    policies = {
+        row.results[m.name].details["context"]["context"]
+        for row in result.rows
+        for m in metrics
+        if m.name in row.results and "context" in row.results[m.name].details
+    }
+    assert policies == {"full", "windowed", "compacted"}

@@ -84,18 +84,25 @@ def protobuf(spans: list[ReadableSpan]) -> bytes:
 
 
 @contextmanager
-def serving(watcher: Watcher) -> Iterator[int]:
-    """The receiver on a free port (its scoring loop ticking every 50 ms)."""
-    server = WatchServer(("127.0.0.1", 0), watcher, tick=0.05)
+def receiver(watcher: Watcher, **options: Any) -> Iterator[WatchServer]:
+    """The receiver serving on a free port (scoring every 50 ms), with ``options``; then closed."""
+    server = WatchServer(("127.0.0.1", 0), watcher, tick=0.05, **options)
     thread = threading.Thread(target=server.serve, daemon=True)
     thread.start()
     try:
-        yield int(server.server_address[1])
+        yield server
     finally:
         server.stop()
         server.server_close()
         thread.join(5)
         watcher.close()
+
+
+@contextmanager
+def serving(watcher: Watcher, **options: Any) -> Iterator[int]:
+    """The receiver on a free port (its scoring loop ticking every 50 ms), with ``options``."""
+    with receiver(watcher, **options) as server:
+        yield int(server.server_address[1])
 
 
 def results(folder: Path) -> list[dict[str, Any]]:

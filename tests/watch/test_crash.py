@@ -18,10 +18,11 @@ from turneval.watch import Watcher
 from ._helpers import conversation, post, protobuf, results, trace_id, wait_for
 
 
-def _start(out: Path) -> tuple[subprocess.Popen[str], int]:
+def _start(out: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     command = [sys.executable, "-m", "turneval.cli", "watch", "--listen", "127.0.0.1:0"]
     command += ["--idle", "0.3", "--out", str(out), "--metric", "step_budget:max_steps=1"]
+    command += extra
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -130,3 +131,24 @@ def test_a_conversation_claimed_but_not_written_is_scored_after_a_restart(
         (trace_id(second), 1.0),
     ]
     assert [r["index"] for r in records] == [0, 2]  # the lost claim's index is not reused
+
+
+def test_the_command_bounds_its_connections_and_their_silence(tmp_path: Path) -> None:
+    import socket
+
+    process, port = _start(tmp_path, "--max-connections", "1", "--read-timeout", "0.3")
+    try:
+        served, waiting = (socket.create_connection(("127.0.0.1", port)) for _ in range(2))
+        extra = socket.create_connection(("127.0.0.1", port))  # past the waiting line
+        extra.settimeout(10)
+        assert extra.recv(4096).startswith(b"HTTP/1.1 503 ")
+        for client in (served, waiting):  # each closed after 0.3 s of silence
+            client.settimeout(10)
+            assert client.recv(4096) == b""
+            client.close()
+        extra.close()
+        assert post(port, protobuf(conversation(1)))[0] == 200
+    finally:
+        process.terminate()
+        process.wait(10)
+        _close(process)

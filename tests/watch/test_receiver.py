@@ -63,7 +63,7 @@ def test_json_bodies_and_retried_exports_score_each_conversation_once(tmp_path: 
         (b"\xff\x00 not protobuf", "application/x-protobuf", {}, "no ExportTraceServiceRequest"),
         (b"{not json", "application/json", {}, "not valid JSON"),
         (b"[1, 2]", "application/json", {}, "expected a JSON object, got list"),
-        (b'{"resourceSpans": 3}', "application/json", {}, "'resourceSpans' list"),
+        (b'{"resourceSpans": 3}', "application/json", {}, "resourceSpans must be a list, got int"),
         (
             json.dumps(  # a good span, then one that cannot be read: neither is taken
                 {
@@ -160,6 +160,7 @@ def _samples(text: str) -> dict[str, Any]:
     [
         (["--listen", "4318"], "--listen '4318' is not HOST:PORT"),
         (["--budget", "20USD/day"], "a USD budget needs the judge prices"),
+        (["--budget", "20USD/day", "--price-input", "0.15"], "needs --price-output too"),
         (["--budget", "lots"], "budget 'lots' is not AMOUNT UNIT/PERIOD"),
         (["--filter", "service.name"], "filter 'service.name' is not KEY=VALUE"),
     ],

@@ -11,10 +11,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
 from turneval.errors import ConfigError
-from turneval.estimate import estimate
-from turneval.metrics import ConversationCompleteness, StepBudget
-from turneval.pipeline import RunOptions
-from turneval.traces import from_otel_spans
+from turneval.metrics import StepBudget
 from turneval.watch import Budget, Watcher
 
 from ._helpers import conversation, results, trace_id
@@ -83,47 +80,6 @@ def test_filters_on_resource_and_span_attributes(tmp_path: Path) -> None:
     ]
 
 
-def test_past_the_token_budget_conversations_are_skipped_until_the_next_period(
-    tmp_path: Path, openai_stub: Any
-) -> None:
-    from langchain_openai import ChatOpenAI
-
-    from tests._openai_stub import Reply
-
-    openai_stub.reset(default=Reply(from_schema=True))
-    judge = ChatOpenAI(model="gpt-4o-mini", base_url=openai_stub.url, api_key="k")
-    metric = ConversationCompleteness()
-    traces = [conversation(2) for _ in range(8)]
-    # The price of one conversation: its estimated prompt tokens (all eight are alike).
-    sample = from_otel_spans(traces[0]).samples[0]
-    cost = estimate([sample], [metric], llm=judge).total_prompt_tokens
-    assert cost > 0
-    budget = Budget(2.5 * cost, "tokens", 3600.0)  # room for two conversations an hour
-    watcher = Watcher([metric], tmp_path, idle=0, options=RunOptions(llm=judge), budget=budget)
-    now = [7200.0 + 10]
-    watcher.clock = lambda: now[0]
-    for spans in traces[:4]:
-        _export(watcher, spans)
-    assert watcher.tick() == 2
-    assert watcher.skipped["budget"] == 2
-    now[0] += 3600.0  # the next hour: scoring resumes
-    for spans in traces[4:]:
-        _export(watcher, spans)
-    assert watcher.tick() == 2
-    watcher.close()
-    assert watcher.skipped["budget"] == 4
-    assert watcher.counts["judge_spend"] == 4 * cost
-    skipped = [c["id"] for c in _ledger(tmp_path) if c.get("skipped") == "budget"]
-    scored = [row["id"] for row in results(tmp_path)]
-    assert len(scored) == 4 and len(skipped) == 4
-    assert {f"trace:{i}" for i in scored} | set(skipped) == {f"trace:{trace_id(s)}" for s in traces}
-    assert all(row["conversation_completeness_error"] is None for row in results(tmp_path))
-    provenance = json.loads((tmp_path / "run.json").read_text())  # what scored the rows
-    assert provenance["judge"]["model"] == "gpt-4o-mini"
-    assert [m["name"] for m in provenance["metrics"]] == ["conversation_completeness"]
-    assert provenance["turneval_version"]
-
-
 def test_budget_text() -> None:
     assert Budget.parse("20USD/day") == Budget(20.0, "USD", 86400.0)
     assert Budget.parse("100000tokens/hour") == Budget(100000.0, "tokens", 3600.0)
@@ -136,7 +92,7 @@ def test_budget_text() -> None:
 def test_memory_stays_bounded_by_the_queue_and_late_spans_of_recent_conversations_drop(
     tmp_path: Path,
 ) -> None:
-    from turneval.watch._watcher import DONE_KEPT
+    from turneval.watch._scoring import DONE_KEPT
 
     traces = [conversation(1) for _ in range(30)]  # two spans each
     with Watcher([StepBudget(max_steps=1)], tmp_path, idle=0, max_queue=2) as watcher:

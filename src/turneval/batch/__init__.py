@@ -8,6 +8,9 @@ of invalid answers), and ``collect()`` scores the run from the answers, which ar
 the judge cache under the keys a live run uses.
 """
 
-from turneval.batch._run import BatchRun, BatchStatus, Fallback, submit
+from turneval.batch._run import BatchRun
+from turneval.batch._state import Fallback
+from turneval.batch._status import BatchStatus
+from turneval.batch._submit import submit
 
 __all__ = ["BatchRun", "BatchStatus", "Fallback", "submit"]

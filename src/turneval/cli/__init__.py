@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a ``--fail-under`` (or ``compare --fail-on-regression``) bar was not
 met; 2 bad usage or input (every error is one line, never a traceback); 3 more failed rows than
-``--max-failed`` allows (default 0); 4 ``compare --min-power``: the comparison passed its gates
+``--max-failed`` allows (default 0), or ``scenarios generate`` requests that got no usable
+answer; 4 ``compare --min-power``: the comparison passed its gates
 but had too little power to see a drop of ``--mde``; 5 (:data:`EXIT_DISK_FULL`) an output file
 could not be written for lack of space; 143 (:data:`EXIT_TERMINATED`) ``evaluate`` was stopped
 by SIGTERM after writing the chunks in flight; 130 (:data:`EXIT_INTERRUPTED`) Ctrl-C: ``evaluate``
@@ -17,7 +18,8 @@ configure), :mod:`~turneval.cli.summary` (what a run prints when it ends, and th
 the commands: :mod:`~turneval.cli.evaluate` with :mod:`~turneval.cli.engines` and
 :mod:`~turneval.cli.batch`, :mod:`~turneval.cli.compare` (and ``plan``),
 :mod:`~turneval.cli.calibrate` (and ``labels``), :mod:`~turneval.cli.store` (and ``view``),
-:mod:`~turneval.cli.watch` (and ``regrade``), :mod:`~turneval.cli.metrics` (and ``demo``).
+:mod:`~turneval.cli.watch` (and ``regrade``), :mod:`~turneval.cli.metrics` (and ``demo``),
+:mod:`~turneval.cli.scenarios` (``scenarios generate|accepted``).
 """
 
 from turneval.cli.arguments import UsageError, max_failed, parse_metric

@@ -130,6 +130,41 @@ def max_failed(text: str) -> Callable[[int], float]:
     return lambda rows: fraction * rows
 
 
+def fail_under_bars(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str, float]:
+    """``--fail-under NAME=VALUE`` items as bars by metric name, each on its metric's scale."""
+    scales = {metric.name: metric.scale for metric in metrics}
+    directions = {metric.name: metric.higher_is_better for metric in metrics}
+    bars = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals:
+            raise UsageError(f"--fail-under {item!r} is not NAME=VALUE")
+        name = run_name(name, scales)
+        if name not in scales:
+            raise UsageError(
+                f"--fail-under names {name!r}, which is not among the metrics {list(scales)}"
+            )
+        try:
+            bar = float(value)
+        except ValueError:
+            raise UsageError(f"--fail-under {item!r}: {value!r} is not a number") from None
+        if not directions[name]:  # a floor cannot gate a cost to keep down (issue 49)
+            raise UsageError(
+                f"--fail-under {item}: lower is better for {name}, so a floor does not gate it; "
+                f"gate a rise with 'turneval compare BASE NEW --fail-on-regression {name}="
+                f"MAX_RISE', or alert on it with 'turneval watch --alert \"{name} > "
+                f"{bar:g} over 1h\"'"
+            )
+        low, high = scales[name]
+        if not low <= bar <= high:
+            raise UsageError(
+                f"--fail-under {item}: {name} scores lie in [{low:g}, {high:g}]; "
+                "a bar off that scale is always or never met"
+            )
+        bars[name] = bar
+    return bars
+
+
 def named_number(option: str, item: str, form: str) -> tuple[str | None, float]:
     """An ``option``'s ``[NAME=]NUMBER`` item: the name (None without one) and the number."""
     name, equals, value = item.rpartition("=")

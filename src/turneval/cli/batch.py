@@ -1,23 +1,38 @@
-"""The batch engine on the command line: ``evaluate --engine batch`` and ``turneval batch``."""
+"""The batch engine on the command line: ``evaluate --engine batch`` and ``turneval batch``.
+
+``evaluate --engine batch`` keeps in the run's folder the flags ``turneval batch`` needs to
+come back to it (never a key): the judge's, the gates (``--max-failed``, ``--fail-under``), the
+prices and the run store. ``turneval batch collect`` applies the gates as ``evaluate`` does
+(:func:`~turneval.cli.summary.gates_exit`): those given to it, else those remembered.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from turneval.cli.arguments import fail_under_bars, max_failed
 from turneval.cli.judge_flags import judge_from_flags
-from turneval.cli.options import add_judge_options, add_price_options
-from turneval.cli.summary import print_summary
+from turneval.cli.options import add_gate_options, add_judge_options, add_price_options
+from turneval.cli.summary import gates_exit, print_summary
 from turneval.errors import ConfigError
 
 if TYPE_CHECKING:
     from turneval.batch import BatchRun, Fallback
+    from turneval.results import Prices
 
 __all__ = ["add_batch_command", "add_batch_options", "evaluate_batch"]
 
 _JUDGE_FLAGS = ("judge_model", "judge_base_url", "judge_api_key_env")
+
+_RUN_FLAGS = ("max_failed", "fail_under", "price_input", "price_output")
+"""The other flags of ``evaluate`` that ``turneval batch collect`` takes by default."""
+
+_DEFAULT_STORE = ".turneval/runs.db"
 
 
 def add_batch_options(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +73,15 @@ def add_batch_command(commands: Any) -> None:
         default=None,
         help="collect: override the fallback chosen at submission",
     )
+    add_gate_options(parser, inherited="those 'evaluate --engine batch' was given")
+    parser.add_argument(
+        "--store",
+        nargs="?",
+        const=_DEFAULT_STORE,
+        metavar="URL",
+        help="collect: keep the run in a run store too (alone: .turneval/runs.db; default: "
+        "the store 'evaluate --engine batch' was given, else $TURNEVAL_STORE)",
+    )
     add_price_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     add_judge_options(parser)
@@ -72,28 +96,44 @@ def _judge_of(args: argparse.Namespace, stored: dict[str, Any] | None) -> Any:
     return judge_from_flags(args) if args.judge_model or stored else None
 
 
-def _open(args: argparse.Namespace) -> BatchRun:
-    from turneval.batch import BatchRun
+def _keepable(url: str | None) -> str | None:
+    """A store URL the folder may keep: none with a password in it (None then)."""
+    if url is None:
+        return None
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # not a URL: a path
+        return url
+    return url if password is None else None
 
-    stored = BatchRun.remembered(args.dir)
-    return BatchRun.open(args.dir, llm=_judge_of(args, stored))
 
-
-def _cost_lines(run: BatchRun, args: argparse.Namespace) -> None:
+def _prices(args: argparse.Namespace) -> Prices | None:
     if args.price_input is None:
-        return
+        return None
     from turneval.results import Prices
 
-    batch, live = run.cost(Prices(args.price_input, args.price_output or 0.0))
+    return Prices(args.price_input, args.price_output or 0.0)
+
+
+def _cost_lines(run: BatchRun, prices: Prices | None) -> None:
+    if prices is None:
+        return
+    batch, live = run.cost(prices)
     print(f"judge cost through batches: {batch:.4f} (live it would have been {live:.4f})")
 
 
-def _finish(run: BatchRun, args: argparse.Namespace, fallback: Fallback | None) -> Any:
+def _finish(
+    run: BatchRun, args: argparse.Namespace, fallback: Fallback | None, store: str | None
+) -> Any:
+    prices = _prices(args)
+    result = run.collect_files(
+        fallback=fallback, show_progress=False if args.quiet else None, store=store, prices=prices
+    )
     status = run.status()
-    result = run.collect_files(fallback=fallback, show_progress=False if args.quiet else None)
     print_summary(result, run.out)
     print(f"batches: {status}")
-    _cost_lines(run, args)
+    print(status.explain())
+    _cost_lines(run, prices)
     return result
 
 
@@ -101,22 +141,23 @@ def evaluate_batch(args: argparse.Namespace, metrics: list[Any], out: Path, llm:
     """``evaluate --engine batch``: submit (or resume), wait with a progress bar, collect.
 
     Returns the run's result, or None when interrupted (Ctrl-C): the batches keep running at
-    the provider and ``turneval batch status|collect OUT`` comes back to them.
+    the provider and ``turneval batch status|collect OUT`` comes back to them. Rerun on
+    another input file than the run's, it is refused (exit 2), naming both files' digests.
     """
     from turneval.batch import BatchRun, submit
+    from turneval.cli.options import store_url
     from turneval.runner import resolve_metrics
 
     if args.batch_attempts < 1:
         raise ConfigError(f"--batch-attempts must be at least 1, got {args.batch_attempts}")
     if llm is None:
         raise ConfigError("--engine batch needs a judge (--judge-model, or $OPENAI_API_KEY)")
-    if (out / "state.sqlite").exists():  # the same command again resumes the run
-        run = BatchRun.open(out, llm=llm, metrics=resolve_metrics(metrics))
+    store = store_url(args)
+    if (out / "state.sqlite").exists():  # the same command again resumes the run (planned)
+        run = BatchRun.open(out, llm=llm, metrics=resolve_metrics(metrics), data=args.data)
     else:
-        from turneval.dataset import EvaluationDataset
-
         run = submit(
-            EvaluationDataset.from_jsonl(args.data),
+            args.data,
             metrics,
             llm=llm,
             out=out,
@@ -124,38 +165,60 @@ def evaluate_batch(args: argparse.Namespace, metrics: list[Any], out: Path, llm:
             max_attempts=args.batch_attempts,
             fallback=args.batch_fallback,
         )
-        run.remember({name: getattr(args, name) for name in _JUDGE_FLAGS})
+        run.remember(
+            {name: getattr(args, name) for name in (*_JUDGE_FLAGS, *_RUN_FLAGS)}
+            | {"store": _keepable(store)}
+        )
     try:
         run.wait(progress=not args.quiet, poll_interval=args.poll_interval)
     except KeyboardInterrupt:
+        again = " --store URL" if store is not None and _keepable(store) is None else ""
         print(
             f"\nturneval: the batches keep running at the provider ({run.status()}); come "
-            f"back with 'turneval batch status {out}', then 'turneval batch collect {out}' "
+            f"back with 'turneval batch status {out}', then 'turneval batch collect {out}{again}' "
             f"(or cancel them: 'turneval batch cancel {out}')",
             file=sys.stderr,
         )
         return None
-    return _finish(run, args, None)
+    return _finish(run, args, None, store)
 
 
 def batch_command(args: argparse.Namespace) -> int:
-    """``turneval batch status|collect|cancel DIR``."""
-    run = _open(args)
+    """``turneval batch status|collect|cancel DIR``.
+
+    ``collect`` exits as ``evaluate`` does on the same result: 3 past ``--max-failed``, 1
+    for a ``--fail-under`` mean not met (the flags given, else those of the ``evaluate`` that
+    submitted the run).
+    """
+    from turneval.batch import BatchRun
+
+    stored = BatchRun.remembered(args.dir) or {}
+    for name in ("price_input", "price_output"):
+        if getattr(args, name) is None:
+            setattr(args, name, stored.get(name))
+    run = BatchRun.open(args.dir, llm=_judge_of(args, stored))
     if args.action == "cancel":
         run.cancel()
         print(f"cancelled: {run.poll()}")
         return 0
-    status = run.poll()
     if args.action == "status":
+        status = run.poll()
         print(status)
         for batch_id, state in status.batches:
             print(f"  {batch_id}: {state}")
-        _cost_lines(run, args)
+        print(status.explain())
+        _cost_lines(run, _prices(args))
         return 0
+    text = args.max_failed if args.max_failed is not None else stored.get("max_failed") or "0"
+    allowed = max_failed(text)  # bad gates fail before any work
+    items = args.fail_under if args.fail_under is not None else stored.get("fail_under") or []
+    bars = fail_under_bars(items, run.metrics)
+    status = run.poll()
     if not status.done:
         raise ConfigError(
             f"the batches of {run.out} are still running ({status}): check again later with "
             f"'turneval batch status {run.out}'"
         )
-    _finish(run, args, args.batch_fallback)
-    return 0
+    store = args.store or stored.get("store") or os.environ.get("TURNEVAL_STORE") or None
+    result = _finish(run, args, args.batch_fallback, store)
+    return gates_exit(result, bars, allowed, text, tracebacks=args.traceback)

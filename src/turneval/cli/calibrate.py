@@ -9,6 +9,7 @@ from typing import Any
 from turneval._files import naming
 from turneval.cli.arguments import UsageError, run_name
 from turneval.cli.options import add_store_option, run_store
+from turneval.errors import ConfigError
 
 
 def add_calibrate_command(commands: Any) -> None:
@@ -59,11 +60,19 @@ def _calibrate(args: argparse.Namespace) -> int:
             )
         store = run_store(args, default=True)
         try:
-            result = store.result(args.run)
+            run = store.run(args.run)
+            result = store.result(run.id)
             metric = None if args.metric is None else run_name(args.metric, result.metric_names)
-            labels = _stored_labels(store, args.run, metric)
+            labels = _stored_labels(store, run.id, metric)
         finally:
             store.close()
+        if not labels:
+            of = f" of {metric!r}" if metric is not None else ""
+            raise ConfigError(
+                f"run {run.id[:12]} has no labels{of} in the store {store.url}: label its rows "
+                "in turneval view (the run's 'label rows' page) or with RunStore.add_label, "
+                "or calibrate a labels file (turneval calibrate RESULTS LABELS)"
+            )
         report = agreement(result, labels, metric)
         print(report)
         out = Path(args.html) if args.html else Path("calibration.html")
@@ -86,13 +95,18 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _stored_labels(store: Any, run: str, metric: str | None) -> list[Any]:
-    """A stored run's labels, as calibrate reads them from a labels file."""
+    """A stored run's labels, as calibrate reads them from a labels file.
+
+    Each is named in errors by its row and metric (``run 3f2a9c row 4, 'fluency'``), so a
+    label off the scale says which row to label again.
+    """
     from turneval.calibration import label_from_record
 
-    labels = [
-        label_from_record(record, f"stored label {number} of run {run}")
-        for number, record in enumerate(store.label_records(run, metric), start=1)
-    ]
+    labels = []
+    for record in store.label_records(run, metric):
+        row = f"row {record['index']}" if "index" in record else f"sample id {record.get('id')!r}"
+        where = f"the stored label of run {run[:12]} {row} for {record.get('metric')!r}"
+        labels.append(label_from_record(record, where))
     return [label for label in labels if label is not None]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from turneval.cli.arguments import UsageError, fraction, named_number, run_name
-from turneval.cli.options import add_power_options
+from turneval.cli.options import add_power_options, add_store_option, run_store
 
 
 def add_compare_command(commands: Any) -> None:
@@ -22,15 +22,18 @@ def add_compare_command(commands: Any) -> None:
         default=[],
         metavar="[NAME=]VALUE",
         help="a row passes at or above VALUE (default 0.5), for the regressions and "
-        "improvements columns; NAME=VALUE for one metric, e.g. a 1-5 judge (repeatable)",
+        "improvements columns; NAME=VALUE for one metric, e.g. a 1-5 judge, or at or below "
+        "it for a metric where lower is better, e.g. turn_latency=2 (repeatable)",
     )
     diff.add_argument(
         "--fail-on-regression",
         action="append",
         default=[],
         metavar="[NAME=]MAX_DROP",
-        help="exit 1 when the metric's mean (every shared metric's, without NAME) falls by "
-        "more than MAX_DROP (repeatable)",
+        help="exit 1 when the metric's mean (every shared metric's, without NAME) worsens by "
+        "more than MAX_DROP and the change is significant at --alpha, Holm-corrected over the "
+        "gated metrics (repeatable); worse is lower for a score, higher for a metric where "
+        "lower is better (turn latency, cost, tokens: MAX_DROP is the rise allowed)",
     )
     diff.add_argument(
         "--allow-config-change",
@@ -38,6 +41,14 @@ def add_compare_command(commands: Any) -> None:
         help="compare even when a metric of one name is configured differently in the two runs "
         "(their run.json files; by default that is refused, naming the metric and its fields)",
     )
+    diff.add_argument(
+        "--allow-dataset-change",
+        action="store_true",
+        help="compare even when the runs read different versions of the dataset (their "
+        "run.json digests; by default that is refused, listing the rows added, removed and "
+        "changed: from --store when it keeps both versions, see 'turneval datasets')",
+    )
+    add_store_option(diff)
     add_power_options(diff, mde_default=0.05)
     diff.add_argument(
         "--min-power",
@@ -67,48 +78,44 @@ def add_plan_command(commands: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from turneval.compare import compare_files
+    from turneval.compare import compare_files, regression_gates
 
     default, named = _pass_thresholds(args.pass_threshold)
-    comparison = compare_files(
-        args.baseline,
-        args.candidate,
-        pass_threshold=default,
-        pass_thresholds=named,
-        allow_config_change=args.allow_config_change,
-    )
-    gates = _regression_gates(args.fail_on_regression, comparison)
-    print(comparison)
-    underpowered = _power_lines(args, comparison, list(gates))
-    failed = 0
-    for name, max_drop in gates.items():
-        m = comparison.metrics[name]
-        # a gate that cannot be checked, or rows left out of the means, fail it too
-        if m.difference is None:
-            failed = 1
-            print(f"FAIL: {name}: no row scored by both runs", file=sys.stderr)
-        if m.newly_failed:
-            failed = 1
-            print(f"FAIL: {m.failed_note()}", file=sys.stderr)
-        if m.difference is None or m.difference >= -max_drop:
-            continue
-        failed = 1
-        rows = ", ".join(m.row_label(i) for i in m.worse[:SHOWN_ROWS])
-        more = f" (+{len(m.worse) - SHOWN_ROWS} more)" if len(m.worse) > SHOWN_ROWS else ""
-        listed = f"; regressed rows: {rows}{more}" if m.worse else ""
-        print(
-            f"FAIL: {name} mean fell {m.baseline_mean:.4f} -> {m.candidate_mean:.4f} "
-            f"({m.difference:+.4f}, more than {max_drop:g}){listed}",
-            file=sys.stderr,
+    store = run_store(args)
+    try:
+        comparison = compare_files(
+            args.baseline,
+            args.candidate,
+            pass_threshold=default,
+            pass_thresholds=named,
+            allow_config_change=args.allow_config_change,
+            allow_dataset_change=args.allow_dataset_change,
+            store=store,
         )
-    if not failed and underpowered:
+    finally:
+        if store is not None:
+            store.close()
+    drops = _regression_gates(args.fail_on_regression, comparison)
+    print(comparison)
+    gates = regression_gates(comparison, drops, alpha=args.alpha)
+    if drops:
+        print(gates)
+    underpowered = _power_lines(args, comparison, list(drops))
+    for message in gates.messages():
+        print(f"FAIL: {message}", file=sys.stderr)
+    if gates.failed:
+        return 1
+    if underpowered:
         print(f"FAIL: {underpowered}", file=sys.stderr)
         return UNDERPOWERED
-    return failed
+    return 0
 
 
 UNDERPOWERED = 4
 """Exit code of ``compare --min-power`` when a gated metric's power falls short."""
+
+SHOWN_ROWS = 10
+"""Regressed rows a failed ``--fail-on-regression`` gate names (as :mod:`turneval.compare`)."""
 
 
 def _power_lines(args: argparse.Namespace, comparison: Any, gated: list[str]) -> str:
@@ -162,10 +169,6 @@ def _plan(args: argparse.Namespace) -> int:
         )
     )
     return 0
-
-
-SHOWN_ROWS = 10
-"""Regressed rows listed per metric when a ``--fail-on-regression`` gate is crossed."""
 
 
 def _pass_thresholds(items: Sequence[str]) -> tuple[float, dict[str, float]]:

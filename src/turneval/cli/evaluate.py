@@ -5,29 +5,28 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval.cli.arguments import (
     UsageError,
+    fail_under_bars,
     max_failed,
     metric_list,
     positive_number,
-    run_name,
     whole_number,
 )
 from turneval.cli.batch import add_batch_options, evaluate_batch
 from turneval.cli.engines import rate_limit_of, run_aggregates, run_here, run_on_ray
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags, require_judge
-from turneval.cli.options import add_concurrency_options, add_judge_options, add_price_options
-from turneval.cli.summary import (
-    EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
-    check_bars,
-    check_failed,
-    print_summary,
+from turneval.cli.optimize import add_judge_config_option, with_judge_config
+from turneval.cli.options import (
+    add_concurrency_options,
+    add_gate_options,
+    add_judge_options,
+    add_price_options,
 )
+from turneval.cli.summary import EXIT_INTERRUPTED, EXIT_TERMINATED, gates_exit, print_summary
 from turneval.errors import ConfigError
 from turneval.options import option_default
 
@@ -47,13 +46,7 @@ def add_evaluate_command(commands: Any) -> None:
         help="a metric to compute (repeatable); see 'turneval metrics'",
     )
     run.add_argument("--out", default="turneval-out", help="output folder (default: turneval-out)")
-    run.add_argument(
-        "--fail-under",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="exit 1 when the metric's mean is below VALUE (repeatable)",
-    )
+    add_gate_options(run)
     run.add_argument(
         "--repeats",
         type=whole_number,
@@ -63,19 +56,7 @@ def add_evaluate_command(commands: Any) -> None:
         "(majority for yes/no and pairwise judges); with --fail-under, rows whose votes "
         "straddle the bar are counted as unstable (N times the judge requests)",
     )
-    run.add_argument(
-        "--max-failed",
-        default="0",
-        metavar="N|FRACTION",
-        help="failed rows allowed before exit code 3: a count, a fraction or N%% (default 0)",
-    )
     add_concurrency_options(run)
-    run.add_argument(
-        "--traceback",
-        action="store_true",
-        help="with the errors printed past --max-failed, print where each metric raised (its "
-        "traceback; results.jsonl keeps it as <name>_traceback either way)",
-    )
     run.add_argument(
         "--rpm", type=float, default=None, help="judge provider quota: requests per minute"
     )
@@ -180,33 +161,8 @@ def add_evaluate_command(commands: Any) -> None:
     )
     add_price_options(run)
     add_judge_options(run)
+    add_judge_config_option(run)
     run.set_defaults(handler=_evaluate)
-
-
-def _fail_under(items: Sequence[str], metrics: Sequence[Evaluator]) -> dict[str, float]:
-    scales = {metric.name: metric.scale for metric in metrics}
-    bars = {}
-    for item in items:
-        name, equals, value = item.partition("=")
-        if not equals:
-            raise UsageError(f"--fail-under {item!r} is not NAME=VALUE")
-        name = run_name(name, scales)
-        if name not in scales:
-            raise UsageError(
-                f"--fail-under names {name!r}, which is not among the metrics {list(scales)}"
-            )
-        try:
-            bar = float(value)
-        except ValueError:
-            raise UsageError(f"--fail-under {item!r}: {value!r} is not a number") from None
-        low, high = scales[name]
-        if not low <= bar <= high:
-            raise UsageError(
-                f"--fail-under {item}: {name} scores lie in [{low:g}, {high:g}]; "
-                "a bar off that scale is always or never met"
-            )
-        bars[name] = bar
-    return bars
 
 
 def _with_votes(
@@ -228,8 +184,8 @@ def _with_votes(
 def _evaluate(args: argparse.Namespace) -> int:
     from turneval.runner import resolve_metrics
 
-    metrics = metric_list(args.metric)
-    bars = _fail_under(args.fail_under, resolve_metrics(metrics))
+    metrics = with_judge_config(metric_list(args.metric), args.judge_config)
+    bars = fail_under_bars(args.fail_under, resolve_metrics(metrics))
     metrics = _with_votes(metrics, args.repeats, bars)
     allowed = max_failed(args.max_failed)
     rate_limit = rate_limit_of(args)  # a bad quota fails before any work
@@ -247,9 +203,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     elif args.engine == "batch":
         result = evaluate_batch(args, metrics, out, llm)
         if result is None:  # Ctrl-C: the batches keep running
-            return 130
-        missed = check_bars(bars, result.summaries)
-        return check_failed(result, allowed, args.max_failed, tracebacks=args.traceback) or missed
+            return EXIT_INTERRUPTED
+        return gates_exit(result, bars, allowed, args.max_failed, tracebacks=args.traceback)
     else:
         result, received = run_here(args, metrics, out, llm, rate_limit)
     print_summary(result, out)
@@ -269,8 +224,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         for name, summary in result.summaries.items():
             if summary.usage is not None:
                 print(f"  {name}: {prices.cost(summary.usage):.4f}")
-    missed = check_bars(bars, result.summaries)
-    return check_failed(result, allowed, args.max_failed, tracebacks=args.traceback) or missed
+    return gates_exit(result, bars, allowed, args.max_failed, tracebacks=args.traceback)
 
 
 def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:

@@ -34,6 +34,35 @@ def add_price_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_gate_options(parser: argparse.ArgumentParser, *, inherited: str | None = None) -> None:
+    """``--fail-under``, ``--max-failed`` and ``--traceback``: a finished run's gates.
+
+    With ``inherited`` (what the defaults are instead: ``batch collect`` takes those of the
+    ``evaluate`` that submitted the run), ``--fail-under`` and ``--max-failed`` default to None.
+    """
+    parser.add_argument(
+        "--fail-under",
+        action="append",
+        default=None if inherited else [],
+        metavar="NAME=VALUE",
+        help="exit 1 when the metric's mean is below VALUE (repeatable"
+        + (f"; default: {inherited})" if inherited else ")"),
+    )
+    parser.add_argument(
+        "--max-failed",
+        default=None if inherited else "0",
+        metavar="N|FRACTION",
+        help="failed rows allowed before exit code 3: a count, a fraction or N%% (default "
+        + (f"{inherited}, else 0)" if inherited else "0)"),
+    )
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="with the errors printed past --max-failed, print where each metric raised (its "
+        "traceback; results.jsonl keeps it as <name>_traceback either way)",
+    )
+
+
 def add_concurrency_options(parser: argparse.ArgumentParser) -> None:
     """``--max-concurrency`` and ``--max-llm-concurrency`` (the run options' names and defaults).
 
@@ -77,7 +106,8 @@ def add_power_options(parser: argparse.ArgumentParser, *, mde_default: float | N
         default=mde_default,
         required=mde_default is None,
         metavar="D",
-        help="the drop to detect, on the metric's scale"
+        help="the drop to detect (the rise, for a metric where lower is better: seconds "
+        "for turn_latency), on the metric's scale"
         + ("" if mde_default is None else f" (default {mde_default:g})"),
     )
     parser.add_argument(

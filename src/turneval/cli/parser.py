@@ -6,11 +6,15 @@ import argparse
 from typing import NoReturn
 
 from turneval._version import VERSION
+from turneval.cli.agents import add_clusters_command, add_judge_bench_command
 from turneval.cli.batch import add_batch_command
 from turneval.cli.calibrate import add_calibrate_command, add_labels_command
 from turneval.cli.compare import add_compare_command, add_plan_command
+from turneval.cli.datasets import add_datasets_command
 from turneval.cli.evaluate import add_evaluate_command
 from turneval.cli.metrics import add_demo_command, add_metrics_command
+from turneval.cli.optimize import add_optimize_command
+from turneval.cli.scenarios import add_scenarios_command
 from turneval.cli.store import add_store_command, add_view_command
 from turneval.cli.watch import add_watch_commands
 
@@ -37,8 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(commands)
     add_plan_command(commands)
     add_calibrate_command(commands)
+    add_optimize_command(commands)
     add_store_command(commands)
+    add_datasets_command(commands)  # issue 49
     add_labels_command(commands)
     add_view_command(commands)
     add_watch_commands(commands)
+    add_clusters_command(commands)
+    add_judge_bench_command(commands)
+    add_scenarios_command(commands)
     return parser

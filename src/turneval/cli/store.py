@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from turneval._hidden import shown
 from turneval.cli.arguments import whole_number
 from turneval.cli.options import add_store_option, run_store, store_url
 
@@ -52,28 +53,39 @@ def add_view_command(commands: Any) -> None:
 def _store_command(args: argparse.Namespace) -> int:
     store = run_store(args, default=True)
     try:
+        # every stored text is shown on one line, its control characters as <U+001B>: a run's
+        # name or a metric's (an imported folder's) cannot move the cursor or recolour the
+        # terminal, nor forge another line
         if args.store_command == "import":
             run_id = store.import_run(args.run_dir, name=args.name)
             run = store.run(run_id)
-            print(f"imported {args.run_dir} as run {run.id} ({run.rows} rows) into {store.url}")
+            print(
+                _line(f"imported {args.run_dir} as run {run.id} ({run.rows} rows) into {store.url}")
+            )
         elif args.store_command == "delete":
             run = store.run(args.run)
             store.delete_run(run.id)
-            print(f"deleted run {run.id} ({run.name}, {run.rows} rows, its labels too)")
+            print(_line(f"deleted run {run.id} ({run.name}, {run.rows} rows, its labels too)"))
         elif args.store_command == "export":
             out = store.export_run(args.run, args.out)
-            print(f"wrote {out / 'results.jsonl'} and {out / 'summary.json'}")
+            print(_line(f"wrote {out / 'results.jsonl'} and {out / 'summary.json'}"))
         else:
             for run in store.runs(limit=args.limit):
                 created = run.created.strftime("%Y-%m-%d %H:%M")
                 judge = f"  judge {run.judge_model}" if run.judge_model else ""
-                print(
+                line = (
                     f"{run.id[:12]}  {created}  {run.status:<11} {run.rows:>9} rows  "
                     f"{run.name}  [{', '.join(run.metric_names)}]{judge}"
                 )
+                print(_line(line))
     finally:
         store.close()
     return 0
+
+
+def _line(text: str) -> str:
+    """``text`` as one terminal line: control characters and line breaks as ``<U+000A>``."""
+    return shown(text).replace("\r", "<U+000D>").replace("\n", "<U+000A>")
 
 
 def _view_command(args: argparse.Namespace) -> int:

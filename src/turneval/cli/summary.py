@@ -25,6 +25,8 @@ def print_summary(result: Any, out: Path | None) -> None:
                 f"{name}: {count} unstable row{'s' if count != 1 else ''} "
                 f"({extra['unstable_share']:.1%}): votes on both sides of the pass threshold"
             )
+    for line in agent_lines(result.metric_names, result.summaries):
+        print(line)
     usage = result.usage
     if usage.calls or usage.cached_calls:
         print(
@@ -48,6 +50,25 @@ def print_summary(result: Any, out: Path | None) -> None:
         print(shown(f"aggregate {name} failed: {error}"), file=sys.stderr)
     if out is not None:
         print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'}, {out / 'report.html'}")
+
+
+def agent_lines(names: Any, summaries: Any) -> list[str]:
+    """Per metric, its figures by agent (``by_agent``) and the agents blamed (attribution)."""
+    from turneval.aggregate import AGENT_PREFIX, BLAME_PREFIX
+
+    lines = []
+    for name in names:
+        extra = summaries[name].extra or {}
+        for prefix, label in ((AGENT_PREFIX, "by agent"), (BLAME_PREFIX, "blamed")):
+            parts = []
+            for key, value in extra.items():
+                if key.startswith(prefix) and not key.endswith(".rows"):
+                    rows = int(extra.get(f"{key}.rows", 0))
+                    shown_value = f"{value:.1%}" if prefix == BLAME_PREFIX else f"{value:.3f}"
+                    parts.append(f"{key[len(prefix) :]} {shown_value} ({rows} rows)")
+            if parts:
+                lines.append(f"{name} {label}: {', '.join(parts)}")
+    return lines
 
 
 SHOWN_ERRORS = 5
@@ -91,6 +112,23 @@ def check_bars(bars: dict[str, float], summaries: Any) -> int:
     for line in missed:
         print(f"FAIL: {shown(line)}", file=sys.stderr)
     return 1 if missed else 0
+
+
+def gates_exit(
+    result: Any,
+    bars: dict[str, float],
+    allowed: Callable[[int], float],
+    text: str,
+    *,
+    tracebacks: bool = False,
+) -> int:
+    """The exit code of a finished run's gates, each miss printed.
+
+    One rule for ``evaluate`` (any engine) and ``batch collect``: 3 past ``--max-failed``,
+    which wins over 1, a ``--fail-under`` mean not met; else 0.
+    """
+    missed = check_bars(bars, result.summaries)
+    return check_failed(result, allowed, text, tracebacks=tracebacks) or missed
 
 
 EXIT_TERMINATED = 143

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
 from typing import Any
 
-from turneval.cli.arguments import UsageError, bounded, duration, metric_list
+from turneval.cli.arguments import UsageError, bounded, duration, metric_list, whole_number
 from turneval.cli.judge_flags import judge_from_flags, require_judge
+from turneval.cli.optimize import add_judge_config_option, with_judge_config
 from turneval.cli.options import (
     add_concurrency_options,
     add_judge_options,
@@ -78,7 +80,8 @@ def add_watch_commands(commands: Any) -> None:
     watch.add_argument(
         "--budget",
         metavar="AMOUNT/PERIOD",
-        help="judge budget, e.g. 20USD/day (needs --price-input) or 100000tokens/hour",
+        help="judge budget, input and output tokens: e.g. 20USD/day (needs --price-input and "
+        "--price-output) or 100000tokens/hour",
     )
     add_price_options(watch)
     watch.add_argument(
@@ -88,13 +91,52 @@ def add_watch_commands(commands: Any) -> None:
         help="spans held at most; past it exports get 503 with Retry-After (default: 100000)",
     )
     watch.add_argument(
+        "--max-connections",
+        type=whole_number,
+        default=128,
+        metavar="N",
+        help="connections served at once, a thread each; as many more wait, then 503 "
+        "(default: 128)",
+    )
+    watch.add_argument(
+        "--read-timeout",
+        type=duration,
+        default=10.0,
+        metavar="DURATION",
+        help="close a connection silent this long, idle or mid-request (default: 10s)",
+    )
+    watch.add_argument(
         "--export-to",
         metavar="OTLP_ENDPOINT",
         help="send the scores as gen_ai.evaluation.result events to this OTLP/HTTP endpoint "
         "(e.g. http://collector:4318; /v1/logs is appended)",
     )
+    watch.add_argument(  # issue 49: alerts
+        "--alert",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="alert when a metric over a window crosses a number: '[STAT(]METRIC[)] OP NUMBER "
+        "over DURATION [min N rows]', e.g. 'goal_accuracy < 0.8 over 1h' or "
+        "'p95(turn_latency) > 3 over 15m' (STAT: mean, p50, p90, p95, p99, max, min, sum; "
+        "repeatable); fires as a log line, an OTLP event with --export-to, and --alert-webhook",
+    )
+    watch.add_argument(
+        "--alert-webhook",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="POST each alert (firing, resolved) as JSON to this URL (repeatable)",
+    )
+    watch.add_argument(
+        "--write-alert-rules",
+        metavar="FILE",
+        help="write the --alert rules as a Prometheus rule file over this receiver's /metrics "
+        "(turneval_watch_score), then exit",
+    )
     add_concurrency_options(watch)
     add_judge_options(watch)
+    add_judge_config_option(watch)
     watch.set_defaults(handler=_watch)
     regrading = commands.add_parser(
         "regrade", help="re-score a stored run's judged metrics with another judge, and compare"
@@ -109,11 +151,18 @@ def add_watch_commands(commands: Any) -> None:
     add_price_options(regrading)
     add_store_option(regrading)
     add_judge_options(regrading)
+    add_judge_config_option(regrading)
     regrading.set_defaults(handler=_regrade)
 
 
 def _regrade(args: argparse.Namespace) -> int:
     """``turneval regrade RUN --judge-model NEW``: prints the agreement, the flips, the cost."""
+    config = None
+    if args.judge_config:
+        from turneval.judge import JudgeConfig
+
+        config = JudgeConfig.load(args.judge_config)
+        args.judge_model = args.judge_model or config.model  # the model it was made with
     if not args.judge_model:
         raise UsageError("regrade needs --judge-model: the new judge")
     if args.sample is not None and args.sample < 1:
@@ -133,6 +182,7 @@ def _regrade(args: argparse.Namespace) -> int:
         metrics=args.metric,
         prices=prices,
         options=RunOptions(cache=args.cache),
+        judge_config=config,
     )
     print(report)
     if report.new_run_id:
@@ -145,7 +195,10 @@ def _watch(args: argparse.Namespace) -> int:
     from turneval.pipeline import RunOptions
     from turneval.runner import resolve_metrics
 
-    metrics = resolve_metrics(metric_list(args.metric))
+    metrics = resolve_metrics(with_judge_config(metric_list(args.metric), args.judge_config))
+    alerts = _alerts(args, [metric.name for metric in metrics])
+    if args.write_alert_rules:
+        return 0
     llm = judge_from_flags(args, needed=any(m.uses_llm for m in metrics))
     require_judge(list(metrics), llm)
     host, _, port = args.listen.rpartition(":")
@@ -154,6 +207,10 @@ def _watch(args: argparse.Namespace) -> int:
     from turneval.results import Prices
     from turneval.watch import Budget, Watcher, WatchServer, parse_filter
 
+    budget = None if args.budget is None else Budget.parse(args.budget)
+    if budget is not None and budget.unit == "USD" and args.price_input is not None:
+        if args.price_output is None:  # output tokens are most of a judge's cost
+            raise UsageError("a USD budget needs --price-output too: output tokens cost")
     prices = (
         None if args.price_input is None else Prices(args.price_input, args.price_output or 0.0)
     )
@@ -173,11 +230,18 @@ def _watch(args: argparse.Namespace) -> int:
         max_queue=args.max_queue,
         sample=min(args.sample, 1.0),
         filters=[parse_filter(item) for item in args.filter],
-        budget=None if args.budget is None else Budget.parse(args.budget),
+        budget=budget,
         prices=prices,
         export_to=args.export_to,
+        alerts=alerts,
     )
-    server = WatchServer((host, int(port)), watcher, tick=min(1.0, args.idle / 4))
+    server = WatchServer(
+        (host, int(port)),
+        watcher,
+        tick=min(1.0, args.idle / 4),
+        max_connections=args.max_connections,
+        read_timeout=args.read_timeout,
+    )
     bound = f"{host}:{server.server_address[1]}"
     print(f"turneval watch: receiving OTLP/HTTP on http://{bound}/v1/traces", flush=True)
 
@@ -201,3 +265,34 @@ def _watch(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _alerts(args: argparse.Namespace, names: list[str]) -> Any:
+    """The ``--alert`` rules with their sinks; ``--write-alert-rules`` writes them out."""
+    from pathlib import Path
+
+    from turneval.watch import Alerts, LogSink, WebhookSink, alert_rules
+
+    if not args.alert:
+        if args.write_alert_rules or args.alert_webhook:
+            raise UsageError("--write-alert-rules and --alert-webhook need --alert rules")
+        return None
+    shown = logging.getLogger("turneval.alerts")
+    if not shown.handlers:  # each alert, firing or resolved, as a line on stderr
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s turneval watch: %(message)s"))
+        shown.addHandler(handler)
+        shown.setLevel(logging.INFO)
+        shown.propagate = False
+    sinks: list[Any] = [LogSink(), *(WebhookSink(url) for url in args.alert_webhook)]
+    alerts = Alerts(args.alert, sinks)
+    alerts.check_metrics(names)
+    if args.write_alert_rules:
+        target = Path(args.write_alert_rules)
+        target.write_text(alert_rules(alerts.rules), encoding="utf-8")
+        print(
+            f"wrote {len(alerts.rules)} alert rule{'s' if len(alerts.rules) != 1 else ''} to "
+            f"{target}: list it under rule_files in Prometheus, which scrapes this receiver's "
+            "/metrics"
+        )
+    return alerts

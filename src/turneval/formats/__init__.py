@@ -6,6 +6,6 @@ rejected alike whichever way it comes in. The converters live in :mod:`turneval.
 (beside the message model they build); this module is their other import path.
 """
 
-from turneval.messages import OpenToolCalls, from_langchain, from_openai, to_langchain
+from turneval.messages import OpenToolCalls, from_langchain, from_openai, to_langchain, to_openai
 
-__all__ = ["OpenToolCalls", "from_langchain", "from_openai", "to_langchain"]
+__all__ = ["OpenToolCalls", "from_langchain", "from_openai", "to_langchain", "to_openai"]

@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from turneval.judge.cache import CacheWarning, SQLiteCache
+from turneval.judge.config import JudgeConfig
 from turneval.judge.schema import (
     StrictVerdict,
     enum_field,
@@ -23,9 +24,14 @@ from turneval.judge.template import (
     SYSTEM_PROMPT,
     JudgeExample,
     JudgeRequest,
+    RequestContext,
+    TranscriptView,
+    conversation_lines,
     conversation_text,
     escape,
+    numbered_text,
     render_conversation,
+    showing,
     tagged,
 )
 from turneval.usage import Usage
@@ -55,26 +61,32 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "CacheWarning",
     "Judge",
+    "JudgeConfig",
     "JudgeExample",
     "JudgeReply",
     "JudgeRequest",
     "JudgeRun",
     "LangchainLLMWrapper",
+    "RequestContext",
     "SQLiteCache",
     "SYSTEM_PROMPT",
     "StrictVerdict",
+    "TranscriptView",
     "Usage",
+    "conversation_lines",
     "conversation_text",
     "current_run",
     "enum_field",
     "escape",
     "judge_run",
     "list_field",
+    "numbered_text",
     "per_item_problems",
     "per_item_schema",
     "render_conversation",
     "resolve_llm",
     "rubric_score_model",
+    "showing",
     "strict_schema_problems",
     "tagged",
 ]

@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from turneval.errors import ConfigError, JudgeCallError, JudgeOutputError
+from turneval.errors import ConfigError, ContextBudgetError, JudgeCallError, JudgeOutputError
 from turneval.judge._openai_direct import direct_openai
+from turneval.judge.budget import ANSWER_TOKENS, Budget, TokenCounter, budget_for
 from turneval.judge.cache import SQLiteCache
 from turneval.judge.clients import client_scope, loop_bound, sending
 from turneval.provider_errors import classify
@@ -118,6 +119,9 @@ class JudgeRun:
     usage: Usage = field(default_factory=Usage)
     _limiter: anyio.CapacityLimiter | None = None
     rate_limiter: RateLimiter | None = None
+    shared: dict[str, Any] = field(default_factory=dict)
+    """Answers shared by the run's metrics while it lasts (a conversation's running summary,
+    asked once however many metrics and windows read it), by cache key."""
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -162,6 +166,7 @@ class JudgeReply(Generic[T]):
     usage: Usage
     cached: bool = False
     message: Any = None  # the model's last raw message (None from the cache)
+    prompt_tokens: int | None = None  # the prompt's tokens as the judge counted them
 
 
 @dataclass
@@ -324,6 +329,13 @@ class Judge:
             judge's timeout, not the SDK's default 10 minutes. A number
             bounds the wait; past it the request is abandoned and its slot freed, and a
             server that keeps working on abandoned requests may then see more than the limit.
+        context_tokens: The model's context window in tokens (default: the model's entry in
+            :data:`~turneval.judge.budget.MODEL_LIMITS`, else 128,000).
+        max_output_tokens: The longest answer the model writes (default: from the same table).
+        token_counter: Counts a text's tokens (a :class:`~turneval.judge.budget.TokenCounter`
+            or a function); default tiktoken for OpenAI models, else a calibrated estimate.
+            A request whose prompt and answer cannot fit the context is never sent: it raises
+            :class:`~turneval.errors.ContextBudgetError`.
     """
 
     def __init__(
@@ -339,6 +351,9 @@ class Judge:
         logprobs: bool = False,
         max_retry_after: float = 60.0,
         drain_timeout: float | None = None,
+        context_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        token_counter: TokenCounter | Callable[[str], int] | None = None,
     ) -> None:
         """Prepare the judge (the model is copied with its own retries off)."""
         if max_retries < 0 or max_parse_retries < 0 or timeout <= 0 or backoff < 0:
@@ -361,6 +376,47 @@ class Judge:
         self.max_backoff = max_backoff
         self._structured: dict[type[BaseModel], Any] = {}  # built once per verdict schema
         self._supports_structured = True
+        self._limits = (context_tokens, max_output_tokens, token_counter)
+        self._budget: Budget | None = None
+        if context_tokens is not None or max_output_tokens is not None:
+            _ = self.budget  # a bad limit fails here, not at the first request
+
+    @property
+    def budget(self) -> Budget:
+        """The judge's context budget: its model's limits and token counter (built once)."""
+        if self._budget is None:
+            context, output, counter = self._limits
+            self._budget = budget_for(
+                self.llm,
+                context_tokens=context,
+                max_output_tokens=output,
+                token_counter=counter,
+            )
+        return self._budget
+
+    def prompt_tokens(self, messages: Sequence[BaseMessage], schema: type[BaseModel]) -> int:
+        """Prompt tokens of ``messages`` (with the verdict schema when sent as structured output)."""
+        sent = _json_schema(schema) if self._supports_structured else None
+        return self.budget.count_messages([message_text(m) for m in messages], sent)
+
+    def check_fits(
+        self, messages: Sequence[BaseMessage], schema: type[BaseModel], answer_tokens: int
+    ) -> int | None:
+        """Raise :class:`ContextBudgetError` unless the request fits; its tokens when counted.
+
+        A prompt whose UTF-8 bytes alone fit is not counted (a token is at least a byte).
+        """
+        budget = self.budget
+        texts = [message_text(m) for m in messages]
+        room = budget.context_tokens - answer_tokens
+        cheap = sum(len(text.encode()) for text in texts) + 4 * len(texts) + 3
+        if self._supports_structured:
+            cheap += len(json.dumps(_json_schema(schema)).encode())
+        if cheap <= room:
+            return None
+        tokens = self.prompt_tokens(messages, schema)
+        budget.check(tokens, answer_tokens, "the judge request")
+        return tokens
 
     def _runnable(self, schema: type[BaseModel]) -> Any:
         if not self._supports_structured:
@@ -426,6 +482,8 @@ class Judge:
         *,
         cache_extra: Mapping[str, Any] | None = None,
         vote: int = 0,
+        answer_tokens: int | None = None,
+        prompt_tokens: int | None = None,
     ) -> JudgeReply[T]:
         """Ask for a verdict of type ``schema``.
 
@@ -437,10 +495,15 @@ class Judge:
             vote: Index of this answer when one prompt is asked several times (self-consistency
                 votes): each vote is its own cache entry, so a cache never turns k independent
                 answers into k copies of the first.
+            answer_tokens: Tokens to keep free for the answer (default
+                :data:`~turneval.judge.budget.ANSWER_TOKENS`, at most ``max_output_tokens``).
+            prompt_tokens: The prompt's tokens when already counted (a planned request, or a
+                bound on them): the guard uses them instead of counting again.
 
         Raises:
             JudgeCallError: the model could not be reached (after retries of transient errors).
             JudgeOutputError: the answers could not be parsed or validated.
+            ContextBudgetError: the request cannot fit the model's context; it was not sent.
         """
         run = current_run()
         runnable = self._runnable(schema)
@@ -456,19 +519,92 @@ class Judge:
                 self._record(run, usage)
                 return JudgeReply(cached, str(hit["raw"]), usage, True)  # type: ignore[index]
             stale = hit is not None  # an entry that is no valid verdict is asked again
+        answer = self._answer_tokens(answer_tokens)
+        if prompt_tokens is None or prompt_tokens + answer > self.budget.context_tokens:
+            self.check_fits(messages, schema, answer)  # never sent (nor deferred) if too big
+        if cache is not None:
             defer = DEFERRED_REQUESTS.get()
             if defer is not None:  # the batch engine asks it in its next round (and raises)
                 defer(self, key, messages, schema)
         tally = _Tally()
         try:
             async with client_scope():  # the run's, or one for this call alone
-                parsed, raw = await self._parse_loop(runnable, messages, schema, run, tally)
+                parsed, raw = await self._parse_loop(runnable, messages, schema, run, tally, answer)
         finally:
             self._record(run, tally.usage)
         if cache is not None:
             value = {"raw": raw, "parsed": parsed.model_dump(mode="json")}
             await anyio.to_thread.run_sync(partial(cache.set, key, value, replace=stale))
         return JudgeReply(parsed, raw, tally.usage, message=tally.message)
+
+    async def tool_round(
+        self,
+        messages: list[BaseMessage],
+        tools: Sequence[Any],
+        *,
+        tool_choice: str = "any",
+        answer_tokens: int | None = None,
+        cache_extra: Mapping[str, Any] | None = None,
+    ) -> tuple[Any, Usage, bool]:
+        """One round of a tool-calling judge: the model's message (tool calls or text).
+
+        The model is bound to ``tools`` (``bind_tools``, made to call one with
+        ``tool_choice``); the round goes through the same limiter, retries, timeout, context
+        guard and cache as :meth:`ask` (its cache key is the messages and the tools).
+        Returns the model's ``AIMessage``, the round's usage and whether it came from the
+        cache.
+
+        Raises:
+            JudgeCallError: the model could not be reached (after retries of transient errors).
+            ContextBudgetError: the round cannot fit the model's context; it was not sent.
+        """
+        from langchain_core.messages import AIMessage
+
+        run = current_run()
+        cache = run.cache if run is not None else None
+        extra = {"tools": [_tool_spec(tool) for tool in tools], "tool_choice": tool_choice}
+        if cache_extra:
+            extra.update(cache_extra)
+        key = self.cache_key(messages, _ToolRound, extra) if cache is not None else ""
+        if cache is not None:
+            hit = _cached_verdict(await anyio.to_thread.run_sync(cache.get, key), _ToolRound)
+            if hit is not None:
+                usage = Usage(cached_calls=1)
+                self._record(run, usage)
+                return AIMessage(content=hit.content, tool_calls=hit.tool_calls), usage, True
+        budget = self.budget
+        answer = self._answer_tokens(answer_tokens)
+        tools_text = json.dumps(extra["tools"])
+        needed = self.budget.count_messages([message_text(m) for m in messages]) + budget.count(
+            tools_text
+        )
+        budget.check(needed, answer, "the tool-calling judge round")
+        bound = _Bound(self.llm.bind_tools(list(tools), tool_choice=tool_choice))
+        tally = _Tally()
+        try:
+            async with client_scope():
+                reply = await self._request(bound, messages, run, tally)
+        finally:
+            self._record(run, tally.usage)
+        message = reply["raw"]
+        if cache is not None:
+            calls = [
+                {"name": c["name"], "args": c.get("args", {}), "id": c.get("id") or f"call_{i}"}
+                for i, c in enumerate(getattr(message, "tool_calls", None) or [])
+            ]
+            value = {
+                "raw": message_text(message),
+                "parsed": {"content": message_text(message), "tool_calls": calls},
+            }
+            await anyio.to_thread.run_sync(partial(cache.set, key, value))
+        return message, tally.usage, False
+
+    def _answer_tokens(self, answer_tokens: int | None) -> int:
+        budget = self.budget
+        if budget.reserved_output is not None:
+            return budget.reserved_output
+        wanted = ANSWER_TOKENS if answer_tokens is None else answer_tokens
+        return min(wanted, budget.max_output_tokens)
 
     async def _parse_loop(
         self,
@@ -477,11 +613,24 @@ class Judge:
         schema: type[T],
         run: JudgeRun | None,
         tally: _Tally,
+        answer_tokens: int = ANSWER_TOKENS,
     ) -> tuple[T, str]:
-        """Request, parse and validate; show the model its error and retry (bounded)."""
+        """Request, parse and validate; show the model its error and retry (bounded).
+
+        A repair round that would no longer fit the context is not sent: the last problem is
+        raised as :class:`JudgeOutputError`.
+        """
         raw = ""
         detail = "no answer"
-        for _ in range(self.max_parse_retries + 1):
+        tries = 0
+        for attempt in range(self.max_parse_retries + 1):
+            if attempt:
+                try:
+                    self.check_fits(messages, schema, answer_tokens)
+                except ContextBudgetError:
+                    detail += " (no repair round: it would not fit the context window)"
+                    break
+            tries += 1
             try:
                 reply = await self._request(runnable, messages, run, tally)
             except _OutputProblem as problem:  # the client parsed (and rejected) the answer
@@ -501,8 +650,7 @@ class Judge:
                 detail = describe_parse_error(error)
                 messages = with_feedback(messages, raw, detail)
         raise JudgeOutputError(
-            f"judge output could not be parsed after {self.max_parse_retries + 1} attempt(s): "
-            f"{detail}",
+            f"judge output could not be parsed after {tries} attempt(s): {detail}",
             raw_output=raw,
         )
 
@@ -639,6 +787,32 @@ def _cached_verdict(hit: dict[str, Any] | None, schema: type[T]) -> T | None:
         return schema.model_validate(hit["parsed"])
     except (KeyError, ValidationError):
         return None
+
+
+class _ToolRound(BaseModel):
+    """A tool-calling round as the cache keeps it: the model's text and tool calls."""
+
+    content: str
+    tool_calls: list[dict[str, Any]]
+
+
+class _Bound:
+    """A model bound to tools, answering like a structured runnable (``{"raw": message}``)."""
+
+    def __init__(self, bound: Any) -> None:
+        self.bound = bound
+
+    async def ainvoke(self, messages: list[BaseMessage]) -> dict[str, Any]:
+        return {"raw": await self.bound.ainvoke(messages), "parsed": None}
+
+
+def _tool_spec(tool: Any) -> Any:
+    """A tool as the cache key names it (its OpenAI function spec)."""
+    if isinstance(tool, dict):
+        return tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return convert_to_openai_tool(tool)
 
 
 class _OutputProblem(Exception):

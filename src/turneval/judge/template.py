@@ -13,9 +13,12 @@ is data, never an instruction.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -28,11 +31,16 @@ if TYPE_CHECKING:
 __all__ = [
     "JudgeExample",
     "JudgeRequest",
+    "RequestContext",
     "SYSTEM_PROMPT",
+    "TranscriptView",
+    "conversation_lines",
     "conversation_text",
     "escape",
+    "numbered_text",
     "render_conversation",
     "render_examples",
+    "showing",
     "tagged",
 ]
 
@@ -68,9 +76,53 @@ instruction: pair it with :func:`render_conversation` in a judge of your own.
 """
 
 
+@dataclass(frozen=True)
+class TranscriptView:
+    """What a judge is shown of one conversation, in place of its messages (a context plan).
+
+    Attributes:
+        sample: The conversation the view is of (the renderers use it for this object only).
+        lines: ``(label, text)`` per shown line, in order: a message's index and its rendered,
+            escaped text (possibly cut), or a range of indices (``"0-119"``) and a summary.
+    """
+
+    sample: Any
+    lines: tuple[tuple[str, str], ...]
+
+
+_VIEW: ContextVar[TranscriptView | None] = ContextVar("turneval_transcript_view", default=None)
+
+
+@contextmanager
+def showing(view: TranscriptView) -> Iterator[None]:
+    """Render ``view.sample`` as ``view`` shows it in the code inside (the context policies)."""
+    token = _VIEW.set(view)
+    try:
+        yield
+    finally:
+        _VIEW.reset(token)
+
+
+def conversation_lines(sample: MultiTurnSample) -> tuple[tuple[str, str], ...]:
+    """``(label, text)`` per line a judge sees of ``sample``.
+
+    Each message's index and escaped ``pretty_repr``, or what the context policy in effect
+    shows instead (see :func:`showing`).
+    """
+    view = _VIEW.get()
+    if view is not None and view.sample is sample:
+        return view.lines
+    return tuple((str(i), escape(m.pretty_repr())) for i, m in enumerate(sample.user_input))
+
+
 def conversation_text(sample: MultiTurnSample) -> str:
     """The conversation, one message per line, closing tags escaped (no surrounding tags)."""
-    return "\n".join(escape(m.pretty_repr()) for m in sample.user_input)
+    return "\n".join(text for _, text in conversation_lines(sample))
+
+
+def numbered_text(sample: MultiTurnSample) -> str:
+    """The conversation, each line as ``[index] ...`` (no surrounding tags)."""
+    return "\n".join(f"[{label}] {text}" for label, text in conversation_lines(sample))
 
 
 def render_conversation(sample: MultiTurnSample) -> str:
@@ -113,6 +165,24 @@ def render_examples(examples: tuple[JudgeExample, ...] | list[JudgeExample]) -> 
 
 
 @dataclass(frozen=True)
+class RequestContext:
+    """What a request shows the judge, as planned within the judge's context budget.
+
+    Attributes:
+        policy: ``"full"`` (the whole input), ``"windowed"`` (some items, a bounded window of
+            earlier turns and a summary of what came before) or ``"compacted"`` (long outputs
+            cut, repeats referenced, oldest turns summarised).
+        prompt_tokens: The prompt's tokens (system, question and schema; a summary it
+            includes is counted at its cap).
+        items: Items the request rates (None: one verdict).
+    """
+
+    policy: str
+    prompt_tokens: int
+    items: int | None = None
+
+
+@dataclass(frozen=True)
 class JudgeRequest(Generic[T]):
     """One question to a judge: the prompt, the verdict schema, how to sample.
 
@@ -129,6 +199,12 @@ class JudgeRequest(Generic[T]):
             votes), so that they can be told apart (e.g. in a cache key).
         repeat: Which of a judged metric's ``repeats`` this request belongs to (0 for the
             first); each repeat is its own cache entry.
+        after: Index, among the row's requests, of the summary request whose answer fills the
+            summary slot of this prompt (:data:`turneval.judge.context.SUMMARY_SLOT`).
+        auxiliary: The answer feeds other requests (a running summary), not the verdict.
+        answer_tokens: Tokens kept free for the answer (None: the judge's default).
+        context: What the request shows, as planned within the judge's budget (None: not
+            planned, e.g. no judge model known yet).
     """
 
     prompt: str
@@ -139,6 +215,10 @@ class JudgeRequest(Generic[T]):
     label: str = ""
     vote: int = 0
     repeat: int = 0
+    after: int | None = None
+    auxiliary: bool = False
+    answer_tokens: int | None = None
+    context: RequestContext | None = None
 
     @property
     def cache_extra(self) -> dict[str, int] | None:

@@ -9,8 +9,18 @@ The package holds the message model (:mod:`turneval.messages.model`), the one ru
 results (:mod:`turneval.messages.tool_results`) and the converters from and to LangChain
 (:mod:`turneval.messages.langchain`) and OpenAI chat messages
 (:mod:`turneval.messages.openai`); :mod:`turneval.formats` re-exports the converters.
+:mod:`turneval.messages.agents` says which agent produced each message and finds the
+handoffs between agents.
 """
 
+from turneval.messages.agents import (
+    Handoff,
+    HandoffAt,
+    agent_key,
+    find_handoffs,
+    handoff_target,
+    message_agents,
+)
 from turneval.messages.langchain import from_langchain, to_langchain
 from turneval.messages.model import (
     AIMessage,
@@ -24,11 +34,13 @@ from turneval.messages.model import (
     messages_from_json,
     messages_to_json,
 )
-from turneval.messages.openai import from_openai
+from turneval.messages.openai import from_openai, to_openai
 from turneval.messages.tool_results import OpenToolCalls
 
 __all__ = [
     "AIMessage",
+    "Handoff",
+    "HandoffAt",
     "HumanMessage",
     "Message",
     "MessageBase",
@@ -37,9 +49,14 @@ __all__ = [
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
+    "agent_key",
+    "find_handoffs",
     "from_langchain",
     "from_openai",
+    "handoff_target",
+    "message_agents",
     "messages_from_json",
     "messages_to_json",
     "to_langchain",
+    "to_openai",
 ]

@@ -30,6 +30,9 @@ def from_langchain(messages: Any) -> list[Message]:
     ``metadata["invalid_tool_calls"]``; list-of-blocks content becomes its text joined (other
     blocks described as ``[image_url]`` ...) with the blocks kept in ``metadata``; message ids,
     usage and response metadata are kept too, so :func:`to_langchain` restores the messages.
+    An AI message's ``name`` (the agent that produced it, as LangGraph's supervisor and swarm
+    set it) becomes :attr:`AIMessage.name <turneval.messages.AIMessage.name>`; another
+    message's is kept in ``metadata["name"]``.
 
     Raises:
         InvalidSampleError: naming the message index and field, for an unsupported message
@@ -54,6 +57,11 @@ def from_langchain(messages: Any) -> list[Message]:
             metadata["id"] = message.id
         if blocks is not None:
             metadata["content_blocks"] = jsonable(blocks)
+        if message.name and not isinstance(message, lc.AIMessage):  # an AI's is its agent
+            metadata["name"] = message.name
+        if message.response_metadata and not isinstance(message, lc.AIMessage):
+            # e.g. LangGraph's handoff results: {"__handoff_destination": "research_expert"}
+            metadata["response_metadata"] = jsonable(message.response_metadata)
         if isinstance(message, lc.SystemMessage):
             converted.append(SystemMessage(content=text, metadata=metadata or None))
             rule.close()
@@ -70,8 +78,6 @@ def from_langchain(messages: Any) -> list[Message]:
                 raise sample_error(index, "tool_call_id", problem)
             if message.status != "success":
                 metadata["status"] = message.status
-            if message.name:
-                metadata["name"] = message.name
             converted.append(
                 ToolMessage(
                     content=text,
@@ -140,7 +146,9 @@ def _from_langchain_ai(index: int, message: Any, text: str, metadata: dict[str, 
         metadata["usage_metadata"] = jsonable(dict(message.usage_metadata))
     if message.response_metadata:
         metadata["response_metadata"] = jsonable(message.response_metadata)
-    return AIMessage(content=text, tool_calls=calls or None, metadata=metadata or None)
+    return AIMessage(
+        content=text, tool_calls=calls or None, metadata=metadata or None, name=message.name or None
+    )
 
 
 def to_langchain(messages: Any) -> list[Any]:
@@ -150,12 +158,22 @@ def to_langchain(messages: Any) -> list[Any]:
     converted: list[Any] = []
     for message in messages:
         metadata = dict(message.metadata or {})
-        kept = {key: metadata.pop(key) for key in KEPT if key in metadata}
+        ai = isinstance(message, AIMessage)
+        kept = {
+            key: metadata.pop(key)
+            for key in KEPT
+            if key in metadata and not (ai and key == "name")  # an AI's name is a field
+        }
         extra = {"turneval_metadata": metadata} if metadata else {}
         content: Any = kept.get("content_blocks", message.content)
         common: dict[str, Any] = {"content": content, "additional_kwargs": extra}
         if "id" in kept:
             common["id"] = kept["id"]
+        name = message.name if isinstance(message, AIMessage) else kept.get("name")
+        if name is not None:
+            common["name"] = name
+        if "response_metadata" in kept and not ai:
+            common["response_metadata"] = kept["response_metadata"]
         if isinstance(message, SystemMessage):
             converted.append(lc.SystemMessage(**common))
         elif isinstance(message, HumanMessage):
@@ -180,7 +198,6 @@ def to_langchain(messages: Any) -> list[Any]:
                     **common,
                     tool_call_id=message.tool_call_id or "",
                     status=kept.get("status", "success"),
-                    name=kept.get("name"),
                 )
             )
     return converted

@@ -87,15 +87,31 @@ class HumanMessage(MessageBase):
 
 
 class AIMessage(MessageBase):
-    """A turn of the AI: text, tool calls, or both."""
+    """A turn of the AI: text, tool calls, or both.
+
+    Attributes:
+        content: The text.
+        tool_calls: The tools it called (None or empty: none).
+        name: The agent that produced it, in a conversation of several agents (a supervisor
+            and its workers, a swarm); None for a single agent. LangChain and OpenAI messages
+            carry it as ``name``. Its tool calls, and the tool results that answer them,
+            belong to the same agent (:func:`turneval.messages.message_agents`).
+    """
 
     type: Literal["ai"] = "ai"
     content: str = ""
     tool_calls: list[ToolCall] | None = None
+    name: str | None = None
 
     def pretty_repr(self) -> str:
-        """Render the message, with one line per tool call, for prompts and reports."""
-        lines = [f"AI: {self.content}"] if self.content or not self.tool_calls else []
+        """Render the message, with one line per tool call, for prompts and reports.
+
+        A named agent's message reads ``AI (researcher): ...``.
+        """
+        speaker = f"AI ({self.name})" if self.name else "AI"
+        lines = [f"{speaker}: {self.content}"] if self.content or not self.tool_calls else []
+        if self.name and not lines:
+            lines.append(f"{speaker}:")
         if self.tool_calls:
             lines.append("Tools:")
             lines.extend(f"  {call.pretty_repr()}" for call in self.tool_calls)

@@ -2,6 +2,7 @@
 
 from turneval.metrics._call_metric import CallMatchingMetric
 from turneval.metrics._judged import JudgedMetric
+from turneval.metrics.agents import HandoffAccuracy, PerAgentMetric
 from turneval.metrics.arg_rules import ArgRule
 from turneval.metrics.assessments import (
     AssessmentJudge,
@@ -13,6 +14,7 @@ from turneval.metrics.assessments import (
     OverallAssessment,
     RelevanceToQuery,
 )
+from turneval.metrics.attribution import FailureAttribution
 from turneval.metrics.base import (
     Evaluator,
     Explained,
@@ -44,6 +46,12 @@ from turneval.metrics.conversation import (
 from turneval.metrics.custom import CustomMetric
 from turneval.metrics.goal import AgentGoalAccuracyWithoutReference, AgentGoalAccuracyWithReference
 from turneval.metrics.grounding import Groundedness, ToolOutputGroundedness
+from turneval.metrics.operations import (
+    ConversationCost,
+    TokensPerTurn,
+    ToolLatency,
+    TurnLatency,
+)
 from turneval.metrics.rubric import (
     Coherence,
     Fluency,
@@ -77,6 +85,7 @@ from turneval.metrics.tool_json import (
     ToolParameterKVMatch,
 )
 from turneval.metrics.topic import TopicAdherenceScore
+from turneval.metrics.trace import TraceJudge
 from turneval.metrics.trajectory import (
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
@@ -100,6 +109,7 @@ __all__ = [
     "Coherence",
     "ContextSufficiency",
     "ConversationCompleteness",
+    "ConversationCost",
     "Correctness",
     "CustomMetric",
     "DatabricksAggregates",
@@ -108,10 +118,12 @@ __all__ = [
     "Evaluator",
     "ExactMatch",
     "Explained",
+    "FailureAttribution",
     "Fluency",
     "Fulfillment",
     "Groundedness",
     "GuidelineAdherence",
+    "HandoffAccuracy",
     "JudgedMetric",
     "KnowledgeRetention",
     "Metric",
@@ -123,6 +135,7 @@ __all__ = [
     "PairwiseMetric",
     "PairwiseQuestionAnsweringQuality",
     "PairwiseSummarizationQuality",
+    "PerAgentMetric",
     "PointwiseMetric",
     "QuestionAnsweringCorrectness",
     "QuestionAnsweringHelpfulness",
@@ -141,16 +154,19 @@ __all__ = [
     "SummarizationHelpfulness",
     "SummarizationQuality",
     "SummarizationVerbosity",
+    "TokensPerTurn",
     "ToolCallAccuracy",
     "ToolCallEfficiency",
     "ToolCallF1",
     "ToolCallValid",
+    "ToolLatency",
     "ToolNameMatch",
     "ToolOutputGroundedness",
     "ToolParameterKVMatch",
     "ToolParameterKeyMatch",
     "ToolPermission",
     "TopicAdherenceScore",
+    "TraceJudge",
     "TrajectoryAnyOrderMatch",
     "TrajectoryExactMatch",
     "TrajectoryInOrderMatch",
@@ -158,6 +174,7 @@ __all__ = [
     "TrajectoryPrecision",
     "TrajectoryRecall",
     "TrajectorySingleToolUse",
+    "TurnLatency",
     "TurnRelevancy",
     "UserFrustration",
     "builtin_metrics",

@@ -16,6 +16,7 @@ from turneval.metrics._float_matching import Counter, count_kernel
 from turneval.metrics._formulas import CountFormula
 from turneval.metrics._matching import CallComparison, Pair, json_comparison, scored_comparison
 from turneval.metrics._tools import check_rule_tools
+from turneval.metrics.agents import PerAgentMetric
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, missing_field
 from turneval.results import MetricResult
@@ -45,7 +46,7 @@ def plain_result(
     return None if explained is None else MetricResult(metric.name, explained[0], explained[1])
 
 
-class CallMatchingMetric(MultiTurnMetric, ABC):
+class CallMatchingMetric(PerAgentMetric, ABC):
     """A multi-turn metric over the call-equality relation of :mod:`._matching`.
 
     Attributes:
@@ -85,8 +86,11 @@ class CallMatchingMetric(MultiTurnMetric, ABC):
 
     @cached_property
     def _plain(self) -> bool:
-        """Whether calls compare by JSON-value equality alone (no comparator, no rules)."""
-        return self._comparator is None and self._rule_book is None
+        """Whether calls compare by JSON-value equality alone (no comparator, no rules).
+
+        And the sample is scored whole (not ``by_agent``): the plain paths score it whole.
+        """
+        return self._comparator is None and self._rule_book is None and not self.by_agent
 
     _formula: ClassVar[CountFormula | None] = None
     """The metric's value and reason from counts (:mod:`._formulas`), shared by every path."""

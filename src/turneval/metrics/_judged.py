@@ -25,19 +25,30 @@ from __future__ import annotations
 
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import anyio
 from pydantic import Field, create_model, field_validator, model_validator
 
-from turneval.errors import ConfigError
+from turneval.errors import ConfigError, ContextBudgetError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
+from turneval.judge.budget import Budget
+from turneval.judge.config import JudgeConfigField
+from turneval.judge.context import (
+    SUMMARY_SLOT,
+    compacted_requests,
+    fill_summary,
+    request_tokens,
+    summary_tokens,
+)
 from turneval.judge.template import (
     JudgeExample,
     JudgeRequest,
+    RequestContext,
     render_conversation,
     render_examples,
     tagged,
@@ -138,10 +149,24 @@ class JudgedMetric(Metric[SampleT], ABC):
         repeat_temperature: Sampling temperature of the votes when ``repeats`` > 1 (requests
             that set their own keep it); a model with a ``seed`` also gets ``seed + k`` for
             vote k. It must be above 0 (at 0 every vote would be the same answer).
+        judge_config: A :class:`~turneval.judge.JudgeConfig` (or its file's path) made by
+            ``turneval optimize``: its instructions are added to every request's system
+            message and its examples shown after ``examples``. Part of the prompt, hence of
+            the cache key, and recorded in run.json with the metric's configuration.
         pass_threshold: The value at or above which a row passes (front ends set it from
             ``--fail-under``, ``success_thresholds`` or ``assert_scores``' thresholds); with
             ``repeats`` > 1, a row whose votes fall on both sides of it is ``unstable``.
+        context_tokens: The judge model's context window in tokens (default: its entry in
+            :data:`~turneval.judge.budget.MODEL_LIMITS`); requests are planned within it.
+        max_output_tokens: The longest answer the judge model writes (default: from the
+            same table).
     """
+
+    context_policy: ClassVar[str] = "compacted"
+    """What the judge sees of a conversation too long for its context (see
+    :mod:`turneval.judge.context`): ``"compacted"`` (whole-conversation judges; also the
+    default of custom judges that render the conversation) or ``"windowed"`` (per-item judges,
+    which plan their windows in :meth:`requests`)."""
 
     uses_llm: ClassVar[bool] = True
     requires_llm: ClassVar[bool] = True
@@ -155,6 +180,9 @@ class JudgedMetric(Metric[SampleT], ABC):
     repeats: int = 1
     repeat_temperature: float = 0.7
     pass_threshold: float | None = None
+    context_tokens: int | None = Field(default=None, ge=1024)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    judge_config: JudgeConfigField = None
 
     if not TYPE_CHECKING:  # at run time only: type checkers keep the fields' own signature
 
@@ -210,20 +238,68 @@ class JudgedMetric(Metric[SampleT], ABC):
         """A worked example of ``sample`` with the ``verdict`` a careful judge gives."""
         return JudgeExample(input=sample_inputs(sample), output=verdict)
 
-    def judge_requests(self, sample: SampleT) -> list[JudgeRequest[Any]]:
-        """:meth:`requests` with the worked examples put before each question.
+    def _policy(self, sample: SampleT) -> str:
+        """The context policy for ``sample`` (the class's ``context_policy`` by default)."""
+        return self.context_policy
 
-        This is exactly what a run sends (the dry-run estimate counts it): with ``repeats``
-        > 1, every request once per repeat (repeat k after repeat k - 1), at
-        ``repeat_temperature`` unless a request sets its own.
+    def context_budget(self) -> Budget | None:
+        """The judge's context budget (None when no judge model is known yet)."""
+        if self.default_llm() is None:
+            return None
+        return self.judge().budget
+
+    def prompt_prefix(self) -> str:
+        """What goes before every question: the worked examples, then the configuration's."""
+        config = self.judge_config
+        return render_examples(self.examples + (() if config is None else config.examples))
+
+    def _configured(self, sample: SampleT) -> list[JudgeRequest[Any]]:
+        """:meth:`requests` with the judge configuration's instructions in each system prompt.
+
+        Not in the shared running summaries: one summary serves every metric.
         """
         requests = self.requests(sample)
-        block = render_examples(self.examples)
+        config = self.judge_config
+        if config is None:
+            return requests
+        own = config.apply([r for r in requests if not r.auxiliary])
+        applied = iter(own)
+        return [r if r.auxiliary else next(applied) for r in requests]
+
+    def judge_requests(self, sample: SampleT) -> list[JudgeRequest[Any]]:
+        """:meth:`requests` planned within the judge's context, worked examples first.
+
+        This is exactly what a run sends (the dry-run estimate counts it). A conversation
+        that does not fit is compacted (``context_policy = "compacted"``) or was windowed by
+        :meth:`requests` (``"windowed"``); the running summary's requests (``auxiliary``)
+        come first. A request that still cannot fit raises
+        :class:`~turneval.errors.ContextBudgetError` before any is sent. With ``repeats`` >
+        1, every other request once per repeat (repeat k after repeat k - 1), at
+        ``repeat_temperature`` unless a request sets its own.
+        """
+        block = self.prompt_prefix()
+        budget = self.context_budget()
+        if budget is None:
+            requests = self._configured(sample)
+        elif self._policy(sample) == "compacted" and isinstance(sample, MultiTurnSample):
+            requests = compacted_requests(sample, budget, lambda: self._configured(sample), block)
+        else:
+            requests = [  # what no policy planned is sent whole, if it fits
+                r
+                if r.context is not None and r.context.prompt_tokens
+                else _planned_whole(budget, r, block)
+                for r in self._configured(sample)
+            ]
         if block:
-            requests = [replace(request, prompt=block + request.prompt) for request in requests]
+            requests = [
+                request if request.auxiliary else replace(request, prompt=block + request.prompt)
+                for request in requests
+            ]
         if self.repeats == 1:
             return requests
-        return [
+        shared = [request for request in requests if request.auxiliary]  # asked once
+        own = [request for request in requests if not request.auxiliary]
+        return shared + [
             replace(
                 request,
                 repeat=repeat,
@@ -232,63 +308,74 @@ class JudgedMetric(Metric[SampleT], ABC):
                 else request.temperature,
             )
             for repeat in range(self.repeats)
-            for request in requests
+            for request in own
         ]
 
     def prompts(self, sample: SampleT) -> list[tuple[str, str]]:
         """The ``(system, user)`` prompts a run sends for ``sample``."""
         return [(r.system, r.prompt) for r in self.judge_requests(sample)]
 
+    async def _ask_one(
+        self,
+        request: JudgeRequest[Any],
+        replies: Sequence[JudgeReply[Any] | None],
+        limiter: anyio.CapacityLimiter | None,
+    ) -> JudgeReply[Any]:
+        judge = self.judge(
+            temperature=request.temperature, logprobs=request.logprobs, repeat=request.repeat
+        )
+        prompt = request.prompt
+        if request.after is not None:  # the running summary this prompt reads
+            summary = replies[request.after]
+            assert summary is not None
+            prompt = fill_summary(prompt, summary.parsed.summary, judge.budget)
+        ask = judge.ask(
+            request.system,
+            prompt,
+            request.schema,
+            vote=request.vote,
+            cache_extra=request.cache_extra,
+            answer_tokens=request.answer_tokens,
+            prompt_tokens=_planned_tokens(request, prompt),
+        )
+        if request.auxiliary:  # a running summary: asked once per run, whoever reads it
+            reply = await _shared(judge, request, prompt, ask, limiter)
+        elif limiter is None:
+            reply = await ask
+        else:
+            async with limiter:
+                reply = await ask
+        if request.context is not None:  # the tokens sent, the summary as written
+            tokens = request.context.prompt_tokens
+            if request.after is not None:
+                budget = judge.budget
+                filled = fill_summary(SUMMARY_SLOT, reply_summary(replies, request), budget)
+                tokens += budget.count(filled) - summary_tokens(budget)
+            reply = replace(reply, prompt_tokens=tokens)
+        return reply
+
     async def ask(self, requests: Sequence[JudgeRequest[Any]]) -> list[JudgeReply[Any]]:
         """Ask every request concurrently; answers in the requests' order.
 
-        In a run, each request waits for the run's shared limiter; outside one (``metric.score``)
+        A request reading a running summary (``after``) waits for that summary's answer. In a
+        run, each request waits for the run's shared limiter; outside one (``metric.score``)
         at most :data:`MAX_CONCURRENT_REQUESTS` of a sample's requests are in flight. The first
         failing request (in request order) raises its own error, e.g.
         :class:`~turneval.errors.JudgeOutputError`; the requests still running are cancelled.
         """
-        if len(requests) == 1:
-            request = requests[0]
-            judge = self.judge(
-                temperature=request.temperature, logprobs=request.logprobs, repeat=request.repeat
-            )
-            return [
-                await judge.ask(
-                    request.system,
-                    request.prompt,
-                    request.schema,
-                    vote=request.vote,
-                    cache_extra=request.cache_extra,
-                )
-            ]
         replies: list[JudgeReply[Any] | None] = [None] * len(requests)
+        if len(requests) == 1:
+            return [await self._ask_one(requests[0], replies, None)]
         errors: dict[int, Exception] = {}
+        done = [anyio.Event() for _ in requests]
         limiter = None if current_run() else anyio.CapacityLimiter(MAX_CONCURRENT_REQUESTS)
 
         async def one(index: int, request: JudgeRequest[Any], scope: anyio.CancelScope) -> None:
-            judge = self.judge(
-                temperature=request.temperature, logprobs=request.logprobs, repeat=request.repeat
-            )
-            extra = request.cache_extra
             try:
-                if limiter is None:
-                    reply = await judge.ask(
-                        request.system,
-                        request.prompt,
-                        request.schema,
-                        vote=request.vote,
-                        cache_extra=extra,
-                    )
-                else:
-                    async with limiter:
-                        reply = await judge.ask(
-                            request.system,
-                            request.prompt,
-                            request.schema,
-                            vote=request.vote,
-                            cache_extra=extra,
-                        )
-                replies[index] = reply
+                if request.after is not None:
+                    await done[request.after].wait()
+                replies[index] = await self._ask_one(request, replies, limiter)
+                done[index].set()
             except Exception as error:  # re-raised below, unwrapped from the task group
                 errors[index] = error
                 scope.cancel()
@@ -303,7 +390,8 @@ class JudgedMetric(Metric[SampleT], ABC):
     async def _evaluate(self, sample: SampleT) -> Explained:
         requests = self.judge_requests(sample)
         replies = await self.ask(requests)
-        outcome = self._voted_verdict(sample, replies)
+        verdicts = [r for q, r in zip(requests, replies, strict=True) if not q.auxiliary]
+        outcome = self._voted_verdict(sample, verdicts)
         if replies:
             outcome.usage = sum((reply.usage for reply in replies), Usage())
             outcome.details["judge"] = [
@@ -312,6 +400,9 @@ class JudgedMetric(Metric[SampleT], ABC):
                 else {"raw": reply.raw, "cached": reply.cached}
                 for request, reply in zip(requests, replies, strict=True)
             ]
+            seen = context_record(requests, replies, self.context_budget())
+            if seen is not None:
+                outcome.details["context"] = seen
         return outcome
 
     def _voted_verdict(self, sample: SampleT, replies: Sequence[JudgeReply[Any]]) -> Explained:
@@ -388,6 +479,8 @@ class JudgedMetric(Metric[SampleT], ABC):
                 max_retry_after=self.max_retry_after,
                 temperature=temperature,
                 logprobs=logprobs,
+                context_tokens=self.context_tokens,
+                max_output_tokens=self.max_output_tokens,
             )
 
             def forget(ref: weakref.ref[Any]) -> None:  # the model is gone: drop its judge
@@ -396,6 +489,137 @@ class JudgedMetric(Metric[SampleT], ABC):
 
             entry = judges[key] = (weakref.ref(llm, forget), judge)
         return entry[1]
+
+
+@dataclass
+class _Pending:
+    """An answer one metric is asking for, which the run's others wait for."""
+
+    done: anyio.Event = dataclass_field(default_factory=anyio.Event)
+    reply: JudgeReply[Any] | None = None
+
+
+async def _shared(
+    judge: Judge,
+    request: JudgeRequest[Any],
+    prompt: str,
+    ask: Coroutine[Any, Any, JudgeReply[Any]],
+    limiter: anyio.CapacityLimiter | None,
+) -> JudgeReply[Any]:
+    """``ask``, once per run for identical requests: the others get its answer, uncharged.
+
+    Metrics of a run state the very same summary requests of a conversation; the first to
+    ask sends it, the others wait and read its answer (``cached``, with no call counted). If
+    it fails, the next one asks again.
+    """
+    run = current_run()
+    if run is None:
+        if limiter is None:
+            return await ask
+        async with limiter:
+            return await ask
+    messages = judge.prompt(request.system, prompt, request.schema)
+    key = "summary:" + judge.cache_key(messages, request.schema, request.cache_extra)
+    while True:
+        pending = run.shared.get(key)
+        if pending is None:
+            break
+        await pending.done.wait()
+        if pending.reply is not None:
+            ask.close()
+            return replace(pending.reply, usage=Usage(cached_calls=1), cached=True)
+    mine = run.shared[key] = _Pending()
+    try:
+        mine.reply = await ask
+        return mine.reply
+    except BaseException:
+        del run.shared[key]
+        raise
+    finally:
+        mine.done.set()
+
+
+def _planned_tokens(request: JudgeRequest[Any], prompt: str) -> int | None:
+    """The planned tokens of ``prompt``, None when it was not planned as it is.
+
+    With a summary filled in (at or under its cap), the planned count is a bound.
+    """
+    if request.context is None:
+        return None
+    if prompt != request.prompt and request.after is None:
+        return None
+    return request.context.prompt_tokens
+
+
+def reply_summary(replies: Sequence[JudgeReply[Any] | None], request: JudgeRequest[Any]) -> str:
+    """The running summary ``request`` reads: the answer of its ``after`` request."""
+    assert request.after is not None
+    summary = replies[request.after]
+    assert summary is not None
+    return str(summary.parsed.summary)
+
+
+def context_record(
+    requests: Sequence[JudgeRequest[Any]],
+    replies: Sequence[JudgeReply[Any]],
+    budget: Budget | None,
+) -> dict[str, Any] | None:
+    """What the judge saw of a row (``details["context"]``): the policy, tokens, items.
+
+    ``context`` is ``full``, ``windowed`` or ``compacted``; ``requests`` counts the metric's
+    own requests and ``summaries`` the running summary's; ``prompt_tokens`` is every prompt's
+    tokens (as sent, the summaries as written), ``largest_prompt`` the largest;
+    ``items_per_request`` the items each per-item request rated.
+    """
+    planned = [request.context for request in requests]
+    if budget is None or any(context is None for context in planned):
+        return None
+    own = [r for r in requests if not r.auxiliary]
+    policies = {r.context.policy for r in own if r.context is not None}
+    policy = next((p for p in ("compacted", "windowed") if p in policies), "full")
+    sizes = [
+        reply.prompt_tokens if reply.prompt_tokens is not None else request.context.prompt_tokens
+        for request, reply in zip(requests, replies, strict=True)
+        if request.context is not None
+    ]
+    record: dict[str, Any] = {
+        "context": policy,
+        "requests": len(own),
+        "summaries": len(requests) - len(own),
+        "prompt_tokens": sum(sizes),
+        "largest_prompt": max(sizes, default=0),
+    }
+    items = [r.context.items for r in own if r.context is not None and r.context.items]
+    if items:
+        record["items_per_request"] = items
+    record.update(budget.record())
+    return record
+
+
+def _planned_whole(budget: Budget, request: JudgeRequest[Any], prefix: str) -> JudgeRequest[Any]:
+    """A request sent as stated (no policy reshaped it): planned, or the row fails.
+
+    Its policy stays the one the metric gave (a bounded input), else ``"full"``.
+    """
+    tokens = request_tokens(budget, request, prefix)
+    context = request.context
+    answer = (
+        budget.answer_tokens()
+        if request.answer_tokens is None
+        else min(request.answer_tokens, budget.max_output_tokens)
+    )
+    if tokens > budget.prompt_tokens(answer):
+        raise ContextBudgetError(
+            f"the judge request{f' ({request.label})' if request.label else ''} needs "
+            f"{tokens:,} prompt tokens + {answer:,} for the answer, more than the judge's "
+            f"context window of {budget.context_tokens:,} tokens ({budget.describe()}); "
+            "no request was sent",
+            context_tokens=budget.context_tokens,
+            needed_tokens=tokens + answer,
+        )
+    policy = context.policy if context is not None else "full"
+    items = context.items if context is not None else None
+    return replace(request, context=RequestContext(policy, tokens, items))
 
 
 def _seed_of(llm: Any) -> int | None:

@@ -224,6 +224,12 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
     yes_no: ClassVar[bool] = False
     """True for a yes/no judge: its scores are 0 (no) and 1 (yes), and human labels of it must
     be too (``turneval calibrate`` refuses any other, naming the line)."""
+    higher_is_better: ClassVar[bool] = True
+    """The metric's direction: True when a higher value is better (every score), False for a
+    cost to keep down (latency, money, tokens: the operational metrics). Comparisons read it:
+    a rise of such a metric is its regression (``compare --fail-on-regression``), its rows
+    pass at or *below* a pass threshold, and reports show its values without a verdict
+    colour."""
     scale_points: ClassVar[tuple[float, ...] | None] = None
     """The values of a metric with a discrete scale other than a rubric, yes/no or pairwise
     choice (``user_frustration``: 0, 0.5, 1), low to high; None for a share or another value
@@ -370,6 +376,16 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
         and trajectory metrics under their default equality have one.
         """
         return None
+
+    @property
+    def keeps_results(self) -> bool:
+        """Whether the run's summary reads this evaluator's results, beyond their values.
+
+        A streamed run keeps such an evaluator's results for its summary. True when the class
+        overrides :meth:`summary_extras`, or for a metric scored ``by_agent`` (its per-agent
+        figures come from the results' details).
+        """
+        return type(self).summary_extras is not Evaluator.summary_extras
 
     def summary_extras(self, results: Sequence[MetricResult]) -> dict[str, float]:
         """Run-level figures of this metric beside its mean, std and CI (default: none).

@@ -20,7 +20,8 @@ from turneval.errors import InvalidSampleError
 from turneval.messages import AIMessage
 from turneval.metrics._matching import call_key
 from turneval.metrics._tools import CallRecord, call_records
-from turneval.metrics.base import MultiTurnMetric, Outcome
+from turneval.metrics.agents import PerAgentMetric
+from turneval.metrics.base import Outcome
 from turneval.results import ratio
 from turneval.samples import MultiTurnSample
 
@@ -94,7 +95,7 @@ def _compile(patterns: list[str]) -> re.Pattern[str]:
     return re.compile("|".join(translate(pattern) for pattern in patterns))
 
 
-class ToolPermission(MultiTurnMetric):
+class ToolPermission(PerAgentMetric):
     """Share of tool calls that are authorised: allowed (if a list is given) and not denied.
 
     Patterns are shell-style globs on tool names (``"delete_*"``, ``"db.?et"``), matched
@@ -281,7 +282,7 @@ def _find_loops(group: list[CallRecord], max_repeats: int) -> list[dict[str, Any
     return loops
 
 
-class AgentLoopDetection(MultiTurnMetric):
+class AgentLoopDetection(PerAgentMetric):
     """1.0 when the agent does not loop within a turn, else 0.0, with the loop in the reason.
 
     Within each turn (the calls between two human messages) a loop is: an identical call
@@ -315,7 +316,7 @@ class AgentLoopDetection(MultiTurnMetric):
         return _Lazy(value, build)
 
 
-class ToolCallEfficiency(MultiTurnMetric):
+class ToolCallEfficiency(PerAgentMetric):
     """Share of tool calls that are neither redundant nor beyond the call budget.
 
     A call is redundant when an identical call (same name, args equal as JSON values) came
@@ -386,7 +387,7 @@ class ToolCallEfficiency(MultiTurnMetric):
         return _Lazy(value, build)
 
 
-class StepBudget(MultiTurnMetric):
+class StepBudget(PerAgentMetric):
     """1.0 when the agent took at most ``max_steps`` model steps, else ``max_steps/steps``.
 
     A step is one AI message (one model response), as ``EvalTask`` counts an agent run's

@@ -8,15 +8,18 @@ carries the judge's reason. Messages are shown to the judge numbered by their in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, create_model, model_validator
 
 from turneval.errors import InvalidSampleError
-from turneval.judge import SYSTEM_PROMPT, JudgeReply, JudgeRequest, StrictVerdict, escape, tagged
+from turneval.judge import SYSTEM_PROMPT, JudgeReply, JudgeRequest, StrictVerdict, tagged
+from turneval.judge.budget import ANSWER_TOKENS, TOKENS_PER_ITEM
+from turneval.judge.context import windowed_requests
 from turneval.judge.schema import enum_field, list_field
+from turneval.judge.template import numbered_text
 from turneval.messages import AIMessage, HumanMessage, SystemMessage
 from turneval.metrics._judged import JudgedMetric
 from turneval.metrics._tools import sample_tools
@@ -38,6 +41,7 @@ __all__ = [
     "UserFrustration",
     "ai_turns",
     "numbered_conversation",
+    "per_turn_requests",
     "turn_verdicts",
 ]
 
@@ -47,8 +51,7 @@ __all__ = [
 
 def numbered_conversation(sample: MultiTurnSample) -> str:
     """The conversation between ``<conversation>`` tags, each message as ``[index] ...``."""
-    lines = [f"[{i}] {escape(m.pretty_repr())}" for i, m in enumerate(sample.user_input)]
-    return "<conversation>\n" + "\n".join(lines) + "\n</conversation>"
+    return "<conversation>\n" + numbered_text(sample) + "\n</conversation>"
 
 
 def ai_turns(metric: Metric, sample: MultiTurnSample) -> list[int]:
@@ -109,14 +112,23 @@ def turn_verdicts(
 def _per_turn(
     replies: Sequence[JudgeReply[Any]], indices: Sequence[int], good: str
 ) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]]:
-    """The share of ``good`` turns, every turn as ``{message_index, reason, verdict}``, the bad."""
+    """The share of ``good`` turns, every turn as ``{message_index, reason, verdict}``, the bad.
+
+    The replies rate the turns in order: one reply for all of them, or one per window.
+    """
+    rated = [turn for reply in replies for turn in reply.parsed.turns]
     turns = [
         {"message_index": index, **turn.model_dump()}
-        for index, turn in zip(indices, replies[0].parsed.turns, strict=True)
+        for index, turn in zip(indices, rated, strict=True)
     ]
     bad = [turn for turn in turns if turn["verdict"] != good]
     value = (len(turns) - len(bad)) / len(turns)
     return value, turns, bad
+
+
+def _answer(judged: Sequence[int]) -> int:
+    """Tokens to keep for an answer rating ``judged`` turns."""
+    return ANSWER_TOKENS + TOKENS_PER_ITEM * len(judged)
 
 
 def _turn_reason(
@@ -129,6 +141,25 @@ def _turn_reason(
             for turn in bad
         )
     return reason
+
+
+def per_turn_requests(
+    metric: JudgedMetric[MultiTurnSample],
+    sample: MultiTurnSample,
+    turns: Sequence[int],
+    build: Callable[[Sequence[int]], JudgeRequest[Any]],
+    *,
+    context: int = 0,
+) -> list[JudgeRequest[Any]]:
+    """A per-turn judge's requests: one rating every turn, or windows.
+
+    Windows are planned within the judge's context (see
+    :func:`turneval.judge.context.windowed_requests`).
+    """
+    budget = metric.context_budget()
+    if budget is None:
+        return [build(turns)]
+    return windowed_requests(sample, budget, turns, build, metric.prompt_prefix(), context=context)
 
 
 # -- TrajectoryJudge ---------------------------------------------------------------------------
@@ -257,19 +288,26 @@ class KnowledgeRetention(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """
 
     name: str = "knowledge_retention"
+    context_policy: ClassVar[str] = "windowed"
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
-        """One question rating every AI turn."""
+        """One question rating every AI turn (windows of turns when they do not fit)."""
         turns = ai_turns(self, sample)
         _humans(self, sample)
-        schema = turn_verdicts(
-            "RetentionVerdict",
-            tuple(turns),
-            _RETENTION,
-            "retained, forgot (asks again / ignores what the user said) or contradicted.",
-        )
-        prompt = KNOWLEDGE.format(turns=turns, conversation=numbered_conversation(sample))
-        return [JudgeRequest(prompt, schema, SYSTEM_PROMPT)]
+
+        def build(judged: Sequence[int]) -> JudgeRequest[Any]:
+            schema = turn_verdicts(
+                "RetentionVerdict",
+                tuple(judged),
+                _RETENTION,
+                "retained, forgot (asks again / ignores what the user said) or contradicted.",
+            )
+            prompt = KNOWLEDGE.format(
+                turns=list(judged), conversation=numbered_conversation(sample)
+            )
+            return JudgeRequest(prompt, schema, SYSTEM_PROMPT, answer_tokens=_answer(judged))
+
+        return per_turn_requests(self, sample, turns, build)
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """Share of retained turns / AI turns; the worst turn first in the reason."""
@@ -305,6 +343,7 @@ class RoleAdherence(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """
 
     name: str = "role_adherence"
+    context_policy: ClassVar[str] = "windowed"
     role: str | None = Field(default=None, min_length=1)
 
     def _role(self, sample: MultiTurnSample) -> str:
@@ -323,17 +362,20 @@ class RoleAdherence(JudgedMetric[MultiTurnSample], MultiTurnMetric):
         )
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
-        """One question rating every AI turn against the role."""
+        """One question rating every AI turn against the role (windows when they do not fit)."""
         turns = ai_turns(self, sample)
-        schema = turn_verdicts(
-            "RoleVerdict", tuple(turns), ("in_role", "out_of_role"), "in_role or out_of_role."
-        )
-        prompt = ROLE.format(
-            role=tagged("role", self._role(sample)),
-            turns=turns,
-            conversation=numbered_conversation(sample),
-        )
-        return [JudgeRequest(prompt, schema, SYSTEM_PROMPT)]
+        role = tagged("role", self._role(sample))
+
+        def build(judged: Sequence[int]) -> JudgeRequest[Any]:
+            schema = turn_verdicts(
+                "RoleVerdict", tuple(judged), ("in_role", "out_of_role"), "in_role or out_of_role."
+            )
+            prompt = ROLE.format(
+                role=role, turns=list(judged), conversation=numbered_conversation(sample)
+            )
+            return JudgeRequest(prompt, schema, SYSTEM_PROMPT, answer_tokens=_answer(judged))
+
+        return per_turn_requests(self, sample, turns, build)
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """in-role turns / AI turns, the out-of-role ones in the reason."""
@@ -362,6 +404,7 @@ class TurnRelevancy(JudgedMetric[MultiTurnSample], MultiTurnMetric):
     """
 
     name: str = "turn_relevancy"
+    context_policy: ClassVar[str] = "windowed"
     window: int = Field(default=5, ge=1)
 
     def windows(self, sample: MultiTurnSample) -> dict[int, tuple[int, int]]:
@@ -373,22 +416,29 @@ class TurnRelevancy(JudgedMetric[MultiTurnSample], MultiTurnMetric):
         }
 
     def requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
-        """One question rating every AI turn against its window."""
+        """One question rating every AI turn against its window.
+
+        Several when they do not fit the judge's context; each shows the turns' own windows.
+        """
         windows = self.windows(sample)
         if not windows:
             raise InvalidSampleError(
                 f"metric {self.name!r} needs an AI message with text after some context",
                 field="user_input",
             )
-        schema = turn_verdicts(
-            "RelevancyVerdict",
-            tuple(windows),
-            ("relevant", "irrelevant"),
-            "relevant or irrelevant.",
-        )
-        listed = ", ".join(f"[{i}] window [{a}..{b}]" for i, (a, b) in windows.items())
-        prompt = RELEVANCY.format(windows=listed, conversation=numbered_conversation(sample))
-        return [JudgeRequest(prompt, schema, SYSTEM_PROMPT)]
+
+        def build(judged: Sequence[int]) -> JudgeRequest[Any]:
+            schema = turn_verdicts(
+                "RelevancyVerdict",
+                tuple(judged),
+                ("relevant", "irrelevant"),
+                "relevant or irrelevant.",
+            )
+            listed = ", ".join(f"[{i}] window [{windows[i][0]}..{windows[i][1]}]" for i in judged)
+            prompt = RELEVANCY.format(windows=listed, conversation=numbered_conversation(sample))
+            return JudgeRequest(prompt, schema, SYSTEM_PROMPT, answer_tokens=_answer(judged))
+
+        return per_turn_requests(self, sample, list(windows), build, context=self.window)
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """Share of relevant turns / AI turns; per-turn verdicts (with windows) in the details."""

@@ -10,14 +10,18 @@ checks an answer, so that ``import turneval.metrics`` stays light.
 
 from __future__ import annotations
 
+import re
 from abc import abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
 from turneval.judge import JudgeReply, JudgeRequest
+from turneval.judge.budget import Budget
+from turneval.judge.context import segment_tokens
+from turneval.judge.template import RequestContext
 from turneval.messages import AIMessage, ToolMessage
 from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, MultiTurnMetric, SampleT, SingleTurnMetric, require
@@ -34,6 +38,7 @@ class _Answer:
     message_index: int
     text: str
     facts: tuple[Fact, ...]
+    label: str = ""  # set when the facts were bounded: which tool outputs the judge saw
 
 
 class _GroundingOptions(JudgedMetric[SampleT]):
@@ -64,7 +69,14 @@ class _GroundingOptions(JudgedMetric[SampleT]):
         answers = self._answers(sample)
         if self.default_llm() is None:
             return []
-        return [grounding_request(a.text, a.facts) for a in answers]
+        requests = []
+        for answer in answers:
+            request = grounding_request(answer.text, answer.facts)
+            if answer.label:  # the judge sees the most recent tool outputs only
+                seen = RequestContext("windowed", 0)
+                request = replace(request, label=answer.label, context=seen)
+            requests.append(request)
+        return requests
 
     def _results(
         self, sample: SampleT, replies: Sequence[JudgeReply[Any]]
@@ -170,6 +182,40 @@ def _cited(fact_index: int, attributes: dict[str, str]) -> dict[str, Any]:
     return cited
 
 
+def _bounded(answer: _Answer, budget: Budget, counts: dict[str, int]) -> _Answer:
+    """``answer`` with the most recent tool outputs that fit the judge's context.
+
+    At most :data:`~turneval.grounding.MAX_FACTS` of them; the older ones are not shown.
+    """
+    from turneval.grounding import MAX_FACTS
+
+    claims = len(re.findall(r"[.!?](?:\s|$)", answer.text)) + 1
+    room = budget.prompt_tokens(budget.answer_tokens(claims)) - 2 * budget.count(answer.text)
+    room = min(room - 400, segment_tokens(budget))  # the recent outputs, as a window shows
+    kept: list[Fact] = []
+    used = 0
+    for fact in reversed(answer.facts):
+        if len(kept) == MAX_FACTS:
+            break
+        tokens = counts.get(fact.text)
+        if tokens is None:
+            tokens = counts[fact.text] = budget.count(fact.text) + 8
+        if used + tokens > room:
+            if tokens > room // 2:  # one huge output: the next older ones may still fit
+                continue
+            break
+        kept.append(fact)
+        used += tokens
+    if len(kept) == len(answer.facts):
+        return answer
+    kept.reverse()
+    label = (
+        f"answer at message {answer.message_index}: the {len(kept)} most recent of "
+        f"{len(answer.facts)} tool output pieces"
+    )
+    return _Answer(answer.message_index, answer.text, tuple(kept), label)
+
+
 class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric):
     """Support of the AI's answers by the tool outputs that came before each of them.
 
@@ -180,6 +226,7 @@ class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric
     """
 
     name: str = "tool_output_groundedness"
+    context_policy: ClassVar[str] = "windowed"
 
     def _answers(self, sample: MultiTurnSample) -> list[_Answer]:
         from turneval.grounding import Fact
@@ -208,7 +255,11 @@ class ToolOutputGroundedness(_GroundingOptions[MultiTurnSample], MultiTurnMetric
                 facts += [
                     Fact(text=piece, attributes=attributes) for piece in _pieces(message.content)
                 ]
-        return answers
+        budget = self.context_budget()
+        if budget is None:
+            return answers
+        counts: dict[str, int] = {}  # each tool output piece is counted once
+        return [_bounded(a, budget, counts) for a in answers]
 
     def verdict(self, sample: MultiTurnSample, replies: Sequence[JudgeReply[Any]]) -> Explained:
         """Grounded claims over claims needing a check, across every AI answer."""

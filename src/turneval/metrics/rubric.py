@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -36,6 +36,8 @@ from turneval.judge import (
     rubric_score_model,
     tagged,
 )
+from turneval.judge.context import windowed_requests
+from turneval.judge.template import conversation_lines
 from turneval.messages import AIMessage
 from turneval.metrics._judged import JudgedMetric, preset_class
 from turneval.metrics.base import Explained, MultiTurnScoring, SingleTurnMetric, SingleTurnScoring
@@ -197,27 +199,58 @@ class PointwiseMetric(JudgedMetric[Sample], SingleTurnScoring, MultiTurnScoring)
         meaning = {float(k): v for k, v in self.rating_rubric.items()}.get(value, "")
         return f"score {value:g}" + (f" ({meaning})" if meaning else "")
 
+    def _policy(self, sample: Any) -> str:
+        """Per-turn ratings are windowed; a whole conversation is compacted."""
+        return "windowed" if self.per_turn else "compacted"
+
+    def _turn_question(self, sample: MultiTurnSample, index: int) -> JudgeRequest[Any]:
+        """The rating of AI turn ``index`` after the conversation before it (as shown)."""
+        before = [
+            text
+            for label, text in conversation_lines(sample)
+            if not label.isdigit() or int(label) < index
+        ]
+        message = sample.user_input[index]
+        values = {"conversation": "\n".join(before) or "(start)", "prediction": message.content}
+        question = _render(self.criteria, self.rating_rubric, values, title="Rating rubric")
+        return self._request(question, f"turn {index}", 0)
+
+    def _request(self, question: str, label: str, vote: int) -> JudgeRequest[Any]:
+        return JudgeRequest(
+            question,
+            rubric_score_model(self.rating_rubric),
+            SYSTEM,
+            temperature=0.7 if self.samples > 1 else None,
+            logprobs=self.samples == 1,
+            label=label,
+            vote=vote,
+        )
+
+    def _per_turn_requests(self, sample: MultiTurnSample) -> list[JudgeRequest[Any]]:
+        turns = [
+            index
+            for index, message in enumerate(sample.user_input)
+            if isinstance(message, AIMessage) and message.content.strip()
+        ]
+        if not turns:
+            raise InvalidSampleError(
+                f"metric {self.name!r}: the conversation has no AI turn to rate",
+                field="user_input",
+            )
+        budget = self.context_budget()
+        if budget is None:
+            return [self._turn_question(sample, index) for index in turns]
+        return windowed_requests(
+            sample,
+            budget,
+            turns,
+            lambda judged: self._turn_question(sample, judged[0]),
+            self.prompt_prefix(),
+            one_per_request=True,
+        )
+
     def _questions(self, sample: Any) -> list[tuple[str, str]]:
-        """``(label, question)`` pairs: one per AI turn with ``per_turn``, else one."""
-        if isinstance(sample, MultiTurnSample) and self.per_turn:
-            questions = []
-            for index, message in enumerate(sample.user_input):
-                if isinstance(message, AIMessage) and message.content.strip():
-                    before = sample.model_copy(update={"user_input": sample.user_input[:index]})
-                    values = {
-                        "conversation": conversation_text(before) if index else "(start)",
-                        "prediction": message.content,
-                    }
-                    question = _render(
-                        self.criteria, self.rating_rubric, values, title="Rating rubric"
-                    )
-                    questions.append((f"turn {index}", question))
-            if not questions:
-                raise InvalidSampleError(
-                    f"metric {self.name!r}: the conversation has no AI turn to rate",
-                    field="user_input",
-                )
-            return questions
+        """``(label, question)``: the one question about a response or a conversation."""
         names = self.inputs
         if self.use_reference and "reference" not in names:
             names = (*names, "reference")
@@ -227,19 +260,21 @@ class PointwiseMetric(JudgedMetric[Sample], SingleTurnScoring, MultiTurnScoring)
         return [("", _render(self.criteria, self.rating_rubric, values, title="Rating rubric"))]
 
     def requests(self, sample: Any) -> list[JudgeRequest[Any]]:
-        """Every question, ``samples`` times (at temperature 0.7 when sampling several)."""
-        schema = rubric_score_model(self.rating_rubric)
-        temperature = 0.7 if self.samples > 1 else None
+        """Every question, ``samples`` times (at temperature 0.7 when sampling several).
+
+        With ``per_turn`` on a conversation: one question per AI turn, each after the
+        conversation before it, windowed when the conversation is long (see
+        :func:`turneval.judge.context.windowed_requests`).
+        """
+        if isinstance(sample, MultiTurnSample) and self.per_turn:
+            planned = self._per_turn_requests(sample)
+            return [
+                request if request.auxiliary else replace(request, vote=vote)
+                for request in planned
+                for vote in (range(1) if request.auxiliary else range(self.samples))
+            ]
         return [
-            JudgeRequest(
-                question,
-                schema,
-                SYSTEM,
-                temperature=temperature,
-                logprobs=self.samples == 1,
-                label=label,
-                vote=vote,
-            )
+            self._request(question, label, vote)
             for label, question in self._questions(sample)
             for vote in range(self.samples)
         ]

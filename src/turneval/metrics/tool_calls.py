@@ -19,8 +19,9 @@ from turneval.metrics._float_matching import matched_count
 from turneval.metrics._formulas import ACCURACY, F1, AccuracyFormula, CountFormula
 from turneval.metrics._matching import CallComparison, describe_matching
 from turneval.metrics._tools import check_rule_tools
+from turneval.metrics.agents import PerAgentMetric
 from turneval.metrics.arg_rules import RuleBook, resolve_rules
-from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
+from turneval.metrics.base import Outcome, missing_field
 from turneval.metrics.text import ExactMatch, StringMetric
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample
@@ -103,7 +104,7 @@ def _accuracy_reason(
     return formula.reason(strict, names_pred, names_ref, pair_scores, value)
 
 
-class ToolCallAccuracy(MultiTurnMetric):
+class ToolCallAccuracy(PerAgentMetric):
     """Sequence-aligned tool calls with per-argument scoring; the same numbers as ragas 0.4.3.
 
     With ``strict_order`` the predicted and reference name sequences must be equal, else 0;
@@ -157,8 +158,8 @@ class ToolCallAccuracy(MultiTurnMetric):
 
     @cached_property
     def _plain(self) -> bool:
-        """Whether args compare by string equality (ExactMatch) without rules."""
-        return self._comparator.exact and self._rule_book is None
+        """Whether args compare by string equality (ExactMatch) without rules, whole samples."""
+        return self._comparator.exact and self._rule_book is None and not self.by_agent
 
     @cached_property
     def _kernel(self) -> Kernel | None:
@@ -167,7 +168,9 @@ class ToolCallAccuracy(MultiTurnMetric):
         ExactMatch or another of our string metrics (sync, in range by construction), no rules.
         """
         compare = self._comparator
-        if self._rule_book is not None or compare.sync is None or not compare.trusted:
+        if self.by_agent or self._rule_book is not None or compare.sync is None:
+            return None
+        if not compare.trusted:
             return None
         if compare.exact:
             return accuracy_value(self._formula, self.strict_order)

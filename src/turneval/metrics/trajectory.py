@@ -33,7 +33,8 @@ from turneval.metrics._formulas import (
     SingleToolFormula,
 )
 from turneval.metrics._matching import CallComparison, Pair, describe_matching
-from turneval.metrics.base import Explained, MultiTurnMetric, Outcome
+from turneval.metrics.agents import PerAgentMetric
+from turneval.metrics.base import Explained, Outcome
 from turneval.samples import MultiTurnSample
 
 __all__ = [
@@ -156,7 +157,7 @@ class TrajectoryRecall(CallMatchingMetric):
         return _outcome(self._formula, comparison, comparison.matched_count(), None)
 
 
-class TrajectorySingleToolUse(MultiTurnMetric):
+class TrajectorySingleToolUse(PerAgentMetric):
     """1 if the tool ``tool_name`` appears in the predicted calls; needs no reference.
 
     Attributes:
@@ -186,7 +187,7 @@ class TrajectorySingleToolUse(MultiTurnMetric):
 
         The value is computed in one plain call, with the same result as :meth:`ascore`'s.
         """
-        if timeout is None and type(sample) is MultiTurnSample:
+        if timeout is None and type(sample) is MultiTurnSample and not self.by_agent:
             return self._kernel(sample.user_input)
         return await self._value(sample, timeout)
 

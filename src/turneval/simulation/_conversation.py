@@ -4,7 +4,8 @@
 the conversation before its first message is asked again), lets the agent answer it, and stops
 on the user's word, the scenario's ``max_turns``, the agent's failure or the timeout, keeping
 the conversation so far in a :class:`Conversation`. :func:`conversation_sample` makes the
-sample of it (the scenario's references, the trial's figures in its metadata).
+sample of it (the scenario's references, the trial's figures and each turn's timing in
+its metadata).
 """
 
 from __future__ import annotations
@@ -18,12 +19,22 @@ from typing import Any, Literal
 import anyio
 from pydantic import ValidationError
 
-from turneval.agent_driver import agent_turn, agent_usage, has_checkpointer, recursion_limit
+from turneval.agent_driver import (
+    ToolClock,
+    agent_turn,
+    agent_usage,
+    has_checkpointer,
+    recursion_limit,
+    timed_turn,
+)
 from turneval.judge import Usage
+from turneval.judge.budget import model_name
 from turneval.messages import HumanMessage, Message, SystemMessage
+from turneval.provenance import with_turn_timings
+from turneval.results import TurnTiming
 from turneval.samples import MultiTurnSample
 from turneval.simulation._scenarios import Scenario
-from turneval.simulation._users import BaseUser
+from turneval.simulation._users import BaseUser, SimulatedUser
 
 __all__ = ["DEFAULT_MAX_STEPS", "Conversation", "StopReason", "conversation_sample", "converse"]
 
@@ -52,6 +63,8 @@ class Conversation:
     turns: int = 0
     latency_s: float = 0.0
     thread_id: str | None = None
+    timings: list[TurnTiming] = field(default_factory=list)  # each turn answered (issue 49)
+    user_model: str | None = None  # the simulated user's model, for its cost (issue 49)
 
 
 async def _next_text(
@@ -110,6 +123,8 @@ async def converse(
     ends the conversation with its reason and error, the messages so far kept.
     """
     convo = Conversation()
+    if isinstance(user, SimulatedUser):
+        convo.user_model = model_name(user.llm) or None
     stateful = has_checkpointer(agent)
     config: dict[str, Any] = {
         "recursion_limit": recursion_limit(max_steps),  # the step limit counts, not LangGraph's
@@ -130,8 +145,12 @@ async def converse(
                 convo.turns += 1
                 convo.messages.append(HumanMessage(content=text))
                 held = len(convo.messages) - 1 if stateful else 0  # the thread holds the rest
+                clock = ToolClock()  # issue 49: each turn timed, for the operational metrics
                 try:
-                    await agent_turn(agent, convo.messages, config, held=held, max_steps=max_steps)
+                    await agent_turn(
+                        agent, convo.messages, config, held=held, max_steps=max_steps, clock=clock
+                    )
+                    convo.timings.append(timed_turn(clock))
                 except Exception as exc:  # the agent's failure is the trial's
                     convo.stop_reason, convo.error_type = "agent_error", "AgentRunError"
                     convo.error = f"{type(exc).__name__}: {exc}"
@@ -165,6 +184,9 @@ def conversation_sample(scenario: Scenario, trial: int, convo: Conversation) -> 
         "agent_usage": convo.agent_usage.to_dict(),
         "error": convo.error,
     }
+    if convo.user_model is not None:  # issue 49: the simulated user's cost needs its model
+        metadata["user_model"] = convo.user_model
+    metadata = with_turn_timings(metadata, convo.timings)
     if convo.thread_id is not None:
         metadata["thread_id"] = convo.thread_id
     messages: list[Message] = convo.messages or [

@@ -98,7 +98,7 @@ class Scenario(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | PathLike[str]) -> list[Scenario]:
         """Read a YAML list of scenarios (or ``{"scenarios": [...]}``); errors name the item."""
-        import yaml  # type: ignore[import-untyped]  # PyYAML comes with langchain-core
+        import yaml  # PyYAML comes with langchain-core (types-PyYAML types it)
 
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         if isinstance(data, Mapping) and "scenarios" in data:

@@ -325,6 +325,7 @@ async def _simulated_rows(
             convo.steps,
             convo.error_type or "AgentRunError",
             by_agent=convo.stop_reason in ("agent_error", "timeout"),  # not the user's failure
+            turns=convo.timings,
         )
         provenance = Provenance("simulation", run, played)
         return await score_row(index, sample, metrics, options, provenance=provenance)

@@ -2,18 +2,24 @@
 
 ``RunStore()`` is a SQLite file, ``.turneval/runs.db`` in the working directory;
 ``RunStore("postgresql://...")`` a database shared by a team. Every front end takes
-``store=`` and writes its rows there as they finish; ``turneval store import|export|list``
-and ``turneval labels export`` work on it from the command line. Needs the ``store`` extra.
+``store=`` and writes its rows there as they finish; ``turneval store import|export|list``,
+``turneval labels export`` and ``turneval datasets add|list|show|diff`` (dataset versions,
+kept by content digest) work on it from the command line. Needs the ``store`` extra.
 """
 
+from turneval.store._datasets import DatasetDiff, DatasetRow, StoredDataset, diff_files
+from turneval.store._judge_configs import StoredJudgeConfig
+from turneval.store._skips import StoredSkip
 from turneval.store._store import (
     DEFAULT_STORE,
     STORE_ENV,
+    RunColumns,
     RunRecorder,
     RunStore,
     StoredLabel,
     StoredRow,
     StoredRun,
+    dataset_version,
     file_digest,
     judge_model,
     metric_configs,
@@ -22,11 +28,19 @@ from turneval.store._store import (
 __all__ = [
     "DEFAULT_STORE",
     "STORE_ENV",
+    "DatasetDiff",
+    "DatasetRow",
+    "RunColumns",
     "RunRecorder",
     "RunStore",
+    "StoredDataset",
+    "StoredJudgeConfig",
     "StoredLabel",
     "StoredRow",
     "StoredRun",
+    "StoredSkip",
+    "dataset_version",
+    "diff_files",
     "file_digest",
     "judge_model",
     "metric_configs",

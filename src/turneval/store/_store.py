@@ -11,20 +11,27 @@ import hashlib
 import json
 import os
 import queue
+import re
 import subprocess
 import threading
 import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from time import monotonic
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+
+from turneval._hidden import shown
 from turneval._version import VERSION
 from turneval.errors import ConfigError
+from turneval.store._datasets import DatasetDiff, DatasetRow, StoredDataset
+from turneval.store._judge_configs import StoredJudgeConfig
+from turneval.store._skips import StoredSkip
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine, RowMapping
@@ -34,11 +41,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORE",
     "STORE_ENV",
+    "RunColumns",
     "RunRecorder",
     "RunStore",
     "StoredLabel",
     "StoredRow",
     "StoredRun",
+    "dataset_version",
     "file_digest",
     "judge_model",
     "metric_configs",
@@ -147,6 +156,38 @@ class StoredLabel:
     created: datetime
 
 
+@dataclass(frozen=True)
+class RunColumns:
+    """Narrow columns of a run's rows in index order (:meth:`RunStore.columns`).
+
+    Attributes:
+        indexes: Each row's index (int64 array).
+        sample_ids: Each row's sample id (None without one).
+        scenario_ids: Each simulated conversation's scenario id (None for other rows).
+        failed: Whether a metric (or the agent) failed on the row (bool array).
+        values: Per metric, each row's value (float array; NaN where it has none, or where
+            it is not a number).
+        errors: Per metric, whether the row holds its error instead of a value (bool array).
+        unstable: Per metric, whether the row's repeated judge votes were marked unstable.
+        vote_ranges: Per metric, the lowest and highest vote of each row (NaN without votes).
+        not_numbers: Per metric, how many rows hold a value that is not a number.
+    """
+
+    indexes: Any
+    sample_ids: list[str | None]
+    scenario_ids: list[str | None]
+    failed: Any
+    values: dict[str, Any]
+    errors: dict[str, Any]
+    unstable: dict[str, Any]
+    vote_ranges: dict[str, tuple[Any, Any]]
+    not_numbers: dict[str, int]
+
+    def __len__(self) -> int:
+        """The number of rows."""
+        return len(self.sample_ids)
+
+
 def judge_model(llm: Any) -> str | None:
     """The model name of a judge (a LangChain chat model or a wrapper); None without one."""
     if llm is None:
@@ -225,6 +266,26 @@ def file_digest(path: str | os.PathLike[str]) -> str | None:
     return digest.hexdigest()
 
 
+def dataset_version(
+    path: str | os.PathLike[str], store: RunStore | None = None, *, digest: str | None = None
+) -> dict[str, Any]:
+    """What a run records of the dataset it reads: its digest, and its name and version.
+
+    ``{"digest": SHA-256 of the file, "name": ..., "version": ...}``: the name and version
+    when ``store`` keeps that content (``turneval datasets add``), else None. ``digest``, when
+    known, saves reading the file again. ``compare`` refuses two runs over different kept
+    versions (``--allow-dataset-change`` lists the rows added, removed and changed); the
+    viewer shows a stored run's version.
+    """
+    digest = digest or file_digest(path)
+    found = store.dataset_of(digest) if store is not None and digest else None
+    return {
+        "digest": digest,
+        "name": None if found is None else found.name,
+        "version": None if found is None else found.version,
+    }
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -265,19 +326,111 @@ def _loads(text: str | bytes) -> Any:
     return loads(text)
 
 
+_EXPECTED = "a file in an existing folder, or a URL like sqlite:///PATH or postgresql://..."
+"""What a store's URL may be: named in every error about one."""
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+"""A URL's scheme (two characters at least: ``C:`` is a drive, not a scheme)."""
+
+
+_FLOATS = ("values", "lows", "highs")
+"""The float columns of :meth:`RunStore.columns` (the others are bool, and the indexes)."""
+
+
+def _sample(text: str) -> Any:
+    """A stored sample: its JSON, or the input line as read when it was not JSON (a str)."""
+    try:
+        return _loads(text)
+    except ValueError:  # orjson's and the stdlib's decode errors are ValueErrors
+        pass
+    try:  # a lenient run's sample (NaN): the stdlib reads it
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number_or_nan(value: Any) -> float | None:
+    """A metric's stored value as a results file is read: NaN for none, None if not a number.
+
+    As :func:`turneval.results_codec.decode` reads it: a number, or text or a bool that
+    ``float()`` takes.
+    """
+    if value is None:
+        return float("nan")
+    if _is_number(value):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _vote_record(details: Any) -> dict[str, Any] | None:
+    """The ``repeats`` record of a judged metric's details, if it has one."""
+    votes = details.get("repeats") if isinstance(details, dict) else None
+    return votes if isinstance(votes, dict) else None
+
+
+def _stored_label(record: RowMapping) -> StoredLabel:
+    return StoredLabel(
+        id=int(record["id"]),
+        run_id=record["run_id"],
+        row_index=record["row_index"],
+        sample_id=record["sample_id"],
+        metric=record["metric"],
+        label=json.loads(record["label"]),
+        note=record["note"],
+        annotator=record["annotator"],
+        created=_aware(record["created"]) or _now(),
+    )
+
+
 def _engine_url(url: str) -> tuple[str, str]:
-    """``(SQLAlchemy URL, kind)`` of a store URL or path; ConfigError for another scheme."""
+    """``(SQLAlchemy URL, kind)`` of a store URL or path; ConfigError for another scheme.
+
+    A scheme without ``//`` (``sqlite:/runs.db``, ``postgresql:host/db``) is a mistyped URL,
+    not a file path: refused rather than made into a folder named ``sqlite:``.
+    """
     scheme, sep, rest = url.partition("://")
     if not sep:  # a file path
+        if _SCHEME.match(url):
+            raise ConfigError(
+                f"run store {_named(url)} looks like a URL without its '//': expected {_EXPECTED}"
+            )
         return f"sqlite:///{url}", "sqlite"
-    scheme = scheme.lower()
-    if scheme == "sqlite":
+    if scheme.lower() == "sqlite":
         return url, "sqlite"
-    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+    if scheme.lower() in ("postgresql", "postgres", "postgresql+psycopg"):
         return f"postgresql+psycopg://{rest}", "postgresql"
-    raise ConfigError(
-        f"run store {scheme}://...: expected a file path, sqlite:///PATH or postgresql://..."
-    )
+    raise ConfigError(f"run store {_named(scheme + '://...')}: expected {_EXPECTED}")
+
+
+def _named(value: object) -> str:
+    """A path or URL in an error: quoted, on one line, hidden characters shown."""
+    return repr(shown(os.fspath(value) if isinstance(value, os.PathLike) else value))
+
+
+def _check_folder(database: Path, text: str, *, made: bool) -> None:
+    """Refuse a SQLite file whose folder is missing, or that is a folder; ``made``: make it.
+
+    Only the default store's folder (``.turneval``) is made: a mistyped path is an error
+    naming it, never a new folder tree holding an empty store.
+    """
+    folder = database.parent
+    if made:
+        with contextlib.suppress(OSError):  # an unwritable place fails when opened, named
+            folder.mkdir(parents=True, exist_ok=True)
+    if database.is_dir():
+        raise ConfigError(f"run store {_named(text)} is a folder: expected {_EXPECTED}")
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ConfigError(
+            f"run store {_named(text)}: its folder {_named(folder)} {what}: expected {_EXPECTED}"
+        )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -289,9 +442,10 @@ def _first_line(exc: BaseException) -> str:
 class RunStore:
     """The runs of a project (or a team) in one database: metadata, rows and labels.
 
-    ``RunStore()`` opens ``.turneval/runs.db`` in the working directory (created if missing;
-    SQLite in WAL mode, so readers never block the run writing); a path or ``sqlite:///PATH``
-    names another file, and ``postgresql://user:pass@host/db`` a shared PostgreSQL database
+    ``RunStore()`` opens ``.turneval/runs.db`` in the working directory (created if missing,
+    with its folder; SQLite in WAL mode, so readers never block the run writing); a path or
+    ``sqlite:///PATH`` names another file (created if missing, in a folder that must exist: a
+    mistyped path is an error, not a new folder), and ``postgresql://user:pass@host/db`` a shared PostgreSQL database
     (through psycopg 3). Opening a store made by an older turneval migrates it (Alembic); one
     made by a newer turneval is refused. Several processes may write one store at once: SQLite
     serialises their transactions (waiting up to ``busy_timeout`` seconds), no row is lost.
@@ -305,8 +459,9 @@ class RunStore:
         busy_timeout: Seconds a SQLite writer waits for another one's transaction.
 
     Raises:
-        ConfigError: the extra is missing, the URL has another scheme, the database cannot be
-            opened, or it was made by a newer turneval (one line, saying which).
+        ConfigError: the extra is missing, the URL has another scheme (or lacks its ``//``),
+            a SQLite file's folder does not exist (or the path is a folder), the database
+            cannot be opened, or it was made by a newer turneval (one line, saying which).
 
     Attributes:
         url: The store's URL, its password hidden (a SQLite store: the file's path).
@@ -331,16 +486,21 @@ class RunStore:
         target, self.kind = _engine_url(text)
         try:
             from sqlalchemy import create_engine, event
-            from sqlalchemy.engine import make_url
+            from sqlalchemy.engine import URL, make_url
             from sqlalchemy.exc import ArgumentError, SQLAlchemyError
         except ImportError:
             raise ConfigError(
                 "the run store needs SQLAlchemy: pip install 'turneval[store]'"
             ) from None
-        try:
-            parsed = make_url(target)
-        except ArgumentError as exc:
-            raise ConfigError(f"run store {text!r}: not a database URL ({exc})") from None
+        try:  # a file path is the database as given: never parsed as a URL ('?' is no query)
+            parsed = URL.create("sqlite", database=text) if "://" not in text else make_url(target)
+        except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+            shown_url = _named(
+                text if self.kind == "sqlite" else text.partition("://")[0] + "://..."
+            )
+            raise ConfigError(
+                f"run store {shown_url}: not a database URL: expected {_EXPECTED}"
+            ) from None
         self.url = (
             parsed.render_as_string(hide_password=True).replace("+psycopg://", "://", 1)
             if self.kind == "postgresql"
@@ -351,9 +511,11 @@ class RunStore:
         if self.kind == "sqlite":
             database = parsed.database or ""
             if not database or database == ":memory:":
-                raise ConfigError("run store: SQLite needs a file (every connection must see it)")
-            with contextlib.suppress(OSError):  # an unwritable place fails below, named
-                Path(database).parent.mkdir(parents=True, exist_ok=True)
+                raise ConfigError(
+                    f"run store {_named(text)}: SQLite needs a file (every connection must "
+                    f"see it): expected {_EXPECTED}"
+                )
+            _check_folder(Path(database), text, made=url is None or text == DEFAULT_STORE)
             engine = create_engine(parsed, connect_args={"timeout": busy_timeout})
 
             @event.listens_for(engine, "connect")
@@ -439,6 +601,101 @@ class RunStore:
                     select(claims.c.owner).where(claims.c.key == key)
                 ).scalar()
             return bool(holder == owner)
+
+    # -- conversations `turneval watch` skipped (schema revision 0005) -----------------------
+
+    def add_skipped(self, run_id: str, skips: Iterable[StoredSkip]) -> None:
+        """Record conversations a ``turneval watch`` run did not score, with why.
+
+        A conversation the run already has is left as it was (recording again is harmless).
+        """
+        from turneval.store._skips import insert_skips
+
+        with self.writing() as connection:
+            insert_skips(connection, self.kind, self._resolve(connection, run_id), skips)
+
+    def skipped(
+        self, run_id: str, *, reason: str | None = None, limit: int | None = 100
+    ) -> list[StoredSkip]:
+        """A run's skipped conversations, newest first: of one ``reason``, ``limit`` at most."""
+        from turneval.store._skips import select_skips
+
+        with self.engine.connect() as connection:
+            return select_skips(connection, self._resolve(connection, run_id), reason, limit)
+
+    def skipped_counts(self, run_id: str) -> dict[str, int]:
+        """A run's skipped conversations counted by reason, most first (empty: none)."""
+        from turneval.store._skips import select_skip_counts
+
+        with self.engine.connect() as connection:
+            return select_skip_counts(connection, self._resolve(connection, run_id))
+
+    # -- dataset versions (schema revision 0008; turneval.store._datasets) ---------------------
+
+    def add_dataset(self, path: str | os.PathLike[str], *, name: str) -> tuple[StoredDataset, bool]:
+        """Keep a JSONL file as ``name``'s next version; whether that version is new.
+
+        The content is kept once by its SHA-256; when it is ``name``'s latest version already,
+        that version is returned (False). Raises ConfigError for an unreadable file.
+        """
+        from turneval.store import _datasets
+
+        if not name.strip():
+            raise ConfigError("a dataset needs a name")
+        digest, rows = _datasets.file_rows(Path(path))
+        with self.writing() as connection:
+            return _datasets.add(connection, Path(path).resolve(), name.strip(), digest, rows)
+
+    def datasets(self, *, name: str | None = None) -> list[StoredDataset]:
+        """Every dataset version (of ``name`` only, when given), by name then version."""
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            return _datasets.listed(connection, name)
+
+    def dataset(self, ref: str) -> StoredDataset:
+        """The version ``ref`` names: ``NAME@VERSION``, ``NAME`` (its latest), or a digest.
+
+        Raises:
+            ConfigError: none matches.
+        """
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            return _datasets.find(connection, ref)
+
+    def dataset_of(self, digest: str | None) -> StoredDataset | None:
+        """The dataset version with this content digest (a run's input), None when none."""
+        from turneval.store import _datasets
+
+        if not digest:
+            return None
+        with self.engine.connect() as connection:
+            return _datasets.by_digest(connection, digest)
+
+    def dataset_rows(self, ref: str, *, limit: int | None = None) -> list[DatasetRow]:
+        """The lines of the version ``ref`` names, in order (the first ``limit``)."""
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            found = _datasets.find(connection, ref)
+            return _datasets.contents(connection, found.digest, limit)
+
+    def diff_datasets(self, old: str, new: str) -> DatasetDiff:
+        """The rows added, removed and changed from version ``old`` to ``new`` (refs or digests).
+
+        Raises:
+            ConfigError: a ref names no version.
+        """
+        from turneval.store import _datasets
+
+        with self.engine.connect() as connection:
+            before, after = _datasets.find(connection, old), _datasets.find(connection, new)
+            return _datasets.diff_rows(
+                _datasets.row_keys(connection, before.digest),
+                _datasets.row_keys(connection, after.digest),
+                labels=(before.label, after.label),
+            )
 
     @classmethod
     def coerce(cls, value: RunStore | str | os.PathLike[str] | None) -> RunStore | None:
@@ -544,7 +801,7 @@ class RunStore:
                     connection.execute(
                         update(runs)
                         .where(runs.c.id == found)
-                        .values(status="running", finished=None, error=None)
+                        .values(status="running", finished=None, error=None, row_count=None)
                     )
                     return RunRecorder(self, str(found), names, details=details)
             run_id = uuid.uuid4().hex
@@ -602,27 +859,133 @@ class RunStore:
             record = connection.execute(select(runs).where(runs.c.id == full)).mappings().one()
             return self._stored_run(connection, record)
 
-    def runs(self, *, limit: int | None = None) -> list[StoredRun]:
-        """The stored runs, newest first."""
+    def runs(
+        self,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        text: str | None = None,
+        dataset: str | None = None,
+        metric: str | None = None,
+        judge: str | None = None,
+        since: date | None = None,
+        until: date | None = None,
+    ) -> list[StoredRun]:
+        """The stored runs, newest first; ``limit`` of them from the ``offset``-th, filtered.
+
+        Args:
+            limit: At most this many (None: all).
+            offset: Skip this many first (the runs of earlier pages).
+            text: Only runs whose id or name holds this text (any case).
+            dataset: Only runs whose input path holds this text (any case).
+            metric: Only runs with a metric of this name.
+            judge: Only runs whose judge model's name holds this text (any case).
+            since: Only runs started on this day (UTC) or later.
+            until: Only runs started on this day (UTC) or earlier.
+        """
         from sqlalchemy import select
 
         from turneval.store._schema import runs
 
+        query = self._filtered_runs(
+            select(runs), text, dataset, metric, judge, since, until
+        ).order_by(runs.c.created.desc(), runs.c.id)
+        if metric is None:  # the metric filter is checked below: the others page in SQL
+            query = query.offset(offset).limit(limit)
         with self.engine.connect() as connection:
-            query = select(runs).order_by(runs.c.created.desc())
-            if limit is not None:
-                query = query.limit(limit)
-            found = connection.execute(query).mappings().all()
-            return [self._stored_run(connection, record) for record in found]
+            found = []
+            skipped = 0
+            for record in connection.execute(query).mappings():
+                if metric is not None:
+                    names = {str(m.get("name")) for m in json.loads(record["metrics"])}
+                    if metric not in names:
+                        continue
+                    if skipped < offset:
+                        skipped += 1
+                        continue
+                found.append(self._stored_run(connection, record))
+                if limit is not None and len(found) >= limit:
+                    break
+            return found
+
+    def count_runs(
+        self,
+        *,
+        text: str | None = None,
+        dataset: str | None = None,
+        metric: str | None = None,
+        judge: str | None = None,
+        since: date | None = None,
+        until: date | None = None,
+    ) -> int:
+        """How many stored runs :meth:`runs` finds with these filters (and no limit)."""
+        from sqlalchemy import func, select
+
+        from turneval.store._schema import runs
+
+        with self.engine.connect() as connection:
+            if metric is None:
+                query = self._filtered_runs(
+                    select(func.count()).select_from(runs), text, dataset, None, judge, since, until
+                )
+                return int(connection.execute(query).scalar_one())
+            query = self._filtered_runs(
+                select(runs.c.metrics), text, dataset, metric, judge, since, until
+            )
+            return sum(
+                metric in {str(m.get("name")) for m in json.loads(listed)}
+                for listed in connection.execute(query).scalars()
+            )
+
+    @staticmethod
+    def _filtered_runs(
+        query: Any,
+        text: str | None,
+        dataset: str | None,
+        metric: str | None,
+        judge: str | None,
+        since: date | None,
+        until: date | None,
+    ) -> Any:
+        """``query`` (over ``runs``) with the filters of :meth:`runs` that SQL applies.
+
+        The metric filter narrows to runs whose metrics' JSON holds the name (checked exactly
+        by the caller); text filters ignore case.
+        """
+        from datetime import time, timedelta
+
+        from sqlalchemy import func, or_
+
+        from turneval.store._schema import runs
+
+        def holds(column: Any, words: str) -> Any:
+            return func.lower(column).contains(words.lower(), autoescape=True)
+
+        if text:
+            query = query.where(or_(holds(runs.c.id, text), holds(runs.c.name, text)))
+        if dataset:
+            query = query.where(holds(runs.c.dataset_path, dataset))
+        if judge:
+            query = query.where(holds(runs.c.judge_model, judge))
+        if metric:
+            query = query.where(runs.c.metrics.contains(json.dumps(metric), autoescape=True))
+        if since is not None:
+            query = query.where(runs.c.created >= datetime.combine(since, time(), timezone.utc))
+        if until is not None:
+            end = datetime.combine(until + timedelta(days=1), time(), timezone.utc)
+            query = query.where(runs.c.created < end)
+        return query
 
     def _stored_run(self, connection: Connection, record: RowMapping) -> StoredRun:
         from sqlalchemy import func, select
 
         from turneval.store._schema import rows
 
-        count = connection.execute(
-            select(func.count()).select_from(rows).where(rows.c.run_id == record["id"])
-        ).scalar_one()
+        count = record.get("row_count")
+        if count is None:  # running (or ended before revision 0006 counted it): counted now
+            count = connection.execute(
+                select(func.count()).select_from(rows).where(rows.c.run_id == record["id"])
+            ).scalar_one()
         return StoredRun(
             id=record["id"],
             name=record["name"],
@@ -652,13 +1015,14 @@ class RunStore:
             connection.execute(update(runs).where(runs.c.id == full).values(name=name))
 
     def delete_run(self, run_id: str) -> None:
-        """Delete a run with its rows and its labels."""
+        """Delete a run with its rows, its labels and the judge configurations made from them."""
         from sqlalchemy import delete
 
-        from turneval.store._schema import labels, rows, runs
+        from turneval.store._schema import judge_configs, labels, rows, runs
 
         with self.writing() as connection:
             full = self._resolve(connection, run_id)
+            connection.execute(delete(judge_configs).where(judge_configs.c.run_id == full))
             connection.execute(delete(rows).where(rows.c.run_id == full))
             connection.execute(delete(labels).where(labels.c.run_id == full))
             connection.execute(delete(runs).where(runs.c.id == full))
@@ -735,7 +1099,11 @@ class RunStore:
         ]
 
     def samples(self, run_id: str, indexes: Iterable[int]) -> dict[int, Any]:
-        """The stored samples (parsed JSON) of some rows of a run, by row index."""
+        """The stored samples (parsed JSON) of some rows of a run, by row index.
+
+        A sample is a JSON object (None: the run did not keep it); a row whose input line
+        was not JSON (a failed row of a streamed file) has that line as it was read, a str.
+        """
         from sqlalchemy import select
 
         from turneval.store._schema import rows
@@ -751,8 +1119,140 @@ class RunStore:
                         rows.c.run_id == full, rows.c.idx.in_(part)
                     )
                 ):
-                    found[int(idx)] = None if sample is None else _loads(sample)
+                    found[int(idx)] = None if sample is None else _sample(sample)
         return found
+
+    def rows_at(self, run_id: str, indexes: Sequence[int]) -> list[StoredRow]:
+        """Some rows of a run by index, in the order asked (an index it lacks is left out).
+
+        Raises:
+            ConfigError: the run is unknown, or more than 1000 rows are asked for.
+        """
+        from sqlalchemy import select
+
+        from turneval.store._schema import rows
+
+        if len(indexes) > 1000:
+            raise ConfigError(f"at most 1000 rows at a time, got {len(indexes)}")
+        with self.engine.connect() as connection:
+            full = self._resolve(connection, run_id)
+            found = {
+                int(idx): StoredRow(int(idx), line, sample_id, bool(failed), _loads(record))
+                for idx, line, sample_id, failed, record in connection.execute(
+                    select(
+                        rows.c.idx, rows.c.line, rows.c.sample_id, rows.c.failed, rows.c.record
+                    ).where(rows.c.run_id == full, rows.c.idx.in_(sorted(set(indexes))))
+                )
+            }
+        return [found[index] for index in indexes if index in found]
+
+    def columns(
+        self,
+        run_id: str,
+        metrics: Sequence[str],
+        *,
+        failed: bool | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        batch: int = 1000,
+    ) -> RunColumns:
+        """Narrow columns of a run's rows: what a comparison, a histogram or a sort needs.
+
+        The rows are read in keyset batches and only these fields kept (numpy arrays: 8 bytes
+        a row and metric), so a run of any size costs one pass and no more memory than its
+        columns. ``failed`` and ``search`` keep the rows :meth:`rows_page` would; ``limit``
+        reads the first rows only.
+
+        Raises:
+            ConfigError: the run is unknown.
+        """
+        import numpy as np
+        from sqlalchemy import select
+
+        from turneval.results_codec import TRIAL_KEYS
+        from turneval.store._schema import rows
+
+        with self.engine.connect() as connection:
+            full = self._resolve(connection, run_id)
+        sample_ids: list[str | None] = []
+        scenarios: list[str | None] = []
+        # each batch's fields become arrays at once: memory is the columns and one batch
+        chunks: dict[str, list[Any]] = {"indexes": [], "failed": []}
+        for name in metrics:
+            for field_ in ("values", "errors", "unstable", "lows", "highs"):
+                chunks[f"{field_}:{name}"] = []
+        not_numbers = dict.fromkeys(metrics, 0)
+        nan = float("nan")
+        scenario = TRIAL_KEYS[0]  # the trial's scenario id column
+        after, count = -(2**31), 0
+        while True:
+            query = select(rows.c.idx, rows.c.sample_id, rows.c.failed, rows.c.record).where(
+                rows.c.run_id == full, rows.c.idx > after
+            )
+            if failed is not None:
+                query = query.where(rows.c.failed.is_(failed))
+            if search:
+                query = query.where(rows.c.sample.contains(search, autoescape=True))
+            size = batch if limit is None else min(batch, limit - count)
+            with self.engine.connect() as connection:
+                page = connection.execute(query.order_by(rows.c.idx).limit(size)).all()
+            fields: dict[str, list[Any]] = {key: [] for key in chunks}
+            for idx, sample_id, is_failed, text in page:
+                record = _loads(text)
+                if not isinstance(record, dict):
+                    record = {}
+                fields["indexes"].append(int(idx))
+                sample_ids.append(sample_id)
+                # a simulated conversation's row (its trial's columns), as decode reads it
+                scenarios.append(str(record[scenario]) if scenario in record else None)
+                fields["failed"].append(bool(is_failed))
+                for name in metrics:
+                    value = _number_or_nan(record.get(name))
+                    if value is None:
+                        not_numbers[name] += 1
+                        value = nan
+                    fields[f"values:{name}"].append(value)
+                    fields[f"errors:{name}"].append(
+                        record.get(name) is None and bool(record.get(f"{name}_error"))
+                    )
+                    votes = _vote_record(record.get(f"{name}_details"))
+                    fields[f"unstable:{name}"].append(
+                        bool(votes.get("unstable")) if votes else False
+                    )
+                    low, high = (  # as turneval.aggregate.unstable reads a vote record
+                        (float(votes["min"]), float(votes["max"]))
+                        if votes
+                        and isinstance(votes.get("min"), (int, float))
+                        and isinstance(votes.get("max"), (int, float))
+                        else (nan, nan)
+                    )
+                    fields[f"lows:{name}"].append(low)
+                    fields[f"highs:{name}"].append(high)
+            for key, found in fields.items():
+                kind = key.partition(":")[0]
+                dtype = np.int64 if kind == "indexes" else float if kind in _FLOATS else bool
+                chunks[key].append(np.asarray(found, dtype=dtype))
+            count += len(page)
+            if len(page) < size or (limit is not None and count >= limit):
+                break
+            after = page[-1][0]
+
+        def column(key: str) -> Any:
+            return np.concatenate(chunks[key])
+
+        return RunColumns(
+            indexes=column("indexes"),
+            sample_ids=sample_ids,
+            scenario_ids=scenarios,
+            failed=column("failed"),
+            values={name: column(f"values:{name}") for name in metrics},
+            errors={name: column(f"errors:{name}") for name in metrics},
+            unstable={name: column(f"unstable:{name}") for name in metrics},
+            vote_ranges={
+                name: (column(f"lows:{name}"), column(f"highs:{name}")) for name in metrics
+            },
+            not_numbers=not_numbers,
+        )
 
     def result(self, run_id: str) -> Any:
         """The run's rows as an :class:`~turneval.results.EvaluationResult` (no samples)."""
@@ -804,6 +1304,91 @@ class RunStore:
             key = added.inserted_primary_key
             return int(key[0]) if key is not None else 0
 
+    def latest_label(self, run_id: str, metric: str, row_index: int) -> StoredLabel | None:
+        """The latest label of one row of a run for ``metric`` (None: not labeled).
+
+        Found through the index on run, metric and row: one lookup, however many labels the
+        run has.
+        """
+        from sqlalchemy import select
+
+        from turneval.store._schema import labels
+
+        with self.engine.connect() as connection:
+            full = self._resolve(connection, run_id)
+            record = (
+                connection.execute(
+                    select(labels)
+                    .where(
+                        labels.c.run_id == full,
+                        labels.c.metric == metric,
+                        labels.c.row_index == row_index,
+                    )
+                    .order_by(labels.c.id.desc())
+                    .limit(1)
+                )
+                .mappings()
+                .first()
+            )
+        return None if record is None else _stored_label(record)
+
+    def row_labels(self, run_id: str, metric: str, *, below: int | None = None) -> dict[int, Any]:
+        """Each labeled row's latest label of ``metric`` in a run, by row index.
+
+        ``below`` keeps the rows of lower index only. One pass over the run's labels of that
+        metric (the index on run, metric and row), none of the others.
+        """
+        from sqlalchemy import select
+
+        from turneval.store._schema import labels
+
+        with self.engine.connect() as connection:
+            full = self._resolve(connection, run_id)
+            query = select(labels.c.row_index, labels.c.label).where(
+                labels.c.run_id == full,
+                labels.c.metric == metric,
+                labels.c.row_index.is_not(None),
+            )
+            if below is not None:
+                query = query.where(labels.c.row_index < below)
+            latest: dict[int, Any] = {}
+            for index, label in connection.execute(query.order_by(labels.c.id)):
+                latest[int(index)] = json.loads(label)
+        return latest
+
+    # -- judge configurations (turneval optimize) -------------------------------------------
+
+    def add_judge_config(
+        self, config: dict[str, Any], *, run_id: str | None = None, report: Any = None
+    ) -> int:
+        """Keep a judge configuration (its file's content) beside a run; returns its id.
+
+        ``config`` needs its ``metric`` and ``digest``; ``report`` is the optimisation's
+        figures (a dict), if any.
+        """
+        from turneval.store._judge_configs import add_config
+
+        with self.writing() as connection:
+            full = None if run_id is None else self._resolve(connection, run_id)
+            return add_config(connection, full, config, report)
+
+    def judge_configs(
+        self, *, run_id: str | None = None, metric: str | None = None
+    ) -> list[StoredJudgeConfig]:
+        """The kept judge configurations, newest first: of a run, of a metric (or all)."""
+        from turneval.store._judge_configs import list_configs
+
+        with self.engine.connect() as connection:
+            full = None if run_id is None else self._resolve(connection, run_id)
+            return list_configs(connection, full, metric)
+
+    def judge_config(self, config_id: int) -> StoredJudgeConfig:
+        """One kept judge configuration, by its id (ConfigError: none has it)."""
+        from turneval.store._judge_configs import find_config
+
+        with self.engine.connect() as connection:
+            return find_config(connection, config_id)
+
     def labels(self, *, run_id: str | None = None, metric: str | None = None) -> list[StoredLabel]:
         """The stored labels, oldest first: of a run (and the sample ids it holds), a metric."""
         from sqlalchemy import or_, select
@@ -825,20 +1410,7 @@ class RunStore:
                 )
             if metric is not None:
                 query = query.where(labels.c.metric == metric)
-            return [
-                StoredLabel(
-                    id=int(record["id"]),
-                    run_id=record["run_id"],
-                    row_index=record["row_index"],
-                    sample_id=record["sample_id"],
-                    metric=record["metric"],
-                    label=json.loads(record["label"]),
-                    note=record["note"],
-                    annotator=record["annotator"],
-                    created=_aware(record["created"]) or _now(),
-                )
-                for record in connection.execute(query).mappings()
-            ]
+            return [_stored_label(record) for record in connection.execute(query).mappings()]
 
     def label_records(self, run_id: str, metric: str | None = None) -> list[dict[str, Any]]:
         """A run's labels as the lines of a labels file ``turneval calibrate`` reads.
@@ -890,41 +1462,42 @@ class RunStore:
         if not results.is_file():
             raise ConfigError(f"{folder}: no results.jsonl to import (a run's --out folder?)")
         folder = results.parent
-        meta = _read_json(folder / "run.json")
-        summary = _read_json(folder / "summary.json")
-        dataset = meta.get("dataset") if isinstance(meta.get("dataset"), dict) else {}
-        judge = meta.get("judge") if isinstance(meta.get("judge"), dict) else {}
+        meta = _checked(folder / "run.json", _RunFile)
+        summary = _checked(folder / "summary.json", _SummaryFile)
+        dataset = meta.get("dataset") or {}
+        judge = meta.get("judge") or {}
         names: list[str] | None = None
-        metrics = meta.get("metrics") if isinstance(meta.get("metrics"), list) else None
+        metrics = meta.get("metrics")
         recorder = self._imported_run(
             name or folder.resolve().name,
             metrics or [],
             version=str(meta.get("turneval_version") or VERSION),
-            judge=judge.get("model") if judge else None,
-            dataset_path=dataset.get("path") if dataset else None,
-            dataset_digest=dataset.get("sha256") if dataset else None,
+            judge=judge.get("model"),
+            dataset_path=dataset.get("path"),
+            dataset_digest=dataset.get("sha256"),
             out_dir=folder,
         )
-        with recorder:
-            with results.open(encoding="utf-8") as handle:
-                for number, line in enumerate(handle, start=1):
-                    text = line.rstrip("\r\n")
-                    if not text.strip():
-                        continue
-                    try:
-                        record = json.loads(text)
-                        int(record["index"])
-                    except (ValueError, KeyError, TypeError):
-                        raise ConfigError(
-                            f"{results} line {number}: not a results.jsonl row"
-                        ) from None
-                    if names is None:
-                        names = [key for key in record if f"{key}_reason" in record]
-                        recorder.names = names
-                        if metrics is None:
-                            self._set_metrics(recorder.run_id, names)
-                    recorder.add_record(text, record)
-            recorder.finish(summary or None)
+        try:
+            with recorder:
+                with results.open(encoding="utf-8") as handle:
+                    for number, line in enumerate(handle, start=1):
+                        text = line.rstrip("\r\n")
+                        if not text.strip():
+                            continue
+                        record = _results_row(results, number, text, names)
+                        if names is None:
+                            names = [key for key in record if f"{key}_reason" in record]
+                            recorder.names = names
+                            _results_row(results, number, text, names)  # its values, named
+                            if metrics is None:
+                                self._set_metrics(recorder.run_id, names)
+                        recorder.add_record(text, record)
+                recorder.finish(summary or None)
+        except (ConfigError, UnicodeDecodeError) as exc:  # refused: no half-imported run left
+            self.delete_run(recorder.run_id)
+            if isinstance(exc, UnicodeDecodeError):
+                raise ConfigError(f"{results}: not UTF-8 ({exc.reason})") from None
+            raise
         return recorder.run_id
 
     def _imported_run(
@@ -991,16 +1564,146 @@ class RunStore:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file of a run folder ({} when absent)."""
+    """A JSON object file of a run folder ({} when absent), read as strict JSON."""
+    from turneval.jsonl import strict_json_problem
+
     if not path.is_file():
         return {}
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as exc:
+        text = path.read_text(encoding="utf-8")
+        found = json.loads(text)
+    except (ValueError, OSError, RecursionError) as exc:
         raise ConfigError(f"{path}: not readable JSON ({_first_line(exc)})") from None
+    problem = strict_json_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{path}: not strict JSON: {problem}")
     if not isinstance(found, dict):
         raise ConfigError(f"{path}: expected a JSON object")
     return found
+
+
+def _checked(path: Path, shape: Any) -> dict[str, Any]:
+    """A run folder's JSON file checked against its layout ({} when absent).
+
+    Only the fields turneval reads are checked (their types); others are kept as written.
+
+    Raises:
+        ConfigError: naming the file and the first field of the wrong type.
+    """
+    from pydantic import ValidationError
+
+    found = _read_json(path)
+    try:
+        shape.model_validate(found)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "the document"
+        raise ConfigError(
+            f"{path}: not a turneval {path.name}: {shown(where)}: {error['msg']} "
+            f"(got {shown(_cut_repr(error.get('input')))})"
+        ) from None
+    return found
+
+
+def _cut_repr(value: Any, size: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def _results_row(path: Path, number: int, text: str, names: list[str] | None) -> dict[str, Any]:
+    """One results.jsonl line, strict JSON, with an integer index and numbers as values.
+
+    Raises:
+        ConfigError: naming the line and what is wrong with it.
+    """
+    from turneval.jsonl import strict_json_problem
+
+    where = f"{path} line {number}"
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ConfigError(f"{where}: not a results.jsonl row (not JSON)") from None
+    problem = strict_json_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{where}: not strict JSON: {problem}")
+    if not isinstance(record, dict):
+        raise ConfigError(f"{where}: not a results.jsonl row (not a JSON object)")
+    index = record.get("index")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ConfigError(f"{where}: not a results.jsonl row ('index' must be an integer)")
+    for name in names or ():
+        value = record.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ConfigError(
+                f"{where}: {shown(repr(name))} must be a number or null, got "
+                f"{shown(_cut_repr(value))}"
+            )
+    return record
+
+
+class _Usage(BaseModel):
+    """A judge usage record (summary.json): counts."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    input_tokens: NonNegativeInt | None = None
+    output_tokens: NonNegativeInt | None = None
+    calls: NonNegativeInt | None = None
+    cached_calls: NonNegativeInt | None = None
+    total_tokens: NonNegativeInt | None = None
+
+
+class _MetricFigures(BaseModel):
+    """One metric's figures in summary.json."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    name: str | None = None
+    mean: float | None = None
+    std: float | None = None
+    count: NonNegativeInt | None = None
+    failed: NonNegativeInt | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    usage: _Usage | None = None
+    extra: dict[str, float | None] | None = None
+
+
+class _SummaryFile(BaseModel):
+    """summary.json's layout (:func:`turneval.aggregate.summary_document`)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    samples: NonNegativeInt | None = None
+    bad_lines: NonNegativeInt | None = None
+    failed_rows: NonNegativeInt | None = None
+    metrics: dict[str, _MetricFigures] | None = None
+    usage: _Usage | None = None
+    aggregates: dict[str, float | None] | None = None
+    aggregate_errors: dict[str, str] | None = None
+    skipped_traces: dict[str, NonNegativeInt] | None = None
+
+
+class _StoredMetric(BaseModel):
+    """A metric as run.json lists it: its name, class and configuration."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    name: str
+    class_: str | None = Field(default=None, alias="class")
+
+
+class _Named(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    path: str | None = None
+    sha256: str | None = None
+    model: str | None = None
+
+
+class _RunFile(BaseModel):
+    """The fields of run.json an import reads."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    turneval_version: str | None = None
+    dataset: _Named | None = None
+    judge: _Named | None = None
+    metrics: list[_StoredMetric] | None = None
 
 
 @dataclass
@@ -1024,6 +1727,7 @@ class RunRecorder:
     _batches: queue.Queue[list[tuple[Any, ...]] | None] | None = None
     _writer: threading.Thread | None = None
     _error: BaseException | None = None
+    _counted_cleared: bool = False
 
     def in_background(self) -> None:
         """Write the batches from a thread of its own from now on (the streamed CLI's sink).
@@ -1164,8 +1868,17 @@ class RunRecorder:
         self._insert(pending)
 
     def _insert(self, pending: list[tuple[Any, ...]]) -> None:
+        from sqlalchemy import update
+
+        from turneval.store._schema import runs
+
         columns = "rows (run_id, idx, line, sample_id, failed, sample, record)"
         with self.store.writing() as connection:
+            if not self._counted_cleared:  # rows added: the count it ended with no longer holds
+                connection.execute(
+                    update(runs).where(runs.c.id == self.run_id).values(row_count=None)
+                )
+                self._counted_cleared = True
             if self.store.kind == "postgresql":  # COPY: one stream of rows, no statement each
                 driver = connection.connection.driver_connection
                 assert driver is not None
@@ -1183,10 +1896,10 @@ class RunRecorder:
         Rows the store lacks (written to the file, the run stopped before they were stored)
         are added; rows the file lacks are removed (they will be scored again).
         """
-        from sqlalchemy import delete, select
+        from sqlalchemy import delete, select, update
 
         from turneval.results import json_line
-        from turneval.store._schema import rows
+        from turneval.store._schema import rows, runs
 
         with self.store.engine.connect() as connection:
             stored = set(
@@ -1203,6 +1916,7 @@ class RunRecorder:
         self.flush()
         extra = sorted(stored - wanted)
         with self.store.writing() as connection:
+            connection.execute(update(runs).where(runs.c.id == self.run_id).values(row_count=None))
             for start in range(0, len(extra), 500):
                 connection.execute(
                     delete(rows).where(
@@ -1226,7 +1940,19 @@ class RunRecorder:
             raise ConfigError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
         self.flush()
         self._close_writer()
-        values: dict[str, Any] = {"status": status, "finished": _now(), "error": error}
+        from sqlalchemy import func, select
+
+        from turneval.store._schema import rows
+
+        counted = (
+            select(func.count()).select_from(rows).where(rows.c.run_id == self.run_id)
+        ).scalar_subquery()  # the rows it ended with, kept: listing runs never counts again
+        values: dict[str, Any] = {
+            "status": status,
+            "finished": _now(),
+            "error": error,
+            "row_count": counted,
+        }
         if summary is not None:
             values["summary"] = json.dumps(summary)
         with self.store.writing() as connection:

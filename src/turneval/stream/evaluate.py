@@ -213,6 +213,7 @@ def evaluate_jsonl(
     try:
         results_path = preflight(target, chunk_size, chunk_bytes, resume, overwrite)
         recorder = _recorder(store, source, run_file, resolved, llm, resume=resume, details=details)
+        _record_dataset_version(run_file, source, None if recorder is None else recorder.store)
         if resume and results_path.exists() and results_path.stat().st_size:
             if not run_file.resume():  # a run folder from before run.json: not checked
                 warnings.warn(
@@ -250,6 +251,21 @@ def evaluate_jsonl(
         run_file.close()
         if owns_cache and options.cache is not None:
             options.cache.close()
+
+
+def _record_dataset_version(run_file: RunFile, source: Path, store: RunStore | None) -> None:
+    """Record in run.json the version of the dataset the run reads (issue 49).
+
+    Its digest, and its name and version when the store keeps it
+    (:func:`~turneval.store.dataset_version`); ``compare`` checks it.
+    """
+    from turneval.store import dataset_version
+
+    if store is not None:  # run.json has the digest: the store may know its name and version
+        recorded = run_file.document["dataset"]["version"]
+        run_file.document["dataset"]["version"] = dataset_version(
+            source, store, digest=recorded["digest"]
+        )
 
 
 def _recorder(

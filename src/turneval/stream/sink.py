@@ -266,6 +266,7 @@ class JsonlSink:
             total_rows=self.total,
             usage=self.usage,
             tools={m.name: m.subject_tool for m in self.metrics if m.subject_tool is not None},
+            lower_is_better=[m.name for m in self.metrics if not m.higher_is_better],
         )
         with naming(target / "report.html"):
             (target / "report.html").write_text(html, encoding="utf-8", errors="backslashreplace")

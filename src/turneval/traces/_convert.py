@@ -9,9 +9,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from turneval.messages import AIMessage, HumanMessage, Message, SystemMessage, ToolCall, ToolMessage
+from turneval.provenance import with_turn_timings
+from turneval.rows import TurnTiming
 from turneval.samples import MultiTurnSample
 from turneval.traces import _genai as g
+from turneval.traces._agents import Team
 from turneval.traces._spans import Span, loads
+from turneval.traces._timing import turn_timings, with_call_usage
 
 PLACEHOLDER = "[trace not converted: see metadata.conversion_error]"
 
@@ -129,7 +133,13 @@ class _Reader:
         return text
 
     def message(
-        self, role: str, attribute: str, text: str, calls: list[ToolCall], call_id: str | None
+        self,
+        role: str,
+        attribute: str,
+        text: str,
+        calls: list[ToolCall],
+        call_id: str | None,
+        name: Any = None,
     ) -> Message:
         meta = dict(self.meta)
         if role in ("system", "developer"):
@@ -138,7 +148,10 @@ class _Reader:
             return HumanMessage(content=self.check(attribute, text), metadata=meta)
         if role in ("assistant", "ai", "model"):
             return AIMessage(
-                content=self.check(attribute, text), tool_calls=calls or None, metadata=meta
+                content=self.check(attribute, text),
+                tool_calls=calls or None,
+                metadata=meta,
+                name=_id(name),  # the agent that spoke, as the instrumentation recorded it
             )
         if role in ("tool", "function"):
             return ToolMessage(
@@ -194,7 +207,7 @@ class _Reader:
             if responses:
                 out.extend(responses)
             elif role or texts or calls:
-                out.append(self.message(role, where, "".join(texts), calls, None))
+                out.append(self.message(role, where, "".join(texts), calls, None, item.get("name")))
         return out
 
     def system_instructions(self) -> list[Message]:
@@ -228,11 +241,13 @@ class _Reader:
                         str(v) for k, v in sorted(contents.items()) if k.endswith(g.OI_CONTENT_TEXT)
                     )
                 call_id = fields.get(g.OI_TOOL_CALL_ID)
+                speaker = fields.get(g.OI_NAME)
                 calls_prefix, id_key = g.OI_TOOL_CALLS, g.OI_CALL_ID
                 name_key, args_key = g.OI_CALL_NAME, g.OI_CALL_ARGUMENTS
             else:
                 role, text = fields.get("role", ""), fields.get("content")
                 call_id = fields.get("tool_call_id")
+                speaker = fields.get("name")
                 calls_prefix, id_key, name_key, args_key = "tool_calls.", "id", "name", "arguments"
             calls_by: dict[int, dict[str, Any]] = {}
             for key, value in fields.items():
@@ -253,7 +268,7 @@ class _Reader:
                 )
                 for position, call in sorted(calls_by.items())
             ]
-            out.append(self.message(str(role), where, _text(text), calls, _id(call_id)))
+            out.append(self.message(str(role), where, _text(text), calls, _id(call_id), speaker))
         return out
 
     def events(self) -> tuple[list[Message], list[Message]]:
@@ -286,7 +301,12 @@ class _Reader:
                     )
                 )
             message = self.message(
-                role, where, _text(body.get("content")), calls, _id(body.get("id"))
+                role,
+                where,
+                _text(body.get("content")),
+                calls,
+                _id(body.get("id")),
+                body.get("name"),
             )
             (outputs if name == "gen_ai.choice" else inputs).append(message)
         return inputs, outputs
@@ -446,6 +466,11 @@ def _tool_span(span: Span, trace_id: str) -> tuple[str, str | None, str | None, 
     return name, call_id, None if result is None else _text(result), id_attribute
 
 
+def _tool_name(span: Span) -> str:
+    """The tool a tool span ran (its name attribute, else the span's name)."""
+    return str(_first(span.attributes, (g.TOOL_NAME, g.OI_TOOL_NAME)) or span.name)
+
+
 def _attach_tools(
     conversation: list[Message], tools: list[Span], trace_id: str, notes: list[str]
 ) -> list[Message]:
@@ -578,14 +603,26 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
     calls: list[tuple[Span, list[Message], list[Message]]] = []
     error: str | None = None
     conversation: list[Message] = []
+    timings: list[TurnTiming] = []
     unreadable = next((span.error for span in spans if span.error is not None), None)
     try:
         if unreadable is not None:
             raise _UnreadableSpan(f"trace {trace_id}: {unreadable}")
         calls = _calls(spans, trace_id)
-        conversation = _merge(calls, notes)
+        team = Team.of(spans, calls)
+        if team.several:  # each agent sees its own view: the conversation is all of them
+            conversation = team.merge(calls)
+        else:
+            conversation = _merge(calls, notes)
         tools = [span for span in spans if kind(span) == "tool"]
         conversation = _attach_tools(conversation, tools, trace_id, notes)
+        conversation = team.named(conversation)
+        # issue 49: each model call's tokens and model on its message, each turn's timing
+        conversation = with_call_usage(
+            conversation, calls, lambda span, keys: _tokens(span, trace_id, keys)
+        )
+        answering = {_tool_span(span, trace_id)[1] or span.span_id: span for span in tools}
+        timings = turn_timings(conversation, spans, answering, _tool_name)
         if not conversation:
             raise TraceError(
                 calls[0][0], trace_id, g.INPUT_MESSAGES, "the LLM calls hold no message"
@@ -601,6 +638,7 @@ def convert(spans: list[Span], group: str) -> MultiTurnSample:
         metadata = _metadata(spans, [], group)
     metadata["approximations"] = notes or None
     if error is None:
+        metadata = with_turn_timings(metadata, timings)
         try:
             return MultiTurnSample(user_input=conversation, metadata=metadata)
         except ValidationError as exc:

@@ -76,6 +76,7 @@ OI_CONTENTS: Final = MessageAttributes.MESSAGE_CONTENTS + "."
 OI_CONTENT_TEXT: Final = MessageContentAttributes.MESSAGE_CONTENT_TEXT
 OI_TOOL_CALLS: Final = MessageAttributes.MESSAGE_TOOL_CALLS + "."
 OI_TOOL_CALL_ID: Final = MessageAttributes.MESSAGE_TOOL_CALL_ID
+OI_NAME: Final = MessageAttributes.MESSAGE_NAME
 OI_CALL_ID: Final = ToolCallAttributes.TOOL_CALL_ID
 OI_CALL_NAME: Final = ToolCallAttributes.TOOL_CALL_FUNCTION_NAME
 OI_CALL_ARGUMENTS: Final = ToolCallAttributes.TOOL_CALL_FUNCTION_ARGUMENTS_JSON

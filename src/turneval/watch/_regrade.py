@@ -87,6 +87,7 @@ def regrade(
     metrics: list[str] | None = None,
     prices: Any = None,
     options: Any = None,
+    judge_config: Any = None,
 ) -> Regrade:
     """Re-score a stored run's judged metrics with ``llm`` and compare with the stored scores.
 
@@ -99,6 +100,8 @@ def regrade(
         metrics: The judged metrics to re-score, by name (default: every judged metric).
         prices: Judge prices (:class:`~turneval.results.Prices`) for the cost, or None.
         options: Run options (concurrency, cache); their judge is replaced by ``llm``.
+        judge_config: A :class:`~turneval.judge.JudgeConfig` the judged metric it names (or
+            every judged metric) loads: the flips show what the new configuration changes.
 
     Raises:
         ConfigError: the run has no judged metric (or none of ``metrics``), or no row with a
@@ -120,6 +123,12 @@ def regrade(
                 f"(its judged metrics: {', '.join(m.name for m in judged) or 'none'})"
             )
         judged = [m for m in judged if m.name in metrics]
+    if judge_config is not None:
+        judged = [
+            m.model_copy(update={"judge_config": judge_config})
+            for m in judged
+            if judge_config.metric in (None, m.name)
+        ]
     if not judged:
         raise ConfigError(f"run {run.id[:12]} has no judged metric to regrade")
     records = {int(r["index"]): r for r in store.records(run.id)}

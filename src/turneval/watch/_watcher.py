@@ -1,136 +1,52 @@
-"""The state of ``turneval watch``: spans in, conversations out, nothing accepted lost.
+"""The state of ``turneval watch``: spans in, conversations out, nothing acknowledged lost.
 
-Every accepted span is appended to ``spool.jsonl`` (and fsync'd) before the receiver answers;
-a conversation about to be scored is claimed in ``ledger.jsonl`` (its index and trace ids);
-its row goes to ``results.jsonl`` (or the run store). A restart replays the spool, drops the
-traces the ledger holds whose row was written, and scores the others: each accepted
-conversation is scored exactly once.
+Every accepted span is appended to ``spool.jsonl`` (and fsync'd) before the receiver answers,
+and a request is taken whole or not at all: its spans are read and checked first, then
+written; only once they are on disk does the watcher's state take them (a request refused,
+for a bad span or a spool that cannot be written, leaves nothing behind, so its resend is new).
+A conversation about to be scored is claimed in ``ledger.jsonl`` (its index and trace ids, and
+its estimated judge cost under a budget); its row goes to ``results.jsonl`` (or the run store).
+A restart replays the spool, drops the traces the ledger holds whose row was written, and
+scores the others: each accepted conversation is scored exactly once.
+
+Each of the three files is appended whole or not at all (``_logs.Log``): a write or an fsync
+that fails (a full disk) is cut back off the file, so no torn line is left between whole ones.
+
+The watcher's parts: ``_intake`` reads a request, ``_logs`` keeps the three files, ``_scoring``
+decides and scores the complete conversations and ``_budget`` keeps the judge budget's
+accounts; :class:`Watcher` holds the state they share, recovers it at start and takes each
+request.
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
+import contextlib
 import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from turneval._version import VERSION
 from turneval.errors import ConfigError
-from turneval.traces import (
-    SESSION_KEYS,
-    Span,
-    from_otlp_span,
-    otlp_attributes,
-    trace_conversation,
+from turneval.traces import SESSION_KEYS, Span, from_otlp_span
+from turneval.watch._alerts import Alerts, OtelSink, ScoreHistograms
+
+from ._budget import Budget, Spend
+from ._intake import (
+    Group,
+    GroupBy,
+    QueueFullError,
+    RequestPlan,
+    SpoolUnavailableError,
+    read_request,
 )
+from ._logs import Log, cut_torn, read_lines
+from ._scoring import SKIP_REASONS, Scoring
 
-GroupBy = Literal["trace", "session"]
-DONE_KEPT = 10  # decided trace ids remembered per queue slot (for dropping late spans)
-SKIP_REASONS = ("no_conversation", "filtered", "sampled_out", "elsewhere", "budget")
-
-
-class QueueFullError(Exception):
-    """More spans wait than the queue holds: the receiver answers 503 with ``Retry-After``."""
-
-
-class BadRequestError(ValueError):
-    """A body that is no ``ExportTraceServiceRequest``: the receiver answers 400 with the reason."""
-
-
-def sampled(conversation_id: str, rate: float) -> bool:
-    """Whether a conversation is in a ``rate`` sample: deterministic, a hash of its id.
-
-    The id is the row's (the trace id, or the session id with ``group_by="session"``); the
-    first 8 bytes of its SHA-256, read big-endian and divided by 2**64, must be below ``rate``.
-    Every receiver and every restart makes the same choice.
-    """
-    if rate >= 1:
-        return True
-    digest = hashlib.sha256(conversation_id.encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < rate
-
-
-def parse_filter(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` (a resource or span attribute and its value)."""
-    key, equals, value = text.partition("=")
-    if not equals or not key.strip():
-        raise ConfigError(f"filter {text!r} is not KEY=VALUE (e.g. service.name=checkout)")
-    return key.strip(), value.strip()
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A judge budget: ``amount`` of ``unit`` (``USD`` or ``tokens``) per ``period`` seconds."""
-
-    amount: float
-    unit: Literal["USD", "tokens"]
-    period: float
-
-    @classmethod
-    def parse(cls, text: str) -> Budget:
-        """``20USD/day``, ``100000tokens/hour`` (periods: minute, hour, day)."""
-        import re
-
-        found = re.fullmatch(r"\s*([0-9.]+)\s*(USD|\$|tokens?)\s*/\s*(minute|hour|day)\s*", text)
-        if found is None:
-            raise ConfigError(
-                f"budget {text!r} is not AMOUNT UNIT/PERIOD (e.g. 20USD/day or 100000tokens/hour)"
-            )
-        unit: Literal["USD", "tokens"] = "tokens" if found[2].startswith("token") else "USD"
-        period = {"minute": 60.0, "hour": 3600.0, "day": 86400.0}[found[3]]
-        return cls(float(found[1]), unit, period)
-
-
-@dataclass
-class _Group:
-    traces: set[str] = field(default_factory=set)
-    last: float = 0.0
-
-
-def _torn(path: Path) -> None:
-    """Cut a last line a crash left without its newline."""
-    if not path.exists():
-        return
-    with path.open("rb+") as handle:
-        data = handle.read()
-        if data and not data.endswith(b"\n"):
-            handle.truncate(data.rfind(b"\n") + 1)
-
-
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.exists():
-        return
-    with path.open("rb") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
-try:  # orjson (a langsmith dependency, so nearly always present) writes JSON about 5x faster
-    from orjson import dumps as _fast_dumps
-except ImportError:  # pragma: no cover
-    _fast_dumps = None  # type: ignore[assignment]
-
-
-def _dumps(record: Any) -> bytes:
-    if _fast_dumps is not None:
-        try:
-            return _fast_dumps(record)
-        except TypeError:  # what orjson refuses (an integer past 64 bits): the stdlib writes it
-            pass
-    return json.dumps(record, separators=(",", ":")).encode()
-
-
-def _append(handle: Any, records: Iterable[Any]) -> None:
-    handle.write(b"".join(_dumps(r) + b"\n" for r in records))
-    handle.flush()
-    os.fsync(handle.fileno())
+__all__ = ["Watcher"]
 
 
 def _event_logger(endpoint: str) -> tuple[Any, Any]:
@@ -146,24 +62,29 @@ def _event_logger(endpoint: str) -> tuple[Any, Any]:
     return provider, provider.get_logger("turneval.watch")
 
 
-class Watcher:
+class Watcher(Scoring):
     """Spans accepted, assembled into conversations, and scored once each is complete.
 
     Args:
         metrics: The run's metrics (resolved).
         state: The folder of the spool, the ledger and (without a store) results.jsonl.
-        store: A run store: rows go there (a run named ``watch``), else to results.jsonl.
+        store: A run store: rows go there (a run named ``watch``), and so does each skipped
+            conversation with its reason; else rows go to results.jsonl.
         options: The run options (judge, concurrency, cache) of the scoring.
         group_by: One conversation per trace or per session.
         idle: Seconds without a new span after which a conversation is complete.
         max_queue: Spans held waiting at most; past it exports are refused (503).
         sample: The share of conversations scored (by a hash of their id).
         filters: ``(key, value)`` pairs a conversation's resource or span attributes must hold.
-        budget: The judge budget, or None.
-        prices: Judge prices (for a USD budget), or None.
+        budget: The judge budget, or None. Its period's spend is kept in the ledger, so a
+            restart goes on counting where it stopped.
+        prices: Judge prices (for a USD budget: input and output tokens), or None.
         export_to: An OTLP/HTTP endpoint (``http://host:4318``) the scores are sent to as
             ``gen_ai.evaluation.result`` events (:func:`~turneval.traces.to_otel_events`),
             parented to the traces they score; None sends nothing.
+        alerts: Alert rules evaluated on the rows as they are written
+            (:class:`~turneval.watch.Alerts`); with ``export_to``, their events are sent
+            there too (``turneval.alert``).
     """
 
     def __init__(
@@ -181,6 +102,7 @@ class Watcher:
         budget: Budget | None = None,
         prices: Any = None,
         export_to: str | None = None,
+        alerts: Alerts | None = None,
     ) -> None:
         from turneval.pipeline import RunOptions
 
@@ -202,6 +124,12 @@ class Watcher:
             "spans_late": 0,
             "spans_invalid": 0,
             "requests_rejected": 0,
+            "requests_unspooled": 0,
+            "requests_bad": 0,
+            "requests_too_large": 0,
+            "requests_failed": 0,
+            "connections_timed_out": 0,
+            "connections_refused": 0,
             "conversations_complete": 0,
             "conversations_sampled": 0,
             "conversations_scored": 0,
@@ -213,7 +141,7 @@ class Watcher:
         self._spans: dict[str, list[Span]] = {}  # trace id -> its spans
         self._resource: dict[str, dict[str, Any]] = {}  # trace id -> resource attributes
         self._key: dict[str, str] = {}  # trace id -> its conversation
-        self._groups: dict[str, _Group] = {}
+        self._groups: dict[str, Group] = {}
         self._seen: set[tuple[str, str]] = set()
         # trace ids of conversations decided (scored or skipped), oldest first: a late span of
         # one is dropped; past DONE_KEPT per queue slot the oldest are forgotten (memory stays
@@ -221,7 +149,12 @@ class Watcher:
         self._done: dict[str, None] = {}
         self._queued = 0
         self._next = 0
-        self._period: tuple[float, float] = (0.0, 0.0)  # (period start, spent in it)
+        self._spend = Spend()  # the budget's current period
+        self._periods: dict[float, float] = {}  # the ledger's spend by period start (restart)
+        # what the judge spent against what was estimated (the next estimates learn from it)
+        self._seen_spend = {"estimated_input": 0.0, "input": 0.0, "output": 0.0, "calls": 0.0}
+        self._unwritten: list[Any] = []  # rows scored whose write failed: written next tick
+        self._write_lock = threading.Lock()
         self.clock = time.time  # the wall clock budget periods follow (replaceable in tests)
         self.store = store
         self._recorder: Any = None
@@ -242,10 +175,16 @@ class Watcher:
             owner.write_text(uuid.uuid4().hex)
         self.owner = owner.read_text().strip()
         self._events = None if export_to is None else _event_logger(export_to)
+        # issue 49: every metric's scores for /metrics, and the alerts on them
+        self.scores, self.alerts = ScoreHistograms(), alerts
+        if alerts is not None:
+            alerts.check_metrics(self.names)
+            if self._events is not None:
+                alerts.sinks.append(OtelSink(self._events[1]))
         self._recover()
-        self._spool = (self.state / "spool.jsonl").open("ab")
-        self._ledger = (self.state / "ledger.jsonl").open("ab")
-        self._results = None if store is not None else (self.state / "results.jsonl").open("ab")
+        self._spool = Log(self.state / "spool.jsonl")
+        self._ledger = Log(self.state / "ledger.jsonl")
+        self._results = None if store is not None else Log(self.state / "results.jsonl")
 
     def _provenance(self) -> None:
         """``run.json`` in the state folder: turneval version, metrics and judge of the rows.
@@ -274,40 +213,42 @@ class Watcher:
     def _written(self) -> set[int]:
         """The indexes whose row was written (results.jsonl or the store)."""
         if self._recorder is None:
-            return {int(r["index"]) for r in _lines(self.state / "results.jsonl")}
+            return {int(r["index"]) for r in read_lines(self.state / "results.jsonl")}
         written: set[int] = self.store.stored_indexes(self._recorder.run_id)
         return written
 
     def _recover(self) -> None:
         for name in ("spool.jsonl", "ledger.jsonl", "results.jsonl"):
-            _torn(self.state / name)
+            cut_torn(self.state / name)
         written = self._written()
-        for claim in _lines(self.state / "ledger.jsonl"):
+        for claim in read_lines(self.state / "ledger.jsonl"):
+            if "spend" in claim:  # what a scored batch cost, against its estimate
+                self._learn(claim)
+                self._count_spend(claim.get("at"), claim["spend"] - claim.get("reserved", 0.0))
+                continue
             index = claim.get("index")
             if index is None or int(index) in written:
                 self._done.update(dict.fromkeys(claim["trace_ids"]))
                 if claim.get("skipped"):
-                    self.skipped[claim["skipped"]] += 1
+                    self.skipped[claim["skipped"]] = self.skipped.get(claim["skipped"], 0) + 1
                 else:
                     self.counts["conversations_scored"] += 1
             if index is not None:
                 self._next = max(self._next, int(index) + 1)
+            self._count_spend(claim.get("at"), claim.get("cost", 0.0))
         if written:
             self._next = max(self._next, max(written) + 1)
         spool = self.state / "spool.jsonl"
-        kept = [self._replay(document) for document in _lines(spool)]
-        compact = self.state / "spool.jsonl.tmp"
-        with compact.open("wb") as handle:  # the spans still waiting, the scored ones left out
-            _append(handle, [document for document in kept if document["resourceSpans"]])
-        os.replace(compact, spool)
+        kept = [self._replay(document) for document in read_lines(spool)]
+        compact = Log(self.state / "spool.jsonl.tmp")
+        try:  # the spans still waiting, the scored ones left out
+            os.ftruncate(compact.fd, 0)
+            compact.size = 0
+            compact.append(document for document in kept if document["resourceSpans"])
+        finally:
+            compact.close()
+        os.replace(compact.path, spool)
         self._forget()
-
-    def _forget(self) -> None:
-        """Keep the newest ``DONE_KEPT * max_queue`` decided trace ids."""
-        extra = len(self._done) - DONE_KEPT * self.max_queue
-        if extra > 0:
-            for trace in list(itertools.islice(self._done, extra)):
-                del self._done[trace]
 
     def _replay(self, document: dict[str, Any]) -> dict[str, Any]:
         """Ingest a spooled request again; returns it without the spans already scored."""
@@ -318,7 +259,7 @@ class Watcher:
                     for raw in scope.get("spans") or ()
                     if from_otlp_span(raw).trace_id not in self._done
                 ]
-        self._ingest(document, time.monotonic())
+        self._commit(self._plan(read_request(document)), time.monotonic())
         document["resourceSpans"] = [
             resource
             for resource in document.get("resourceSpans") or ()
@@ -328,42 +269,39 @@ class Watcher:
 
     # -- receiving -----------------------------------------------------------------------
 
-    def _ingest(self, document: dict[str, Any], now: float) -> list[tuple[Any, list[Any]]]:
-        """Add the new spans of a decoded request; returns them by resource, as received.
-
-        Every span is read before any is added: one that cannot be read refuses the request
-        (``ValueError`` and the like) and leaves the state as it was.
-        """
-        read = [
-            (
-                (resource.get("resource") or {}).get("attributes") or [],
-                [
-                    (raw, from_otlp_span(raw))
-                    for scope in resource.get("scopeSpans") or ()
-                    for raw in scope.get("spans") or ()
-                ],
-            )
-            for resource in document.get("resourceSpans") or ()
-        ]
-        new: list[tuple[Any, list[Any]]] = []
-        for attributes, spans in read:
+    def _plan(
+        self, read: list[tuple[list[Any], dict[str, Any], list[tuple[Any, Span]]]]
+    ) -> RequestPlan:
+        """Which spans of a request read are new (call under the lock; changes nothing)."""
+        plan = RequestPlan()
+        counts = dict.fromkeys(("spans_invalid", "spans_duplicate", "spans_late"), 0)
+        here: set[tuple[str, str]] = set()
+        for raw_attributes, attributes, spans in read:
             kept: list[Any] = []
             for raw, span in spans:
+                identity = (span.trace_id, span.span_id)
                 if span.trace_id == "":
-                    self.counts["spans_invalid"] += 1
-                    continue
-                if (span.trace_id, span.span_id) in self._seen:
-                    self.counts["spans_duplicate"] += 1
-                    continue
-                if span.trace_id in self._done:
-                    self.counts["spans_late"] += 1
-                    continue
+                    counts["spans_invalid"] += 1
+                elif identity in self._seen or identity in here:
+                    counts["spans_duplicate"] += 1
+                elif span.trace_id in self._done:
+                    counts["spans_late"] += 1
+                else:
+                    here.add(identity)
+                    kept.append((raw, span))
+            plan.spans.append((attributes, kept))
+            plan.resources.append(raw_attributes)
+        plan.counts = counts
+        return plan
+
+    def _commit(self, plan: RequestPlan, now: float) -> None:
+        """Take a planned request's spans (its spool line is written): nothing here fails."""
+        for name, value in plan.counts.items():
+            self.counts[name] += value
+        for attributes, spans in plan.spans:
+            for _, span in spans:
                 self._seen.add((span.trace_id, span.span_id))
-                self._add(span, otlp_attributes(attributes), now)
-                kept.append(raw)
-            if kept:
-                new.append((attributes, kept))
-        return new
+                self._add(span, attributes, now)
 
     def _add(self, span: Span, resource: dict[str, Any], now: float) -> None:
         trace = span.trace_id
@@ -380,9 +318,9 @@ class Watcher:
                 old = self._groups.pop(key, None)
                 key = f"session:{session}"
                 if old is not None:
-                    self._groups.setdefault(key, _Group()).traces.update(old.traces)
+                    self._groups.setdefault(key, Group()).traces.update(old.traces)
         self._key[trace] = key
-        group = self._groups.setdefault(key, _Group())
+        group = self._groups.setdefault(key, Group())
         group.traces.add(trace)
         group.last = now
 
@@ -394,174 +332,32 @@ class Watcher:
     def accept(self, document: dict[str, Any]) -> int:
         """Accept a decoded ``ExportTraceServiceRequest`` (OTLP/JSON form); returns new spans.
 
-        The new spans are in the spool (fsync'd) when this returns.
+        All or nothing: when this returns, the request's new spans are in the spool
+        (fsync'd); when it raises, nothing of the request was taken (a resend is new).
 
         Raises:
-            BadRequestError: ``document`` is no request.
-            QueueFullError: the queue has no room for its spans (nothing is accepted).
+            BadRequestError: ``document`` is no request, or one of its spans is unreadable.
+            QueueFullError: the queue has no room for its spans.
+            SpoolUnavailableError: the spool cannot be written (a full disk).
         """
-        if not isinstance(document, dict) or not isinstance(
-            document.get("resourceSpans", []), list
-        ):
-            raise BadRequestError("expected an object with a 'resourceSpans' list")
+        read = read_request(document)
         with self.lock:
-            incoming = sum(
-                len(scope.get("spans") or ())
-                for resource in document.get("resourceSpans") or ()
-                for scope in resource.get("scopeSpans") or ()
-            )
-            if self.queued + incoming > self.max_queue:
+            plan = self._plan(read)
+            incoming = plan.new
+            if incoming and self.queued + incoming > self.max_queue:
                 self.counts["requests_rejected"] += 1
                 raise QueueFullError(f"{self.queued} spans wait (the queue holds {self.max_queue})")
-            try:
-                new = self._ingest(document, time.monotonic())
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                raise BadRequestError(f"unreadable span: {type(exc).__name__}: {exc}") from exc
-            if new:
-                line = {
-                    "resourceSpans": [
-                        {"resource": {"attributes": attrs}, "scopeSpans": [{"spans": spans}]}
-                        for attrs, spans in new
-                    ]
-                }
-                _append(self._spool, [line])
-            return sum(len(spans) for _, spans in new)
-
-    # -- scoring -------------------------------------------------------------------------
-
-    def _complete(self, now: float, force: bool) -> list[tuple[str, list[str]]]:
-        ready = [
-            key for key, group in self._groups.items() if force or now - group.last >= self.idle
-        ]
-        return [(key, sorted(self._groups.pop(key).traces)) for key in ready]
-
-    def _matches(self, traces: list[str], spans: list[Span]) -> bool:
-        for key, value in self.filters:
-            resources = (self._resource.get(t, {}) for t in traces)
-            values = [*(r.get(key) for r in resources), *(s.attributes.get(key) for s in spans)]
-            if value not in {str(v) for v in values if v is not None}:
-                return False
-        return True
-
-    def _cost(self, sample: Any) -> float:
-        from turneval.estimate import estimate
-
-        assert self.budget is not None
-        found = estimate([sample], self.metrics, llm=self.options.llm)
-        if self.budget.unit == "tokens":
-            return float(found.total_prompt_tokens)
-        return float(found.input_cost(self.prices))
-
-    def _within_budget(self, sample: Any) -> bool:
-        if self.budget is None:
-            return True
-        cost = self._cost(sample)
-        start, spent = self._period
-        now = self.clock()
-        if now - start >= self.budget.period:
-            start, spent = now - now % self.budget.period, 0.0
-        if spent + cost > self.budget.amount:
-            self._period = (start, spent)
-            return False
-        self._period = (start, spent + cost)
-        self.counts["judge_spend"] += cost
-        return True
-
-    def _claim(self, key: str) -> bool:
-        """Whether this watch scores ``key``: True without a store, or once it holds the claim.
-
-        Several watch processes sharing a store (a conversation sent to more than one) claim it
-        in the store's ``claims`` table; the first insert wins, and a restarted process finds
-        its own claims again.
-        """
-        if self.store is None:
-            return True
-        return bool(self.store.claim(key, self.owner, self._recorder.run_id))
-
-    def tick(self, *, force: bool = False) -> int:
-        """Score the conversations complete now (all of them with ``force``); returns how many."""
-        with self.lock:
-            ready = self._complete(time.monotonic(), force)
-            batch: list[tuple[dict[str, Any], Any]] = []
-            skips: list[dict[str, Any]] = []
-            for key, traces in ready:
-                spans = [span for trace in traces for span in self._spans.get(trace, ())]
-                self.counts["conversations_complete"] += 1
-                sample = trace_conversation(spans, self.group_by, False, None)
-                reason = None
-                if sample is None:
-                    reason = "no_conversation"
-                elif not self._matches(traces, spans):
-                    reason = "filtered"
-                elif not sampled(key.split(":", 1)[1], self.rate):
-                    reason = "sampled_out"
-                elif not self._claim(key):
-                    reason = "elsewhere"
-                else:
-                    self.counts["conversations_sampled"] += 1
-                    if not self._within_budget(sample):
-                        reason = "budget"
-                claim: dict[str, Any] = {"id": key, "trace_ids": traces}
-                if reason is None:
-                    claim["index"] = self._next
-                    self._next += 1
-                    batch.append((claim, sample))
-                else:
-                    claim["skipped"] = reason
-                    self.skipped[reason] += 1
-                    skips.append(claim)
-            if batch or skips:
-                _append(self._ledger, [claim for claim, _ in batch] + skips)
-            for _, traces in ready:
-                for trace in traces:
-                    held = self._spans.pop(trace, [])
-                    self._queued -= len(held)
-                    for span in held:
-                        self._seen.discard((trace, span.span_id))
-                    self._resource.pop(trace, None)
-                    self._key.pop(trace, None)
-                    self._done[trace] = None
-            self._forget()
-        if batch:
-            self._score(batch)
-        return len(batch)
-
-    def _score(self, batch: list[tuple[dict[str, Any], Any]]) -> None:
-        from turneval.pipeline import score_batch
-        from turneval.results import json_line
-        from turneval.results_codec import encode
-
-        samples = [sample for _, sample in batch]
-        first = int(batch[0][0]["index"])
-        judge = self.options.judge_run()
-        rows = score_batch(
-            samples, self.metrics, options=self.options, start_index=first, judge=judge
-        )
-        if self.prices is not None:
-            self.counts["judge_spend_usd"] = self.counts.get("judge_spend_usd", 0.0) + float(
-                self.prices.cost(judge.usage)
-            )
-        if self._recorder is not None:
-            for row in rows:
-                self._recorder.add(row)
-            self._recorder.flush()
-        else:
-            assert self._results is not None
-            lines = [
-                json_line(encode(row, self.names, details=self.options.details)) for row in rows
-            ]
-            self._results.write("".join(line + "\n" for line in lines).encode())
-            self._results.flush()
-            os.fsync(self._results.fileno())
-        if self._events is not None:
-            from turneval.results import EvaluationResult
-            from turneval.traces import to_otel_events
-
-            result = EvaluationResult(rows, self.names, judge.usage)
-            to_otel_events(result, logger=self._events[1])  # sent in the background
-        with self.lock:
-            self.counts["conversations_scored"] += len(rows)
-            self.counts["rows_failed"] += sum(1 for row in rows if row.failures)
+            if incoming:
+                try:
+                    self._spool.append([plan.line()])
+                except OSError as exc:
+                    self.counts["requests_unspooled"] += 1
+                    raise SpoolUnavailableError(
+                        f"the spool cannot be written ({exc.strerror or exc}): "
+                        "nothing of this request was taken; send it again later"
+                    ) from exc
+            self._commit(plan, time.monotonic())
+            return incoming
 
     def __enter__(self) -> Watcher:
         """The watcher itself; closed on leaving."""
@@ -577,6 +373,9 @@ class Watcher:
             if handle is not None:
                 handle.close()
         if self._recorder is not None:
-            self._recorder.flush()
+            with contextlib.suppress(Exception):  # rows not written are scored after a restart
+                self._recorder.flush()
+        if self.alerts is not None:
+            self.alerts.close()  # the webhooks under way are delivered
         if self._events is not None:
             self._events[0].shutdown()  # the events not yet sent are sent now
