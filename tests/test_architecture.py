@@ -70,13 +70,18 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "turneval.pipeline",
         "turneval.runner",
-        "turneval.simulation",
         "turneval.sequential",
         "turneval.estimate",
         "turneval.testing",
         "turneval._scripted",
         "turneval.pytest_plugin",
     ),
+    # the simulation package, its modules from the bottom up, then its public surface
+    ("turneval.simulation._scenarios",),  # what a user wants; read and checked
+    ("turneval.simulation._users", "turneval.simulation.domains"),  # users; ready-made worlds
+    ("turneval.simulation._conversation",),  # one conversation and its sample
+    ("turneval.simulation._trials",),  # every scenario and trial: simulate, EvalTask's run
+    ("turneval.simulation",),
     ("turneval.agents",),  # EvalTask: a replay, or scenarios played by the simulation
     # the stream package, its modules from the bottom up (its public surface sits below)
     ("turneval.stream.chunks", "turneval._runfile"),  # _runfile: run.json (resume checks it)
@@ -110,7 +115,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.watch",  # turneval watch: the OTLP receiver scores with the pipeline
         "turneval.view",  # turneval view: the run store in a local web app
         "turneval.demo",
-        "turneval.worlds.domains",  # ready-made worlds with their scenarios
+        # the old path of simulation.domains, kept as a deprecated alias: the one module of
+        # worlds that imports the simulation (test_worlds_never_import_the_simulation)
+        "turneval.worlds.domains",
         "turneval.clusters.naming",  # a judge names failure clusters
         "turneval.clusters",  # turneval clusters: a run's failed rows grouped
         "turneval.judge_bench",  # turneval judge-bench: a judge against people's labels
@@ -315,6 +322,19 @@ def test_checker_finds_upward_imports_cycles_and_private_reach(tmp_path: Path) -
     ]
     (pkg / "high.py").write_text("from pkg import low\n")
     assert check_layers(tmp_path, "pkg", layers) == []
+
+
+def test_worlds_never_import_the_simulation() -> None:
+    """Worlds sit below the simulation; only the deprecated alias of its old path reaches up."""
+    alias = "turneval.worlds.domains"  # re-exports turneval.simulation.domains, with a warning
+    found = []
+    for path in sorted((SRC / "turneval" / "worlds").rglob("*.py")):
+        module = module_name(path, SRC)
+        tree = ast.parse(path.read_text("utf-8"))
+        for target, _names, _top, line in imports(tree, module, path.name == "__init__.py"):
+            if target == "turneval.simulation" or target.startswith("turneval.simulation."):
+                found.append(f"{module}:{line}")
+    assert found == [f"{alias}:12"]
 
 
 def test_results_imports_no_llm_framework() -> None:

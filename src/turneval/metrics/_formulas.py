@@ -1,11 +1,12 @@
 """One formula per call-matching metric: its value and its reason from counts.
 
-Each metric's three paths (the float kernel of :mod:`._float_path`, the plain explainer of
-``ascore(details=False)`` and the detailed path of ``ascore()``) count what they count their
-own way (texts, Python equality, comparison records) and then apply the metric's formula
-(its ``_formula``); none computes a value or a reason itself. A change of semantics is
-therefore one edit here (``tests/metrics/test_formulas.py`` gives metrics other formulas and
-sees all three paths follow).
+Each metric's three paths (the float kernel of :mod:`._float_accuracy` or
+:mod:`._float_matching`, the plain explainer of ``ascore(details=False)`` and the detailed
+path of ``ascore()``) count what they count their own way (texts, Python equality, comparison
+records) and then apply the metric's formula (its ``_formula``); none computes a value or a
+reason itself. A change of semantics is therefore one edit here
+(``tests/metrics/test_formulas.py`` gives metrics other formulas and sees all three paths
+follow).
 
 The kernels do not call a formula per sample. A kernel is built from its metric's formula
 when the metric is first scored, and reads the values from :meth:`CountFormula.row`: the
