@@ -53,8 +53,8 @@ from turneval.judge.template import (
     render_examples,
     tagged,
 )
+from turneval.metrics._voting import check_repeats, combine_votes
 from turneval.metrics.base import Explained, Metric, SampleT
-from turneval.metrics.votes import check_repeats, combine_votes
 from turneval.samples import MultiTurnSample
 from turneval.usage import Usage
 
