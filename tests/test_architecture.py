@@ -96,7 +96,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the watch receiver's modules from the bottom up (regrade, which asks calibration, and
     # the package itself are in the next row)
     ("turneval.watch._logs", "turneval.watch._intake", "turneval.watch._alerts"),
-    ("turneval.watch._budget",),
+    ("turneval.watch._budget", "turneval.watch._decode"),  # _decode: a request body read
     ("turneval.watch._scoring",),
     ("turneval.watch._watcher",),
     ("turneval.watch._metrics",),
