@@ -29,7 +29,6 @@ from turneval.ratelimit import RateLimiter, estimate_tokens
 from turneval.usage import Usage
 
 if TYPE_CHECKING:  # LangChain is imported when a judge is used, not with turneval
-    from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
 
     from turneval.judge._run import JudgeRun
@@ -48,7 +47,7 @@ class Tally:
 class Sender:
     """A judge's requests to its model, within the run's limits (mixed into the judge)."""
 
-    llm: BaseChatModel
+    llm: Any  # the judge's model, bound to the run's loop (clients.loop_bound)
     max_retries: int
     timeout: float
     backoff: float
