@@ -9,8 +9,8 @@ the row's ``details["context"]`` (:func:`context_record`) and the seed of a repe
 from __future__ import annotations
 
 from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
-from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 
+@dataclass
 class _Pending:
     """An answer one metric is asking for, which the run's others wait for."""
 
