@@ -50,6 +50,8 @@ from turneval.judge._summary import (
     summary_tokens,
     verdict_schema,
 )
+from turneval.judge._summary import SUMMARY_PROMPT as SUMMARY_PROMPT  # its old import path
+from turneval.judge._summary import SUMMARY_SYSTEM as SUMMARY_SYSTEM
 from turneval.judge.budget import Budget
 from turneval.judge.template import JudgeRequest, RequestContext, TranscriptView, showing
 from turneval.messages import ToolMessage
