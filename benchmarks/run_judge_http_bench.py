@@ -402,7 +402,7 @@ async def own_cpu(args: argparse.Namespace) -> None:
 
 async def all_rounds(args: argparse.Namespace, url: str) -> dict[str, dict[str, list[Any]]]:
     data = samples(args.n)
-    paths = ["direct", "langchain", "bare", "raw"]
+    paths = args.paths.split(",")
     out: dict[str, dict[str, list[Any]]] = {name: {p: [] for p in paths} for name in METRICS}
     for round_ in range(args.rounds):
         for name in METRICS:
@@ -423,6 +423,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument(
+        "--paths",
+        default="direct,langchain,bare,raw",
+        help="the clients measured, comma-separated (direct,bare: turneval against the bare SDK)",
+    )
     parser.add_argument(
         "--server",
         choices=("lean", "stub"),
@@ -489,6 +494,18 @@ def main() -> None:
         for name, paths in rounds.items()
     }
     print(json.dumps({"server": args.server, "load_average_1min_max": load, **summary}, indent=2))
+    if "bare" in args.paths.split(","):  # turneval's wall over the bare SDK's, round by round
+        for name, paths in rounds.items():
+            for path in (p for p in paths if p in ("direct", "langchain")):
+                ratios = [
+                    ours["wall_s"] / bare["wall_s"]
+                    for ours, bare in zip(paths[path], paths["bare"], strict=True)
+                ]
+                print(
+                    f"{name:<40} {path} / bare: "
+                    + ", ".join(f"{r:.2f}" for r in ratios)
+                    + f" (median {statistics.median(ratios):.2f}x)"
+                )
 
 
 if __name__ == "__main__":

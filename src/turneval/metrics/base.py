@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, get_args, get_origin
 
 import anyio
@@ -97,6 +98,19 @@ class Explained(Outcome):
 
 _REGISTRY: dict[str, type[Evaluator]] = {}
 _KINDS: tuple[type[Evaluator], ...] = ()  # (Metric, RowEvaluator), set once both are defined
+_BUILTINS_LOADED = False
+
+
+def _load_builtins() -> None:
+    """Import every built-in metric module once, so each has registered its name.
+
+    ``turneval.metrics`` imports its modules on first use; the registry answers for all of
+    them, and a user's class must not claim a built-in name before the built-in is defined.
+    """
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        import_module("turneval.metrics")._import_all()
+        _BUILTINS_LOADED = True
 
 
 def registered_metrics() -> dict[str, type[Evaluator]]:
@@ -107,6 +121,7 @@ def registered_metrics() -> dict[str, type[Evaluator]]:
     claim a name keeps it: a subclass that inherits its parent's name, or a user class that
     reuses a built-in name, does not replace the registered one.
     """
+    _load_builtins()
     return dict(sorted(_REGISTRY.items()))
 
 
@@ -257,6 +272,8 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
             )
         default = cls.model_fields["name"].default if "name" in cls.model_fields else None
         if isinstance(default, str) and default and not getattr(cls, "__abstractmethods__", ()):
+            if not cls.__module__.startswith("turneval."):
+                _load_builtins()  # a built-in keeps its name against a user's class
             _REGISTRY.setdefault(default, cls)
 
     @classmethod
