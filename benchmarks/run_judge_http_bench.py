@@ -259,15 +259,21 @@ async def profile_path(args: argparse.Namespace, url: str) -> None:
     """CPU profile (time.process_time) of 3 measured runs of one path: shares by package."""
     import cProfile
 
+    import pstats
+
     data = samples(args.n)
-    await one_run(args.profile, METRICS[0], url, data, args.latency)  # warm-up
+    await one_run(args.profile, args.metric, url, data, args.latency)  # warm-up
     profile = cProfile.Profile(time.process_time)
     for _ in range(3):
         profile.enable()
-        await one_run(args.profile, METRICS[0], url, data, args.latency)
+        await one_run(args.profile, args.metric, url, data, args.latency)
         profile.disable()
     shares = package_shares(profile)
     print(json.dumps({k: round(v, 3) for k, v in list(shares.items())[:15]}, indent=2))
+    if args.profile_out:
+        profile.dump_stats(args.profile_out)
+        stats = pstats.Stats(profile).sort_stats("cumulative")
+        stats.print_stats(r"turneval|_openai_direct", 40)
 
 
 async def timeline_run(url: str, requests: int, tag: str) -> dict[str, float]:
@@ -439,6 +445,8 @@ def main() -> None:
         choices=("direct", "bare"),
         help="instead of the rounds: where one path's client CPU goes (first metric, by package)",
     )
+    parser.add_argument("--metric", choices=METRICS, default=METRICS[0], help="for --profile")
+    parser.add_argument("--profile-out", help="for --profile: write the cProfile stats here")
     parser.add_argument(
         "--timeline",
         action="store_true",
