@@ -27,7 +27,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from turneval.errors import ConfigError, ContextBudgetError
@@ -356,6 +356,11 @@ class Budget:
     counter: TokenCounter
     source: str = "table"
     reserved_output: int | None = None
+    # Counts of the texts every request repeats (system prompts, verdict schemas), by text
+    # (schemas by identity, kept alive here): counters are functions of the text.
+    _memo: dict[Any, tuple[Any, int]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def answer_tokens(self, items: int = 0) -> int:
         """Tokens kept for the answer of a request rating ``items`` items (0: one verdict)."""
@@ -382,10 +387,22 @@ class Budget:
 
     def count_messages(self, texts: Sequence[str], schema: dict[str, Any] | None = None) -> int:
         """Prompt tokens of chat messages with these texts and, if given, a verdict schema."""
-        total = 3 + sum(MESSAGE_TOKENS + self.counter.count(text) for text in texts)
+        system, *rest = texts or [""]
+        total = 3 + MESSAGE_TOKENS * len(texts) + (self._repeated(system, system) if texts else 0)
+        total += sum(map(self.counter.count, rest))
         if schema is not None:
-            total += self.counter.count(_schema_text(schema))
+            total += self._repeated(id(schema), schema)
         return total
+
+    def _repeated(self, key: Any, value: Any) -> int:
+        """Tokens of a text (or a schema's text) that many requests share, counted once."""
+        entry = self._memo.get(key)
+        if entry is None or entry[0] is not value:
+            text = value if isinstance(value, str) else _schema_text(value)
+            if len(self._memo) >= 256:
+                self._memo.clear()
+            entry = self._memo[key] = (value, self.counter.count(text))
+        return entry[1]
 
     def check(self, prompt_tokens: int, answer_tokens: int, what: str) -> None:
         """Raise :class:`ContextBudgetError` when a prompt and its answer cannot fit."""
