@@ -258,7 +258,6 @@ def package_shares(profile: Any) -> dict[str, float]:
 async def profile_path(args: argparse.Namespace, url: str) -> None:
     """CPU profile (time.process_time) of 3 measured runs of one path: shares by package."""
     import cProfile
-
     import pstats
 
     data = samples(args.n)
