@@ -121,10 +121,7 @@ class CallMatchingMetric(PerAgentMetric, ABC):
         formula, count = self._formula, type(self)._plain_count
         if formula is None or count is None:
             return None
-        n_pred, n_ref = len(predicted), len(reference)
-        matched = count(predicted, reference)
-        value = formula.value(n_pred, n_ref, matched)
-        return value, formula.reason(n_pred, n_ref, matched, value)
+        return formula.explain(len(predicted), len(reference), count(predicted, reference))
 
     def _plain_explainer(self) -> PlainExplainer | None:
         """:meth:`_plain_explained` when ``ascore(details=False)`` is exactly it, else None.

@@ -77,13 +77,28 @@ class CountFormula:
         rows: :meth:`row`'s rows so far for larger sizes, by ``(n_pred, n_ref)``.
     """
 
-    __slots__ = ("reason", "rows", "table", "value")
+    __slots__ = ("explained", "reason", "rows", "table", "value")
 
     def __init__(self, value: CountValue, reason: CountReason) -> None:
         self.value = value
         self.reason = reason
         self.table: list[Row | None] = [None] * (SIDE * SIDE)
         self.rows: dict[tuple[int, int], Row] = {}
+        self.explained: dict[tuple[int, int, int], tuple[float, str]] = {}
+
+    def explain(self, n_pred: int, n_ref: int, matched: int) -> tuple[float, str]:
+        """The value and its reason for these counts.
+
+        Remembered by counts: a streamed run asks for the same few counts on every row.
+        """
+        key = (n_pred, n_ref, matched)
+        found = self.explained.get(key) if type(matched) is int else None
+        if found is None:
+            value = self.value(n_pred, n_ref, matched)
+            found = (value, self.reason(n_pred, n_ref, matched, value))
+            if type(matched) is int and len(self.explained) < _ROWS:
+                self.explained[key] = found
+        return found
 
     def row(self, n_pred: int, n_ref: int) -> Row:
         """The values for every possible count (``0..min(n_pred, n_ref)``), by count.

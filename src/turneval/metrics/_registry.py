@@ -7,6 +7,7 @@ adds it to :data:`REGISTRY`); :mod:`turneval.metrics.base` re-exports these func
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from turneval.errors import ConfigError
@@ -14,10 +15,29 @@ from turneval.errors import ConfigError
 if TYPE_CHECKING:
     from turneval.metrics.base import Evaluator
 
-__all__ = ["REGISTRY", "builtin_metrics", "registered_metrics", "resolve_metric_name"]
+__all__ = [
+    "REGISTRY",
+    "builtin_metrics",
+    "load_builtins",
+    "registered_metrics",
+    "resolve_metric_name",
+]
 
 REGISTRY: dict[str, type[Evaluator]] = {}
 """Every concrete metric class defined so far, by its default ``name`` (the first claim wins)."""
+_BUILTINS_LOADED = False
+
+
+def load_builtins() -> None:
+    """Import every built-in metric module once, so each has registered its name.
+
+    ``turneval.metrics`` imports its modules on first use; the registry answers for all of
+    them, and a user's class must not claim a built-in name before the built-in is defined.
+    """
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        import_module("turneval.metrics")._import_all()
+        _BUILTINS_LOADED = True
 
 
 def registered_metrics() -> dict[str, type[Evaluator]]:
@@ -28,6 +48,7 @@ def registered_metrics() -> dict[str, type[Evaluator]]:
     claim a name keeps it: a subclass that inherits its parent's name, or a user class that
     reuses a built-in name, does not replace the registered one.
     """
+    load_builtins()
     return dict(sorted(REGISTRY.items()))
 
 

@@ -36,6 +36,7 @@ from turneval.metrics._ragas_entry import FAMILIES, MultiTurnScoring, SingleTurn
 from turneval.metrics._registry import (
     REGISTRY,
     builtin_metrics,
+    load_builtins,
     registered_metrics,
     resolve_metric_name,
 )
@@ -166,6 +167,8 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
             )
         default = cls.model_fields["name"].default if "name" in cls.model_fields else None
         if isinstance(default, str) and default and not getattr(cls, "__abstractmethods__", ()):
+            if not cls.__module__.startswith("turneval."):
+                load_builtins()  # a built-in keeps its name against a user's class
             REGISTRY.setdefault(default, cls)
 
     @classmethod
