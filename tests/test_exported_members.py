@@ -77,6 +77,7 @@ MODULES = [
     "turneval.metrics._topic_adherence",
     "turneval.metrics._goal_accuracy",
     "turneval.simulation",
+    "turneval.simulation.domains",
     "turneval.sequential",
     "turneval.watch",
     "turneval.scenarios",

@@ -43,7 +43,8 @@ from turneval.metrics.base import RowEvaluator, run_sync
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
 from turneval.provenance import Provenance, sample_provenance
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
-from turneval.runs import Rows, RunSink, StoreSink, end_status
+from turneval.runs.sink import Rows, RunSink, end_status
+from turneval.runs.to_store import is_store_sink, store_sink
 from turneval.sample_lines import parse_line  # the per-line reader of streamed runs
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
@@ -478,7 +479,7 @@ class Recording:
     def __init__(self, sinks: Sequence[RunSink], names: list[str], details: bool) -> None:
         """Hand rows of metrics ``names`` to ``sinks`` (started already)."""
         self.sinks, self.names, self.details = list(sinks), names, details
-        self.run_id = next((s.run_id for s in self.sinks if isinstance(s, StoreSink)), None)
+        self.run_id = next((s.run_id for s in self.sinks if is_store_sink(s)), None)
 
     def add(self, row: SampleResult) -> None:
         """A finished row, to every sink."""
@@ -528,7 +529,7 @@ def recording(
     """
     sinks: list[RunSink] = []
     if options.store is not None:
-        sinks.append(StoreSink(options.store, name=name, details=options.details))
+        sinks.append(store_sink(options.store, name=name, details=options.details))
     sinks += options.sinks
     if not sinks:
         return options, None

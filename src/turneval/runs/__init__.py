@@ -13,10 +13,14 @@ run's id, and returns an :class:`OpenedRun`: the rows with their manifest (the m
 rebuilt), the summary, and :meth:`OpenedRun.write` to send the run into other sinks.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from turneval.runs.folder import FolderSink
 from turneval.runs.open import OpenedRun, open_run
 from turneval.runs.sink import STATUSES, MemorySink, RowKey, Rows, RunSink, end_status, row_key
-from turneval.runs.store import StoreSink
+
+if TYPE_CHECKING:
+    from turneval.runs.store import StoreSink
 
 __all__ = [
     "FolderSink",
@@ -31,3 +35,12 @@ __all__ = [
     "open_run",
     "row_key",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``StoreSink`` on first use: importing :mod:`turneval.runs` loads no store (SQLAlchemy)."""
+    if name == "StoreSink":
+        from turneval.runs.store import StoreSink
+
+        return StoreSink
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,14 +17,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from turneval.errors import ConfigError
 from turneval.manifest import RunManifest
 from turneval.results import EvaluationResult
 from turneval.results_codec import metric_names
 from turneval.runs.sink import Rows, RunSink, end_status
-from turneval.store import RunStore, StoredRun
+
+if TYPE_CHECKING:
+    from turneval.store import RunStore, StoredRun
 
 __all__ = [
     "OpenedRun",
@@ -228,6 +230,8 @@ def open_run(
             f"{text}: no such file or folder (a stored run's id needs a run store: --store, or "
             "TURNEVAL_STORE)"
         )
+    from turneval.store import RunStore  # a stored run: the store is loaded for it alone
+
     owns = not isinstance(store, RunStore)
     opened = RunStore.coerce(store)
     assert opened is not None

@@ -36,7 +36,9 @@ from turneval.options import RunOptions
 from turneval.ratelimit import RateLimit
 from turneval.results import SampleResult
 from turneval.runner import check_judges, resolve_metrics
-from turneval.runs import FolderSink, RunSink, StoreSink, end_status
+from turneval.runs.folder import FolderSink
+from turneval.runs.sink import RunSink, end_status
+from turneval.runs.to_store import store_sink
 from turneval.stream.chunks import check_input_file, is_otlp, line_chunks, otlp_chunks, until
 from turneval.stream.engine import ChunkEngine, numbered, preflight
 from turneval.stream.resume import ResumeWarning, finished_rows
@@ -44,6 +46,7 @@ from turneval.stream.sink import JsonlSink, StreamResult
 from turneval.stream.workers import score_chunks
 
 if TYPE_CHECKING:
+    from turneval.runs.store import StoreSink
     from turneval.store import RunStore
 
 __all__ = ["evaluate_jsonl"]
@@ -222,7 +225,7 @@ def evaluate_jsonl(
         results_path = preflight(target, chunk_size, chunk_bytes, resume, overwrite)
         continuing = resume and results_path.exists() and results_path.stat().st_size > 0
         if store is not None:
-            stored = StoreSink(
+            stored = store_sink(
                 store,
                 name=source.name,
                 out_dir=target,

@@ -35,7 +35,9 @@ from turneval.options import RunOptions
 from turneval.pipeline import has_summary_extras
 from turneval.report import render_report
 from turneval.results import EvaluationResult, MetricResult, SampleResult
-from turneval.runs import FolderSink, Rows, RunSink, StoreSink
+from turneval.runs.folder import FolderSink
+from turneval.runs.sink import Rows, RunSink
+from turneval.runs.to_store import is_store_sink
 from turneval.stream.chunks import UNREADABLE, Chunk, Line, RowError, first_errors
 from turneval.stream.resume import Done, absorb_finished, row_error
 from turneval.usage import Usage
@@ -143,7 +145,7 @@ class JsonlSink:
         )
         self.total = len(rows)
         for sink in self.sinks:
-            if isinstance(sink, StoreSink):  # the stored run's rows: those of the file
+            if is_store_sink(sink):  # the stored run's rows: those of the file
                 sink.sync(done.values())
         self.bad = sum(1 for record in done.values() if record.get(UNREADABLE))
         errors = [error for row in rows if (error := row_error(row, names))]
