@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval._sync",
         "turneval._gc",
         "turneval._files",
+        "turneval._dataset_rows",
         "turneval._hidden",
         "turneval._version",
         "turneval.provider_errors",
@@ -36,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
+    ("turneval.manifest",),  # what a run was started with: run.json, metric records
     ("turneval.stats.inference",),  # pure statistics: intervals, a paired test, Holm
     ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
     (
@@ -45,6 +47,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.report",
     ),  # rows to and from results.jsonl, and HTML
     ("turneval.results",),  # a run: its rows, summary, files
+    ("turneval.runs.sink",),  # where rows go: the sink protocol, rows, the memory sink
+    ("turneval.runs.folder",),  # the folder sink: run.json, results.jsonl, summary.json
     (
         "turneval.provenance",  # the source steps' record of what produced a sample
         "turneval.dataset",
@@ -53,8 +57,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.dataset_schema",
         "turneval.traces",
         "turneval.integrations",
-        "turneval.store",
     ),
+    ("turneval.store",),  # the run store: one sink's database, below no generic module
+    ("turneval.runs.store", "turneval.runs.open"),  # the store sink; a run read back
+    ("turneval.runs.to_store",),  # the store sink made and recognised without loading the store
+    ("turneval.runs",),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
     ("turneval.options",),  # the run options, declared once for every front end
     # the grounding package, its modules from the bottom up, then its public surface
@@ -86,7 +93,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.simulation",),
     ("turneval.agents",),  # EvalTask: a replay, or scenarios played by the simulation
     # the stream package, its modules from the bottom up (its public surface sits below)
-    ("turneval.stream.chunks", "turneval._runfile"),  # _runfile: run.json (resume checks it)
+    ("turneval.stream.chunks",),
     ("turneval.stream.scoring", "turneval.stream.resume"),
     ("turneval.stream.sink",),
     ("turneval.stream.workers",),
@@ -338,8 +345,22 @@ def test_turneval_follows_its_layers() -> None:
 
 
 # What a run is made of never loads what shows or keeps runs: the run store is one sink
-# among others, the viewer and watch sit on top.
-GENERIC = ("turneval.results", "turneval.results_codec", "turneval.pipeline", "turneval.metrics")
+# among others (reached through turneval.runs), the viewer and watch sit on top.
+# (turneval.options opens the store a run option names, in a function, so that a store that
+# cannot open fails before the run; reaches() does not follow an intermediate's lazy imports.)
+GENERIC = (
+    "turneval.rows",
+    "turneval.aggregate",
+    "turneval.manifest",
+    "turneval.results_codec",
+    "turneval.results",
+    "turneval.metrics",
+    "turneval.pipeline",
+    "turneval.runner",
+    "turneval.stream",
+    "turneval.compare",
+    "turneval.stats",
+)
 APPLICATIONS = ("turneval.store", "turneval.view", "turneval.watch")
 
 

@@ -196,8 +196,6 @@ def run_demo(
     ``compare`` checks two demo runs' metric configurations. With ``store`` (a run store's URL
     or path), the three runs are kept there too, named ``demo: <dataset>``.
     """
-    from turneval._runfile import RunFile
-    from turneval.aggregate import summary_document
     from turneval.judge import SQLiteCache
     from turneval.metrics import ToolCallAccuracy, TrajectorySingleToolUse
     from turneval.runner import evaluate
@@ -232,19 +230,8 @@ def run_demo(
         if run_store is not None:
             run_store.rename_run(str(result.store_run), f"demo: {domain.name}")
         folder = out / domain.name
-        folder.mkdir(exist_ok=True)
-        record = RunFile(folder, source, result.metrics, llm)
-        try:
-            record.read_to(len(rows))  # every line of the input was scored
-        finally:
-            record.close()
-        result.to_jsonl(folder / "results.jsonl")
+        _write_folder(folder, source, result, llm, len(rows))
         result.to_html(folder / "report.html", title=f"turneval demo: {domain.name}")
-        document = summary_document(len(result), result.summary(), result.usage)
-        with naming(folder / "summary.json"):
-            (folder / "summary.json").write_text(
-                json.dumps(document, indent=2) + "\n", encoding="utf-8"
-            )
         print(f"\n{domain.name}: {len(dataset)} samples")
         width = max(map(len, result.metric_names))
         for name, s in result.summary().items():
@@ -263,6 +250,30 @@ def run_demo(
             "--judge-model MODEL, to add the LLM-judged metrics)"
         )
     return 0
+
+
+def _write_folder(folder: Path, source: Path, result: Any, llm: Any, lines: int) -> Any:
+    """Write the run folder ``evaluate`` writes, through the folder sink; returns the summary.
+
+    ``run.json`` (what the run was started with: its metrics, judge and every ``lines`` line
+    of ``source`` read), ``results.jsonl`` (with details) and ``summary.json``.
+    """
+    from turneval.aggregate import summary_document
+    from turneval.manifest import RunManifest
+    from turneval.results import json_line
+    from turneval.runs import FolderSink, Rows
+
+    sink = FolderSink(folder, source=source)
+    try:
+        sink.start(RunManifest.of(result.metrics, llm))
+        sink.read_to(lines)  # every line of the input was scored
+        records = result.records(details=True)
+        sink.add(Rows.encoded([json_line(record) for record in records], result.metric_names))
+        summary = result.summary()
+        sink.finish(summary_document(len(result), summary, result.usage), "finished")
+    finally:
+        sink.close()
+    return summary
 
 
 # -- a team of agents (issue 46): a supervisor, a flights agent and a hotels agent ------------
@@ -408,8 +419,6 @@ def build_team_rows() -> list[dict[str, Any]]:
 
 def _run_team(out: Path, inputs: Path, llm: Any, run_store: Any) -> None:
     """The team's run: per-agent figures, handoffs, failure clusters (attribution with a judge)."""
-    from turneval._runfile import RunFile
-    from turneval.aggregate import summary_document
     from turneval.clusters import cluster_failures
     from turneval.metrics import (
         FailureAttribution,
@@ -444,20 +453,8 @@ def _run_team(out: Path, inputs: Path, llm: Any, run_store: Any) -> None:
     if run_store is not None:
         run_store.rename_run(str(result.store_run), "demo: team")
     folder = out / "team"
-    folder.mkdir(exist_ok=True)
-    record = RunFile(folder, source, result.metrics, llm)
-    try:
-        record.read_to(len(rows))
-    finally:
-        record.close()
-    result.to_jsonl(folder / "results.jsonl")
+    summary = _write_folder(folder, source, result, llm, len(rows))
     result.to_html(folder / "report.html", title="turneval demo: a team of agents")
-    summary = result.summary()
-    with naming(folder / "summary.json"):
-        (folder / "summary.json").write_text(
-            json.dumps(summary_document(len(result), summary, result.usage), indent=2) + "\n",
-            encoding="utf-8",
-        )
     print(f"\nteam (a supervisor, a flights and a hotels agent): {len(rows)} samples")
     width = max(map(len, result.metric_names))
     for name, s in summary.items():

@@ -53,6 +53,7 @@ from turneval.stream.engine import preflight
 from turneval.stream.scoring import run_chunk
 
 if TYPE_CHECKING:
+    from turneval.runs import RunSink
     from turneval.store import RunStore
 
 __all__ = ["RENAMED_OPTIONS", "ActorBudget", "DistributedResult", "evaluate_on_ray"]
@@ -363,6 +364,7 @@ def evaluate_on_ray(
     strict_traces: bool = False,
     lenient_json: bool = False,
     store: RunStore | str | os.PathLike[str] | None = None,
+    sinks: Sequence[RunSink] = (),
     **renamed: Any,
 ) -> DistributedResult:
     """Score a dataset on Ray: ``results.jsonl``, ``summary.json`` and ``report.html`` in ``output``.
@@ -370,7 +372,7 @@ def evaluate_on_ray(
     Connects to the running Ray cluster (``ray.init()`` first for a remote one; a local one is
     started otherwise). The run options (``cache``, ``rate_limit``, ``max_concurrency``,
     ``max_llm_concurrency``, ``details``, ``timeout``, ``fail_on_error``, ``on_row``,
-    ``show_progress``, ``aggregates``, ``store``) are those of
+    ``show_progress``, ``aggregates``, ``store``, ``sinks``) are those of
     :class:`~turneval.options.RunOptions`, with the same names and defaults, as for
     :func:`~turneval.stream.evaluate_jsonl`; the judge is ``llm_factory`` instead of ``llm``.
     The names of turneval 0.x, ``sample_concurrency``, ``llm_concurrency`` and ``progress``,
@@ -429,6 +431,8 @@ def evaluate_on_ray(
         store: A run store (:class:`~turneval.store.RunStore`, or its URL or path), written
             by the driver as the rows come back, as :func:`~turneval.stream.evaluate_jsonl`
             does.
+        sinks: More places the run goes (:class:`~turneval.runs.RunSink`), given the rows by
+            the driver as they come back.
         **renamed: The old names ``sample_concurrency``, ``llm_concurrency`` and
             ``progress`` (:data:`RENAMED_OPTIONS`), deprecated.
 
@@ -521,6 +525,7 @@ def evaluate_on_ray(
         strict_traces=strict_traces,
         lenient_json=lenient_json,
         store=store,
+        sinks=sinks,
     )
     result = DistributedResult(stream, target)
     if output_format == "parquet":

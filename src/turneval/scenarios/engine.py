@@ -31,6 +31,7 @@ from pydantic import Field
 from turneval._sync import run_sync
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, SQLiteCache, resolve_llm
+from turneval.manifest import judge_model
 from turneval.messages import HumanMessage
 from turneval.metrics import Explained, JudgedMetric, MultiTurnMetric
 from turneval.ratelimit import RateLimit, RateLimiter
@@ -46,7 +47,6 @@ from turneval.scenarios.quality import (
 )
 from turneval.scenarios.sources import Ask, ScenarioSource, from_tools, from_world
 from turneval.simulation import Scenario
-from turneval.store import judge_model
 from turneval.usage import Usage
 from turneval.worlds import ToolWorld
 

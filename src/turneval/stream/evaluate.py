@@ -18,6 +18,7 @@ an interrupted run are kept and their lines skipped (:mod:`turneval.stream.resum
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
@@ -26,16 +27,18 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from turneval._files import naming
-from turneval._runfile import RUN_FILE, RunFile
 from turneval.aggregate import RunAggregate
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import SQLiteCache
+from turneval.manifest import RUN_FILE, DatasetSpec, RunManifest, dataset_version
 from turneval.metrics import Evaluator
 from turneval.options import RunOptions
 from turneval.ratelimit import RateLimit
 from turneval.results import SampleResult
 from turneval.runner import check_judges, resolve_metrics
+from turneval.runs.folder import FolderSink
+from turneval.runs.sink import RunSink, end_status
+from turneval.runs.to_store import store_sink
 from turneval.stream.chunks import check_input_file, is_otlp, line_chunks, otlp_chunks, until
 from turneval.stream.engine import ChunkEngine, numbered, preflight
 from turneval.stream.resume import ResumeWarning, finished_rows
@@ -43,7 +46,8 @@ from turneval.stream.sink import JsonlSink, StreamResult
 from turneval.stream.workers import score_chunks
 
 if TYPE_CHECKING:
-    from turneval.store import RunRecorder, RunStore
+    from turneval.runs.store import StoreSink
+    from turneval.store import RunStore
 
 __all__ = ["evaluate_jsonl"]
 
@@ -78,6 +82,7 @@ def evaluate_jsonl(
     store: RunStore | str | os.PathLike[str] | None = None,
     fail_on_error: bool | float = False,
     on_row: Callable[[SampleResult], None] | None = None,
+    sinks: Sequence[RunSink] = (),
 ) -> StreamResult:
     """Score ``path`` line by line into ``out_dir``: results.jsonl, summary.json, report.html.
 
@@ -85,7 +90,7 @@ def evaluate_jsonl(
 
     The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
     ``timeout``, ``fail_on_error``, ``on_row``, ``details``, ``show_progress``, ``rate_limit``,
-    ``aggregates``, ``store``) are those of :class:`~turneval.options.RunOptions`, with the
+    ``aggregates``, ``store``, ``sinks``) are those of :class:`~turneval.options.RunOptions`, with the
     same names and defaults.
 
     Args:
@@ -159,6 +164,10 @@ def evaluate_jsonl(
         on_row: Called with each row as it is written to results.jsonl, in input order: the
             row read back from its line (as :meth:`EvaluationResult.from_jsonl` gives it: no
             sample), so the same in this process, in worker processes and on Ray.
+        sinks: More places the run goes (:class:`~turneval.runs.RunSink`), beside the run
+            folder (a :class:`~turneval.runs.FolderSink`) and the store: each is started with
+            the run's manifest, given each chunk's rows in input order and finished with the
+            summary. A resumed run gives them only the rows it scores.
 
     Raises:
         ConfigError: results.jsonl exists and neither ``resume`` nor ``overwrite`` is set; the
@@ -206,96 +215,73 @@ def evaluate_jsonl(
         show_progress=show_progress,
         rate_limit=rate_limit,  # one limiter for the whole file, across chunks
         aggregates=aggregates,
+        sinks=sinks,
     )
     target = Path(out_dir)
-    run_file = RunFile(target, source, resolved, llm)
-    recorder: RunRecorder | None = None
+    started: list[RunSink] = []
+    folder: FolderSink | None = None
+    stored: StoreSink | None = None
     try:
         results_path = preflight(target, chunk_size, chunk_bytes, resume, overwrite)
-        recorder = _recorder(store, source, run_file, resolved, llm, resume=resume, details=details)
-        _record_dataset_version(run_file, source, None if recorder is None else recorder.store)
-        if resume and results_path.exists() and results_path.stat().st_size:
-            if not run_file.resume():  # a run folder from before run.json: not checked
-                warnings.warn(
-                    f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
-                    "without checking that the input, metrics and judge are the same",
-                    ResumeWarning,
-                    stacklevel=2,
-                )
-        else:
-            run_file.start()  # before the first row
+        continuing = resume and results_path.exists() and results_path.stat().st_size > 0
+        if store is not None:
+            stored = store_sink(
+                store,
+                name=source.name,
+                out_dir=target,
+                resume=resume,
+                details=details,
+                streamed=True,
+            )
+        manifest = RunManifest.of(
+            resolved, llm, dataset=_dataset(source, None if stored is None else stored.store)
+        )
+        folder = FolderSink(target, source=source, resume=continuing)
+        folder.start(manifest)  # run.json before the first row (resuming: checked first)
+        started.append(folder)
+        if folder.unchecked:  # a run folder from before run.json: not checked
+            warnings.warn(
+                f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
+                "without checking that the input, metrics and judge are the same",
+                ResumeWarning,
+                stacklevel=2,
+            )
+        for other in ([] if stored is None else [stored]) + list(options.sinks):
+            other.start(manifest)
+            started.append(other)
         done = finished_rows(results_path, otlp=otlp) if resume else {}
-        with (
-            naming(results_path),
-            results_path.open("a" if resume else "w", encoding="utf-8") as handle,
-        ):
-            sink = JsonlSink(resolved, handle, report_rows, options, run_file, recorder)
-            sink.resume(done)
-            chunks = sink.track(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
-            if engine is None:
-                score_chunks(chunks, resolved, options, workers, sink, stop)
-            else:
-                for chunk in engine(numbered(until(chunks, stop), sink), resolved, options):
-                    sink.absorb(chunk)
-        result = sink.finish(target, title or f"turneval: {source.name}", skipped)
-        result.stopped = stop is not None and stop.is_set()
-        result.store_run = None if recorder is None else recorder.run_id
-        if recorder is not None and result.stopped:  # the stored run is not done either
-            recorder.finish(None, status="interrupted", error="stopped early; --resume continues")
+        sink = JsonlSink(resolved, folder, report_rows, options, started[1:])
+        sink.resume(done)
+        chunks = sink.track(read_chunks(source, chunk_size, chunk_bytes, frozenset(done)))
+        if engine is None:
+            score_chunks(chunks, resolved, options, workers, sink, stop)
+        else:
+            for chunk in engine(numbered(until(chunks, stop), sink), resolved, options):
+                sink.absorb(chunk)
+        stopped = stop is not None and stop.is_set()
+        result = sink.finish(target, title or f"turneval: {source.name}", skipped, stopped=stopped)
+        result.stopped = stopped
+        result.store_run = None if stored is None else stored.run_id
         return result
     except BaseException as exc:
-        if recorder is not None:
-            recorder.fail(exc)
+        status, error = end_status(exc)
+        for other in started:
+            with contextlib.suppress(Exception):  # the run's own error is the one to raise
+                other.finish(None, status, error)
+        if stored is not None and stored not in started and stored.store.close_after_run:
+            stored.store.close()  # opened for this run, which never started in it
         raise
     finally:
-        run_file.close()
+        if folder is not None:
+            folder.close()
         if owns_cache and options.cache is not None:
             options.cache.close()
 
 
-def _record_dataset_version(run_file: RunFile, source: Path, store: RunStore | None) -> None:
-    """Record in run.json the version of the dataset the run reads (issue 49).
+def _dataset(source: Path, store: RunStore | None) -> DatasetSpec:
+    """The input as run.json records it: the file and the dataset version it is (issue 49).
 
-    Its digest, and its name and version when the store keeps it
-    (:func:`~turneval.store.dataset_version`); ``compare`` checks it.
+    The version is the whole file's digest, and its name and version when the store keeps
+    that content (:func:`~turneval.manifest.dataset_version`); ``compare`` checks it.
     """
-    from turneval.store import dataset_version
-
-    if store is not None:  # run.json has the digest: the store may know its name and version
-        recorded = run_file.document["dataset"]["version"]
-        run_file.document["dataset"]["version"] = dataset_version(
-            source, store, digest=recorded["digest"]
-        )
-
-
-def _recorder(
-    store: RunStore | str | os.PathLike[str] | None,
-    source: Path,
-    run_file: RunFile,
-    metrics: list[Evaluator],
-    llm: Any,
-    *,
-    resume: bool,
-    details: bool,
-) -> RunRecorder | None:
-    """The store's writer of this run (None without a store): a new run, or the resumed one.
-
-    The metrics' configurations are those run.json records.
-    """
-    if store is None:
-        return None
-    from turneval.store import RunStore, file_digest
-
-    run_store = RunStore.coerce(store)
-    assert run_store is not None
-    return run_store.start_run(
-        name=source.name,
-        metrics=metrics,
-        llm=llm,
-        dataset_path=source.resolve(),
-        dataset_digest=file_digest(source),
-        out_dir=run_file.path.parent,
-        resume=resume,
-        details=details,
-        configs=run_file.document["metrics"],
-    )
+    return DatasetSpec(str(source), version=dataset_version(source, store))
