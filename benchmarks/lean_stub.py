@@ -8,6 +8,8 @@ and usage) from one asyncio event loop: a request costs it well under a millisec
 the delay is an ``asyncio.sleep``, so a wave of 16 takes the latency and little more.
 
     python benchmarks/lean_stub.py 0.1   # prints its URL, serves until stdin closes
+    LEAN_STUB_ANSWER=simulation python benchmarks/lean_stub.py 0.05   # the scripted user
+        # and agent of run_simulation_bench.py instead of random answers
     python benchmarks/lean_stub.py 0.1 log.json   # also writes, on exit, each request's
         # "user" field, when its body was read and when its answer was written (time.monotonic)
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import sys
 import time
@@ -27,11 +30,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests._openai_stub import _schema_of, random_instance
 
 
+def _scripted(body: dict[str, Any]) -> str | None:
+    """With ``LEAN_STUB_ANSWER=simulation``: the simulation benchmark's scripted answer."""
+    if os.environ.get("LEAN_STUB_ANSWER") != "simulation":
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from run_simulation_bench import answer
+
+    messages = body["messages"]
+    system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+    return answer(system, str(messages[-1]["content"]))
+
+
 def _answer(body: dict[str, Any], rng: random.Random) -> bytes:
     """The stub's 200 payload for ``body``: a random answer valid under its schema."""
     message: dict[str, Any] = {"role": "assistant", "content": "{}"}
     wanted = _schema_of(body)
-    if wanted is not None:
+    scripted = _scripted(body)
+    if scripted is not None:
+        message["content"] = scripted
+    elif wanted is not None:
         schema, tool = wanted
         answer = json.dumps(random_instance(schema, rng, schema))
         message["content"] = answer

@@ -258,16 +258,21 @@ def package_shares(profile: Any) -> dict[str, float]:
 async def profile_path(args: argparse.Namespace, url: str) -> None:
     """CPU profile (time.process_time) of 3 measured runs of one path: shares by package."""
     import cProfile
+    import pstats
 
     data = samples(args.n)
-    await one_run(args.profile, METRICS[0], url, data, args.latency)  # warm-up
+    await one_run(args.profile, args.metric, url, data, args.latency)  # warm-up
     profile = cProfile.Profile(time.process_time)
     for _ in range(3):
         profile.enable()
-        await one_run(args.profile, METRICS[0], url, data, args.latency)
+        await one_run(args.profile, args.metric, url, data, args.latency)
         profile.disable()
     shares = package_shares(profile)
     print(json.dumps({k: round(v, 3) for k, v in list(shares.items())[:15]}, indent=2))
+    if args.profile_out:
+        profile.dump_stats(args.profile_out)
+        stats = pstats.Stats(profile).sort_stats("cumulative")
+        stats.print_stats(r"turneval|_openai_direct", 40)
 
 
 async def timeline_run(url: str, requests: int, tag: str) -> dict[str, float]:
@@ -402,7 +407,7 @@ async def own_cpu(args: argparse.Namespace) -> None:
 
 async def all_rounds(args: argparse.Namespace, url: str) -> dict[str, dict[str, list[Any]]]:
     data = samples(args.n)
-    paths = ["direct", "langchain", "bare", "raw"]
+    paths = args.paths.split(",")
     out: dict[str, dict[str, list[Any]]] = {name: {p: [] for p in paths} for name in METRICS}
     for round_ in range(args.rounds):
         for name in METRICS:
@@ -424,6 +429,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument(
+        "--paths",
+        default="direct,langchain,bare,raw",
+        help="the clients measured, comma-separated (direct,bare: turneval against the bare SDK)",
+    )
+    parser.add_argument(
         "--server",
         choices=("lean", "stub"),
         default="lean",
@@ -434,6 +444,8 @@ def main() -> None:
         choices=("direct", "bare"),
         help="instead of the rounds: where one path's client CPU goes (first metric, by package)",
     )
+    parser.add_argument("--metric", choices=METRICS, default=METRICS[0], help="for --profile")
+    parser.add_argument("--profile-out", help="for --profile: write the cProfile stats here")
     parser.add_argument(
         "--timeline",
         action="store_true",
@@ -489,6 +501,18 @@ def main() -> None:
         for name, paths in rounds.items()
     }
     print(json.dumps({"server": args.server, "load_average_1min_max": load, **summary}, indent=2))
+    if "bare" in args.paths.split(","):  # turneval's wall over the bare SDK's, round by round
+        for name, paths in rounds.items():
+            for path in (p for p in paths if p in ("direct", "langchain")):
+                ratios = [
+                    ours["wall_s"] / bare["wall_s"]
+                    for ours, bare in zip(paths[path], paths["bare"], strict=True)
+                ]
+                print(
+                    f"{name:<40} {path} / bare: "
+                    + ", ".join(f"{r:.2f}" for r in ratios)
+                    + f" (median {statistics.median(ratios):.2f}x)"
+                )
 
 
 if __name__ == "__main__":

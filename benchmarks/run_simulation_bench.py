@@ -20,7 +20,15 @@ HTTP), ``scripted`` (the same policies as in-process ``ScriptedChatModel``s slee
 latency: LangChain without HTTP) and ``null`` (a ``BaseUser`` and an async callable agent that
 only sleep: turneval's own loop and bookkeeping, no LangChain).
 
+A fourth client, ``bare`` (``--clients openai,bare,null``), sends the same chains of requests
+(same lengths, same order) from a bare ``AsyncOpenAI`` client, a new chain as soon as one ends:
+what the server, the SDK and the machine allow, printed as each client's wall over bare's per
+round. ``--server lean`` serves from ``lean_stub.py`` (one asyncio loop) instead of the tests'
+threaded stub, which itself stretches a 50 ms request to ~95 ms with 16 in flight.
+
     .venv/bin/python benchmarks/run_simulation_bench.py --rounds 3
+    .venv/bin/python benchmarks/run_simulation_bench.py --rounds 3 --clients openai,bare,null \
+        --server lean
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import statistics
 import subprocess
@@ -142,10 +151,55 @@ def null_user(latency: float) -> Any:
     return WaitingUser()
 
 
+def chains_of(scenarios: int, trials: int) -> list[int]:
+    """Each conversation's chain of requests, in input order: a user call per turn, the
+    agent's answer to each, and the user's closing call unless the turn limit came first."""
+    chains = []
+    for index in range(scenarios):
+        need = turns_needed(index)
+        chains += [2 * need + 1 if need < 6 else 12] * trials
+    return chains
+
+
+async def bare_round(url: str, chains: list[int], concurrency: int) -> dict[str, Any]:
+    """The same chains of requests from a bare ``AsyncOpenAI`` client, ``concurrency`` chains
+    at a time (a new chain as soon as one ends): what the server and the SDK allow."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=url, api_key="stub")
+    pending = iter(chains)
+    body = [{"role": "system", "content": "agent"}, {"role": "user", "content": "request 1"}]
+
+    async def worker() -> None:
+        for length in pending:
+            for _ in range(length):
+                await client.chat.completions.create(model="agent", messages=body)  # type: ignore[arg-type]
+
+    cpu, start = time.process_time(), time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(concurrency):
+            group.start_soon(worker)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    await client.close()
+    turns = sum((length - 1) // 2 if length != 12 else 6 for length in chains)
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "conversations": len(chains),
+        "turns": turns,
+        "requests": sum(chains),
+        "chains": chains,
+        "stop_reasons": {},
+    }
+
+
 async def one_round(
     client: str, url: str, scenarios: int, trials: int, concurrency: int, latency: float
 ) -> dict[str, Any]:
     from turneval.simulation import Scenario, SimulatedUser, asimulate
+
+    if client == "bare":
+        return await bare_round(url, chains_of(scenarios, trials), concurrency)
 
     user_llm, agent = models(client, url, latency)
     user = null_user(latency) if client == "null" else SimulatedUser(user_llm)
@@ -219,13 +273,29 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--clients", default="openai,scripted,null")
+    parser.add_argument(
+        "--clients",
+        default="openai,scripted,null",
+        help="openai, scripted, null, and bare (the same chains from a bare AsyncOpenAI client)",
+    )
+    parser.add_argument(
+        "--server",
+        choices=("stub", "lean"),
+        default="stub",
+        help="stub: tests/_openai_stub.py (a thread per connection); lean: lean_stub.py (asyncio)",
+    )
     args = parser.parse_args()
+    command = (
+        [sys.executable, str(HERE / "lean_stub.py"), str(args.latency)]
+        if args.server == "lean"
+        else [sys.executable, "-c", stub_source(args.latency)]
+    )
     server = subprocess.Popen(
-        [sys.executable, "-c", stub_source(args.latency)],
+        command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "LEAN_STUB_ANSWER": "simulation"},
     )
     try:
         assert server.stdout is not None
@@ -237,6 +307,17 @@ def main() -> None:
         server.wait(timeout=10)
     summary = {client: summarize(runs, args) for client, runs in rounds.items()}
     print(json.dumps(summary))
+    if "bare" in rounds:  # each client's wall over the bare client's, round by round
+        for client, runs in rounds.items():
+            if client != "bare":
+                ratios = [
+                    r["wall_s"] / b["wall_s"] for r, b in zip(runs, rounds["bare"], strict=True)
+                ]
+                print(
+                    f"{client} / bare: "
+                    + ", ".join(f"{r:.2f}" for r in ratios)
+                    + f" (median {statistics.median(ratios):.2f}x)"
+                )
 
 
 def summarize(runs: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:

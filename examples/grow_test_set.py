@@ -1,7 +1,7 @@
 """Grow a test set for the order desk: generate scenarios, run them, turn failures into near misses.
 
 1. A generator model writes scenarios for the built-in order desk
-   (``turneval.worlds.domains.orders_world``): goals that need each tool and each pair of tools,
+   (``turneval.simulation.domains.orders_world``): goals that need each tool and each pair of tools,
    with personas and difficulties, and their reference actions. Each scenario's actions are
    replayed on a fresh copy of the world: those that succeed are kept with their expected end
    state, the others are discarded with the world's error (cancelling a shipped order...).
@@ -32,8 +32,8 @@ from turneval import EvalTask
 from turneval.metrics import EndStateMatch, TrajectoryExactMatch
 from turneval.scenarios import from_failures, from_world, generate, load
 from turneval.simulation import ScriptedUser
+from turneval.simulation.domains import orders_world
 from turneval.testing import ScriptedChatModel
-from turneval.worlds.domains import orders_world
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tool_world import build_agent  # the order desk's scripted agent

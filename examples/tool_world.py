@@ -1,7 +1,7 @@
 """A LangGraph agent against a tool world, graded by end state, trajectory and a judge.
 
-The agent serves the built-in order desk (``turneval.worlds.domains.orders_world``): look up,
-cancel, re-address and refund orders. Its tools come from ``world.as_langchain_tools()``; the
+The agent serves the built-in order desk (``turneval.simulation.domains.orders_world``): look
+up, cancel, re-address and refund orders. Its tools come from ``world.as_langchain_tools()``; the
 graph is built once, with a checkpointer, and every trial acts on its own fresh copy of the
 world. Refunds hit a seeded rate limit half of the time (the agent retries: the end state is
 right, the trajectory is not), and each injected fault is recorded on its row. Each of the
@@ -41,9 +41,9 @@ from turneval.metrics import (
     TrajectoryExactMatch,
 )
 from turneval.simulation import ScriptedUser
+from turneval.simulation.domains import orders_scenarios, orders_world
 from turneval.testing import ScriptedChatModel
 from turneval.worlds import Faults, ToolWorld
-from turneval.worlds.domains import orders_scenarios, orders_world
 
 ORDER_ID = re.compile(r"\b[A-F]\d00\b")
 

@@ -3,7 +3,9 @@
 The checker reads the source with :mod:`ast` (nothing is imported). A module may import its own
 layer and the layers below; imports under ``if TYPE_CHECKING:`` are ignored (they never run).
 Imports inside a function count like module-level ones: they may not reach up, and they are
-edges of the import graph, which must have no cycle. No module imports a private name (one
+edges of the import graph between modules (not only between layer owners), which must have no
+cycle. What a run is made of (results, pipeline, metrics) never imports the store, the viewer
+or watch, neither itself nor through what its imports load. No module imports a private name (one
 starting with ``_``) from another module, nor a private module (``pkg._mod``) from outside its
 package ``pkg``. The checker itself is tested on a synthetic package.
 """
@@ -14,7 +16,7 @@ import ast
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -28,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval._deprecation",
         "turneval._gc",
         "turneval._files",
+        "turneval._dataset_rows",
         "turneval._hidden",
         "turneval._version",
         "turneval.provider_errors",
@@ -35,14 +38,18 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.messages",),
     ("turneval.formats",),
     ("turneval.samples",),
+    ("turneval.manifest",),  # what a run was started with: run.json, metric records
     ("turneval.stats.inference",),  # pure statistics: intervals, a paired test, Holm
     ("turneval.rows", "turneval.aggregate"),  # a sample's row; summaries of rows
     (
         "turneval.results_codec",
         "turneval.clusters.grouping",  # failed rows grouped by their reasons (the report shows them)
+        "turneval._html",  # the HTML kit: the report, the calibration page and the viewer share it
         "turneval.report",
     ),  # rows to and from results.jsonl, and HTML
     ("turneval.results",),  # a run: its rows, summary, files
+    ("turneval.runs.sink",),  # where rows go: the sink protocol, rows, the memory sink
+    ("turneval.runs.folder",),  # the folder sink: run.json, results.jsonl, summary.json
     (
         "turneval.provenance",  # the source steps' record of what produced a sample
         "turneval.dataset",
@@ -51,8 +58,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.dataset_schema",
         "turneval.traces",
         "turneval.integrations",
-        "turneval.store",
     ),
+    ("turneval.store",),  # the run store: one sink's database, below no generic module
+    ("turneval.runs.store", "turneval.runs.open"),  # the store sink; a run read back
+    ("turneval.runs.to_store",),  # the store sink made and recognised without loading the store
+    ("turneval.runs",),
     ("turneval.judge", "turneval.llms", "turneval.ratelimit"),
     ("turneval.options",),  # the run options, declared once for every front end
     # the grounding package, its modules from the bottom up, then its public surface
@@ -70,16 +80,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "turneval.pipeline",
         "turneval.runner",
-        "turneval.simulation",
         "turneval.sequential",
         "turneval.estimate",
         "turneval.testing",
         "turneval._scripted",
         "turneval.pytest_plugin",
     ),
+    # the simulation package, its modules from the bottom up, then its public surface
+    ("turneval.simulation._scenarios",),  # what a user wants; read and checked
+    ("turneval.simulation._users", "turneval.simulation.domains"),  # users; ready-made worlds
+    ("turneval.simulation._conversation",),  # one conversation and its sample
+    ("turneval.simulation._trials",),  # every scenario and trial: simulate, EvalTask's run
+    ("turneval.simulation",),
     ("turneval.agents",),  # EvalTask: a replay, or scenarios played by the simulation
     # the stream package, its modules from the bottom up (its public surface sits below)
-    ("turneval.stream.chunks", "turneval._runfile"),  # _runfile: run.json (resume checks it)
+    ("turneval.stream.chunks",),
     ("turneval.stream.scoring", "turneval.stream.resume", "turneval.stream.sources"),
     ("turneval.stream.sink",),
     ("turneval.stream.engine",),
@@ -100,7 +115,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the watch receiver's modules from the bottom up (regrade, which asks calibration, and
     # the package itself are in the next row)
     ("turneval.watch._logs", "turneval.watch._intake", "turneval.watch._alerts"),
-    ("turneval.watch._budget",),
+    ("turneval.watch._budget", "turneval.watch._decode"),  # _decode: a request body read
     ("turneval.watch._scoring",),
     ("turneval.watch._watcher",),
     ("turneval.watch._metrics",),
@@ -116,7 +131,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.watch",  # turneval watch: the OTLP receiver scores with the pipeline
         "turneval.view",  # turneval view: the run store in a local web app
         "turneval.demo",
-        "turneval.worlds.domains",  # ready-made worlds with their scenarios
+        # the old path of simulation.domains, kept as a deprecated alias: the one module of
+        # worlds that imports the simulation (test_worlds_never_import_the_simulation)
+        "turneval.worlds.domains",
         "turneval.clusters.naming",  # a judge names failure clusters
         "turneval.clusters",  # turneval clusters: a run's failed rows grouped
         "turneval.judge_bench",  # turneval judge-bench: a judge against people's labels
@@ -181,16 +198,38 @@ def layer_of(module: str, layers: Sequence[Sequence[str]]) -> int | None:
     return None if best is None else best[1]
 
 
+def import_graph(root: Path, package: str) -> dict[str, dict[str, bool]]:
+    """Module to the modules of ``package`` it imports, each with whether at module level.
+
+    Every runtime import counts, inside functions too (typing-only imports aside); ``from pkg
+    import sub`` is an edge to the module ``pkg.sub`` when there is one, else to ``pkg``. An
+    import at module level anywhere wins over one inside a function.
+    """
+    graph: dict[str, dict[str, bool]] = {}
+    paths = sorted((root / package).rglob("*.py"))
+    known = {module_name(path, root) for path in paths}
+    for path in paths:
+        module = module_name(path, root)
+        edges = graph.setdefault(module, {})
+        tree = ast.parse(path.read_text("utf-8"))
+        for base, names, top, _line in imports(tree, module, path.name == "__init__.py"):
+            if base != package and not base.startswith(package + "."):
+                continue
+            targets = [f"{base}.{n}" if f"{base}.{n}" in known else base for n in names]
+            for target in dict.fromkeys(targets or [base]):
+                if target != module:
+                    edges[target] = edges.get(target, False) or top
+    return graph
+
+
 def check_layers(root: Path, package: str, layers: Sequence[Sequence[str]]) -> list[str]:
     """Every layering violation under ``root/package``, as readable lines (empty when clean).
 
     Reported: a module no layer owns, an import of a higher layer (at module level or inside a
     function), a private name or module reached from outside (see the module docstring), and a
-    cycle among the layer owners' imports (in-function imports included).
+    cycle among the modules' imports (in-function imports included), inside a layer owner too.
     """
     problems: list[str] = []
-    owners = {owner for layer in layers for owner in layer}
-    graph: dict[str, set[str]] = {}
     paths = sorted((root / package).rglob("*.py"))
     known = {module_name(path, root) for path in paths}
     packages = {module_name(path, root) for path in paths if path.name == "__init__.py"}
@@ -200,7 +239,6 @@ def check_layers(root: Path, package: str, layers: Sequence[Sequence[str]]) -> l
         if mine is None:
             problems.append(f"{module}: in no layer")
             continue
-        me = max((o for o in owners if module == o or module.startswith(o + ".")), key=len)
         home = module if module in packages else module.rpartition(".")[0]
         tree = ast.parse(path.read_text("utf-8"))
         found = imports(tree, module, path.name == "__init__.py")
@@ -216,16 +254,11 @@ def check_layers(root: Path, package: str, layers: Sequence[Sequence[str]]) -> l
                 theirs = layer_of(target, layers)
                 if theirs is None:
                     problems.append(f"{module}:{line}: imports {target}, which is in no layer")
-                    continue
-                them = max(
-                    (o for o in owners if target == o or target.startswith(o + ".")), key=len
-                )
-                if theirs > mine:
+                elif theirs > mine:
                     problems.append(
                         f"{module}:{line}: imports {target} (layer {theirs}) from layer {mine}"
                     )
-                if them != me:
-                    graph.setdefault(me, set()).add(them)
+    graph = {module: set(edges) for module, edges in import_graph(root, package).items()}
     problems.extend(f"import cycle: {' -> '.join(cycle)}" for cycle in _cycles(graph))
     return problems
 
@@ -259,7 +292,7 @@ def _private(base: str, names: list[str], home: str, known: set[str]) -> Iterato
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One cycle per strongly connected component of more than one node (depth-first search)."""
+    """One cycle per back edge of a depth-first search: none when the graph has no cycle."""
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1 on the stack, 2 done
     stack: list[str] = []
@@ -281,8 +314,82 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def reaches(
+    graph: Mapping[str, Mapping[str, bool]], sources: Sequence[str], targets: Sequence[str]
+) -> list[str]:
+    """Each way a module under ``sources`` imports one under ``targets``, as ``a -> ... -> t``.
+
+    A source's own imports count wherever they are (inside a function too); from there the
+    path follows module-level imports, which run as the imported module loads (an import
+    inside another module's function runs only when that function is called, and is that
+    module's own business). One path per source and target, the shortest.
+    """
+
+    def under(module: str, owners: Sequence[str]) -> bool:
+        return any(module == o or module.startswith(o + ".") for o in owners)
+
+    found: list[str] = []
+    for source in sorted(m for m in graph if under(m, sources)):
+        parent: dict[str, str] = {target: source for target in graph[source]}
+        queue = sorted(graph[source])
+        while queue:
+            module = queue.pop(0)
+            if under(module, targets):
+                path = [module]
+                while path[-1] != source:
+                    path.append(parent[path[-1]])
+                found.append(" -> ".join(reversed(path)))
+                continue
+            for target, top in sorted(graph.get(module, {}).items()):
+                if top and target not in parent and target != source:
+                    parent[target] = module
+                    queue.append(target)
+    return found
+
+
 def test_turneval_follows_its_layers() -> None:
     assert check_layers(SRC, "turneval", LAYERS) == []
+
+
+# What a run is made of never loads what shows or keeps runs: the run store is one sink
+# among others (reached through turneval.runs), the viewer and watch sit on top.
+# (turneval.options opens the store a run option names, in a function, so that a store that
+# cannot open fails before the run; reaches() does not follow an intermediate's lazy imports.)
+GENERIC = (
+    "turneval.rows",
+    "turneval.aggregate",
+    "turneval.manifest",
+    "turneval.results_codec",
+    "turneval.results",
+    "turneval.metrics",
+    "turneval.pipeline",
+    "turneval.runner",
+    "turneval.stream",
+    "turneval.compare",
+    "turneval.stats",
+)
+APPLICATIONS = ("turneval.store", "turneval.view", "turneval.watch")
+
+
+def test_results_pipeline_and_metrics_never_import_the_store_the_viewer_or_watch() -> None:
+    assert reaches(import_graph(SRC, "turneval"), GENERIC, APPLICATIONS) == []
+
+
+def test_reaches_follows_a_sources_own_imports_then_module_level_ones(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core.py").write_text("def f():\n    from pkg import mid\n")  # its own, in a function
+    (pkg / "mid.py").write_text("import pkg.app\n")  # loads the app as it loads
+    (pkg / "core2.py").write_text("from pkg import mid2\n")
+    (pkg / "mid2.py").write_text("def g():\n    import pkg.app\n")  # mid2's own business
+    (pkg / "app.py").write_text("from pkg import core\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.core"] == {"pkg.mid": False}
+    assert reaches(graph, ["pkg.core", "pkg.core2"], ["pkg.app"]) == [
+        "pkg.core -> pkg.mid -> pkg.app"
+    ]
+    assert reaches(graph, ["pkg.mid2"], ["pkg.app"]) == ["pkg.mid2 -> pkg.app"]
 
 
 def test_checker_finds_upward_imports_cycles_and_private_reach(tmp_path: Path) -> None:
@@ -301,7 +408,8 @@ def test_checker_finds_upward_imports_cycles_and_private_reach(tmp_path: Path) -
     )
     (pkg / "top.py").write_text("import pkg.sub.leaf\nfrom pkg.sub import _impl\n")
     (pkg / "sub" / "__init__.py").write_text("from pkg.sub._impl import thing\n")  # its own
-    (pkg / "sub" / "_impl.py").write_text("thing = 1\n")
+    # a lazy cycle inside one layer owner (pkg.sub) is a cycle too
+    (pkg / "sub" / "_impl.py").write_text("thing = 1\ndef f():\n    from pkg.sub import leaf\n")
     (pkg / "sub" / "leaf.py").write_text("import os\nfrom pkg.low import x\nfrom . import _impl\n")
     layers: tuple[tuple[str, ...], ...] = (("pkg.low", "pkg.sub"), ("pkg.high",), ("pkg.top",))
 
@@ -311,9 +419,11 @@ def test_checker_finds_upward_imports_cycles_and_private_reach(tmp_path: Path) -
         "pkg.low:2: imports pkg.high (layer 1) from layer 0",
         "pkg.top:2: imports private module pkg.sub._impl from outside pkg.sub",
         "import cycle: pkg.high -> pkg.low -> pkg.high",
+        "import cycle: pkg.sub._impl -> pkg.sub.leaf -> pkg.sub._impl",
     ]
     layers = (*layers[:2], ("pkg.top", "pkg"))
     (pkg / "low.py").write_text("import json\n_hidden = 1\n")
+    (pkg / "sub" / "_impl.py").write_text("thing = 1\n")
     (pkg / "top.py").write_text("import pkg.sub.leaf\nfrom pkg.sub import thing\n")
     (pkg / "high.py").write_text("from pkg import low\ndef f():\n    from pkg.top import g\n")
     assert check_layers(tmp_path, "pkg", layers) == [
@@ -321,6 +431,19 @@ def test_checker_finds_upward_imports_cycles_and_private_reach(tmp_path: Path) -
     ]
     (pkg / "high.py").write_text("from pkg import low\n")
     assert check_layers(tmp_path, "pkg", layers) == []
+
+
+def test_worlds_never_import_the_simulation() -> None:
+    """Worlds sit below the simulation; only the deprecated alias of its old path reaches up."""
+    alias = "turneval.worlds.domains"  # re-exports turneval.simulation.domains, with a warning
+    found = []
+    for path in sorted((SRC / "turneval" / "worlds").rglob("*.py")):
+        module = module_name(path, SRC)
+        tree = ast.parse(path.read_text("utf-8"))
+        for target, _names, _top, line in imports(tree, module, path.name == "__init__.py"):
+            if target == "turneval.simulation" or target.startswith("turneval.simulation."):
+                found.append(f"{module}:{line}")
+    assert found == [f"{alias}:12"]
 
 
 def test_results_imports_no_llm_framework() -> None:

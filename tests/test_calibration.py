@@ -399,8 +399,11 @@ def test_which_metric_and_more_bad_input(tmp_path: Path) -> None:
         align(Fluency(llm=biased_judge([])), labeled, k=0)
     path = tmp_path / "aligned.json"
     path.write_text(json.dumps({"metric_class": "os.path.join", "config": {}}))
-    with pytest.raises(ConfigError, match="is not turneval's: pass metric_class"):
+    with pytest.raises(ConfigError, match=r"metric class os.path.join: not a class"):
         AlignedMetric.load(path)
+    path.write_text(json.dumps({"metric_class": "not_imported_mod.Judge", "config": {}}))
+    with pytest.raises(ConfigError, match="not_imported_mod is not imported, and a run file"):
+        AlignedMetric.load(path)  # a file never makes turneval import a module of its choosing
     path.write_text(json.dumps({"metric_class": "turneval.metrics.ToolCallF1", "config": {}}))
     with pytest.raises(ConfigError, match="is not a judged metric class"):
         AlignedMetric.load(path)

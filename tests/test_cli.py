@@ -240,6 +240,13 @@ def test_version_has_one_source(capsys: pytest.CaptureFixture[str]) -> None:
     assert version("turneval") == turneval.__version__
 
 
+def test_help_says_what_the_package_docstring_says() -> None:
+    from turneval import cli
+
+    description = cli.build_parser().description
+    assert description and (cli.__doc__ or "").splitlines()[0].endswith(f": {description}.")
+
+
 def test_ragas_metric_names_are_accepted(tmp_path: Path) -> None:
     assert parse_metric("bleu_score") == "bleu"
     rouge = parse_metric("rouge_score:rouge_type=rouge1")

@@ -461,3 +461,26 @@ def test_a_missing_input_or_a_kept_results_file_is_refused_before_ray_starts(
     data.write_text(sample_lines(20)[0] + "\n")
     with pytest.raises(ConfigError, match="already exists; resume it"):
         evaluate_jsonl(data, METRICS, kept, engine=Ray(), overwrite=False)
+
+
+def test_a_ray_run_hands_its_rows_to_its_sinks(tmp_path: Path) -> None:
+    from turneval.runs import MemorySink
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in sample_lines(20)))
+    memory = MemorySink()
+    on_ray = evaluate_jsonl(
+        data, METRICS, tmp_path / "ray", engine=Ray(chunk_size=4), sinks=[memory]
+    )
+    assert memory.manifest is not None and memory.manifest.metric_names == METRICS
+    assert memory.status == "finished"
+    assert memory.summary == json.loads((tmp_path / "ray" / "summary.json").read_text())
+    kept = memory.result()
+    written = rows(tmp_path / "ray" / "results.jsonl")
+    assert [row.index for row in kept.rows] == [row["index"] for row in written]
+    # the bad line's row (line 8) has no score: NaN in memory, null in the file
+    assert [str(score) for score in kept.scores("tool_call_f1")] == [
+        str(float("nan") if row["tool_call_f1"] is None else row["tool_call_f1"]) for row in written
+    ]
+    assert written[7]["tool_call_f1"] is None and str(kept.scores("tool_call_f1")[7]) == "nan"
+    assert on_ray.total_rows == len(written) == 19  # the blank line is no row

@@ -94,3 +94,43 @@ def test_import_metrics_loads_no_llm_framework_nor_numerics() -> None:
         "assert NonLLMStringSimilarity().compare('abc', 'abd') == 1 - 1 / 3"
     )
     assert "rapidfuzz" in roots(used)
+
+
+def test_import_metrics_builds_no_metric_class() -> None:
+    """``import turneval.metrics`` loads its package module alone; a name loads its module."""
+    new = set(imported_after("import turneval.metrics")) - set(imported_after("pass"))
+    assert sorted(name for name in new if name.startswith("turneval")) == [
+        "turneval",
+        "turneval.metrics",
+    ]
+    assert "pydantic" not in roots(sorted(new))
+    used = imported_after("from turneval.metrics import ToolCallAccuracy")
+    assert "turneval.metrics.tool_calls" in used
+    assert "turneval.metrics.rubric" not in used
+
+
+def test_registry_lists_every_builtin_whatever_was_imported_first() -> None:
+    """The registry imports the built-ins it has not seen; a user's class never claims one."""
+    code = (
+        "from turneval.metrics.base import MultiTurnMetric, Outcome, registered_metrics\n"
+        "from turneval.samples import MultiTurnSample\n"
+        "class Mine(MultiTurnMetric):\n"
+        "    name: str = 'tool_call_accuracy'\n"
+        "    async def _evaluate(self, sample: MultiTurnSample) -> Outcome:\n"
+        "        return Outcome(0.0, 'none')\n"
+        "class Other(MultiTurnMetric):\n"
+        "    name: str = 'my_own_metric'\n"
+        "    async def _evaluate(self, sample: MultiTurnSample) -> Outcome:\n"
+        "        return Outcome(0.0, 'none')\n"
+        "registry = registered_metrics()\n"
+        "print(registry['tool_call_accuracy'].__module__, registry['my_own_metric'].__name__)\n"
+        "import turneval.metrics as m\n"
+        "print(len(m.BUILTIN_METRICS), 'turneval.metrics.rubric' in sys.modules)\n"
+    )
+    script = f"import sys\n{code}"
+    output = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    assert output[0] == "turneval.metrics.tool_calls Other"
+    count, rubric = output[1].split()
+    assert int(count) >= 49 and rubric == "True"

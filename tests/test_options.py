@@ -46,6 +46,7 @@ SCORING = {
     "rate_limit",
     "aggregates",
     "store",
+    "sinks",
 }
 # Each front end: its functions (a class's constructor and run method together) and the run
 # options it must take. evaluate_on_ray builds its judge in each worker (llm_factory, no llm);

@@ -43,9 +43,9 @@ def test_run_json_records_the_run_before_the_first_row(
     absorb = JsonlSink.absorb
 
     def first_absorb(self: JsonlSink, chunk: Any) -> None:
-        run_json = Path(self.handle.name).parent / "run.json"
+        run_json = self.folder.folder / "run.json"
         if not seen:  # before the first row: run.json is there, no input read yet
-            assert Path(self.handle.name).stat().st_size == 0
+            assert self.folder.results_path.stat().st_size == 0
             assert json.loads(run_json.read_text())["dataset"]["lines_read"] == 0
         absorb(self, chunk)
         seen.append(json.loads(run_json.read_text()))  # it covers every row written
@@ -63,7 +63,7 @@ def test_run_json_records_the_run_before_the_first_row(
     assert first["metrics"] == [
         {
             "name": "tool_call_f1",
-            "class": "turneval.metrics.tool_calls.ToolCallF1",
+            "class": "turneval.metrics:ToolCallF1",
             "config": metric.model_dump(mode="json"),
         }
     ]

@@ -282,7 +282,10 @@ def test_cli_run_import_and_export_give_back_the_files(
         assert main(["store", "export", run.id[:8], "--out", str(target)]) == 0
         for file in ("results.jsonl", "summary.json"):
             assert (target / file).read_bytes() == (out / file).read_bytes(), (name, file)
-        assert not (target / "run.json").exists()  # a record of the run, not one to resume
+        # run.json: the run's manifest as stored (compare checks it), not a run to resume
+        exported = json.loads((target / "run.json").read_text())
+        assert exported["metrics"] == json.loads((out / "run.json").read_text())["metrics"]
+        assert "lines_read" not in exported["dataset"]
     capsys.readouterr()
     assert main(["store", "list", "--store", store_url]) == 0
     listed = capsys.readouterr().out.splitlines()
@@ -641,13 +644,13 @@ def test_calibrate_names_the_row_and_value_of_a_stored_label_off_the_scale(
     evaluate_jsonl(data, [ToolCallF1(name=JUDGED)], out, store=url)  # JUDGED: a yes/no judge
     with RunStore(url) as store:
         (run,) = store.runs()
-    args = ["calibrate", "--store", url, "--run", run.id[:8], "--html", str(tmp_path / "c.html")]
+    args = ["calibrate", run.id[:8], "--store", url, "--html", str(tmp_path / "c.html")]
     # no labels yet: said so, with how to add some
     assert main(args) == 2
     assert capsys.readouterr().err == (
         f"turneval: error: run {run.id[:12]} has no labels in the store {url}: label its rows "
         "in turneval view (the run's 'label rows' page) or with RunStore.add_label, or "
-        "calibrate a labels file (turneval calibrate RESULTS LABELS)\n"
+        "calibrate a labels file (turneval calibrate RUN LABELS)\n"
     )
     assert main([*args, "--metric", JUDGED]) == 2
     assert f"has no labels of {JUDGED!r} in the store" in capsys.readouterr().err

@@ -30,7 +30,8 @@ def test_in_ci_property_tests_draw_the_same_examples_on_every_run() -> None:
     for _ in range(2):
         drawn.append([])
         probe()
-    assert settings.default.derandomize and settings.default.database is None
+    current = settings()  # the loaded profile's values
+    assert current.derandomize and current.database is None
     assert len(drawn[0]) >= 10 and drawn[0] == drawn[1]
 
 

@@ -28,7 +28,7 @@ from turneval.compare import compare
 from turneval.errors import ConfigError
 from turneval.store import RunStore
 from turneval.view import create_app, serve
-from turneval.view._app import _SCAN
+from turneval.view._queries import SCAN as _SCAN
 
 HOSTILE = "<script>alert('x')</script> evil\u202etxt.exe\x00 <img src=x onerror=alert(1)>"
 CITED = "refunds are paid within 30 days"
@@ -378,7 +378,7 @@ def test_view_on_the_ipv6_loopback_answers_local_requests(tmp_path: Path) -> Non
         if process.stdout is not None:
             process.stdout.close()
     # the same check without a socket: the host's forms, and what is still refused
-    from turneval.view._app import _allowed_hosts
+    from turneval.view._security import allowed_hosts as _allowed_hosts
 
     with RunStore(url) as store:
         client = TestClient(create_app(store, allowed_hosts=_allowed_hosts("::1")))

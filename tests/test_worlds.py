@@ -22,9 +22,9 @@ from turneval import AIMessage, EvalTask, HumanMessage, MultiTurnSample, ToolCal
 from turneval.errors import ConfigError
 from turneval.metrics import EndStateMatch, TrajectoryExactMatch
 from turneval.simulation import Scenario, ScriptedUser, asimulate
+from turneval.simulation.domains import OrderDesk, orders_scenarios, orders_world
 from turneval.testing import ScriptedChatModel
 from turneval.worlds import Faults, ToolError, ToolWorld, bind_worlds, current_world
-from turneval.worlds.domains import OrderDesk, orders_scenarios, orders_world
 
 from ._builders import messages_of, metadata_of
 

@@ -45,6 +45,7 @@ from turneval.samples import MultiTurnSample, Sample
 from turneval.simulation import BaseUser, Scenario, as_scenarios, evaluate_scenarios
 
 if TYPE_CHECKING:
+    from turneval.runs import RunSink
     from turneval.sequential import StopEarly
     from turneval.store import RunStore
 
@@ -201,6 +202,7 @@ class EvalTask:
         rate_limit: RateLimit | RateLimiter | None = None,
         stop_early: StopEarly | bool | None = None,
         store: RunStore | str | PathLike[str] | None = None,
+        sinks: Sequence[RunSink] = (),
     ) -> EvaluationResult:
         """Run ``runnable`` on every sample (if given), then score; one row per sample, in order.
 
@@ -222,7 +224,8 @@ class EvalTask:
         ``result.early_stops`` counts the conversations saved, and the summary keeps only the
         figures the stop leaves exact (see :mod:`turneval.sequential`).
         ``store`` (a :class:`~turneval.store.RunStore`, or its URL or path) keeps the run,
-        each row written as it finishes.
+        each row written as it finishes; ``sinks`` (:class:`~turneval.runs.RunSink`) are
+        handed the rows too.
         """
         options = self.options.replace(
             timeout=timeout,
@@ -231,6 +234,7 @@ class EvalTask:
             seed=seed,
             rate_limit=rate_limit,
             store=store,
+            sinks=sinks,
         )
         if self.scenarios is not None or user is not None or trials != 1 or stop_early:
             if self.scenarios is None:

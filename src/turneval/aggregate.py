@@ -19,7 +19,7 @@ import re
 import warnings
 from abc import ABC, abstractmethod
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from importlib import import_module
@@ -81,6 +81,9 @@ def is_pairwise(results: Sequence[MetricResult]) -> bool:
     """Whether a column read back from a file (no metric object) holds pairwise verdicts.
 
     Every result's reason starts as a pairwise verdict's does and its value is that choice's.
+    Legacy: only for columns of files written before the run manifest
+    (:class:`~turneval.manifest.RunManifest`); a run read back with its manifest has its
+    metric objects, whose :meth:`~turneval.metrics.Evaluator.summary_extras` give these rates.
     """
     if not results:
         return False
@@ -427,6 +430,7 @@ def summarise_metrics(
     results: Mapping[str, Sequence[MetricResult]] | None = None,
     figures: RunFigures | None = None,
     early_stops: EarlyStops | None = None,
+    legacy: Collection[str] = (),
 ) -> SummaryTable:
     """The run's one summariser: agent figures, then per metric its summary and extras.
 
@@ -435,8 +439,9 @@ def summarise_metrics(
     give the same table. Per metric :func:`summarize` and the metric's extras; ``metrics`` are
     the metric objects by name (a run read back from a file has none) and ``results`` their
     scored results, for :meth:`~turneval.metrics.Evaluator.summary_extras` (pairwise win
-    rates, ...; a column read back without its metric is recognised as pairwise by its
-    reasons). Results with repeated votes add :func:`vote_stability` (``unstable``,
+    rates, ...). ``legacy`` names the columns read back from a file written before the run
+    manifest (no metric object can be built for them): only those are recognised as pairwise
+    by the text of their reasons (:func:`is_pairwise`). Results with repeated votes add :func:`vote_stability` (``unstable``,
     ``unstable_share``). ``figures`` holds what the rows' provenance gives (agent runs and
     trials, :class:`RunFigures`): the :data:`~turneval.results.AGENT_FIGURES` summaries come
     first, and each metric's ``extra`` gets its trial figures (``pass^k``, ``pass@k``,
@@ -454,7 +459,7 @@ def summarise_metrics(
         extra.update(agent_figures(scored))
         if figures is not None:
             extra.update(figures.trial_figures(name, early_stops))
-        if metric is None and is_pairwise(scored):  # read back from a file
+        if metric is None and name in legacy and is_pairwise(scored):  # an old file's column
             extra.update(pairwise_rates(scored))
         if extra:
             summary = replace(summary, extra={**(summary.extra or {}), **extra})

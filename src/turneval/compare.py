@@ -1,28 +1,31 @@
 """Compare two runs of the same dataset: mean differences, significance, flipped samples.
 
-A run is read from a ``--out`` folder, its ``results.jsonl`` or its ``summary.json`` (the rows
-beside it when they are there, else the summary's means alone). Two runs whose metrics of one
-name are configured differently (``arg_rules``, a rubric, ...) are refused unless told
-``allow_config_change`` (see :func:`check_metric_configs`).
+A run is read by :func:`turneval.runs.open_run`: a ``--out`` folder, its ``results.jsonl``,
+its ``summary.json`` (the rows beside it when they are there, else the summary's means
+alone) or a stored run's id. Two runs whose metrics of one name are configured differently
+(``arg_rules``, a rubric, ...: their :class:`~turneval.manifest.RunManifest` says) are
+refused unless told ``allow_config_change`` (see :func:`check_metric_configs`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from os import PathLike
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from turneval._runfile import RUN_FILE, config_changes
 from turneval.aggregate import FlakyScenario, flaky_scenarios, unstable
 from turneval.errors import ConfigError
+from turneval.manifest import RUN_FILE, MetricSpec, metric_changes
 from turneval.results import EvaluationResult, SampleResult
+from turneval.runs import OpenedRun, open_run
 from turneval.stats.inference import holm, paired_permutation_test
+
+if TYPE_CHECKING:
+    from turneval.store import RunStore
 
 __all__ = [
     "Comparison",
@@ -55,16 +58,27 @@ asks. Comparing two judges is a comparison made on purpose, as comparing two run
 another ``--judge-model`` is."""
 
 
-def check_metric_configs(
-    baseline: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
-) -> None:
+MetricRecords = Sequence[MetricSpec | Mapping[str, Any]]
+"""A run's metrics as recorded: :class:`~turneval.manifest.MetricSpec` objects, or their
+``{"name", "class", "config"}`` records (run.json's ``metrics``, a stored run's
+:attr:`~turneval.store.StoredRun.metrics`)."""
+
+
+def _specs(records: MetricRecords) -> list[MetricSpec]:
+    return [
+        record if isinstance(record, MetricSpec) else MetricSpec.from_dict(record)
+        for record in records
+        if isinstance(record, (MetricSpec, Mapping))
+    ]
+
+
+def check_metric_configs(baseline: MetricRecords, candidate: MetricRecords) -> None:
     """Refuse two runs whose metrics of one name are configured differently.
 
-    Each run is given as its metrics' records (``{"name", "class", "config"}``: run.json's
-    ``metrics``, a stored run's :attr:`~turneval.store.StoredRun.metrics`, or
-    :func:`turneval.store.metric_configs` of the metric objects). Fields that change no
-    score (a pass threshold, timeouts, retries) and :data:`JUDGE_FIELDS` do not count;
-    metrics only one run has are not compared anyway.
+    Each run is given as its metrics' records (:data:`MetricRecords`: run.json's
+    ``metrics``, a stored run's, or ``MetricSpec.of(metric)`` of the metric objects). Fields
+    that change no score (a pass threshold, timeouts, retries) and :data:`JUDGE_FIELDS` do
+    not count; metrics only one run has are not compared anyway.
 
     Raises:
         ConfigError: one line naming each metric configured differently and its differing
@@ -81,24 +95,14 @@ def check_metric_configs(
         )
 
 
-def metric_config_changes(
-    baseline: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
-) -> list[str]:
+def metric_config_changes(baseline: MetricRecords, candidate: MetricRecords) -> list[str]:
     """Each metric of one name configured differently in the two runs, with its changes.
 
     ``name (field old -> new; ...)`` per metric, as :func:`check_metric_configs` names them
-    (empty when every shared metric scores alike).
+    (empty when every shared metric scores alike): :meth:`MetricSpec.changes
+    <turneval.manifest.MetricSpec.changes>` without :data:`JUDGE_FIELDS`.
     """
-    before = {str(m.get("name")): m for m in baseline if isinstance(m, Mapping)}
-    differing = []
-    for metric in candidate:
-        name = str(metric.get("name")) if isinstance(metric, Mapping) else None
-        if name is None or name not in before:
-            continue
-        changes = config_changes(before[name], metric, ignored=JUDGE_FIELDS)
-        if changes:
-            differing.append(f"{name} ({'; '.join(changes)})")
-    return differing
+    return metric_changes(_specs(baseline), _specs(candidate), ignored=JUDGE_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,9 +405,10 @@ def compare(
     under the table). Without ids, rows pair by position, and two rows paired there whose
     ids differ are refused. Row indices in the comparison are the baseline's.
 
-    Runs that ran here (``result.metrics`` holds their metric objects) whose metrics of one
-    name are configured differently are refused (:func:`check_metric_configs`) unless
-    ``allow_config_change``; runs read back from files are checked by :func:`compare_files`.
+    Runs whose metric objects are known (``result.metrics``: they ran here, or were read back
+    with their manifest) whose metrics of one name are configured differently are refused
+    (:func:`check_metric_configs`) unless ``allow_config_change``; :func:`compare_files`
+    checks the manifests of runs on disk or in a store.
 
     Raises:
         ConfigError: the runs hold different samples (no id in common, or, without ids,
@@ -411,9 +416,10 @@ def compare(
             or ``pass_thresholds`` names a metric they do not share.
     """
     if not allow_config_change and baseline.metrics and candidate.metrics:
-        from turneval.store import metric_configs
-
-        check_metric_configs(metric_configs(baseline.metrics), metric_configs(candidate.metrics))
+        check_metric_configs(
+            [MetricSpec.of(metric) for metric in baseline.metrics],
+            [MetricSpec.of(metric) for metric in candidate.metrics],
+        )
     pairing = match_rows(baseline, candidate)
     order = pairing.order
     shared = [name for name in baseline.metric_names if name in candidate.metric_names]
@@ -1032,15 +1038,17 @@ def compare_files(
     pass_thresholds: Mapping[str, float] | None = None,
     allow_config_change: bool = False,
     allow_dataset_change: bool = False,
-    store: Any = None,
+    store: RunStore | str | PathLike[str] | None = None,
 ) -> Comparison:
     """:func:`compare` two runs of one dataset (as ``turneval compare``).
 
-    Each run is a ``--out`` folder, a results.jsonl or a summary.json file; with a summary and
-    no rows beside it, only the means are compared. When both run folders hold a ``run.json``
-    (what the run was started with), a metric of one name configured differently in the two
-    is refused unless ``allow_config_change`` (:func:`check_metric_configs`); a folder
-    without one (a run from before run.json, an exported stored run) is compared unchecked.
+    Each run is what :func:`turneval.runs.open_run` reads: a ``--out`` folder, a
+    results.jsonl or a summary.json file, or a run kept in ``store`` (its id); with a summary
+    and no rows beside it, only the means are compared. When both runs have their manifest
+    (a run folder's ``run.json``, a stored run's record), a metric of one name configured
+    differently in the two is refused unless ``allow_config_change``
+    (:func:`check_metric_configs`); a folder without one (a run from before run.json) is
+    compared unchecked.
 
     Two runs over different versions of kept datasets are refused unless
     ``allow_dataset_change``, naming both versions and the rows added, removed and changed. A
@@ -1055,32 +1063,76 @@ def compare_files(
             metric is configured differently, the runs read different dataset versions, or
             the runs cannot be paired.
     """
-    paths = [Path(path) for path in (baseline, candidate)]
-    records = [_run_metrics(path, allow_config_change) for path in paths]
+    runs: list[OpenedRun] = []
+    try:
+        for ref in (baseline, candidate):
+            runs.append(open_run(ref, store))
+        # where dataset versions are looked up: the store given (opened), else a stored run's
+        kept = cast("RunStore | None", store if hasattr(store, "dataset_of") else None)
+        kept = kept or next((run.store for run in runs if run.store is not None), None)
+        return _compare_runs(
+            runs,
+            pass_threshold,
+            pass_thresholds,
+            allow_config_change,
+            allow_dataset_change,
+            kept,
+        )
+    finally:
+        for run in runs:
+            run.close()
+
+
+def _compare_runs(
+    runs: Sequence[OpenedRun],
+    pass_threshold: float,
+    pass_thresholds: Mapping[str, float] | None,
+    allow_config_change: bool,
+    allow_dataset_change: bool,
+    store: RunStore | None,
+) -> Comparison:
+    first, second = runs
     notes: list[str] = []
-    if records[0] is None or records[1] is None:
-        without = [str(path) for path, record in zip(paths, records, strict=True) if record is None]
-        notes.append(f"metric configurations not checked: no run.json for {' and '.join(without)}")
+    for run in (first, second):
+        if run.manifest_error is not None and not allow_config_change:
+            raise ConfigError(
+                f"{run.manifest_error}; compare with --allow-config-change to skip the "
+                "configuration check"
+            )
+    manifests = [first.manifest, second.manifest]
+    if manifests[0] is None or manifests[1] is None:
+        without = [
+            run.ref
+            for run, manifest in zip((first, second), manifests, strict=True)
+            if manifest is None
+        ]
+        notes.append(
+            f"metric configurations not checked: no {RUN_FILE} for {' and '.join(without)}"
+        )
     elif not allow_config_change:
-        check_metric_configs(records[0], records[1])
+        check_metric_configs(manifests[0].metrics, manifests[1].metrics)
     else:
         notes += [
             f"compared although configured differently: {change}"
-            for change in metric_config_changes(records[0], records[1])
+            for change in metric_config_changes(manifests[0].metrics, manifests[1].metrics)
         ]
-    first, second = (_load(path) for path in paths)
-    notes += _dataset_notes(paths, (first, second), allow_dataset_change, store)
-    if isinstance(first, tuple) and isinstance(second, tuple):
+    notes += _dataset_notes(runs, allow_dataset_change, store)
+    if first.has_rows and second.has_rows:
+        results = [_rows(first), _rows(second)]
+        lines = [
+            row.line if row.line is not None else n for n, row in enumerate(results[0].rows, 1)
+        ]
         paired = compare(
-            first[0],
-            second[0],
+            results[0],
+            results[1],
             pass_threshold=pass_threshold,
             pass_thresholds=pass_thresholds,
-            lines=first[1],
+            lines=lines,
+            allow_config_change=True,  # the manifests were checked above
         )
         paired.config_notes.extend(notes)
         return paired
-    means = [run if isinstance(run, dict) else _means(run[0]) for run in (first, second)]
+    means = [first.means(), second.means()]
     shared = [name for name in means[0] if name in means[1]]
     if not shared:
         raise ConfigError("the two runs share no metric")
@@ -1109,23 +1161,24 @@ def compare_files(
     )
 
 
-# -- dataset versions (issue 49): the runs' run.json name the input they read ----------------
+def _rows(run: OpenedRun) -> EvaluationResult:
+    """A run's rows; refused when it has none (an empty input file's run)."""
+    result = run.result
+    if not result.rows:
+        raise ConfigError(f"{run.label} holds no rows: nothing to compare")
+    return result
 
 
-def _run_dataset(path: Path) -> dict[str, Any] | None:
-    """The dataset record of the run.json of the run at ``path`` (None: none, or no version)."""
-    if not path.is_dir() and path.name not in ("results.jsonl", "summary.json"):
+# -- dataset versions (issue 49): the runs' manifests name the input they read ---------------
+
+
+def _run_dataset(run: OpenedRun) -> dict[str, Any] | None:
+    """The dataset version a run read, with its input's path (None: none recorded)."""
+    dataset = None if run.manifest is None else run.manifest.dataset
+    version = None if dataset is None else dataset.version
+    if dataset is None or version is None or not version.get("digest"):
         return None
-    folder = path if path.is_dir() else path.parent
-    try:
-        document = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    dataset = document.get("dataset") if isinstance(document, dict) else None
-    version = dataset.get("version") if isinstance(dataset, dict) else None
-    if not isinstance(version, dict) or not version.get("digest"):
-        return None
-    return {**version, "path": dataset.get("path")}  # type: ignore[union-attr]
+    return {**version, "path": dataset.path}
 
 
 def _dataset_label(record: Mapping[str, Any]) -> str:
@@ -1135,17 +1188,14 @@ def _dataset_label(record: Mapping[str, Any]) -> str:
     return digest
 
 
-def _dataset_notes(
-    paths: Sequence[Path], loaded: Sequence[Any], allow: bool, store: Any
-) -> list[str]:
+def _dataset_notes(runs: Sequence[OpenedRun], allow: bool, store: RunStore | None) -> list[str]:
     """Refuse runs over two versions of kept datasets (unless ``allow``: a note says so).
 
     A run's input is a dataset version when its content is kept as one (``turneval datasets
-    add``): named in its run.json, or found by its digest in ``store``. Inputs that are not
+    add``): named in its manifest, or found by its digest in ``store``. Inputs that are not
     (conversation files of two agents, say) are not checked.
     """
-    records = [_run_dataset(path) for path in paths]
-    old, new = records
+    old, new = (_run_dataset(run) for run in runs)
     if old is None or new is None or old["digest"] == new["digest"]:
         return []
     for record in (old, new):
@@ -1162,7 +1212,9 @@ def _dataset_notes(
             f"the {other} an input kept as no dataset version "
             f"({_dataset_label(new if named[0] else old)})"
         ]
-    change = f"{_dataset_label(old)} -> {_dataset_label(new)}: {_dataset_change(old, new, loaded, store)}"
+    change = (
+        f"{_dataset_label(old)} -> {_dataset_label(new)}: {_dataset_change(old, new, runs, store)}"
+    )
     if allow:
         return [f"compared although the dataset changed: {change}"]
     raise ConfigError(
@@ -1172,10 +1224,14 @@ def _dataset_notes(
 
 
 def _dataset_change(
-    old: Mapping[str, Any], new: Mapping[str, Any], loaded: Sequence[Any], store: Any
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    runs: Sequence[OpenedRun],
+    store: RunStore | None,
 ) -> str:
     """The rows added, removed and changed, from the best source at hand."""
-    from turneval.store import diff_files, file_digest
+    from turneval._dataset_rows import diff_files
+    from turneval._files import file_digest
 
     if store is not None and all(store.dataset_of(r["digest"]) for r in (old, new)):
         return str(store.diff_datasets(old["digest"], new["digest"]).summary())
@@ -1184,9 +1240,9 @@ def _dataset_change(
         file_digest(str(f)) == r["digest"] for f, r in zip(files, (old, new), strict=True)
     ):
         return diff_files(str(files[0]), str(files[1])).summary()
-    if not all(isinstance(run, tuple) for run in loaded):
+    if not all(run.has_rows for run in runs):
         return "rows not listed (a summary.json alone has no rows)"
-    keys = [[row_key(row) for row in run[0].rows] for run in loaded]
+    keys = [[row_key(row) for row in run.result.rows] for run in runs]
     before, after = set(keys[0]), set(keys[1])
     added = [str(k) for k in keys[1] if k not in before and k is not None]
     removed = [str(k) for k in keys[0] if k not in after and k is not None]
@@ -1199,86 +1255,3 @@ def _dataset_change(
 
 def _names_in(labels: Sequence[str]) -> str:
     return f" ({_names(labels)})" if labels else ""
-
-
-def _run_metrics(path: Path, lenient: bool = False) -> list[Mapping[str, Any]] | None:
-    """The metrics' records of the run.json of the run folder ``path`` is or is in (None: none).
-
-    Only a folder, or a results.jsonl or summary.json in one, has a run.json of its own. One
-    that is not a run record is an error, or None when ``lenient`` (the check is skipped).
-    """
-    if not path.is_dir():
-        if path.name not in ("results.jsonl", "summary.json"):
-            return None
-        path = path.parent
-    record = path / RUN_FILE
-    try:
-        document = json.loads(record.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        if lenient:
-            return None
-        raise ConfigError(
-            f"{record}: not a run record ({exc}); compare with --allow-config-change to skip "
-            "the configuration check"
-        ) from exc
-    metrics = document.get("metrics") if isinstance(document, dict) else None
-    if not isinstance(metrics, list):
-        if lenient:
-            return None
-        raise ConfigError(
-            f'{record}: not a run record (no "metrics" list); compare with '
-            "--allow-config-change to skip the configuration check"
-        )
-    return [metric for metric in metrics if isinstance(metric, Mapping)]
-
-
-def _means(run: EvaluationResult) -> dict[str, float | None]:
-    return {name: summary.mean for name, summary in run.summary().items()}
-
-
-def _load(path: Path) -> tuple[EvaluationResult, list[int]] | dict[str, float | None]:
-    """A run's rows (with their input lines), or only its means from a lone summary.json."""
-    if path.is_dir():
-        if not (path / "results.jsonl").is_file():
-            raise ConfigError(f"{path}: a run folder holds results.jsonl; there is none")
-        path = path / "results.jsonl"
-    elif not path.is_file():
-        raise ConfigError(f"{path}: no such file or folder")
-    elif path.suffix == ".json":
-        if (path.parent / "results.jsonl").is_file():
-            path = path.parent / "results.jsonl"
-        else:
-            return _summary_means(path)
-    try:
-        run = EvaluationResult.from_jsonl(path)
-    except ConfigError:  # it names the file and line
-        raise
-    except (ValueError, TypeError) as exc:
-        detail = " ".join(str(exc).split())
-        raise ConfigError(f"{path}: not a results file ({detail})") from exc
-    if not run.rows:  # an empty input file's run: it has no metric names either
-        raise ConfigError(f"{path} holds no rows: nothing to compare")
-    lines = [row.line if row.line is not None else n for n, row in enumerate(run.rows, 1)]
-    return run, lines
-
-
-def _summary_means(path: Path) -> dict[str, float | None]:
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:  # a JSON error gives its line and column; UTF-8 its byte
-        raise ConfigError(f"{path}: not a turneval summary.json ({exc})") from exc
-    metrics = summary.get("metrics") if isinstance(summary, dict) else None
-    if not isinstance(metrics, dict):
-        raise ConfigError(f'{path}: not a turneval summary.json (no "metrics" object)')
-    means: dict[str, float | None] = {}
-    for name, entry in metrics.items():
-        mean = entry.get("mean", ...) if isinstance(entry, dict) else ...
-        if mean is not None and (isinstance(mean, bool) or not isinstance(mean, int | float)):
-            raise ConfigError(
-                f"{path}: not a turneval summary.json (metrics.{name}: expected a number or "
-                f'null under "mean", got {"nothing" if mean is ... else repr(mean)})'
-            )
-        means[name] = None if mean is None else float(mean)
-    return means

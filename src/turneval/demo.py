@@ -26,8 +26,11 @@ Call = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """One request and how a good agent fulfils it."""
+class DemoCase:
+    """One request of a demo domain and how a good agent fulfils it (no simulation scenario).
+
+    Each is replayed under four agent behaviours; the package data calls them ``scenarios``.
+    """
 
     request: str
     calls: list[list[Call]]  # steps; a step with several calls is one parallel AI message
@@ -44,7 +47,7 @@ class Domain:
     topics: list[str]
     off_topic: tuple[str, str, str]  # question, an answer that goes along, a refusal
     key_tool: str
-    scenarios: list[Scenario]
+    scenarios: list[DemoCase]  # named as in the package data
 
 
 def _load_domains() -> tuple[Domain, ...]:
@@ -56,7 +59,7 @@ def _load_domains() -> tuple[Domain, ...]:
             topics=domain["topics"],
             off_topic=tuple(domain["off_topic"]),
             key_tool=domain["key_tool"],
-            scenarios=[Scenario(**scenario) for scenario in domain["scenarios"]],
+            scenarios=[DemoCase(**case) for case in domain["scenarios"]],
         )
         for domain in json.loads(text)["domains"]
     )
@@ -89,10 +92,10 @@ def _wrong(call: Call) -> Call:
     return {"name": call["name"], "args": args}
 
 
-def _conversation(domain: Domain, scenario: Scenario, behaviour: str) -> list[dict[str, Any]]:
-    steps = [list(step) for step in scenario.calls]
-    outputs = list(scenario.outputs)
-    answer = scenario.answer
+def _conversation(domain: Domain, case: DemoCase, behaviour: str) -> list[dict[str, Any]]:
+    steps = [list(step) for step in case.calls]
+    outputs = list(case.outputs)
+    answer = case.answer
     if behaviour == "wrong_value":
         steps[-1][-1] = _wrong(steps[-1][-1])
     elif behaviour == "missing_step" and sum(map(len, steps)) > 1:
@@ -104,7 +107,7 @@ def _conversation(domain: Domain, scenario: Scenario, behaviour: str) -> list[di
         steps, outputs = [], []
         answer = "I think that's already done."
     elif behaviour == "extra_call":
-        steps.insert(0, [{"name": "search_help_center", "args": {"query": scenario.request[:40]}}])
+        steps.insert(0, [{"name": "search_help_center", "args": {"query": case.request[:40]}}])
         outputs.insert(0, "3 articles found.")
     elif behaviour == "swapped" and len(steps) > 1:
         steps[0], steps[1] = steps[1], steps[0]
@@ -114,7 +117,7 @@ def _conversation(domain: Domain, scenario: Scenario, behaviour: str) -> list[di
             + outputs[:count]
             + outputs[count + len(steps[0]) :]
         )
-    messages: list[dict[str, Any]] = [{"type": "human", "content": scenario.request}]
+    messages: list[dict[str, Any]] = [{"type": "human", "content": case.request}]
     position = 0
     for index, step in enumerate(steps):
         content = "Let me take care of that." if index == 0 else ""
@@ -133,17 +136,17 @@ def _conversation(domain: Domain, scenario: Scenario, behaviour: str) -> list[di
 
 
 def build_rows(domain: Domain) -> list[dict[str, Any]]:
-    """The domain's samples as dicts (32: each scenario under four behaviours, rotating)."""
+    """The domain's samples as dicts (32: each case under four behaviours, rotating)."""
     rows = []
-    for number, scenario in enumerate(domain.scenarios):
+    for number, case in enumerate(domain.scenarios):
         for shift in range(4):
             behaviour = BEHAVIOURS[(number + 2 * shift) % len(BEHAVIOURS)] if shift else "correct"
             rows.append(
                 {
-                    "user_input": _conversation(domain, scenario, behaviour),
-                    "reference_tool_calls": [call for step in scenario.calls for call in step],
+                    "user_input": _conversation(domain, case, behaviour),
+                    "reference_tool_calls": [call for step in case.calls for call in step],
                     "reference_topics": domain.topics,
-                    "reference": scenario.goal,
+                    "reference": case.goal,
                     "metadata": {"domain": domain.name, "scenario": number, "behaviour": behaviour},
                 }
             )
@@ -193,8 +196,6 @@ def run_demo(
     ``compare`` checks two demo runs' metric configurations. With ``store`` (a run store's URL
     or path), the three runs are kept there too, named ``demo: <dataset>``.
     """
-    from turneval._runfile import RunFile
-    from turneval.aggregate import summary_document
     from turneval.judge import SQLiteCache
     from turneval.metrics import ToolCallAccuracy, TrajectorySingleToolUse
     from turneval.runner import evaluate
@@ -229,19 +230,8 @@ def run_demo(
         if run_store is not None:
             run_store.rename_run(str(result.store_run), f"demo: {domain.name}")
         folder = out / domain.name
-        folder.mkdir(exist_ok=True)
-        record = RunFile(folder, source, result.metrics, llm)
-        try:
-            record.read_to(len(rows))  # every line of the input was scored
-        finally:
-            record.close()
-        result.to_jsonl(folder / "results.jsonl")
+        _write_folder(folder, source, result, llm, len(rows))
         result.to_html(folder / "report.html", title=f"turneval demo: {domain.name}")
-        document = summary_document(len(result), result.summary(), result.usage)
-        with naming(folder / "summary.json"):
-            (folder / "summary.json").write_text(
-                json.dumps(document, indent=2) + "\n", encoding="utf-8"
-            )
         print(f"\n{domain.name}: {len(dataset)} samples")
         width = max(map(len, result.metric_names))
         for name, s in result.summary().items():
@@ -260,6 +250,30 @@ def run_demo(
             "--judge-model MODEL, to add the LLM-judged metrics)"
         )
     return 0
+
+
+def _write_folder(folder: Path, source: Path, result: Any, llm: Any, lines: int) -> Any:
+    """Write the run folder ``evaluate`` writes, through the folder sink; returns the summary.
+
+    ``run.json`` (what the run was started with: its metrics, judge and every ``lines`` line
+    of ``source`` read), ``results.jsonl`` (with details) and ``summary.json``.
+    """
+    from turneval.aggregate import summary_document
+    from turneval.manifest import RunManifest
+    from turneval.results import json_line
+    from turneval.runs import FolderSink, Rows
+
+    sink = FolderSink(folder, source=source)
+    try:
+        sink.start(RunManifest.of(result.metrics, llm))
+        sink.read_to(lines)  # every line of the input was scored
+        records = result.records(details=True)
+        sink.add(Rows.encoded([json_line(record) for record in records], result.metric_names))
+        summary = result.summary()
+        sink.finish(summary_document(len(result), summary, result.usage), "finished")
+    finally:
+        sink.close()
+    return summary
 
 
 # -- a team of agents (issue 46): a supervisor, a flights agent and a hotels agent ------------
@@ -405,8 +419,6 @@ def build_team_rows() -> list[dict[str, Any]]:
 
 def _run_team(out: Path, inputs: Path, llm: Any, run_store: Any) -> None:
     """The team's run: per-agent figures, handoffs, failure clusters (attribution with a judge)."""
-    from turneval._runfile import RunFile
-    from turneval.aggregate import summary_document
     from turneval.clusters import cluster_failures
     from turneval.metrics import (
         FailureAttribution,
@@ -441,20 +453,8 @@ def _run_team(out: Path, inputs: Path, llm: Any, run_store: Any) -> None:
     if run_store is not None:
         run_store.rename_run(str(result.store_run), "demo: team")
     folder = out / "team"
-    folder.mkdir(exist_ok=True)
-    record = RunFile(folder, source, result.metrics, llm)
-    try:
-        record.read_to(len(rows))
-    finally:
-        record.close()
-    result.to_jsonl(folder / "results.jsonl")
+    summary = _write_folder(folder, source, result, llm, len(rows))
     result.to_html(folder / "report.html", title="turneval demo: a team of agents")
-    summary = result.summary()
-    with naming(folder / "summary.json"):
-        (folder / "summary.json").write_text(
-            json.dumps(summary_document(len(result), summary, result.usage), indent=2) + "\n",
-            encoding="utf-8",
-        )
     print(f"\nteam (a supervisor, a flights and a hotels agent): {len(rows)} samples")
     width = max(map(len, result.metric_names))
     for name, s in summary.items():

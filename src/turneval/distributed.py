@@ -32,6 +32,7 @@ from turneval.runner import resolve_metrics
 from turneval.stream import StreamResult, evaluate_jsonl
 
 if TYPE_CHECKING:
+    from turneval.runs import RunSink
     from turneval.store import RunStore
 
 __all__ = ["ActorBudget", "DistributedResult", "RAY_SETTINGS", "RENAMED_OPTIONS", "evaluate_on_ray"]
@@ -136,6 +137,7 @@ def evaluate_on_ray(
     strict_traces: bool = False,
     lenient_json: bool = False,
     store: RunStore | str | os.PathLike[str] | None = None,
+    sinks: Sequence[RunSink] = (),
     **renamed: Any,
 ) -> DistributedResult:
     """Deprecated: ``evaluate_jsonl(data, metrics, out, engine=Ray(...))`` is the same run.
@@ -181,6 +183,7 @@ def evaluate_on_ray(
         strict_traces: ``OtlpSource(path, strict=...)``.
         lenient_json: ``JsonlSource(path, lenient_json=...)`` (or ``OtlpSource``'s).
         store: As for :func:`~turneval.stream.evaluate_jsonl`.
+        sinks: As for :func:`~turneval.stream.evaluate_jsonl` (more places the run goes).
         **renamed: The old names ``sample_concurrency``, ``llm_concurrency`` and
             ``progress`` (:data:`RENAMED_OPTIONS`), deprecated.
 
@@ -232,6 +235,7 @@ _RUN_OPTIONS = (
     "show_progress",
     "aggregates",
     "store",
+    "sinks",
 )
 """The options :func:`evaluate_on_ray` passes to :func:`~turneval.stream.evaluate_jsonl` as they are."""
 

@@ -73,6 +73,9 @@ class RunOptions(BaseModel):
             its rows back from results.jsonl for them).
         store: A run store (:class:`~turneval.store.RunStore`, or its URL or path, opened
             here): the run and its rows are kept there, each row written as it finishes.
+        sinks: More places the run goes (:class:`~turneval.runs.RunSink`: any object with
+            ``start(manifest)``, ``add(rows)`` and ``finish(summary, status, error)``),
+            told it starts, given its rows as they finish and told how it ended.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -91,6 +94,7 @@ class RunOptions(BaseModel):
     rate_limit: RateLimiter | None = None
     aggregates: tuple[RunAggregate, ...] = ()
     store: Any = None
+    sinks: tuple[Any, ...] = ()
 
     def __init__(self, **options: Any) -> None:
         """Validate ``options``; a bad value raises ConfigError naming the option."""
@@ -144,6 +148,19 @@ class RunOptions(BaseModel):
         from turneval.store import RunStore
 
         return RunStore.coerce(value)  # ConfigError here names the store that cannot open
+
+    @field_validator("sinks", mode="before")
+    @classmethod
+    def _sinks(cls, value: Any) -> tuple[Any, ...]:
+        found = tuple(value or ())
+        wrong = [
+            type(item).__name__
+            for item in found
+            if not all(callable(getattr(item, name, None)) for name in ("start", "add", "finish"))
+        ]
+        if wrong:
+            raise ValueError(f"expected sinks (start, add and finish), got {', '.join(wrong)}")
+        return found
 
     @field_validator("rate_limit", mode="before")
     @classmethod

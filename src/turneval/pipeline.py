@@ -22,8 +22,8 @@ adapter per task).
 from __future__ import annotations
 
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 import anyio
 
@@ -38,20 +38,21 @@ from turneval.errors import (
 )
 from turneval.judge import JudgeRun, judge_run
 from turneval.judge.clients import client_scope
+from turneval.manifest import RunManifest
 from turneval.metrics import Evaluator, Metric
 from turneval.metrics.base import RowEvaluator
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
 from turneval.provenance import Provenance, sample_provenance
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
+from turneval.runs.sink import Rows, RunSink, end_status
+from turneval.runs.to_store import is_store_sink, store_sink
 from turneval.sample_lines import parse_line  # the per-line reader of streamed runs
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
-if TYPE_CHECKING:
-    from turneval.store import RunRecorder
-
 __all__ = [
-    "MIN_ROWS_FOR_FRACTION",
     "Item",
+    "MIN_ROWS_FOR_FRACTION",
+    "Recording",
     "RunOptions",
     "arun",
     "ascore_batch",
@@ -447,34 +448,100 @@ async def arun(
     return result
 
 
-# -- the store sink ---------------------------------------------------------------------------
+# -- the run's sinks -------------------------------------------------------------------------
+
+
+class Recording:
+    """A run's sinks while it runs: the store's (``options.store``) and ``options.sinks``.
+
+    Each finished row is handed to every sink as it finishes (:meth:`add`); :meth:`finish`
+    ends their run. Used as a context manager, an exception ends it ``failed`` (or
+    ``interrupted`` for Ctrl-C or a cancellation) with the error.
+
+    Attributes:
+        sinks: The sinks, started.
+        run_id: The run's id in the store (None without a store).
+    """
+
+    def __init__(self, sinks: Sequence[RunSink], names: list[str], details: bool) -> None:
+        """Hand rows of metrics ``names`` to ``sinks`` (started already)."""
+        self.sinks, self.names, self.details = list(sinks), names, details
+        self.run_id = next((s.run_id for s in self.sinks if is_store_sink(s)), None)
+
+    def add(self, row: SampleResult) -> None:
+        """A finished row, to every sink."""
+        rows = Rows.of([row], self.names, details=self.details)
+        for sink in self.sinks:
+            sink.add(rows)
+
+    def finish(
+        self,
+        summary: Mapping[str, Any] | None,
+        *,
+        status: str = "finished",
+        error: str | None = None,
+    ) -> None:
+        """End the sinks' run: its summary, status and error."""
+        for sink in self.sinks:
+            sink.finish(summary, status, error)
+
+    def fail(self, exc: BaseException) -> None:
+        """End the sinks' run ``failed`` (``interrupted`` for Ctrl-C or a cancellation)."""
+        status, error = end_status(exc)
+        for sink in self.sinks:
+            try:
+                sink.finish(None, status, error)
+            except Exception:  # a sink that fails now: the run's own error is the one to raise
+                continue
+
+    def __enter__(self) -> Recording:
+        """The recording itself."""
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, _traceback: object) -> None:
+        """On an exception, end the sinks' run failed or interrupted."""
+        if exc is not None:
+            self.fail(exc)
 
 
 def recording(
     options: RunOptions, metrics: Sequence[Evaluator], *, name: str
-) -> tuple[RunOptions, RunRecorder | None]:
-    """Start recording a run in ``options.store`` (if any): its rows go there as they finish.
+) -> tuple[RunOptions, Recording | None]:
+    """Start the run's sinks (``options.store``'s, ``options.sinks``): rows go there.
 
-    Returns the options to run with (their ``on_row`` writes each row first, then calls the
-    caller's) and the run's recorder (None without a store).
+    Each finished row goes to every sink as it finishes. Each sink is started with the run's :class:`~turneval.manifest.RunManifest` (the metrics
+    and ``options.llm``); the store's run is called ``name``. Returns the options to run with
+    (their ``on_row`` hands each row to the sinks first, then calls the caller's) and the
+    :class:`Recording` (None without a sink).
     """
-    if options.store is None:
+    sinks: list[RunSink] = []
+    if options.store is not None:
+        sinks.append(store_sink(options.store, name=name, details=options.details))
+    sinks += options.sinks
+    if not sinks:
         return options, None
-    recorder = options.store.start_run(
-        name=name, metrics=metrics, llm=options.llm, details=options.details
-    )
+    manifest = RunManifest.of(metrics, options.llm)
+    started: list[RunSink] = []
+    try:
+        for sink in sinks:
+            sink.start(manifest)
+            started.append(sink)
+    except BaseException as exc:
+        Recording(started, [], options.details).fail(exc)
+        raise
+    run = Recording(started, manifest.metric_names, options.details)
     user = options.on_row
 
     def on_row(row: SampleResult) -> None:
-        recorder.add(row)
+        run.add(row)
         if user is not None:
             user(row)
 
-    return options.replace(on_row=on_row), recorder
+    return options.replace(on_row=on_row), run
 
 
 def finish_recording(
-    recorder: RunRecorder | None, result: EvaluationResult, aborted: Sequence[str] = ()
+    recorder: Recording | None, result: EvaluationResult, aborted: Sequence[str] = ()
 ) -> None:
     """End a recorded run: its summary, and ``failed`` when ``fail_on_error`` stopped it.
 

@@ -5,23 +5,31 @@ marked ``<U+202E>`` instead of writing them, so that they cannot reorder or hide
 
 The page carries a Content-Security-Policy that only allows its own nonce'd script, so even an
 unescaped ``<script>`` could not run; escaping is the first defence, the policy the second.
+The shell, the style sheet and the shared pieces (escaping, figures, the histogram, the
+failure clusters) are :mod:`turneval._html`'s, as the calibration page's and the viewer's.
+
+Longer than 400 lines: one page, its sections (summary, agent figures, clusters, trials,
+distributions, samples with their conversations) in the order the page shows them.
 """
 
 from __future__ import annotations
 
-import html
 import json
-import math
-import secrets
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from turneval._hidden import HIDDEN as _HIDDEN
-from turneval._hidden import code as _code
-from turneval._hidden import text as _text
+from turneval._html import STYLESHEET as _STYLESHEET
+from turneval._html import clipped as _clip
+from turneval._html import clusters_table, escape_attribute, escape_text, format_value, histogram
+from turneval._html import count as _count
+from turneval._html import document as _document
+from turneval._html import file_policy as _file_policy
+from turneval._html import nonce as _nonce
+from turneval._html import run_figure as _figure
+from turneval._html import shade as _shade
 from turneval.aggregate import AGENT_PREFIX, BLAME_PREFIX, unstable
 from turneval.clusters.grouping import FailureCluster, cluster_failures
 from turneval.messages import AIMessage, ToolCall, ToolMessage, message_agents
@@ -48,35 +56,8 @@ __all__ = [
     "trials_grid_html",
 ]
 
-_CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2433;background:#fafbfc}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
-.muted{color:#6b7385}table{border-collapse:collapse;background:#fff}
-th,td{border:1px solid #dfe3ea;padding:4px 8px;text-align:left;vertical-align:top}
-th[data-sort]{cursor:pointer;user-select:none;background:#f0f3f8}th[data-sort]:after{content:" \\2195";color:#9aa3b5}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-.unstable{box-shadow:inset 0 0 0 2px #b7791f}.good{background:#e3f6e8}.mid{background:#fff4d6}.bad{background:#fde4e1}.err{background:#f3e8ff}
-.hists{display:flex;flex-wrap:wrap;gap:16px}.hist{background:#fff;border:1px solid #dfe3ea;padding:8px}
-.drill td{background:#f7f9fc}.conv{max-width:720px}.msg{margin:4px 0;padding:6px 8px;border-radius:6px;white-space:pre-wrap;word-break:break-word}
-.human{background:#e8f0fe}.ai{background:#eef7ee}.tool{background:#f4f4f4;font-family:monospace;font-size:12px}
-.system{background:#fff4d6}.call{font-family:monospace;font-size:12px;background:#fff;border:1px dashed #c9d1de;padding:3px 6px;margin:3px 0}
-.role{font-weight:600;margin-right:6px}.grid{display:grid;grid-template-columns:minmax(300px,720px) minmax(260px,1fr);gap:16px}
-.metric{border:1px solid #dfe3ea;background:#fff;padding:6px 8px;margin-bottom:6px}.error{color:#8a1c1c;white-space:pre-wrap}
-button.open{font-size:12px}details.more summary{cursor:pointer;color:#4f5f85;font-size:12px}
-body{max-width:1400px}#samples{width:100%;table-layout:fixed}
-#samples th{font-size:12px;overflow-wrap:break-word}
-#samples td{overflow-wrap:anywhere}#samples col.line{width:86px}#samples col.id{width:24%}
-#samples col.errors{width:72px}#samples td.id{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-.grid{grid-template-columns:minmax(0,3fr) minmax(0,2fr)}.conv{max-width:none}
-.legend{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0 10px;font-size:12px}
-.legend span{border:1px solid #dfe3ea;padding:1px 8px}.neutral{background:#eef1f6}
-th .toolname{display:block;font-weight:400;color:#4a5468}
-.hidden-char{font:11px monospace;color:#8a1c1c;background:#fde4e1;border:1px solid #e5a39b;border-radius:3px;padding:0 2px}
-.agent{font-weight:400;color:#4a5468}.decisive{outline:3px solid #c0392b;outline-offset:1px}
-.decisive-mark{color:#c0392b;font-weight:600;margin-right:6px}
-"""
-STYLESHEET = _CSS
-"""The report's style sheet, which the other self-contained pages (calibration's) share."""
+STYLESHEET = _STYLESHEET
+"""The style sheet every page shares (the report, the calibration page, the viewer)."""
 
 _JS = """
 (function () {
@@ -113,79 +94,8 @@ _JS = """
     var target = document.getElementById('sample-' + match[1]);
     if (target) { toggle(target.querySelector('button.open'), true); target.scrollIntoView(); }
   }
-  document.body.setAttribute('data-ready', '1');
 })();
 """
-
-
-_CLIP = 1_000  # characters of a text shown in a report cell before "show all"
-_FULL = 200_000  # characters of the full value kept in the page (bounds the report's size)
-
-
-def _count(number: int, noun: str) -> str:
-    """``1 metric``, ``2 metrics``."""
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
-def escape_text(value: object) -> str:
-    """``value`` as escaped HTML text, hidden characters shown as a marked ``<U+202E>``.
-
-    Lone surrogates are shown escaped; bidirectional controls, NUL and the other control
-    characters (see ``_HIDDEN``) are never written as such, so that they cannot reorder or
-    hide the text around them, as a code review tool shows them.
-    """
-    text = _text(value)
-    if _HIDDEN.search(text) is None:
-        return html.escape(text, quote=True)
-    return "".join(
-        f'<span class="hidden-char" title="hidden character">{html.escape(_code(part))}</span>'
-        if index % 2
-        else html.escape(part, quote=True)
-        for index, part in enumerate(_HIDDEN.split(text))
-    )
-
-
-def escape_attribute(value: object) -> str:
-    """``value`` escaped for an attribute or a ``<title>``: hidden characters as ``<U+202E>``."""
-    return html.escape(_HIDDEN.sub(lambda m: _code(m.group()), _text(value)), quote=True)
-
-
-def _clip(value: object) -> str:
-    """Escaped text, cut at ``_CLIP`` characters with the full value one click away."""
-    text = str(value)
-    if len(text) <= _CLIP:
-        return escape_text(text)
-    full = text[:_FULL]
-    note = f"\n[{len(text) - _FULL:,} more characters not shown]" if len(text) > _FULL else ""
-    return (
-        f"{escape_text(text[:_CLIP])}<details class='more'><summary>show all {len(text):,} characters"
-        f"</summary>{escape_text(full)}{escape_text(note)}</details>"
-    )
-
-
-def format_value(value: float | None, digits: int = 3) -> str:
-    """A figure as the report shows it: ``digits`` decimals, ``n/a`` for a missing value."""
-    return (
-        "n/a"
-        if value is None or (isinstance(value, float) and math.isnan(value))
-        else f"{value:.{digits}f}"
-    )
-
-
-def _figure(value: float) -> str:
-    """A run-level figure: whole numbers (counts: unstable rows, flaky scenarios) as such.
-
-    Shares and rates keep three decimals.
-    """
-    return f"{value:.0f}" if float(value).is_integer() else format_value(value)
-
-
-def _shade(value: float | None, neutral: bool = False) -> str:
-    if value is None or math.isnan(value) or not 0.0 <= value <= 1.0:
-        return ""
-    if neutral:  # not better-is-higher: shown without a verdict colour
-        return "neutral"
-    return "good" if value >= 0.8 else "mid" if value >= 0.5 else "bad"
 
 
 _LEGEND = (
@@ -224,41 +134,18 @@ def _label(row: SampleResult) -> str:
 
 def histogram_html(name: str, values: np.ndarray, bins: int = 10) -> str:
     """An inline SVG histogram of a metric's scored values (no script, no external file)."""
-    width, height, pad = 260, 110, 18
-    if values.size == 0:
-        return f'<div class="hist"><b>{escape_text(name)}</b><div class="muted">no scored rows</div></div>'
-    low, high = (
-        (0.0, 1.0)
-        if values.min() >= 0 and values.max() <= 1
-        else (float(values.min()), float(values.max()))
-    )
-    if high == low:
-        high = low + 1.0
-    counts, edges = np.histogram(values, bins=bins, range=(low, high))
-    top = max(int(counts.max()), 1)
-    bar = (width - 2 * pad) / bins
-    rects = []
-    for index, count in enumerate(counts):
-        h = (height - 2 * pad) * int(count) / top
-        x = pad + index * bar
-        y = height - pad - h
-        label = f"{edges[index]:.2f}–{edges[index + 1]:.2f}: {int(count)}"
-        rects.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" fill="#4f7cd8">'
-            f"<title>{escape_attribute(label)}</title></rect>"
-        )
-    axis = (
-        f'<text x="{pad}" y="{height - 4}" font-size="10">{low:g}</text>'
-        f'<text x="{width - pad}" y="{height - 4}" font-size="10" text-anchor="end">{high:g}</text>'
-        f'<text x="{pad}" y="12" font-size="10">tallest bar: {top} row{"s" if top != 1 else ""}</text>'
-    )
-    svg = (
-        f'<svg width="{width}" height="{height}" role="img" aria-label="{escape_attribute(name)} histogram">'
-        + "".join(rects)
-        + axis
-        + "</svg>"
-    )
-    return f'<div class="hist"><b>{escape_text(name)}</b><br>{svg}</div>'
+    return histogram(name, values, bins)
+
+
+def clusters_html(
+    clusters: Sequence[FailureCluster], shown: int, link: str = "#sample-{index}"
+) -> str:
+    """The failure clusters of ``shown`` rows, largest first, with three example rows each.
+
+    ``link`` is where an example row links to (``{index}``: the row's index); "" when there
+    is no cluster.
+    """
+    return clusters_table(clusters, shown, link)
 
 
 def _call(call: ToolCall) -> str:
@@ -526,38 +413,6 @@ def agents_table_html(extras: Mapping[str, Mapping[str, float] | None]) -> str:
     )
 
 
-def clusters_html(
-    clusters: Sequence[FailureCluster], shown: int, link: str = "#sample-{index}"
-) -> str:
-    """The failure clusters of ``shown`` rows, largest first, with three example rows each.
-
-    ``link`` is where an example row links to (``{index}``: the row's index); "" when there
-    is no cluster.
-    """
-    if not clusters:
-        return ""
-    items = []
-    for cluster in clusters:
-        title = cluster.name or cluster.label or "(no words)"
-        agents = ", ".join(f"{a} {n}" for a, n in cluster.agents.items())
-        examples = "".join(
-            f'<li><a href="{escape_attribute(link.format(index=r.index))}">row {r.index + 1}</a>: '
-            f"{_clip(r.reason)}</li>"
-            for r in cluster.examples(3)
-        )
-        items.append(
-            f"<tr><td>{escape_text(title)}</td><td class='num'>{cluster.size}</td>"
-            f"<td class='num'>{cluster.share:.0%}</td><td>{escape_text(agents)}</td>"
-            f"<td><ul>{examples}</ul></td></tr>"
-        )
-    return (
-        f'<h2>Failure clusters <span class="muted">(failed rows of the {shown} shown, grouped by '
-        "why they failed; turneval clusters RUN for all of them)</span></h2>"
-        '<table id="clusters"><thead><tr><th>cluster</th><th>rows</th><th>share</th>'
-        f"<th>blamed</th><th>examples</th></tr></thead><tbody>{''.join(items)}</tbody></table>"
-    )
-
-
 def render_report(
     *,
     title: str,
@@ -584,7 +439,7 @@ def render_report(
     rows shown are grouped in failure clusters (:func:`turneval.clusters.cluster_failures`)
     and each conversation marks its decisive step.
     """
-    nonce = secrets.token_urlsafe(16)
+    nonce = _nonce()
     names = list(metric_names)
     tools = {**_tool_names(rows, names), **(tools or {})}
     plain = set(tools) | set(lower_is_better)  # shown without a verdict colour
@@ -647,16 +502,7 @@ def render_report(
     )
     usage_line = _usage_line(usage, summaries, names)
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    csp = (
-        f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'nonce-{nonce}'"
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape_attribute(title)}</title><style>{_CSS}</style></head>
-<body>
-<h1>{escape_text(title)}</h1>
+    body = f"""<h1>{escape_text(title)}</h1>
 <div class="muted">{_count(total_rows, "sample")} · {_count(len(names), "metric")}{escape_text(usage_line)} · generated {generated}</div>
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>mean</th><th>95% CI</th><th>std</th><th>scored</th><th>failed</th><th>judge tokens</th><th title="pass^k and pass@k of simulated trials, pairwise win rates, ...">more figures</th></tr></thead>
@@ -671,10 +517,15 @@ def render_report(
 {_LEGEND}
 <table id="samples"><colgroup><col class="line"><col class="id">{"<col>" * len(names)}<col class="errors"></colgroup>
 <thead><tr><th data-sort="index" title="the sample's 1-based line in the input file (the line field of its results.jsonl row; the row number, 1-based, for a run not read from a file)">line</th><th>id / first user message</th>{heads}<th data-sort="failures">errors</th></tr></thead>
-{"".join(groups)}</table>
-<script nonce="{nonce}">{_JS}</script>
-</body></html>
-"""
+{"".join(groups)}</table>"""
+    return _document(
+        title,
+        body,
+        token=nonce,
+        script=_JS,
+        policy=_file_policy(nonce),
+        meta={"viewport": "width=device-width, initial-scale=1"},
+    )
 
 
 def _clusters(rows: Sequence[SampleResult]) -> list[FailureCluster]:

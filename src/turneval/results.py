@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from turneval.aggregate import FlakyScenario, SummaryTable
+    from turneval.manifest import RunManifest
 
 __all__ = [
     "AGENT_FIGURES",
@@ -135,6 +136,11 @@ class EvaluationResult:
         self.skipped_traces: dict[str, int] = {}  # traces that were no conversation, by reason
         self.early_stops: EarlyStops | None = None  # what stop_early saved, when trials stopped
         self.store_run: str | None = None  # the run's id in the run store it was kept in
+        self.manifest: RunManifest | None = None  # what the run was started with, when known
+        # columns read back without a record of their metric (a file written before the run
+        # manifest): their metric names came from their <name>_reason columns, and only they
+        # are recognised as pairwise by their reasons (legacy)
+        self.legacy_columns: frozenset[str] = frozenset()
 
     def __len__(self) -> int:
         """Number of rows (= input samples)."""
@@ -216,6 +222,7 @@ class EvaluationResult:
             results=results,
             figures=self._figures(self.metric_names),
             early_stops=self.early_stops,
+            legacy=self.legacy_columns,
         )
 
     def summary_frame(self) -> pd.DataFrame:
@@ -312,7 +319,13 @@ class EvaluationResult:
                 handle.write("\n")
 
     @classmethod
-    def from_jsonl(cls, path: str | PathLike[str]) -> EvaluationResult:
+    def from_jsonl(
+        cls,
+        path: str | PathLike[str],
+        *,
+        manifest: RunManifest | None = None,
+        find_manifest: bool = True,
+    ) -> EvaluationResult:
         """Read back the rows a run wrote (``to_jsonl`` or the CLI's results.jsonl).
 
         Samples are not stored there, so rows have ``sample=None``; values, reasons, errors,
@@ -320,15 +333,28 @@ class EvaluationResult:
         token usage, steps: ``row.agent``, with no messages) and (when the file was written with
         details) each result's details and judge usage are restored (see
         :mod:`turneval.results_codec`); the run's ``usage`` is the sum of the results'
-        (requests of failed metrics are not in the file). A pairwise judge's column is
-        recognised by its verdicts' reasons, so :meth:`summary` gives its win, loss and tie
-        rates again (and, when the file has details, ``position_consistency``).
+        (requests of failed metrics are not in the file).
+
+        The run's :class:`~turneval.manifest.RunManifest` (``manifest``, else, unless
+        ``find_manifest`` is False, the ``run.json`` beside a run folder's ``results.jsonl``)
+        names its metrics and rebuilds them
+        (:attr:`metrics`, where their classes can be found), so :meth:`summary` gives each
+        metric's own figures (a pairwise judge's win, loss and tie rates). A file written
+        before the manifest is read as it was: its metric names are its ``<name>_reason``
+        columns and a pairwise judge's column is recognised by its verdicts' reasons
+        (:attr:`legacy_columns`).
 
         Raises:
             ConfigError: naming the file and line, for a line that is not a results row (not
-                UTF-8, not a JSON object, a value of the wrong type).
+                UTF-8, not a JSON object, a value of the wrong type); the run.json beside it
+                is not a run record.
         """
-        rows, names, records = decode_file(path)
+        if manifest is None and find_manifest:
+            from turneval.manifest import RunManifest
+
+            manifest = RunManifest.find(path) if Path(path).name == "results.jsonl" else None
+        names = None if manifest is None else manifest.metric_names
+        rows, found, records = decode_file(path, names)
         stopped: list[tuple[int, int]] = []  # per row with a trial: (trials, needed)
         skipped: dict[str, int] = {}
         for number, record in records:
@@ -337,7 +363,8 @@ class EvaluationResult:
                     stopped.append(early_stop_columns(record, skipped))
                 except ValueError as exc:
                     raise named_error(path, number, exc) from exc
-        result = cls(rows, names, sum((row.usage for row in rows), Usage()))
+        result = cls(rows, found, sum((row.usage for row in rows), Usage()))
+        result._read_with(manifest)
         if stopped:
             trials, needed = stopped[0]
             ran = sum(1 for row in rows if row.trial is not None)
@@ -345,15 +372,53 @@ class EvaluationResult:
         return result
 
     @classmethod
-    def from_records(cls, records: Iterable[dict[str, Any]]) -> EvaluationResult:
-        """The rows of results.jsonl records already read (a run store's), as ``from_jsonl``."""
+    def from_records(
+        cls,
+        records: Iterable[dict[str, Any]],
+        *,
+        names: Sequence[str] | None = None,
+        manifest: RunManifest | None = None,
+    ) -> EvaluationResult:
+        """The rows of results.jsonl records already read (a run store's), as ``from_jsonl``.
+
+        The metric names are ``names``, else the manifest's, else (a run recorded before
+        the manifest) the first record's ``<name>_reason`` columns.
+        """
+        if names is None and manifest is not None:
+            names = manifest.metric_names
         rows: list[SampleResult] = []
-        names: list[str] = []
+        found: list[str] = [] if names is None else list(names)
         for number, record in enumerate(records, start=1):
-            if not names:
-                names = metric_names(record)
-            rows.append(decode(record, names, number))
-        return cls(rows, names, sum((row.usage for row in rows), Usage()))
+            if not found:
+                found = metric_names(record)
+            rows.append(decode(record, found, number))
+        result = cls(rows, found, sum((row.usage for row in rows), Usage()))
+        if names is None or manifest is not None:
+            result._read_with(manifest)
+        return result
+
+    @classmethod
+    def with_manifest(
+        cls, rows: list[SampleResult], names: list[str], manifest: RunManifest | None
+    ) -> EvaluationResult:
+        """Rows read back (no metric objects) with their run's manifest (None: an old run's).
+
+        As :meth:`from_records` leaves them: the metrics rebuilt from the manifest, the
+        columns without a record of their metric marked legacy.
+        """
+        result = cls(rows, names, sum((row.usage for row in rows), Usage()))
+        result._read_with(manifest)
+        return result
+
+    def _read_with(self, manifest: RunManifest | None) -> None:
+        """Rows read back: rebuild the metrics the manifest records; mark the other columns."""
+        self.manifest = manifest
+        if manifest is None:
+            self.legacy_columns = frozenset(self.metric_names)
+            return
+        self.metrics = manifest.build_metrics(strict=False)
+        recorded = {spec.name for spec in manifest.metrics if spec.class_path is not None}
+        self.legacy_columns = frozenset(name for name in self.metric_names if name not in recorded)
 
     def to_html(self, path: str | PathLike[str], *, title: str = "turneval report") -> None:
         """Write a self-contained HTML report (no network): summary, histograms, drill-down."""

@@ -146,7 +146,11 @@ def fast_line(record: dict[str, Any], plain_size: int) -> str:
 
 
 def metric_names(record: Mapping[str, Any]) -> list[str]:
-    """The metric names of a record: the keys that have a ``<key>_reason`` beside them."""
+    """The metric names of a record: the keys that have a ``<key>_reason`` beside them.
+
+    Legacy: only for rows written before the run manifest; a run's
+    :class:`~turneval.manifest.RunManifest` names its metrics.
+    """
     return [key for key in record if f"{key}_reason" in record]
 
 
@@ -290,26 +294,29 @@ def named_error(path: str | PathLike[str], number: int, exc: Exception) -> Confi
 
 
 def decode_file(
-    path: str | PathLike[str],
+    path: str | PathLike[str], names: Sequence[str] | None = None
 ) -> tuple[list[SampleResult], list[str], list[tuple[int, dict[str, Any]]]]:
     """Every row of a results file, its metric names and the records as read (with lines).
+
+    The metric names are ``names`` (the run manifest's), else those of the first row's
+    ``<name>_reason`` columns (a file written before the manifest).
 
     Raises:
         ConfigError: naming the file and line, for a line that is not a results row (not
             UTF-8, not a JSON object, a value of the wrong type).
     """
     rows: list[SampleResult] = []
-    names: list[str] = []
+    found: list[str] = [] if names is None else list(names)
     records: list[tuple[int, dict[str, Any]]] = []
     for number, record in read_results(path):
-        if not names:
-            names = metric_names(record)
+        if not found:
+            found = metric_names(record)
         try:
-            rows.append(decode(record, names, number))
+            rows.append(decode(record, found, number))
         except (ValueError, TypeError, KeyError) as exc:  # a field's type
             raise named_error(path, number, exc) from exc
         records.append((number, record))
-    return rows, names, records
+    return rows, found, records
 
 
 def read_finished(

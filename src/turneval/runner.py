@@ -23,6 +23,7 @@ from turneval.results import EvaluationResult, SampleResult
 from turneval.samples import Sample
 
 if TYPE_CHECKING:
+    from turneval.runs import RunSink
     from turneval.store import RunStore
 
 __all__ = [
@@ -122,6 +123,7 @@ async def aevaluate(
     rate_limit: RateLimit | RateLimiter | None = None,
     aggregates: Sequence[RunAggregate] = (),
     store: RunStore | str | PathLike[str] | None = None,
+    sinks: Sequence[RunSink] = (),
 ) -> EvaluationResult:
     """Score every sample with every metric; one row per sample, in input order.
 
@@ -156,6 +158,9 @@ async def aevaluate(
             are in: ``result.aggregates``, and ``summary.json``'s ``"aggregates"``.
         store: A run store (:class:`~turneval.store.RunStore`, or its URL or path): the run
             is kept there, each row written as it finishes (the ``store`` extra).
+        sinks: More places the run goes (:class:`~turneval.runs.RunSink`: e.g. a
+            :class:`~turneval.runs.FolderSink`, or an object of your own with ``start``,
+            ``add`` and ``finish``), each row handed to them as it finishes.
     """
     options = RunOptions.from_arguments(locals())
     data = EvaluationDataset.coerce(dataset)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,18 @@ def rows() -> list[SingleTurnSample]:
 STATED, IDENTICAL, CACHED, SENT, REFUSED = 18, 4, 2, 12, 2
 
 
-def first_attempt_errors(custom_id: str) -> str | None:
-    return "error" if custom_id.endswith("-1") and custom_id[0] in "0123" else None
+def first_attempt_errors() -> Callable[[str], str | None]:
+    """The first attempts of the first 4 requests the batches see fail (custom ids are digests
+    of what a request holds: a rule on their digits would fail none of them for some data)."""
+    failed: set[str] = set()
+
+    def inject(custom_id: str) -> str | None:
+        if custom_id.endswith("-1") and (custom_id in failed or len(failed) < 4):
+            failed.add(custom_id)
+            return "error"
+        return None
+
+    return inject
 
 
 def test_a_batch_run_records_its_usage_and_cost_and_explains_the_dry_runs_count(
@@ -55,7 +66,7 @@ def test_a_batch_run_records_its_usage_and_cost_and_explains_the_dry_runs_count(
     total = re.search(r"^total  (\d+)", capsys.readouterr().out, re.MULTILINE)
     assert total is not None and int(total.group(1)) == STATED
     stub.sync_requests = 0
-    stub.inject = first_attempt_errors  # some requests need a second attempt
+    stub.inject = first_attempt_errors()  # some requests need a second attempt
     out = tmp_path / "out"
     argv = ["evaluate", str(data), *metrics, "--quiet", "--engine", "batch", "--out", str(out)]
     argv += ["--poll-interval", "0", "--cache", str(cache), "--max-failed", str(REFUSED)]
@@ -63,7 +74,7 @@ def test_a_batch_run_records_its_usage_and_cost_and_explains_the_dry_runs_count(
     printed = capsys.readouterr().out
     lines = len(stub.submitted)  # every line the batches received
     again = lines - SENT
-    assert stub.sync_requests == 0 and again > 0
+    assert stub.sync_requests == 0 and again == 4  # the 4 failed first attempts, sent again
     assert len({c[:56] for c in stub.submitted}) == SENT
     # Each answer costs the stub's 100 + 20 tokens; an error costs none.
     spent = Usage(input_tokens=SENT * 100, output_tokens=SENT * 20, calls=lines)

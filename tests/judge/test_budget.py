@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_openai import ChatOpenAI
 
 from turneval.errors import ConfigError, ContextBudgetError
@@ -156,3 +158,52 @@ async def test_the_stub_rejects_prompts_over_its_limit(openai_stub: OpenAIStub) 
     with pytest.raises(JudgeCallError, match="context_length_exceeded|maximum context length"):
         await judge.ask("s", "word " * 4000, Verdict)
     assert len(openai_stub.rejected) == 1 and openai_stub.rejected[0] > 2048
+
+
+def _estimate_piece_by_piece(text: str) -> int:
+    """The estimate as EstimateCounter's docstring states it, one piece at a time."""
+    import math
+    import re
+
+    total = 0.0
+    for match in re.finditer(r"[^\W\d_]+|\d{1,3}|\s+|[^\w\s]+|_+", text):
+        piece = match.group()
+        if piece[0].isspace():
+            total += 1 if len(piece) > 1 or text[match.end() : match.end() + 1].isdigit() else 0
+        elif piece.isascii():
+            if piece[0].isalpha():
+                plain = piece.islower() or piece.isupper() or piece[1:].islower()
+                total += (
+                    1 + (len(piece) - 1) // 4
+                    if plain and len(piece) < 16
+                    else math.ceil(len(piece) / 1.5)
+                )
+            else:
+                total += 1 if piece[0].isdigit() else len(piece)
+        else:
+            weights = {1: 0.25, 2: 0.75, 3: 1.0, 4: 2.5}
+            total += sum(weights[len(char.encode())] for char in piece)
+    return math.ceil(total)
+
+
+_PIECEWISE_ALPHABET = st.sampled_from(
+    list('aAbZzq_09 \t\n\x1c{}":,.-=') + ["é", "中", "😀", "\u2003", "٣"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        st.text(_PIECEWISE_ALPHABET, max_size=80),
+        st.text(st.characters(max_codepoint=127), max_size=80),
+        st.lists(
+            st.sampled_from(
+                ["Hello", "world", "ID", "getUserName", "x" * 20, "Q" * 70, "aB" * 40]
+                + ["1234567", "  ", "\n", "_", "{}", " 1"]
+            )
+        ).map("".join),
+    )
+)
+def test_the_estimate_counts_every_text_as_its_pieces_say(text: str) -> None:
+    """The ASCII fast path and the general one give the piece-by-piece sum, on any text."""
+    assert EstimateCounter().count(text) == _estimate_piece_by_piece(text)

@@ -30,9 +30,12 @@ from turneval.metrics import (
     TrajectoryPrecision,
     TrajectoryRecall,
     TrajectorySingleToolUse,
-    _float_path,
+    _float_accuracy,
+    _float_core,
+    _float_matching,
+    _float_unordered,
 )
-from turneval.metrics._float_path import args_text, same_text
+from turneval.metrics._float_core import args_text, same_text
 from turneval.metrics.base import MultiTurnMetric
 from turneval.metrics.text import DistanceMeasure
 
@@ -228,11 +231,25 @@ async def test_metrics_equal_their_reference_on_generated_samples(shape: str) ->
     assert differences == []
 
 
+# The float path's modules. Each reads the JSON writer (orjson's or pydantic's) as a global of
+# its own, so the pydantic-only runs below patch it in every one of them.
+FLOAT_PATH = (_float_core, _float_unordered, _float_accuracy, _float_matching)
+
+
+def test_the_writer_is_patched_in_every_module_of_the_float_path() -> None:
+    folder = Path(_float_core.__file__).parent
+    assert sorted(module.__name__.rpartition(".")[2] for module in FLOAT_PATH) == sorted(
+        path.stem for path in folder.glob("_float_*.py")
+    )
+    assert all(module.dumps is _float_core.dumps for module in FLOAT_PATH)
+
+
 @pytest.fixture(params=["orjson", "pydantic"])
 def json_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The float path with orjson (the ``fast`` extra) and with pydantic's writer alone."""
     if request.param == "pydantic":
-        monkeypatch.setattr(_float_path, "_dumps", to_json)
+        for module in FLOAT_PATH:  # each binds the writer as a global of its own
+            monkeypatch.setattr(module, "dumps", to_json)
     return str(request.param)
 
 
@@ -459,9 +476,9 @@ def test_unordered_sort_key_orders_as_ragas_key() -> None:
     calls += [ToolCall(name="f", args={"a": value}) for value in values]
     for shift in (0, 7, 19):
         shuffled = calls[shift:] + calls[:shift]
-        ours = sorted(shuffled, key=_float_path._sort_key)
+        ours = sorted(shuffled, key=_float_unordered.sort_key)
         assert [id(call) for call in ours] == [id(c) for c in sorted(shuffled, key=ragas_key)]
-    deferred = [_float_path._Deferred((value,)) for value in values]
+    deferred = [_float_unordered.Deferred((value,)) for value in values]
     texts = [str(value) for value in values]
     for left, left_text in zip(deferred, texts, strict=True):
         for right, right_text in zip([*deferred, *texts], texts * 2, strict=True):
@@ -492,7 +509,7 @@ def _ragas_key(call: ToolCall) -> tuple[str, ...]:
 def test_a_group_of_one_tool_is_ordered_as_ragas_sorts_it(group: list[dict[str, Any]]) -> None:
     """The first value's str() alone orders a group only when it decides ragas' key; ties kept."""
     calls = [ToolCall(name="t", args=args) for args in group]
-    ordered = _float_path._group_sorted(calls)
+    ordered = _float_unordered.group_sorted(calls)
     assert [id(args) for args in ordered] == [id(c.args) for c in sorted(calls, key=_ragas_key)]
 
 

@@ -15,8 +15,8 @@ from turneval.errors import InvalidSampleError
 from turneval.metrics import EndStateMatch, StateAssertions, ToolCallF1, TrajectoryExactMatch
 from turneval.metrics.world import state_differences
 from turneval.simulation import Scenario
+from turneval.simulation.domains import files_scenarios, orders_scenarios
 from turneval.worlds import ToolError, path_segments
-from turneval.worlds.domains import files_scenarios, orders_scenarios
 
 SCENARIOS = orders_scenarios() + files_scenarios()
 

@@ -96,7 +96,7 @@ def test_a_world_by_module_name(
             "generate",
             "--from",
             "world",
-            "turneval.worlds.domains:orders_world",
+            "turneval.simulation.domains:orders_world",
             "-n",
             "5",
             "--out",

@@ -27,7 +27,7 @@ from turneval.scenarios import (
     perturb,
 )
 from turneval.simulation import Scenario
-from turneval.worlds.domains import files_world, orders_scenarios, orders_world
+from turneval.simulation.domains import files_world, orders_scenarios, orders_world
 
 from .._openai_stub import OpenAIStub, Reply
 from ..judge.test_conformance import check_requests, conversation

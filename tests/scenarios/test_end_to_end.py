@@ -15,9 +15,9 @@ from turneval import EvalTask
 from turneval.metrics import EndStateMatch, ToolCallF1
 from turneval.scenarios import from_world, generate, load
 from turneval.simulation import Scenario, ScriptedUser, simulate
+from turneval.simulation.domains import orders_world
 from turneval.testing import ScriptedChatModel
 from turneval.worlds import ToolWorld
-from turneval.worlds.domains import orders_world
 
 from ._helpers import draft, generator, meta, record
 

@@ -30,8 +30,8 @@ from turneval.scenarios import (
     submit_batch,
 )
 from turneval.simulation import Scenario
+from turneval.simulation.domains import orders_world
 from turneval.testing import ScriptedChatModel
-from turneval.worlds.domains import orders_world
 
 from .._batch_stub import BatchStub
 from ._helpers import draft, listing, record

@@ -15,9 +15,9 @@ from turneval.metrics import EndStateMatch
 from turneval.scenarios import from_failures, generate
 from turneval.scenarios.failures import group_failures
 from turneval.simulation import ScriptedUser
+from turneval.simulation.domains import orders_scenarios, orders_world
 from turneval.testing import ScriptedChatModel
 from turneval.worlds import ToolError
-from turneval.worlds.domains import orders_scenarios, orders_world
 
 from ._helpers import draft, record
 

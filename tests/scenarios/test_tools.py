@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 
 from turneval.errors import ConfigError
 from turneval.scenarios import ToolInfo, read_tools
-from turneval.worlds.domains import orders_world
+from turneval.simulation.domains import orders_world
 
 WEATHER = {
     "type": "object",

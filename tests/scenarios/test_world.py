@@ -9,8 +9,8 @@ from typing import Any
 
 from turneval.messages import ToolCall
 from turneval.scenarios import from_world, generate
+from turneval.simulation.domains import orders_world
 from turneval.worlds import ToolWorld
-from turneval.worlds.domains import orders_world
 
 from ._helpers import draft, generator, record
 

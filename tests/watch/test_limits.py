@@ -24,7 +24,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from turneval.metrics import StepBudget
 from turneval.watch import BadRequestError, BodyTooLargeError, Watcher, decode_body
-from turneval.watch._server import MAX_BODY, MAX_JSON_DEPTH, gunzip
+from turneval.watch._decode import MAX_BODY, MAX_JSON_DEPTH, gunzip
 
 from ._helpers import conversation, post, protobuf, receiver, results, serving, trace_id, wait_for
 
@@ -214,7 +214,7 @@ def test_without_jiter_the_stdlib_reads_json_as_strictly(
             return str(exc)
 
     with_jiter = outcome()
-    monkeypatch.setattr("turneval.watch._server.jiter_from_json", None)
+    monkeypatch.setattr("turneval.watch._decode.jiter_from_json", None)
     assert outcome() == with_jiter
 
 

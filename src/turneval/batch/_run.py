@@ -11,8 +11,6 @@ batches spent is charged to the cells in ``_usage``.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Sequence
 from os import PathLike
@@ -21,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from turneval.errors import ConfigError
 from turneval.judge.cache import SQLiteCache
+from turneval.manifest import RunManifest
 
 from ._plan import Counts, plan_requests
 from ._providers import Provider, provider_for
@@ -237,8 +236,31 @@ class BatchRun(Rounds):
                 cache.close()
             charged, answered, _ = spent.take()
             result.usage = with_spent(result.usage, charged, answered)
-            result.to_jsonl(self.out / "results.jsonl")
+            self._write(result)
         return result
+
+    def _write(self, result: EvaluationResult) -> None:
+        """Write the collected rows into the folder, through the folder sink.
+
+        ``run.json`` (its batch section kept), ``results.jsonl`` (with details) and
+        ``summary.json``.
+        """
+        from turneval.aggregate import summary_document
+        from turneval.results import json_line
+        from turneval.runs import FolderSink, Rows
+
+        before = RunManifest.find(self.out)
+        manifest = RunManifest.of(self.metrics, self.llm)
+        manifest.batch = None if before is None else before.batch
+        folder = FolderSink(self.out)
+        try:
+            folder.start(manifest)
+            lines = [json_line(record) for record in result.records(details=True)]
+            folder.add(Rows.encoded(lines, result.metric_names))
+            summary = summary_document(len(result), result.summary(), result.usage)
+            folder.finish(summary, "finished")
+        finally:
+            folder.close()
 
     def failed_requests(self) -> dict[str, str]:
         """The provider's error (or the parse error) of each request that failed, by key."""
@@ -298,17 +320,10 @@ class BatchRun(Rounds):
         return result
 
     def _record(self, prices: Prices | None) -> None:
-        """Add the ``batch`` section to the folder's run.json (written whole, then renamed)."""
-        from turneval._files import naming
-        from turneval._runfile import RUN_FILE
-
-        path = self.out / RUN_FILE
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            document = {}
+        """Add the ``batch`` section to the folder's run.json (the run manifest's)."""
+        manifest = RunManifest.find(self.out) or RunManifest.of(self.metrics, self.llm)
         status = self.status()
-        document["batch"] = {
+        manifest.batch = {
             "run_id": self.run_id,
             "provider": None if self.provider is None else self.provider.server,
             "input": self.input,
@@ -338,10 +353,7 @@ class BatchRun(Rounds):
             if prices is None
             else {"batch": prices.batch_cost(status.usage), "live": prices.cost(status.usage)},
         }
-        partial = path.with_name(RUN_FILE + ".tmp")
-        with naming(path):
-            partial.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-            os.replace(partial, path)
+        manifest.write(self.out)
 
     def remember(self, values: dict[str, Any]) -> None:
         """Keep how a front end built the judge (its flags, never a key) in the folder.

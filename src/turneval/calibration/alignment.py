@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from turneval.calibration.report import AgreementReport
 from turneval.calibration.scales import judge_verdict, on_scale, scale_of, verdict_text
 from turneval.calibration.statistics import agreement_statistics
 from turneval.errors import ConfigError
+from turneval.manifest import MetricSpec, class_path
 
 __all__ = ["AlignedMetric", "aalign", "align"]
 
@@ -47,11 +48,13 @@ class AlignedMetric:
     shown: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: the metric's class and configuration (without its LLM), reports."""
-        cls = type(self.metric)
+        """A JSON-ready dict: the metric as a run records it (without its judge), reports.
+
+        ``metric`` is :meth:`MetricSpec.of(metric).to_dict()
+        <turneval.manifest.MetricSpec.to_dict>`: its name, class path and configuration.
+        """
         return {
-            "metric_class": f"{cls.__module__}.{cls.__qualname__}",
-            "config": self.metric.model_dump(mode="json", exclude={"llm"}),
+            "metric": MetricSpec.of(self.metric).to_dict(),
             "before": None if self.before is None else self.before.to_dict(),
             "after": None if self.after is None else self.after.to_dict(),
             "train": self.train,
@@ -69,16 +72,25 @@ class AlignedMetric:
     ) -> AlignedMetric:
         """Read an aligned metric back; ``llm`` is its judge (models are not saved).
 
-        ``metric_class`` is needed for metrics defined outside turneval (only turneval's own
-        classes are looked up by name).
+        ``metric_class`` is needed for metrics defined outside turneval whose module is not
+        imported (a file never makes turneval import a module of its choosing). Files saved
+        before the run manifest (``metric_class`` and ``config`` keys) are read too.
+
+        Raises:
+            ConfigError: the class cannot be found, or is not a judged metric.
         """
+        from turneval.metrics import JudgedMetric
+
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if metric_class is None:
-            metric_class = _builtin_class(str(data["metric_class"]))
-        config = dict(data["config"])
-        if llm is not None:
-            config["llm"] = llm
-        metric = metric_class.model_validate(config)
+        if "metric" in data:
+            spec = MetricSpec.from_dict(data["metric"], str(path))
+        else:  # saved before the manifest: the class dotted, the configuration beside it
+            config = dict(data["config"])
+            spec = MetricSpec(str(config.get("name", "")), str(data["metric_class"]), config)
+        found = metric_class if metric_class is not None else spec.metric_class()
+        if not (isinstance(found, type) and issubclass(found, JudgedMetric)):
+            raise ConfigError(f"{spec.class_path!r} is not a judged metric class")
+        metric = replace(spec, class_path=class_path(found)).build(llm, classes=(found,))
         return cls(
             metric,
             _report(data.get("before")),
@@ -91,22 +103,6 @@ class AlignedMetric:
 
 def _report(data: Any) -> AgreementReport | None:
     return None if data is None else AgreementReport.from_dict(data)
-
-
-def _builtin_class(qualified: str) -> Any:
-    import importlib
-
-    from turneval.metrics import JudgedMetric
-
-    module, _, name = qualified.rpartition(".")
-    if not module.startswith("turneval."):
-        raise ConfigError(
-            f"metric class {qualified!r} is not turneval's: pass metric_class=... to load it"
-        )
-    found = getattr(importlib.import_module(module), name, None)
-    if not (isinstance(found, type) and issubclass(found, JudgedMetric)):
-        raise ConfigError(f"{qualified!r} is not a judged metric class")
-    return found
 
 
 def _choose(

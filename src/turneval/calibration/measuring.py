@@ -104,7 +104,7 @@ async def measure_arms(
     ``before`` and ``after`` are scored on the optimisation rows too (training agreement);
     ``after`` gives the report's configuration.
     """
-    from turneval.store import judge_model
+    from turneval.manifest import judge_model
 
     arms: dict[str, dict[int, RowOutcome]] = {}
     named = [("before", before), ("after", after)] + ([("align", baseline)] if baseline else [])

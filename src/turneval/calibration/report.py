@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import html
-import secrets
 from dataclasses import dataclass
 from typing import Any
+
+from turneval._html import document, escape_text, file_policy, nonce
 
 __all__ = ["AgreementReport", "ClassScores", "Interval", "render_agreement_html"]
 
@@ -184,17 +184,13 @@ def _interval(interval: Interval | None) -> str:
 
 def render_agreement_html(report: AgreementReport, *, title: str = "Judge agreement") -> str:
     """A self-contained HTML page: kappa with its interval and a confusion-matrix heatmap."""
-    from turneval.report import STYLESHEET
-
-    def e(value: object) -> str:
-        return html.escape(str(value), quote=True)
-
-    nonce = secrets.token_urlsafe(16)
+    e = escape_text
+    token = nonce()
     name, kappa, interval = report.headline
     peak = max((count for row in report.confusion for count in row), default=0) or 1
     labels = [f"{value:g}" for value in report.scale]
     head = "".join(f"<th>{e(label)}</th>" for label in labels)
-    body = []
+    matrix = []
     for label, row in zip(labels, report.confusion, strict=True):
         cells = []
         for column, count in zip(labels, row, strict=True):
@@ -204,7 +200,7 @@ def render_agreement_html(report: AgreementReport, *, title: str = "Judge agreem
                 f'<td class="num cell" data-count="{count}" '
                 f'style="background:{colour.format(0.08 + 0.8 * alpha)}">{count}</td>'
             )
-        body.append(f"<tr><th>{e(label)}</th>{''.join(cells)}</tr>")
+        matrix.append(f"<tr><th>{e(label)}</th>{''.join(cells)}</tr>")
     rows = [
         (name, f"{_num(kappa)}", _interval(interval)),
         ("exact agreement", _num(report.agreement), _interval(report.agreement_ci)),
@@ -229,14 +225,8 @@ def render_agreement_html(report: AgreementReport, *, title: str = "Judge agreem
     stats_rows = "".join(
         f'<tr><th>{e(a)}</th><td class="num">{e(b)}</td><td>{e(c)}</td></tr>' for a, b, c in rows
     )
-    csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-{nonce}'"
     skipped = f"; {report.skipped} labeled rows failed and were skipped" if report.skipped else ""
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{csp}">
-<title>{e(title)}</title><style>{STYLESHEET}</style></head>
-<body>
-<h1>{e(title)}</h1>
+    body = f"""<h1>{e(title)}</h1>
 <p class="muted">metric {e(report.metric)}: {report.n} rows labeled by people{e(skipped)}</p>
 <p id="headline"><b>{e(name)} = {_num(kappa)}</b> (95% CI {_interval(interval)})</p>
 <table id="stats"><thead><tr><th>statistic</th><th>value</th><th>95% CI</th></tr></thead>
@@ -244,7 +234,5 @@ def render_agreement_html(report: AgreementReport, *, title: str = "Judge agreem
 <h2>Confusion matrix</h2>
 <p class="muted">rows: human label, columns: judge score</p>
 <table id="confusion"><thead><tr><th>human \\ judge</th>{head}</tr></thead>
-<tbody>{"".join(body)}</tbody></table>
-<script nonce="{nonce}">document.body.setAttribute('data-ready', '1');</script>
-</body></html>
-"""
+<tbody>{"".join(matrix)}</tbody></table>"""
+    return document(title, body, token=token, policy=file_policy(token))

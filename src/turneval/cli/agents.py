@@ -11,7 +11,7 @@ from typing import Any
 from turneval._files import naming
 from turneval.cli.arguments import UsageError, named_number, whole_number
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags
-from turneval.cli.options import add_judge_options
+from turneval.cli.options import add_judge_options, add_run_argument, runs_store
 
 
 def add_clusters_command(commands: Any) -> None:
@@ -19,7 +19,7 @@ def add_clusters_command(commands: Any) -> None:
     clusters = commands.add_parser(
         "clusters", help="group a run's failed rows by why they failed (largest group first)"
     )
-    clusters.add_argument("run", help="a run folder (its results.jsonl) or a results.jsonl")
+    add_run_argument(clusters)
     clusters.add_argument(
         "--fail-under",
         action="append",
@@ -108,7 +108,7 @@ def _bars(items: Sequence[str]) -> float | dict[str, float]:
 def _clusters(args: argparse.Namespace) -> int:
     from turneval.clusters import cluster_failures, name_clusters, read_run
 
-    result = read_run(args.run)
+    result = read_run(args.run, runs_store(args))
     bars = _bars(args.fail_under)
     if isinstance(bars, dict):
         unknown = sorted(set(bars) - {"*"} - set(result.metric_names))

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from turneval.cli.arguments import UsageError, fraction, named_number, run_name
-from turneval.cli.options import add_power_options, add_store_option, run_store
+from turneval.cli.options import RUN_HELP, add_power_options, add_run_argument, runs_store
 
 
 def add_compare_command(commands: Any) -> None:
     """``turneval compare BASELINE CANDIDATE``."""
     diff = commands.add_parser("compare", help="compare two runs of one dataset")
-    diff.add_argument("baseline", help="run folder (--out), results.jsonl or summary.json")
-    diff.add_argument("candidate", help="run folder (--out), results.jsonl or summary.json")
+    add_run_argument(diff, "baseline", metavar="baseline", help=f"the baseline: {RUN_HELP}")
+    add_run_argument(diff, "candidate", metavar="candidate", help=f"the candidate: {RUN_HELP}")
     diff.add_argument(
         "--pass-threshold",
         action="append",
@@ -48,7 +48,6 @@ def add_compare_command(commands: Any) -> None:
         "run.json digests; by default that is refused, listing the rows added, removed and "
         "changed: from --store when it keeps both versions, see 'turneval datasets')",
     )
-    add_store_option(diff)
     add_power_options(diff, mde_default=0.05)
     diff.add_argument(
         "--min-power",
@@ -67,11 +66,13 @@ def add_plan_command(commands: Any) -> None:
     planning = commands.add_parser(
         "plan", help="rows (or scenarios x trials) needed to find a drop, and a run's power"
     )
-    planning.add_argument("run", help="run folder (--out) or results.jsonl")
+    add_run_argument(planning)
     planning.add_argument("--metric", help="the metric to plan (default: every metric)")
     planning.add_argument(
         "--baseline",
-        help="an earlier run of the same samples: plan from the paired rows' real spread",
+        metavar="RUN",
+        help="an earlier run of the same samples (a RUN as the first): plan from the paired "
+        "rows' real spread",
     )
     add_power_options(planning, mde_default=None)
     planning.set_defaults(handler=_plan)
@@ -81,7 +82,12 @@ def _compare(args: argparse.Namespace) -> int:
     from turneval.compare import compare_files, regression_gates
 
     default, named = _pass_thresholds(args.pass_threshold)
-    store = run_store(args)
+    url = runs_store(args)
+    store = None
+    if url is not None:  # opened once: the runs and the datasets' versions are read there
+        from turneval.store import RunStore
+
+        store = RunStore(url)
     try:
         comparison = compare_files(
             args.baseline,
@@ -157,7 +163,8 @@ def _power_lines(args: argparse.Namespace, comparison: Any, gated: list[str]) ->
 def _plan(args: argparse.Namespace) -> int:
     from turneval.stats import plan, read_run
 
-    run = read_run(args.run)
+    store = runs_store(args)
+    run = read_run(args.run, store)
     print(
         plan(
             run,
@@ -165,7 +172,7 @@ def _plan(args: argparse.Namespace) -> int:
             metric=None if args.metric is None else run_name(args.metric, run.metric_names),
             alpha=args.alpha,
             power=args.power,
-            baseline=None if args.baseline is None else read_run(args.baseline),
+            baseline=None if args.baseline is None else read_run(args.baseline, store),
         )
     )
     return 0

@@ -39,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # one line each, whatever the filters say
             warnings.simplefilter("default", CacheWarning)
             warnings.filterwarnings("default", category=UserWarning, module=r"turneval\.")
+            # a flag or command form that is deprecated says so, one line
+            warnings.filterwarnings("default", category=DeprecationWarning, module=r"turneval\.cli")
             code: int = args.handler(args)
         return code
     except OSError as exc:

@@ -98,6 +98,50 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+RUN_HELP = (
+    "a run: its folder (--out), results.jsonl or summary.json, or a stored run's id (or a "
+    "unique prefix) in the run store (--store)"
+)
+"""What RUN means in every command that reads one (compare, plan, calibrate, clusters, ...)."""
+
+
+def add_run_argument(
+    parser: argparse.ArgumentParser,
+    name: str = "run",
+    *,
+    help: str = RUN_HELP,
+    metavar: str | None = None,
+    **kwargs: Any,
+) -> None:
+    """A positional RUN argument (see :data:`RUN_HELP`) and ``--store``."""
+    parser.add_argument(name, metavar=metavar or name.upper(), help=help, **kwargs)
+    if not any("--store" in action.option_strings for action in parser._actions):
+        add_store_option(parser)
+
+
+def runs_store(args: argparse.Namespace) -> str | None:
+    """Where a RUN that is no path is looked up (None: nowhere, such a RUN is no run).
+
+    ``--store``, else ``TURNEVAL_STORE``, else the default store when it exists.
+    """
+    from turneval.store import DEFAULT_STORE
+
+    named = store_url(args)
+    if named is not None:
+        return named
+    return DEFAULT_STORE if os.path.isfile(DEFAULT_STORE) else None
+
+
+def open_cli_run(args: argparse.Namespace, ref: str) -> Any:
+    """The :class:`~turneval.runs.OpenedRun` a RUN argument names.
+
+    The store is opened only for a stored run (and closed with the run).
+    """
+    from turneval.runs import open_run
+
+    return open_run(ref, runs_store(args))
+
+
 def add_power_options(parser: argparse.ArgumentParser, *, mde_default: float | None) -> None:
     """``--mde``, ``--alpha`` and ``--power`` of ``plan`` and ``compare``."""
     parser.add_argument(

@@ -18,6 +18,10 @@ from turneval.cli.scenarios import add_scenarios_command
 from turneval.cli.store import add_store_command, add_view_command
 from turneval.cli.watch import add_watch_commands
 
+_DESCRIPTION = "evaluate files and traces, compare and gate runs, keep and browse them"
+"""What ``turneval --help`` says the command does; the package docstring's first line says it too
+(the parser sits below the package, so it does not read it from there)."""
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors on one line (``turneval: error: ...``) and exit code 2."""
@@ -29,9 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``turneval`` argument parser."""
-    from turneval import cli
-
-    parser = _Parser(prog="turneval", description=(cli.__doc__ or "").splitlines()[0])
+    parser = _Parser(prog="turneval", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"turneval {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True)
     add_evaluate_command(commands)

@@ -98,7 +98,9 @@ def resolve_object(spec: str, what: str) -> Any:
     """``MODULE:NAME`` imported (the working directory on the path); a factory is called."""
     module, _, name = spec.partition(":")
     if not module or not name:
-        raise UsageError(f"{what} must be MODULE:NAME (e.g. turneval.worlds.domains:orders_world)")
+        raise UsageError(
+            f"{what} must be MODULE:NAME (e.g. turneval.simulation.domains:orders_world)"
+        )
     sys.path.insert(0, str(Path.cwd()))
     try:
         target: Any = importlib.import_module(module)

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from turneval._hidden import shown
 from turneval.cli.arguments import whole_number
-from turneval.cli.options import add_store_option, run_store, store_url
+from turneval.cli.options import (
+    add_run_argument,
+    add_store_option,
+    open_cli_run,
+    run_store,
+    store_url,
+)
 
 
 def add_store_command(commands: Any) -> None:
@@ -22,13 +29,13 @@ def add_store_command(commands: Any) -> None:
     exporting = store_commands.add_parser(
         "export", help="write a stored run's folder (what compare and calibrate read)"
     )
-    exporting.add_argument("run", help="the run's id (or a unique prefix)")
+    add_run_argument(exporting)
     exporting.add_argument("--out", required=True, help="the folder to write")
     listing_runs = store_commands.add_parser("list", help="the stored runs, newest first")
     listing_runs.add_argument("--limit", type=whole_number, default=None, help="at most this many")
     deleting = store_commands.add_parser("delete", help="delete a run, its rows and labels")
     deleting.add_argument("run", help="the run's id (or a unique prefix)")
-    for command in (importing, exporting, listing_runs, deleting):
+    for command in (importing, listing_runs, deleting):
         add_store_option(command)
     stored.set_defaults(handler=_store_command)
 
@@ -51,6 +58,8 @@ def add_view_command(commands: Any) -> None:
 
 
 def _store_command(args: argparse.Namespace) -> int:
+    if args.store_command == "export":
+        return _export(args)
     store = run_store(args, default=True)
     try:
         # every stored text is shown on one line, its control characters as <U+001B>: a run's
@@ -66,9 +75,6 @@ def _store_command(args: argparse.Namespace) -> int:
             run = store.run(args.run)
             store.delete_run(run.id)
             print(_line(f"deleted run {run.id} ({run.name}, {run.rows} rows, its labels too)"))
-        elif args.store_command == "export":
-            out = store.export_run(args.run, args.out)
-            print(_line(f"wrote {out / 'results.jsonl'} and {out / 'summary.json'}"))
         else:
             for run in store.runs(limit=args.limit):
                 created = run.created.strftime("%Y-%m-%d %H:%M")
@@ -80,6 +86,21 @@ def _store_command(args: argparse.Namespace) -> int:
                 print(_line(line))
     finally:
         store.close()
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    """``store export RUN --out DIR``: the run's folder, written through the folder sink."""
+    from turneval.runs import FolderSink
+
+    with open_cli_run(args, args.run) as run:
+        run.write(FolderSink(args.out))
+    written = ", ".join(
+        name
+        for name in ("run.json", "results.jsonl", "summary.json")
+        if (Path(args.out) / name).exists()
+    )
+    print(_line(f"wrote {written} in {args.out}"))
     return 0
 
 

@@ -16,7 +16,8 @@ from turneval.cli.options import (
     add_concurrency_options,
     add_judge_options,
     add_price_options,
-    add_store_option,
+    add_run_argument,
+    open_cli_run,
     run_store,
 )
 
@@ -141,7 +142,7 @@ def add_watch_commands(commands: Any) -> None:
     regrading = commands.add_parser(
         "regrade", help="re-score a stored run's judged metrics with another judge, and compare"
     )
-    regrading.add_argument("run", metavar="RUN", help="the stored run (its id or a unique prefix)")
+    add_run_argument(regrading, help="the stored run (its id or a unique prefix, with --store)")
     regrading.add_argument(
         "--sample", type=int, default=None, metavar="N", help="re-score N rows (default: all)"
     )
@@ -149,7 +150,6 @@ def add_watch_commands(commands: Any) -> None:
         "--metric", action="append", default=None, help="only this judged metric (repeatable)"
     )
     add_price_options(regrading)
-    add_store_option(regrading)
     add_judge_options(regrading)
     add_judge_config_option(regrading)
     regrading.set_defaults(handler=_regrade)
@@ -174,16 +174,24 @@ def _regrade(args: argparse.Namespace) -> int:
     prices = (
         None if args.price_input is None else Prices(args.price_input, args.price_output or 0.0)
     )
-    report = regrade(
-        run_store(args, default=True),
-        args.run,
-        judge_from_flags(args),
-        sample=args.sample,
-        metrics=args.metric,
-        prices=prices,
-        options=RunOptions(cache=args.cache),
-        judge_config=config,
-    )
+    run = open_cli_run(args, args.run)
+    if run.store is None:
+        run.close()
+        raise UsageError(
+            f"regrade: {args.run} is a run on disk; regrade scores a stored run's samples "
+            "again (give its id, with --store)"
+        )
+    with run:
+        report = regrade(
+            run.store,
+            run,
+            judge_from_flags(args),
+            sample=args.sample,
+            metrics=args.metric,
+            prices=prices,
+            options=RunOptions(cache=args.cache),
+            judge_config=config,
+        )
     print(report)
     if report.new_run_id:
         print(f"the new judge's rows: run {report.new_run_id[:12]} in the store")

@@ -55,24 +55,23 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def read_run(run: str | PathLike[str]) -> EvaluationResult:
-    """The rows of a run: a run folder (its ``results.jsonl``) or a ``results.jsonl`` file.
+def read_run(run: str | PathLike[str], store: Any = None) -> EvaluationResult:
+    """The rows of a run, read by :func:`turneval.runs.open_run`.
 
-    The one place ``turneval clusters`` reads a run from.
+    A run folder (its ``results.jsonl``), a ``results.jsonl`` file, or a run kept in
+    ``store`` (its id). The one place ``turneval clusters`` reads a run from.
 
     Raises:
-        ConfigError: there is no such file or folder, or the folder has no results.jsonl.
+        ConfigError: there is no such file or folder (or stored run), or the folder has no
+            results.jsonl.
     """
-    from pathlib import Path
-
     from turneval.errors import ConfigError
-    from turneval.results import EvaluationResult
+    from turneval.runs import open_run
 
-    path = Path(run)
-    if path.is_dir():
-        path = path / "results.jsonl"
-    if not path.is_file():
+    try:
+        with open_run(run, store) as opened:
+            return opened.result
+    except ConfigError as exc:
         raise ConfigError(
-            f"{run}: no such run; expected a run folder (with results.jsonl) or a results.jsonl"
-        )
-    return EvaluationResult.from_jsonl(path)
+            f"{exc}; expected a run folder (with results.jsonl) or a results.jsonl"
+        ) from None

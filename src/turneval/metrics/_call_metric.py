@@ -11,7 +11,8 @@ from pydantic import Field, field_validator
 
 from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
-from turneval.metrics._float_path import Counter, Kernel, count_kernel
+from turneval.metrics._float_core import Kernel
+from turneval.metrics._float_matching import Counter, count_kernel
 from turneval.metrics._formulas import CountFormula
 from turneval.metrics._matching import CallComparison, Pair, json_comparison, scored_comparison
 from turneval.metrics._tools import check_rule_tools
@@ -95,13 +96,13 @@ class CallMatchingMetric(PerAgentMetric, ABC):
     """The metric's value and reason from counts (:mod:`._formulas`), shared by every path."""
 
     _plain_count: ClassVar[Counter | None] = None
-    """The formula's count under JSON-value equality (a :mod:`._float_path` function)."""
+    """The formula's count under JSON-value equality (a :mod:`._float_matching` function)."""
 
     @cached_property
     def _kernel(self) -> Kernel | None:
         """The plain function ``multi_turn_ascore`` calls, when the configuration allows one.
 
-        Built once per metric from its formula and count (:func:`._float_path.count_kernel`).
+        Built once per metric from its formula and count (:func:`._float_matching.count_kernel`).
         """
         formula, count = self._formula, type(self)._plain_count
         if not self._plain or formula is None or count is None:
@@ -120,10 +121,7 @@ class CallMatchingMetric(PerAgentMetric, ABC):
         formula, count = self._formula, type(self)._plain_count
         if formula is None or count is None:
             return None
-        n_pred, n_ref = len(predicted), len(reference)
-        matched = count(predicted, reference)
-        value = formula.value(n_pred, n_ref, matched)
-        return value, formula.reason(n_pred, n_ref, matched, value)
+        return formula.explain(len(predicted), len(reference), count(predicted, reference))
 
     def _plain_explainer(self) -> PlainExplainer | None:
         """:meth:`_plain_explained` when ``ascore(details=False)`` is exactly it, else None.

@@ -1,11 +1,12 @@
 """One formula per call-matching metric: its value and its reason from counts.
 
-Each metric's three paths (the float kernel of :mod:`._float_path`, the plain explainer of
-``ascore(details=False)`` and the detailed path of ``ascore()``) count what they count their
-own way (texts, Python equality, comparison records) and then apply the metric's formula
-(its ``_formula``); none computes a value or a reason itself. A change of semantics is
-therefore one edit here (``tests/metrics/test_formulas.py`` gives metrics other formulas and
-sees all three paths follow).
+Each metric's three paths (the float kernel of :mod:`._float_accuracy` or
+:mod:`._float_matching`, the plain explainer of ``ascore(details=False)`` and the detailed
+path of ``ascore()``) count what they count their own way (texts, Python equality, comparison
+records) and then apply the metric's formula (its ``_formula``); none computes a value or a
+reason itself. A change of semantics is therefore one edit here
+(``tests/metrics/test_formulas.py`` gives metrics other formulas and sees all three paths
+follow).
 
 The kernels do not call a formula per sample. A kernel is built from its metric's formula
 when the metric is first scored, and reads the values from :meth:`CountFormula.row`: the
@@ -76,13 +77,28 @@ class CountFormula:
         rows: :meth:`row`'s rows so far for larger sizes, by ``(n_pred, n_ref)``.
     """
 
-    __slots__ = ("reason", "rows", "table", "value")
+    __slots__ = ("explained", "reason", "rows", "table", "value")
 
     def __init__(self, value: CountValue, reason: CountReason) -> None:
         self.value = value
         self.reason = reason
         self.table: list[Row | None] = [None] * (SIDE * SIDE)
         self.rows: dict[tuple[int, int], Row] = {}
+        self.explained: dict[tuple[int, int, int], tuple[float, str]] = {}
+
+    def explain(self, n_pred: int, n_ref: int, matched: int) -> tuple[float, str]:
+        """The value and its reason for these counts.
+
+        Remembered by counts: a streamed run asks for the same few counts on every row.
+        """
+        key = (n_pred, n_ref, matched)
+        found = self.explained.get(key) if type(matched) is int else None
+        if found is None:
+            value = self.value(n_pred, n_ref, matched)
+            found = (value, self.reason(n_pred, n_ref, matched, value))
+            if type(matched) is int and len(self.explained) < _ROWS:
+                self.explained[key] = found
+        return found
 
     def row(self, n_pred: int, n_ref: int) -> Row:
         """The values for every possible count (``0..min(n_pred, n_ref)``), by count.

@@ -19,22 +19,26 @@ into the result, attaches each raw answer and whether it came from the cache to
 ``details["judge"]``, and puts the metric's worked ``examples`` before every question. The
 dry-run estimate calls the same :meth:`JudgedMetric.judge_requests`, so estimate and run share
 one source.
+
+What it does around each request (shared summaries, planned tokens, the context record) is in
+``_judge_calls``, the preset tables' classes in ``_presets``, the votes' arithmetic in
+``_voting``. It stays over 400 lines: :class:`JudgedMetric` is one class, whose fields (the
+judge's options, repeats, examples) and methods (plan, ask, vote) are read together.
 """
 
 from __future__ import annotations
 
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, replace
-from dataclasses import field as dataclass_field
+from collections.abc import Sequence
+from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from turneval.errors import ConfigError, ContextBudgetError
+from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
 from turneval.judge.budget import Budget
 from turneval.judge.config import JudgeConfigField
@@ -42,25 +46,30 @@ from turneval.judge.context import (
     SUMMARY_SLOT,
     compacted_requests,
     fill_summary,
-    request_tokens,
     summary_tokens,
 )
 from turneval.judge.template import (
     JudgeExample,
     JudgeRequest,
-    RequestContext,
     render_conversation,
     render_examples,
     tagged,
 )
+from turneval.metrics._judge_calls import (
+    context_record,
+    planned_tokens,
+    planned_whole,
+    reply_summary,
+    seed_of,
+    shared_answer,
+)
+from turneval.metrics._presets import preset_class
+from turneval.metrics._voting import check_repeats, combine_votes
 from turneval.metrics.base import Explained, Metric, SampleT
-from turneval.metrics.votes import check_repeats, combine_votes
 from turneval.samples import MultiTurnSample
 from turneval.usage import Usage
 
 __all__ = ["JudgedMetric", "preset_class", "sample_inputs"]
-
-M = TypeVar("M", bound=Metric)
 
 MAX_CONCURRENT_REQUESTS = 8
 """Requests of one sample in flight at once when no run (and its shared limiter) is active."""
@@ -90,37 +99,6 @@ def sample_inputs(sample: Any) -> str:
         if value is not None:
             parts.append(tagged(tag, "\n\n".join(value) if isinstance(value, list) else value))
     return "\n".join(parts)
-
-
-class Preset(Protocol):
-    """A row of a preset table: the class to make, its docstring and its field defaults."""
-
-    @property
-    def class_name(self) -> str:
-        """The class's name (``Fluency``)."""
-        ...
-
-    @property
-    def doc(self) -> str:
-        """The class's docstring."""
-        ...
-
-    def defaults(self) -> dict[str, Any]:
-        """Field values of the preset (besides ``name``)."""
-        ...
-
-
-def preset_class(base: type[M], name: str, row: Preset, module: str) -> type[M]:
-    """The class users import for a row of a preset table (``Fluency``, ``Correctness``, ...).
-
-    A subclass of ``base`` whose ``name`` defaults to ``name`` and whose other fields default
-    to ``row.defaults()``: built-in judges are data, this turns a row into a class.
-    """
-    defaults = {"name": name, **row.defaults()}
-    fields: dict[str, Any] = {
-        key: (base.model_fields[key].annotation, value) for key, value in defaults.items()
-    }
-    return create_model(row.class_name, __base__=base, __module__=module, __doc__=row.doc, **fields)
 
 
 class JudgedMetric(Metric[SampleT], ABC):
@@ -287,7 +265,7 @@ class JudgedMetric(Metric[SampleT], ABC):
             requests = [  # what no policy planned is sent whole, if it fits
                 r
                 if r.context is not None and r.context.prompt_tokens
-                else _planned_whole(budget, r, block)
+                else planned_whole(budget, r, block)
                 for r in self._configured(sample)
             ]
         if block:
@@ -336,10 +314,10 @@ class JudgedMetric(Metric[SampleT], ABC):
             vote=request.vote,
             cache_extra=request.cache_extra,
             answer_tokens=request.answer_tokens,
-            prompt_tokens=_planned_tokens(request, prompt),
+            prompt_tokens=planned_tokens(request, prompt),
         )
         if request.auxiliary:  # a running summary: asked once per run, whoever reads it
-            reply = await _shared(judge, request, prompt, ask, limiter)
+            reply = await shared_answer(judge, request, prompt, ask, limiter)
         elif limiter is None:
             reply = await ask
         else:
@@ -464,7 +442,7 @@ class JudgedMetric(Metric[SampleT], ABC):
                 f"metric {self.name!r} needs an LLM judge: pass llm=... to the metric or to "
                 "evaluate(..., llm=...)"
             )
-        seed = _seed_of(llm) if repeat else None
+        seed = seed_of(llm) if repeat else None
         key = (id(llm), temperature, logprobs, 0 if seed is None else repeat)
         judges = self._judges
         entry = judges.get(key)
@@ -489,141 +467,3 @@ class JudgedMetric(Metric[SampleT], ABC):
 
             entry = judges[key] = (weakref.ref(llm, forget), judge)
         return entry[1]
-
-
-@dataclass
-class _Pending:
-    """An answer one metric is asking for, which the run's others wait for."""
-
-    done: anyio.Event = dataclass_field(default_factory=anyio.Event)
-    reply: JudgeReply[Any] | None = None
-
-
-async def _shared(
-    judge: Judge,
-    request: JudgeRequest[Any],
-    prompt: str,
-    ask: Coroutine[Any, Any, JudgeReply[Any]],
-    limiter: anyio.CapacityLimiter | None,
-) -> JudgeReply[Any]:
-    """``ask``, once per run for identical requests: the others get its answer, uncharged.
-
-    Metrics of a run state the very same summary requests of a conversation; the first to
-    ask sends it, the others wait and read its answer (``cached``, with no call counted). If
-    it fails, the next one asks again.
-    """
-    run = current_run()
-    if run is None:
-        if limiter is None:
-            return await ask
-        async with limiter:
-            return await ask
-    messages = judge.prompt(request.system, prompt, request.schema)
-    key = "summary:" + judge.cache_key(messages, request.schema, request.cache_extra)
-    while True:
-        pending = run.shared.get(key)
-        if pending is None:
-            break
-        await pending.done.wait()
-        if pending.reply is not None:
-            ask.close()
-            return replace(pending.reply, usage=Usage(cached_calls=1), cached=True)
-    mine = run.shared[key] = _Pending()
-    try:
-        mine.reply = await ask
-        return mine.reply
-    except BaseException:
-        del run.shared[key]
-        raise
-    finally:
-        mine.done.set()
-
-
-def _planned_tokens(request: JudgeRequest[Any], prompt: str) -> int | None:
-    """The planned tokens of ``prompt``, None when it was not planned as it is.
-
-    With a summary filled in (at or under its cap), the planned count is a bound.
-    """
-    if request.context is None:
-        return None
-    if prompt != request.prompt and request.after is None:
-        return None
-    return request.context.prompt_tokens
-
-
-def reply_summary(replies: Sequence[JudgeReply[Any] | None], request: JudgeRequest[Any]) -> str:
-    """The running summary ``request`` reads: the answer of its ``after`` request."""
-    assert request.after is not None
-    summary = replies[request.after]
-    assert summary is not None
-    return str(summary.parsed.summary)
-
-
-def context_record(
-    requests: Sequence[JudgeRequest[Any]],
-    replies: Sequence[JudgeReply[Any]],
-    budget: Budget | None,
-) -> dict[str, Any] | None:
-    """What the judge saw of a row (``details["context"]``): the policy, tokens, items.
-
-    ``context`` is ``full``, ``windowed`` or ``compacted``; ``requests`` counts the metric's
-    own requests and ``summaries`` the running summary's; ``prompt_tokens`` is every prompt's
-    tokens (as sent, the summaries as written), ``largest_prompt`` the largest;
-    ``items_per_request`` the items each per-item request rated.
-    """
-    planned = [request.context for request in requests]
-    if budget is None or any(context is None for context in planned):
-        return None
-    own = [r for r in requests if not r.auxiliary]
-    policies = {r.context.policy for r in own if r.context is not None}
-    policy = next((p for p in ("compacted", "windowed") if p in policies), "full")
-    sizes = [
-        reply.prompt_tokens if reply.prompt_tokens is not None else request.context.prompt_tokens
-        for request, reply in zip(requests, replies, strict=True)
-        if request.context is not None
-    ]
-    record: dict[str, Any] = {
-        "context": policy,
-        "requests": len(own),
-        "summaries": len(requests) - len(own),
-        "prompt_tokens": sum(sizes),
-        "largest_prompt": max(sizes, default=0),
-    }
-    items = [r.context.items for r in own if r.context is not None and r.context.items]
-    if items:
-        record["items_per_request"] = items
-    record.update(budget.record())
-    return record
-
-
-def _planned_whole(budget: Budget, request: JudgeRequest[Any], prefix: str) -> JudgeRequest[Any]:
-    """A request sent as stated (no policy reshaped it): planned, or the row fails.
-
-    Its policy stays the one the metric gave (a bounded input), else ``"full"``.
-    """
-    tokens = request_tokens(budget, request, prefix)
-    context = request.context
-    answer = (
-        budget.answer_tokens()
-        if request.answer_tokens is None
-        else min(request.answer_tokens, budget.max_output_tokens)
-    )
-    if tokens > budget.prompt_tokens(answer):
-        raise ContextBudgetError(
-            f"the judge request{f' ({request.label})' if request.label else ''} needs "
-            f"{tokens:,} prompt tokens + {answer:,} for the answer, more than the judge's "
-            f"context window of {budget.context_tokens:,} tokens ({budget.describe()}); "
-            "no request was sent",
-            context_tokens=budget.context_tokens,
-            needed_tokens=tokens + answer,
-        )
-    policy = context.policy if context is not None else "full"
-    items = context.items if context is not None else None
-    return replace(request, context=RequestContext(policy, tokens, items))
-
-
-def _seed_of(llm: Any) -> int | None:
-    """The model's ``seed`` where it has one set (ChatOpenAI(seed=...)), else None."""
-    model = resolve_llm(llm)
-    seed = getattr(model, "seed", None) if "seed" in type(model).model_fields else None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None

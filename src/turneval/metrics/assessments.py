@@ -32,6 +32,7 @@ from turneval.metrics.base import (
     Explained,
     RowEvaluator,
     SingleTurnMetric,
+    builtin_metrics,
     require,
 )
 from turneval.results import MetricResult
@@ -449,10 +450,8 @@ def run_aggregates(result: EvaluationResult) -> dict[str, float]:
     """
     import statistics
 
-    from turneval.metrics import BUILTIN_METRICS
-
     figures: dict[str, float] = {}
-    built_in = {cls.model_fields["name"].default: cls for cls in BUILTIN_METRICS}
+    built_in = {name: cls for name, cls in builtin_metrics().items() if cls.buildable_by_name()}
     given = {metric.name: metric for metric in result.metrics}
     for name in result.metric_names:
         metric = given.get(name) or (

@@ -8,6 +8,11 @@ construction), generic over the samples it scores: ``Metric[MultiTurnSample]``,
 ``single_turn_ascore`` (from :class:`MultiTurnScoring` and :class:`SingleTurnScoring`, mixed in
 for the samples a metric scores) the bare float (ragas' signature), and the sync forms are
 one-line runners of those.
+
+The outcome types, the registry and ragas' entry points are private modules beside this one,
+re-exported here. It stays over 400 lines: :class:`Evaluator` declares every capability a run
+reads of a metric, and its class hook (sample types from the type parameter, the entry points
+checked, registration) must see :class:`Metric` and :class:`RowEvaluator`, defined here.
 """
 
 from __future__ import annotations
@@ -17,19 +22,26 @@ import typing
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, get_args, get_origin
 
 import anyio
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypeVar
 
 from turneval._sync import run_sync
-from turneval.errors import ConfigError, InvalidSampleError
+from turneval.errors import InvalidSampleError
+from turneval.metrics._outcome import Explained, Outcome
+from turneval.metrics._ragas_entry import FAMILIES, MultiTurnScoring, SingleTurnScoring
+from turneval.metrics._registry import (
+    REGISTRY,
+    builtin_metrics,
+    load_builtins,
+    registered_metrics,
+    resolve_metric_name,
+)
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
-from turneval.usage import Usage
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -62,112 +74,10 @@ T = TypeVar("T")
 SampleT = TypeVar("SampleT", bound=Sample, default=Any, contravariant=True)
 """The type parameter of :class:`Metric`: the samples a metric scores (bare ``Metric``: any)."""
 
-_SampleContra = TypeVar("_SampleContra", contravariant=True)
-
 _UNIONS = (typing.Union, types.UnionType)
 
 
-class Outcome(ABC):
-    """What a metric's core computes: the value now, the explanation on demand."""
-
-    __slots__ = ()
-
-    value: float
-    usage: Usage | None = None
-    """What the models asked for this outcome used; None when no model was asked."""
-
-    @abstractmethod
-    def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
-        """Return ``(reason, details)``; with ``details=False`` the details may be left empty."""
-
-
-@dataclass(slots=True)
-class Explained(Outcome):
-    """An outcome whose reason and details are already known."""
-
-    value: float
-    reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-    usage: Usage | None = None
-
-    def explain(self, details: bool = True) -> tuple[str, dict[str, Any]]:
-        """Return the stored reason and details."""
-        return self.reason, self.details if details else {}
-
-
-_REGISTRY: dict[str, type[Evaluator]] = {}
 _KINDS: tuple[type[Evaluator], ...] = ()  # (Metric, RowEvaluator), set once both are defined
-
-
-def registered_metrics() -> dict[str, type[Evaluator]]:
-    """Every concrete metric class defined so far, by its default ``name`` (sorted by name).
-
-    A :class:`Metric` subclass registers itself when its class is defined, if it is concrete
-    (no abstract method left) and its ``name`` field has a string default. The first class to
-    claim a name keeps it: a subclass that inherits its parent's name, or a user class that
-    reuses a built-in name, does not replace the registered one.
-    """
-    return dict(sorted(_REGISTRY.items()))
-
-
-def builtin_metrics() -> dict[str, type[Evaluator]]:
-    """The registered metrics that turneval itself defines, by name (sorted by name)."""
-    return {
-        name: cls
-        for name, cls in registered_metrics().items()
-        if cls.__module__.startswith("turneval.")
-    }
-
-
-def resolve_metric_name(
-    name: str,
-    known: Mapping[str, type[Evaluator]] | None = None,
-    *,
-    listing: str | None = None,
-) -> str:
-    """The name of the metric called ``name``: itself, or the one metric ragas calls so.
-
-    The one name resolution of ``evaluate``, ``EvalTask`` and the command line (``bleu_score``
-    is ragas' name for ``bleu``).
-
-    Args:
-        name: The name given.
-        known: The metrics to resolve among, by name (default: :func:`builtin_metrics`).
-        listing: What an unknown name's error ends with (default: the known names).
-
-    Raises:
-        ConfigError: ``name`` is ragas' name for several metrics (naming them), or no known
-            metric's: the error names it and the closest known names (``did you mean
-            'tool_call_f1'?``), one per metric, ragas' names included.
-    """
-    import difflib
-
-    metrics = builtin_metrics() if known is None else known
-    if name in metrics:
-        return name
-    ragas = sorted(key for key, cls in metrics.items() if name in cls.ragas_names)
-    if len(ragas) == 1:
-        return ragas[0]
-    if ragas:
-        raise ConfigError(f"{name!r} is ragas' name for {' and '.join(ragas)}: name one of them")
-    spellings = {key: key for key in metrics}  # each spelling, to the one metric it names
-    aliases = [(alias, key) for key, cls in metrics.items() for alias in cls.ragas_names]
-    for alias, key in aliases:
-        if sum(other == alias for other, _ in aliases) == 1:  # not ragas' name for two
-            spellings.setdefault(alias, key)
-    by_case = {spelling.lower(): spelling for spelling in spellings}
-    suggested: dict[str, str] = {}  # metric -> its closest spelling, closest metrics first
-    for close in difflib.get_close_matches(name.lower(), by_case, n=len(by_case), cutoff=0.6):
-        suggested.setdefault(spellings[by_case[close]], by_case[close])
-    shown = [repr(spelling) for spelling in list(suggested.values())[:3]]
-    hint = f"did you mean {_either(shown)}? " if shown else ""
-    tail = listing if listing is not None else f"known names: {', '.join(sorted(metrics))}"
-    raise ConfigError(f"unknown metric {name!r}; {hint}{tail}")
-
-
-def _either(items: list[str]) -> str:
-    """``a``, ``a or b``, ``a, b or c``."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
 def missing_field(metric: Evaluator, field_name: str) -> InvalidSampleError:
@@ -257,7 +167,9 @@ class Evaluator(BaseModel, ABC, Generic[SampleT]):
             )
         default = cls.model_fields["name"].default if "name" in cls.model_fields else None
         if isinstance(default, str) and default and not getattr(cls, "__abstractmethods__", ()):
-            _REGISTRY.setdefault(default, cls)
+            if not cls.__module__.startswith("turneval."):
+                load_builtins()  # a built-in keeps its name against a user's class
+            REGISTRY.setdefault(default, cls)
 
     @classmethod
     def buildable_by_name(cls) -> bool:
@@ -463,111 +375,13 @@ def _fix_sample_types(cls: type[Evaluator]) -> None:
                 f"{cls.__name__}.sample_types has {outside[0].__name__}, which its type "
                 f"parameter ({' | '.join(k.__name__ for k in declared)}) does not admit"
             )
-    for family, kind, method in _FAMILIES:
+    for family, kind, method in FAMILIES:
         if issubclass(cls, family) and not issubclass(kind, cls.sample_types):
             raise TypeError(
                 f"{cls.__name__} has {method} but scores only "
                 f"{' or '.join(k.__name__ for k in cls.sample_types)}: mix in "
                 f"{family.__name__} only with a sample type that includes {kind.__name__}"
             )
-
-
-class _Scores(Protocol[_SampleContra]):
-    """What ragas' entry points need of the metric they are mixed into (its core)."""
-
-    async def _value(self, sample: _SampleContra, timeout: float | None) -> float: ...
-
-
-class _MultiTurnScorer(Protocol):
-    async def multi_turn_ascore(
-        self, sample: MultiTurnSample, callbacks: Any = ..., timeout: float | None = ...
-    ) -> float: ...
-
-
-class _SingleTurnScorer(Protocol):
-    async def single_turn_ascore(
-        self, sample: SingleTurnSample, callbacks: Any = ..., timeout: float | None = ...
-    ) -> float: ...
-
-
-class MultiTurnScoring:
-    """ragas' multi-turn entry points, for a :class:`Metric` whose samples include conversations.
-
-    Mix it into a ``Metric[MultiTurnSample]`` or ``Metric[Sample]`` (type checkers reject a
-    call on any other metric; defining such a class raises ``TypeError``).
-    """
-
-    __slots__ = ()
-
-    async def multi_turn_ascore(
-        self: _Scores[MultiTurnSample],
-        sample: MultiTurnSample,
-        callbacks: Any = None,
-        timeout: float | None = None,
-    ) -> float:
-        """Score a conversation; ragas' signature (``callbacks`` is accepted and unused).
-
-        Args:
-            sample: The conversation.
-            callbacks: Accepted for ragas compatibility; unused.
-            timeout: Seconds allowed for the score (``TimeoutError`` past it); None: no limit.
-
-        Returns:
-            The value alone (:meth:`Metric.ascore` gives the reason and details too).
-        """
-        return await self._value(sample, timeout)
-
-    def multi_turn_score(
-        self: _MultiTurnScorer,
-        sample: MultiTurnSample,
-        callbacks: Any = None,
-        timeout: float | None = None,
-    ) -> float:
-        """Sync form of :meth:`multi_turn_ascore`."""
-        return run_sync(self.multi_turn_ascore, sample, callbacks, timeout)
-
-
-class SingleTurnScoring:
-    """ragas' single-turn entry points, for a :class:`Metric` whose samples include pairs.
-
-    Mix it into a ``Metric[SingleTurnSample]`` or ``Metric[Sample]`` (type checkers reject a
-    call on any other metric; defining such a class raises ``TypeError``).
-    """
-
-    __slots__ = ()
-
-    async def single_turn_ascore(
-        self: _Scores[SingleTurnSample],
-        sample: SingleTurnSample,
-        callbacks: Any = None,
-        timeout: float | None = None,
-    ) -> float:
-        """Score a single-turn sample; ragas' signature (``callbacks`` is accepted and unused).
-
-        Args:
-            sample: The prompt and response (and reference, contexts, ... as the metric needs).
-            callbacks: Accepted for ragas compatibility; unused.
-            timeout: Seconds allowed for the score (``TimeoutError`` past it); None: no limit.
-
-        Returns:
-            The value alone (:meth:`Metric.ascore` gives the reason and details too).
-        """
-        return await self._value(sample, timeout)
-
-    def single_turn_score(
-        self: _SingleTurnScorer,
-        sample: SingleTurnSample,
-        callbacks: Any = None,
-        timeout: float | None = None,
-    ) -> float:
-        """Sync form of :meth:`single_turn_ascore`."""
-        return run_sync(self.single_turn_ascore, sample, callbacks, timeout)
-
-
-_FAMILIES = (
-    (MultiTurnScoring, MultiTurnSample, "multi_turn_ascore"),
-    (SingleTurnScoring, SingleTurnSample, "single_turn_ascore"),
-)
 
 
 class Metric(Evaluator[SampleT], ABC):

@@ -13,7 +13,9 @@ from pydantic import field_validator
 from turneval.messages import ToolCall
 from turneval.metrics._call_metric import CallMatchingMetric, PlainExplainer, plain_result
 from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
-from turneval.metrics._float_path import Kernel, accuracy_value, matched_count
+from turneval.metrics._float_accuracy import accuracy_value
+from turneval.metrics._float_core import Kernel
+from turneval.metrics._float_matching import matched_count
 from turneval.metrics._formulas import ACCURACY, F1, AccuracyFormula, CountFormula
 from turneval.metrics._matching import CallComparison, describe_matching
 from turneval.metrics._tools import check_rule_tools

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from turneval.messages import Message
 from turneval.metrics._call_metric import CallMatchingMetric
-from turneval.metrics._float_path import (
+from turneval.metrics._float_matching import (
     equal_prefix,
     found_in_order,
     matched_count,

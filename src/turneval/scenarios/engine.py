@@ -9,39 +9,44 @@ batch engine (:func:`submit_batch`) sends them to a provider's batch API, whose 
 in the cache under the keys a live run reads. A progress file keeps every answer as it comes,
 so a rerun (after a crash, or with more scenarios) never pays for one twice, with or without
 a cache. A request that fails is recorded with its reason; the others go on.
+
+What a generation returns (``_generated``), its progress file (``_progress``) and the replay of
+world scenarios (``_replay``) are private modules beside this one, re-exported here. It stays
+over 400 lines: the plan, the judged job and the five front ends that run it (generate, its
+estimate, the batch API) share one plan, and :class:`GenerationJob` keeps this module as its
+class path (batch runs record it).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from pydantic import Field
 
 from turneval._sync import run_sync
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, SQLiteCache, resolve_llm
+from turneval.manifest import judge_model
 from turneval.messages import HumanMessage
 from turneval.metrics import Explained, JudgedMetric, MultiTurnMetric
 from turneval.ratelimit import RateLimit, RateLimiter
-from turneval.results import Prices, SampleResult
 from turneval.samples import MultiTurnSample
+from turneval.scenarios._generated import FailedRequest, GenerationEstimate, GenerationResult
+from turneval.scenarios._progress import progress_recorder, read_progress
+from turneval.scenarios._replay import named, replay_on_world
 from turneval.scenarios.quality import (
     DEFAULT_DEDUP_THRESHOLD,
-    Coverage,
     Discarded,
     coverage,
     deduplicate,
 )
 from turneval.scenarios.sources import Ask, ScenarioSource, from_tools, from_world
 from turneval.simulation import Scenario
-from turneval.store import judge_model
 from turneval.usage import Usage
 from turneval.worlds import ToolWorld
 
@@ -106,81 +111,6 @@ class GenerationJob(JudgedMetric[MultiTurnSample], MultiTurnMetric):
         """The answer, kept as JSON in ``details["answer"]``."""
         answer = replies[0].parsed.model_dump(mode="json")
         return Explained(1.0, "answered", {"answer": answer})
-
-
-@dataclass(frozen=True)
-class FailedRequest:
-    """A request that got no usable answer (its scenarios are missing; a rerun asks again).
-
-    Attributes:
-        label: What the request was about.
-        error: ``"<ErrorType>: <message>"``.
-    """
-
-    label: str
-    error: str
-
-
-@dataclass
-class GenerationResult:
-    """What a generation produced: the scenarios kept, those left out and why, the coverage.
-
-    Attributes:
-        scenarios: The scenarios kept, with ids, in plan order; world scenarios hold their
-            world (a JSONL file does not: :func:`~turneval.scenarios.load` attaches it).
-        discarded: Scenarios left out: reference actions that failed on the world, near
-            duplicates; each with its reason.
-        failed: Requests with no usable answer (a rerun asks them again).
-        skipped: Inputs the source left out (e.g. a trace that could not be converted).
-        coverage: What the kept scenarios exercise.
-        usage: The generator's usage in this run (requests answered before cost nothing).
-        requests: Requests the plan holds.
-        answered_before: Requests answered by the progress file (not asked again).
-        source: The source's name.
-        seed: The seed.
-        model: The generator model's name.
-    """
-
-    scenarios: list[Scenario]
-    discarded: list[Discarded] = field(default_factory=list)
-    failed: list[FailedRequest] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    coverage: Coverage = field(default_factory=Coverage)
-    usage: Usage = field(default_factory=Usage)
-    requests: int = 0
-    answered_before: int = 0
-    source: str = ""
-    seed: int = 0
-    model: str | None = None
-
-    def write_jsonl(self, path: str | PathLike[str]) -> Path:
-        """Write the kept scenarios, one JSON object a line (``Scenario.from_jsonl`` reads it)."""
-        from turneval.scenarios.files import write_scenarios
-
-        return write_scenarios(self.scenarios, path)
-
-    def to_html(self, path: str | PathLike[str]) -> Path:
-        """Write the report: coverage tables, the scenarios, what was left out and why."""
-        from turneval.scenarios.report import generation_html
-
-        target = Path(path)
-        target.write_text(generation_html(self), encoding="utf-8")
-        return target
-
-    def __str__(self) -> str:
-        """Counts, then the coverage table."""
-        replayed = sum(1 for d in self.discarded if d.stage == "replay")
-        duplicates = sum(1 for d in self.discarded if d.stage == "duplicate")
-        lines = [
-            f"generated {len(self.scenarios)} scenarios from {self.source} (seed {self.seed}, "
-            f"model {self.model}): {self.requests} requests, {self.answered_before} answered "
-            f"before, {self.usage.calls} sent, {self.usage.cached_calls} from the cache",
-            f"left out: {replayed} whose reference actions failed on the world, "
-            f"{duplicates} near duplicates; {len(self.failed)} requests failed",
-        ]
-        lines += [f"  failed request {f.label}: {f.error}" for f in self.failed]
-        lines += [f"  skipped input: {reason}" for reason in self.skipped]
-        return "\n".join(lines) + "\n" + str(self.coverage)
 
 
 def as_source(source: Any) -> ScenarioSource:
@@ -291,37 +221,6 @@ def _with_temperature(request: JudgeRequest[Any], temperature: float | None) -> 
     return replace(request, temperature=temperature)
 
 
-def _read_progress(path: Path | None) -> dict[str, Any]:
-    """The answers a progress file holds, by request key (a torn last line is skipped)."""
-    if path is None or not path.exists():
-        return {}
-    answers: dict[str, Any] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            entry = json.loads(line)
-            answers[str(entry["key"])] = entry["answer"]
-        except (ValueError, KeyError, TypeError):
-            continue  # a line cut by a crash: that request is asked again
-    return answers
-
-
-def _recorder(path: Path | None, name: str) -> Callable[[SampleResult], None] | None:
-    if path is None:
-        return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-    def record(row: SampleResult) -> None:
-        result = row.results.get(name)
-        if result is None or row.sample is None:
-            return
-        key = (row.sample.metadata or {}).get("ask")
-        line = json.dumps({"key": key, "answer": result.details.get("answer")}, ensure_ascii=False)
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-
-    return record
-
-
 def _checked_answers(plan: _Plan, stored: Mapping[str, Any]) -> dict[str, Any]:
     """Stored answers that still fit their request's schema (others are asked again)."""
     answers = {}
@@ -333,46 +232,6 @@ def _checked_answers(plan: _Plan, stored: Mapping[str, Any]) -> dict[str, Any]:
         except Exception:
             continue
     return answers
-
-
-async def _replayed(
-    world: ToolWorld, scenario: Scenario, timeout: float
-) -> tuple[Scenario | None, str | None]:
-    """The scenario with its expected end state, or the reason its actions fail on ``world``."""
-    calls = scenario.reference_tool_calls or []
-    try:
-        with anyio.fail_after(timeout):
-            replay = await world.areplay(calls, scenario.initial_state)
-    except TimeoutError:
-        return None, f"its reference actions did not finish within {timeout:g}s on the world"
-    except Exception as exc:  # a state the world cannot take: this scenario only
-        return None, f"its reference actions could not be replayed: {type(exc).__name__}: {exc}"
-    for number, entry in enumerate(replay.calls, start=1):
-        if "error" in entry:
-            args = json.dumps(entry.get("args"), ensure_ascii=False, sort_keys=True)
-            return None, (
-                f"reference action {number} of {len(replay.calls)}, {entry['tool']}({args}), "
-                f"failed on the world: {entry['error']}"
-            )
-    try:
-        state = replay.state
-    except Exception as exc:
-        return None, f"the end state could not be recorded: {type(exc).__name__}: {exc}"
-    metadata = dict(scenario.metadata or {})
-    metadata["generated"] = {**metadata.get("generated", {}), "expected_end_state": state}
-    return scenario.model_copy(update={"metadata": metadata, "world": world}), None
-
-
-def _ids(scenarios: list[Scenario], prefix: str, taken: set[str]) -> list[Scenario]:
-    named = []
-    for number, scenario in enumerate(scenarios, start=1):
-        base = f"{prefix}-{number:03d}"
-        name, again = base, 2
-        while name in taken:
-            name, again = f"{base}-{again}", again + 1
-        taken.add(name)
-        named.append(scenario.model_copy(update={"id": name}))
-    return named
 
 
 async def agenerate(
@@ -438,7 +297,7 @@ async def agenerate(
         max_retries=max_retries,
     )
     progress_path = None if progress is None else Path(progress)
-    answers = _checked_answers(plan, _read_progress(progress_path))
+    answers = _checked_answers(plan, read_progress(progress_path))
     before = len(answers)
     todo = [key for key in plan.keys if key not in answers]
     failed: list[FailedRequest] = []
@@ -454,7 +313,7 @@ async def agenerate(
             max_concurrency=max(max_llm_concurrency, 1),
             max_llm_concurrency=max_llm_concurrency,
             show_progress=show_progress,
-            on_row=_recorder(progress_path, name),
+            on_row=progress_recorder(progress_path, name),
             rate_limit=rate_limit,
         )
         usage = result.usage
@@ -515,14 +374,14 @@ async def _finish(
         if source.world is None or not record.get("replay"):
             kept.append(scenario)
             continue
-        replayed, reason = await _replayed(source.world, scenario, replay_timeout)
+        replayed, reason = await replay_on_world(source.world, scenario, replay_timeout)
         if replayed is None:
             discarded.append(Discarded(scenario, "replay", str(reason)))
         else:
             kept.append(replayed)
     kept, duplicates = deduplicate(kept, threshold=dedup_threshold, existing=existing)
     taken = {str(s.id) for s in existing if s.id is not None}
-    kept = _ids(kept, f"{source.name}-{seed}", taken)
+    kept = named(kept, f"{source.name}-{seed}", taken)
     return GenerationResult(
         scenarios=kept,
         discarded=discarded + duplicates,
@@ -581,46 +440,6 @@ def generate(
     )
 
 
-@dataclass
-class GenerationEstimate:
-    """What a generation would ask and cost, before asking anything.
-
-    Attributes:
-        requests: Requests the plan holds.
-        scenarios: Scenarios they ask for.
-        prompt_tokens: Estimated prompt tokens of the requests still to ask (the estimate of
-            :mod:`turneval.estimate`: prompt text / ``CHARS_PER_TOKEN``).
-        output_tokens: Estimated output tokens of those requests
-            (:data:`OUTPUT_TOKENS_PER_SCENARIO` per scenario).
-        answered: Requests the progress file or the cache already answers (they cost nothing).
-    """
-
-    requests: int
-    scenarios: int
-    prompt_tokens: int
-    output_tokens: int
-    answered: int = 0
-
-    @property
-    def to_ask(self) -> int:
-        """Requests that would be sent."""
-        return self.requests - self.answered
-
-    def cost(self, prices: Prices) -> float:
-        """The estimated cost of the requests still to ask, at ``prices``."""
-        usage = Usage(input_tokens=self.prompt_tokens, output_tokens=self.output_tokens)
-        return prices.cost(usage)
-
-    def __str__(self) -> str:
-        """One paragraph for a terminal."""
-        return (
-            f"dry run: no model is called\n{self.requests} requests for {self.scenarios} "
-            f"scenarios; {self.answered} already answered (progress file or cache), "
-            f"{self.to_ask} to ask\nestimated tokens to spend: {self.prompt_tokens:,} prompt, "
-            f"{self.output_tokens:,} output"
-        )
-
-
 def estimate_generation(
     source: Any,
     *,
@@ -641,7 +460,7 @@ def estimate_generation(
 
     plan = _plan(source, llm, n=n, seed=seed, batch_size=batch_size, temperature=temperature)
     answered = set(
-        _checked_answers(plan, _read_progress(None if progress is None else Path(progress)))
+        _checked_answers(plan, read_progress(None if progress is None else Path(progress)))
     )
     if cache is not None:
         opened = cache if isinstance(cache, SQLiteCache) else SQLiteCache(cache)

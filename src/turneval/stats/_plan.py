@@ -11,7 +11,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from os import PathLike
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from ._power import (
     samples_needed,
     sd_of,
 )
+
+if TYPE_CHECKING:
+    from turneval.store import RunStore
 
 __all__ = ["MetricPlan", "Plan", "TrialPlan", "plan", "plan_files", "read_run"]
 
@@ -348,24 +351,27 @@ def _trial_plan(
     )
 
 
-def read_run(path: str | PathLike[str]) -> EvaluationResult:
-    """A run from its ``--out`` folder or results.jsonl, as :func:`plan_files` reads it.
+def read_run(
+    path: str | PathLike[str], store: RunStore | str | PathLike[str] | None = None
+) -> EvaluationResult:
+    """A run's rows, as :func:`plan_files` reads them (:func:`turneval.runs.open_run`).
+
+    A ``--out`` folder, a results.jsonl (or a summary.json with its rows beside it), or a run
+    kept in ``store`` (its id).
 
     Raises:
-        ConfigError: ``path`` is no results file, not one, or holds no rows (naming the path).
+        ConfigError: ``path`` is no run, a summary.json without rows, or holds no rows
+            (naming it).
     """
-    where = Path(path)
-    if where.is_dir():
-        where = where / "results.jsonl"
-    if not where.is_file():
-        raise ConfigError(f"{where}: no such results file (give a run folder or results.jsonl)")
-    try:
-        run = EvaluationResult.from_jsonl(where)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{where}: not a results file ({' '.join(str(exc).split())})") from exc
-    if not run.rows:
-        raise ConfigError(f"{where} holds no rows: nothing to plan from")
-    return run
+    from turneval.runs import open_run
+
+    with open_run(path, store) as run:
+        if not run.has_rows:
+            raise ConfigError(f"{run.label}: a summary.json alone has no rows to plan from")
+        result = run.result
+        if not result.rows:
+            raise ConfigError(f"{run.label} holds no rows: nothing to plan from")
+        return result
 
 
 def plan_files(
@@ -376,17 +382,20 @@ def plan_files(
     alpha: float = 0.05,
     power: float = 0.8,
     baseline: str | PathLike[str] | None = None,
+    store: RunStore | str | PathLike[str] | None = None,
 ) -> Plan:
-    """:func:`plan` over runs on disk (as ``turneval plan``): ``--out`` folders or results.jsonl.
+    """:func:`plan` over runs on disk or in a store (as ``turneval plan``).
+
+    Each run is a ``--out`` folder, a results.jsonl or a run kept in ``store`` (its id).
 
     Raises:
-        ConfigError: a path is not a run, or as :func:`plan`.
+        ConfigError: a run cannot be read, or as :func:`plan`.
     """
     return plan(
-        read_run(run),
+        read_run(run, store),
         mde=mde,
         metric=metric,
         alpha=alpha,
         power=power,
-        baseline=None if baseline is None else read_run(baseline),
+        baseline=None if baseline is None else read_run(baseline, store),
     )

@@ -7,7 +7,6 @@ SQLite (a file, WAL mode) by default, PostgreSQL for a team. Rows are the result
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import queue
@@ -15,6 +14,7 @@ import re
 import subprocess
 import threading
 import uuid
+import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,9 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
+from turneval._files import file_digest
 from turneval._hidden import shown
 from turneval._version import VERSION
 from turneval.errors import ConfigError
+from turneval.manifest import RUN_FILE, DatasetSpec, JudgeSpec, MetricSpec, RunManifest
+from turneval.manifest import dataset_version as manifest_dataset_version
+from turneval.manifest import judge_model as manifest_judge_model
 from turneval.store._datasets import DatasetDiff, DatasetRow, StoredDataset
 from turneval.store._judge_configs import StoredJudgeConfig
 from turneval.store._skips import StoredSkip
@@ -108,6 +112,30 @@ class StoredRun:
     def metric_names(self) -> list[str]:
         """The names of the run's metrics, in order."""
         return [str(metric["name"]) for metric in self.metrics]
+
+    @property
+    def manifest(self) -> RunManifest:
+        """What the run was started with, as the store keeps it.
+
+        The judge's model (not its server), the input's path and digest (the whole file's:
+        the dataset version the run read, whose name and version the store knows when it
+        keeps that content).
+        """
+        digest = self.dataset_digest
+        return RunManifest(
+            [MetricSpec.from_dict(metric, f"run {self.id}") for metric in self.metrics],
+            JudgeSpec(self.judge_model, base_url_recorded=False),
+            None
+            if self.dataset_path is None and digest is None
+            else DatasetSpec(
+                self.dataset_path,
+                digest,
+                version=None
+                if digest is None
+                else {"digest": digest, "name": None, "version": None},
+            ),
+            self.turneval_version,
+        )
 
 
 @dataclass(frozen=True)
@@ -192,57 +220,24 @@ class RunColumns:
 
 
 def judge_model(llm: Any) -> str | None:
-    """The model name of a judge (a LangChain chat model or a wrapper); None without one."""
-    if llm is None:
-        return None
-    inner = getattr(llm, "langchain_llm", None) or getattr(llm, "llm", None)
-    for candidate in (llm, inner):
-        for attribute in ("model_name", "model", "deployment_name", "model_id"):
-            name = getattr(candidate, attribute, None)
-            if isinstance(name, str) and name:
-                return name
-    return type(llm).__name__
-
-
-def _jsonable(value: Any) -> Any:
-    """A metric field as JSON: turneval's models field by field, another model by its name."""
-    from pydantic import BaseModel
-    from pydantic_core import to_jsonable_python
-
-    if isinstance(value, BaseModel):
-        if not type(value).__module__.startswith("turneval"):
-            return judge_model(value)  # a chat model: its name, never its keys
-        return {name: _jsonable(getattr(value, name)) for name in type(value).model_fields}
-    if isinstance(value, Mapping):
-        return {str(key): _jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(item) for item in value]
-    try:
-        return to_jsonable_python(value, serialize_unknown=True)
-    except Exception:  # whatever it is, the run is recorded
-        return repr(value)
+    """Deprecated: :func:`turneval.manifest.judge_model` (the run manifest names judges)."""
+    warnings.warn(
+        "turneval.store.judge_model is deprecated; use turneval.manifest.judge_model",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return manifest_judge_model(llm)
 
 
 def metric_configs(metrics: Sequence[Any]) -> list[dict[str, Any]]:
-    """Each metric's ``name``, ``class`` and ``config`` (its fields, JSON-ready).
-
-    A user's metric (defined outside turneval) is written field by field too, as turneval's
-    own: only a model object *in* a field from outside turneval (a chat model) is named.
-    """
-    from pydantic import BaseModel
-
-    return [
-        {
-            "name": metric.name,
-            "class": f"{type(metric).__module__}.{type(metric).__qualname__}",
-            "config": (
-                {name: _jsonable(getattr(metric, name)) for name in type(metric).model_fields}
-                if isinstance(metric, BaseModel)
-                else _jsonable(metric)
-            ),
-        }
-        for metric in metrics
-    ]
+    """Deprecated: ``MetricSpec.of(metric).to_dict()`` (:class:`turneval.manifest.MetricSpec`)."""
+    warnings.warn(
+        "turneval.store.metric_configs is deprecated; use "
+        "turneval.manifest.MetricSpec.of(metric).to_dict()",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return [MetricSpec.of(metric).to_dict() for metric in metrics]
 
 
 def _git_commit() -> str | None:
@@ -257,36 +252,17 @@ def _git_commit() -> str | None:
     return commit if done.returncode == 0 and commit else None
 
 
-def file_digest(path: str | os.PathLike[str]) -> str | None:
-    """The SHA-256 of a file (None when it cannot be read)."""
-    digest = hashlib.sha256()
-    try:
-        with Path(path).open("rb") as handle:
-            for block in iter(lambda: handle.read(2**20), b""):
-                digest.update(block)
-    except OSError:
-        return None
-    return digest.hexdigest()
-
-
 def dataset_version(
     path: str | os.PathLike[str], store: RunStore | None = None, *, digest: str | None = None
 ) -> dict[str, Any]:
     """What a run records of the dataset it reads: its digest, and its name and version.
 
-    ``{"digest": SHA-256 of the file, "name": ..., "version": ...}``: the name and version
-    when ``store`` keeps that content (``turneval datasets add``), else None. ``digest``, when
-    known, saves reading the file again. ``compare`` refuses two runs over different kept
-    versions (``--allow-dataset-change`` lists the rows added, removed and changed); the
-    viewer shows a stored run's version.
+    :func:`turneval.manifest.dataset_version` (the manifest records it): ``{"digest": SHA-256
+    of the file, "name": ..., "version": ...}``, the name and version when ``store`` keeps
+    that content (``turneval datasets add``), else None. ``digest``, when known, saves
+    reading the file again.
     """
-    digest = digest or file_digest(path)
-    found = store.dataset_of(digest) if store is not None and digest else None
-    return {
-        "digest": digest,
-        "name": None if found is None else found.name,
-        "version": None if found is None else found.version,
-    }
+    return manifest_dataset_version(path, store, digest=digest)
 
 
 def _now() -> datetime:
@@ -792,20 +768,26 @@ class RunStore:
         resume: bool = False,
         details: bool = True,
         configs: list[dict[str, Any]] | None = None,
+        manifest: RunManifest | None = None,
     ) -> RunRecorder:
         """Record a new run (status ``running``) and return the writer of its rows.
 
         With ``resume`` and an ``out_dir``, the newest stored run of that folder is continued
-        instead (status back to ``running``); a new one is recorded when there is none.
-        ``configs`` are the metrics' configurations as recorded elsewhere (a run folder's
-        run.json), else :func:`metric_configs` of ``metrics``.
+        instead (status back to ``running``); a new one is recorded when there is none. The
+        run's metrics and judge are those of ``manifest`` (its
+        :class:`~turneval.manifest.RunManifest`), else of ``metrics`` and ``llm``
+        (``configs``: the metrics as recorded elsewhere, deprecated).
         """
         from sqlalchemy import insert, select, update
 
         from turneval.store._schema import runs
 
+        if manifest is None:
+            manifest = RunManifest.of(metrics, llm)
+            if configs is not None:
+                manifest.metrics = [MetricSpec.from_dict(config) for config in configs]
         folder = str(Path(out_dir).resolve()) if out_dir is not None else None
-        names = [metric.name for metric in metrics]
+        names = manifest.metric_names
         with self.writing() as connection:
             if resume and folder is not None:
                 found = connection.execute(
@@ -831,8 +813,8 @@ class RunStore:
                     git_commit=_git_commit(),
                     dataset_path=None if dataset_path is None else os.fspath(dataset_path),
                     dataset_digest=dataset_digest,
-                    metrics=json.dumps(configs if configs is not None else metric_configs(metrics)),
-                    judge_model=judge_model(llm),
+                    metrics=json.dumps([metric.to_dict() for metric in manifest.metrics]),
+                    judge_model=manifest.judge.model,
                     status="running",
                     out_dir=folder,
                 )
@@ -1275,10 +1257,14 @@ class RunStore:
         )
 
     def result(self, run_id: str) -> Any:
-        """The run's rows as an :class:`~turneval.results.EvaluationResult` (no samples)."""
+        """The run's rows as an :class:`~turneval.results.EvaluationResult` (no samples).
+
+        With its manifest (:attr:`StoredRun.manifest`: its metrics rebuilt where they can be).
+        """
         from turneval.results import EvaluationResult
 
-        return EvaluationResult.from_records(self.records(run_id))
+        run = self.run(run_id)
+        return EvaluationResult.from_records(self.records(run.id), manifest=run.manifest)
 
     # -- labels ------------------------------------------------------------------------------
 
@@ -1482,19 +1468,26 @@ class RunStore:
         if not results.is_file():
             raise ConfigError(f"{folder}: no results.jsonl to import (a run's --out folder?)")
         folder = results.parent
-        meta = _checked(folder / "run.json", _RunFile)
+        # the files' types checked first (an error names the file and field), then read
+        meta = _checked(folder / RUN_FILE, _RunFile)
         summary = _checked(folder / "summary.json", _SummaryFile)
-        dataset = meta.get("dataset") or {}
-        judge = meta.get("judge") or {}
-        names: list[str] | None = None
-        metrics = meta.get("metrics")
+        listed = meta.get("metrics") is not None
+        manifest = (  # None: a folder from before run.json
+            RunManifest.from_dict(
+                {**meta, "metrics": meta.get("metrics") or []}, str(folder / RUN_FILE)
+            )
+            if meta
+            else None
+        )
+        dataset = None if manifest is None else manifest.dataset
+        names: list[str] | None = manifest.metric_names if manifest is not None and listed else None
         recorder = self._imported_run(
             name or folder.resolve().name,
-            metrics or [],
-            version=str(meta.get("turneval_version") or VERSION),
-            judge=judge.get("model"),
-            dataset_path=dataset.get("path"),
-            dataset_digest=dataset.get("sha256"),
+            [] if manifest is None else [metric.to_dict() for metric in manifest.metrics],
+            version=VERSION if manifest is None else manifest.turneval_version,
+            judge=None if manifest is None else manifest.judge.model,
+            dataset_path=None if dataset is None else dataset.path,
+            dataset_digest=None if dataset is None else dataset.sha256,
             out_dir=folder,
         )
         try:
@@ -1505,12 +1498,11 @@ class RunStore:
                         if not text.strip():
                             continue
                         record = _results_row(results, number, text, names)
-                        if names is None:
+                        if names is None:  # legacy: the names of the first row's reason columns
                             names = [key for key in record if f"{key}_reason" in record]
                             recorder.names = names
                             _results_row(results, number, text, names)  # its values, named
-                            if metrics is None:
-                                self._set_metrics(recorder.run_id, names)
+                            self._set_metrics(recorder.run_id, names)
                         recorder.add_record(text, record)
                 recorder.finish(summary or None)
         except (ConfigError, UnicodeDecodeError) as exc:  # refused: no half-imported run left
@@ -1990,6 +1982,10 @@ class RunRecorder:
         try:
             self.finish(None, status=status, error=message)
         except Exception:  # the store itself failed: the run's own error is the one to raise
-            self._pending.clear()
-            if self.store.close_after_run:
-                self.store.close()
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Drop what is buffered (the store failed while the run was ending)."""
+        self._pending.clear()
+        if self.store.close_after_run:
+            self.store.close()

@@ -31,13 +31,15 @@ from turneval.options import RunOptions
 from turneval.ratelimit import RateLimit, RateLimiter
 from turneval.results import SampleResult
 from turneval.runner import resolve_metrics
+from turneval.runs.to_store import open_store
 from turneval.stream.engine import ChunkEngine
-from turneval.stream.run import StreamJob, open_store
+from turneval.stream.run import StreamJob
 from turneval.stream.sink import StreamResult
 from turneval.stream.sources import Source
 
 if TYPE_CHECKING:
     from turneval.engines.base import Engine
+    from turneval.runs.sink import RunSink
     from turneval.store import RunStore
 
 __all__ = ["ENGINE_SETTINGS", "SOURCE_OPTIONS", "evaluate_jsonl"]
@@ -82,6 +84,7 @@ def evaluate_jsonl(
     resume: bool = False,
     overwrite: bool = True,
     stop: threading.Event | None = None,
+    sinks: Sequence[RunSink] = (),
     **moved: Any,
 ) -> StreamResult:
     """Score ``data`` line by line into the folder ``out``: results.jsonl, summary.json, report.html.
@@ -93,8 +96,8 @@ def evaluate_jsonl(
 
     The run options (``llm``, ``cache``, ``max_concurrency``, ``max_llm_concurrency``,
     ``timeout``, ``fail_on_error``, ``on_row``, ``details``, ``show_progress``, ``rate_limit``,
-    ``aggregates``, ``store``) are those of :class:`~turneval.options.RunOptions`, with the
-    same names and defaults. The names of earlier versions still work, with a
+    ``aggregates``, ``store``, ``sinks``) are those of :class:`~turneval.options.RunOptions`,
+    with the same names and defaults. The names of earlier versions still work, with a
     :class:`DeprecationWarning`: ``path`` and ``out_dir`` (now ``data`` and ``out``),
     ``workers``, ``chunk_size`` and ``chunk_bytes`` (now the engine's,
     :data:`ENGINE_SETTINGS`), ``input_format``, ``group_by``, ``strict_traces`` and
@@ -155,6 +158,10 @@ def evaluate_jsonl(
             read, the chunks in flight are scored and written, the summary and report cover
             the rows written, and the result's ``stopped`` is True; ``resume`` continues the
             run. The CLI sets it on SIGTERM.
+        sinks: More places the run goes (:class:`~turneval.runs.RunSink`), beside the run
+            folder (a :class:`~turneval.runs.FolderSink`) and the store: each is started with
+            the run's manifest, given each chunk's rows in input order and finished with the
+            summary. A resumed run gives them only the rows it scores.
         **moved: The deprecated names above (a :class:`DeprecationWarning` each).
 
     Raises:

@@ -9,19 +9,20 @@ order by the sink, then ``summary.json`` and ``report.html``, and the run store 
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from turneval._files import naming
-from turneval._runfile import RUN_FILE, RunFile
+from turneval.manifest import RUN_FILE, DatasetSpec, RunManifest, dataset_version
 from turneval.metrics import Evaluator
 from turneval.options import RunOptions
+from turneval.runs.folder import FolderSink
+from turneval.runs.sink import RunSink, end_status
+from turneval.runs.to_store import store_sink
 from turneval.stream.chunks import Chunk, until
 from turneval.stream.engine import ChunkWork, numbered, preflight
 from turneval.stream.resume import ResumeWarning, finished_rows
@@ -29,9 +30,10 @@ from turneval.stream.sink import JsonlSink, StreamResult
 from turneval.stream.sources import Source
 
 if TYPE_CHECKING:
-    from turneval.store import RunRecorder, RunStore
+    from turneval.runs.store import StoreSink
+    from turneval.store import RunStore
 
-__all__ = ["Scorer", "StreamJob", "open_store", "run_stream"]
+__all__ = ["Scorer", "StreamJob", "run_stream"]
 
 Scorer = Callable[[Iterator[ChunkWork], list[Evaluator], RunOptions], Iterable[Chunk]]
 """What scores the chunks: called once with the numbered chunks, the metrics and the options,
@@ -82,6 +84,10 @@ class StreamJob:
 def run_stream(job: StreamJob, score: Scorer) -> StreamResult:
     """Run ``job`` with ``score`` scoring its chunks: the rows written in input order.
 
+    The rows go through the run's sinks: the run folder's :class:`~turneval.runs.FolderSink`
+    (run.json before the first row, results.jsonl, summary.json), the store's when there is
+    one, and the run options' own ``sinks``.
+
     Raises:
         ConfigError: the output or the resumed run is not as ``job`` asks (see
             :func:`~turneval.stream.evaluate_jsonl`).
@@ -90,48 +96,62 @@ def run_stream(job: StreamJob, score: Scorer) -> StreamResult:
     source, resolved, target, options = job.source, job.metrics, job.out, job.options
     path, llm = source.path, options.llm
     skipped: dict[str, int] | None = {} if source.traces else None
-    run_file = RunFile(target, path, resolved, llm)
-    recorder: RunRecorder | None = None
+    started: list[RunSink] = []
+    folder: FolderSink | None = None
+    stored: StoreSink | None = None
     try:
         results_path = job.preflight()
-        recorder = _recorder(
-            job.store, path, run_file, resolved, llm, resume=job.resume, details=options.details
+        continuing = job.resume and results_path.exists() and results_path.stat().st_size > 0
+        if job.store is not None:
+            stored = store_sink(
+                job.store,
+                name=path.name,
+                out_dir=target,
+                resume=job.resume,
+                details=options.details,
+                streamed=True,
+            )
+        manifest = RunManifest.of(
+            resolved, llm, dataset=_dataset(path, None if stored is None else stored.store)
         )
-        _record_dataset_version(run_file, path, job.store)
-        if job.resume and results_path.exists() and results_path.stat().st_size:
-            if not run_file.resume():  # a run folder from before run.json: not checked
-                warnings.warn(
-                    f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
-                    "without checking that the input, metrics and judge are the same",
-                    ResumeWarning,
-                    stacklevel=5,  # evaluate_jsonl's caller (through the engine's run)
-                )
-        else:
-            run_file.start()  # before the first row
+        folder = FolderSink(target, source=path, resume=continuing)
+        folder.start(manifest)  # run.json before the first row (resuming: checked first)
+        started.append(folder)
+        if folder.unchecked:  # a run folder from before run.json: not checked
+            warnings.warn(
+                f"{target} has no {RUN_FILE} (written by an older turneval): resuming "
+                "without checking that the input, metrics and judge are the same",
+                ResumeWarning,
+                stacklevel=5,  # evaluate_jsonl's caller (through the engine's run)
+            )
+        for other in ([] if stored is None else [stored]) + list(options.sinks):
+            other.start(manifest)
+            started.append(other)
         done = finished_rows(results_path, otlp=source.traces) if job.resume else {}
-        with (
-            naming(results_path),
-            results_path.open("a" if job.resume else "w", encoding="utf-8") as handle,
-        ):
-            sink = JsonlSink(resolved, handle, job.report_rows, options, run_file, recorder)
-            sink.resume(done)
-            lines = source.chunks(job.chunk_size, job.chunk_bytes, frozenset(done), skipped)
-            chunks = numbered(until(sink.track(lines), job.stop), sink)
-            with _closing(score(chunks, resolved, options)) as scored:
-                for chunk in scored:
-                    sink.absorb(chunk)
-        result = sink.finish(target, job.title or f"turneval: {path.name}", skipped)
-        result.stopped = job.stop is not None and job.stop.is_set()
-        result.store_run = None if recorder is None else recorder.run_id
-        if recorder is not None and result.stopped:  # the stored run is not done either
-            recorder.finish(None, status="interrupted", error="stopped early; --resume continues")
+        sink = JsonlSink(resolved, folder, job.report_rows, options, started[1:])
+        sink.resume(done)
+        lines = source.chunks(job.chunk_size, job.chunk_bytes, frozenset(done), skipped)
+        chunks = numbered(until(sink.track(lines), job.stop), sink)
+        with _closing(score(chunks, resolved, options)) as scored:
+            for chunk in scored:
+                sink.absorb(chunk)
+        stopped = job.stop is not None and job.stop.is_set()
+        title = job.title or f"turneval: {path.name}"
+        result = sink.finish(target, title, skipped, stopped=stopped)
+        result.stopped = stopped
+        result.store_run = None if stored is None else stored.run_id
         return result
     except BaseException as exc:
-        if recorder is not None:
-            recorder.fail(exc)
+        status, error = end_status(exc)
+        for other in started:
+            with suppress(Exception):  # the run's own error is the one to raise
+                other.finish(None, status, error)
+        if stored is not None and stored not in started and stored.store.close_after_run:
+            stored.store.close()  # opened for this run, which never started in it
         raise
     finally:
-        run_file.close()
+        if folder is not None:
+            folder.close()
 
 
 @contextmanager
@@ -145,56 +165,10 @@ def _closing(scored: Iterable[Chunk]) -> Iterator[Iterable[Chunk]]:
             close()
 
 
-def _record_dataset_version(run_file: RunFile, source: Path, store: RunStore | None) -> None:
-    """Record in run.json the version of the dataset the run reads (issue 49).
+def _dataset(source: Path, store: RunStore | None) -> DatasetSpec:
+    """The input as run.json records it: the file and the dataset version it is (issue 49).
 
-    Its digest, and its name and version when the store keeps it
-    (:func:`~turneval.store.dataset_version`); ``compare`` checks it.
+    The version is the whole file's digest, and its name and version when the store keeps
+    that content (:func:`~turneval.manifest.dataset_version`); ``compare`` checks it.
     """
-    from turneval.store import dataset_version
-
-    if store is not None:  # run.json has the digest: the store may know its name and version
-        recorded = run_file.document["dataset"]["version"]
-        run_file.document["dataset"]["version"] = dataset_version(
-            source, store, digest=recorded["digest"]
-        )
-
-
-def _recorder(
-    store: RunStore | None,
-    source: Path,
-    run_file: RunFile,
-    metrics: list[Evaluator],
-    llm: Any,
-    *,
-    resume: bool,
-    details: bool,
-) -> RunRecorder | None:
-    """The store's writer of this run (None without a store): a new run, or the resumed one.
-
-    The metrics' configurations are those run.json records.
-    """
-    if store is None:
-        return None
-    from turneval.store import file_digest
-
-    return store.start_run(
-        name=source.name,
-        metrics=metrics,
-        llm=llm,
-        dataset_path=source.resolve(),
-        dataset_digest=file_digest(source),
-        out_dir=run_file.path.parent,
-        resume=resume,
-        details=details,
-        configs=run_file.document["metrics"],
-    )
-
-
-def open_store(store: RunStore | str | os.PathLike[str] | None) -> RunStore | None:
-    """The run store of ``store`` (a store, its URL or path), opened now (None: none)."""
-    if store is None:
-        return None
-    from turneval.store import RunStore
-
-    return RunStore.coerce(store)
+    return DatasetSpec(str(source), version=dataset_version(source, store))

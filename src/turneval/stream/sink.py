@@ -1,9 +1,12 @@
-"""The sink of a streamed run: rows written to results.jsonl in input order, totals kept.
+"""The sink of a streamed run: rows handed to the run's sinks in input order, totals kept.
 
-:class:`JsonlSink` takes the scored chunks in input order, writes and flushes their rows (so a
-partial file is never corrupt), feeds the run store when there is one, counts them into the
-run's totals and, at the end, summarises them with the run's one summariser into summary.json,
-report.html and the :class:`StreamResult`.
+:class:`JsonlSink` takes the scored chunks in input order and hands their rows, as written
+(their results.jsonl lines, encoded once where they were scored), to the run's sinks: the
+run folder's :class:`~turneval.runs.FolderSink` (results.jsonl, flushed line by line, so a
+partial file is never corrupt; run.json; summary.json), the run store's
+:class:`~turneval.runs.StoreSink` when there is one, and any the caller gave. It counts the
+rows into the run's totals and, at the end, summarises them with the run's one summariser
+into the summary (summary.json), report.html and the :class:`StreamResult`.
 """
 
 from __future__ import annotations
@@ -12,15 +15,13 @@ import json
 import sys
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from turneval._files import naming
-from turneval._runfile import RunFile
 from turneval.aggregate import (
     MetricSummary,
     RunFigures,
@@ -34,14 +35,21 @@ from turneval.options import RunOptions
 from turneval.pipeline import has_summary_extras
 from turneval.report import render_report
 from turneval.results import EvaluationResult, MetricResult, SampleResult
+from turneval.runs.folder import FolderSink
+from turneval.runs.sink import Rows, RunSink
+from turneval.runs.to_store import is_store_sink
 from turneval.stream.chunks import UNREADABLE, Chunk, Line, RowError, first_errors
 from turneval.stream.resume import Done, absorb_finished, row_error
 from turneval.usage import Usage
 
-if TYPE_CHECKING:
-    from turneval.store import RunRecorder
+__all__ = [
+    "JsonlSink",
+    "STOPPED",
+    "StreamResult",
+]
 
-__all__ = ["JsonlSink", "StreamResult"]
+STOPPED = "stopped early; --resume continues"
+"""The error a run stopped early (``stop``, SIGTERM) ends its sinks' run with."""
 
 
 @dataclass
@@ -81,24 +89,25 @@ class StreamResult:
 
 
 class JsonlSink:
-    """The JSONL sink: rows written in order and flushed, totals kept for the summary."""
+    """The streamed run's sink: rows handed on in order, totals kept for the summary."""
 
     def __init__(
         self,
         metrics: list[Evaluator],
-        handle: Any,
+        folder: FolderSink,
         report_rows: int,
         options: RunOptions,
-        run_file: RunFile | None = None,
-        recorder: RunRecorder | None = None,
+        sinks: Sequence[RunSink] = (),
     ) -> None:
-        """A sink writing to ``handle`` (results.jsonl, open for writing or appending).
+        """Rows go to ``folder`` (the run folder, started) and ``sinks`` (started too).
 
-        ``report_rows`` rows are kept for the report; ``run_file`` records the input read so
-        far as chunks are written; ``recorder`` keeps the rows in a run store too.
+        ``report_rows`` rows are kept for the report; the folder records the input read so
+        far as chunks are written; a :class:`~turneval.runs.StoreSink` among ``sinks`` is
+        given a resumed run's finished rows too.
         """
-        self.metrics, self.handle, self.run_file = metrics, handle, run_file
-        self.recorder = recorder
+        self.metrics, self.folder = metrics, folder
+        self.sinks: list[RunSink] = [folder, *sinks]
+        self.inputs: deque[list[str | bytes]] = deque()  # each chunk in flight: its lines
         self.last_lines: deque[int] = deque()  # each chunk in flight: its last input line
         self.progress, self.limiter = options.progress_shown(), options.rate_limit
         self.names = [metric.name for metric in metrics]
@@ -135,8 +144,9 @@ class JsonlSink:
             {metric.name: metric.vote_threshold for metric in self.metrics},
         )
         self.total = len(rows)
-        if self.recorder is not None:  # the stored run's rows: those of the file
-            self.recorder.sync(done.values())
+        for sink in self.sinks:
+            if is_store_sink(sink):  # the stored run's rows: those of the file
+                sink.sync(done.values())
         self.bad = sum(1 for record in done.values() if record.get(UNREADABLE))
         errors = [error for row in rows if (error := row_error(row, names))]
         self.failed_rows = len(errors)
@@ -145,34 +155,32 @@ class JsonlSink:
     def track(self, chunks: Iterator[list[Line]]) -> Iterator[list[Line]]:
         """``chunks``, each one's last input line noted (chunks are absorbed in this order).
 
-        With a store, the chunk's lines are kept too, as the samples of its rows.
+        The chunk's lines are kept too, as the samples of its rows (decoded only for a sink
+        that asks for them, as the store sink does).
         """
         for lines in chunks:
             self.last_lines.append(lines[-1][0])
-            if self.recorder is not None:
-                self.recorder.expect(
-                    text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
-                    for _, text in lines
-                )
+            self.inputs.append([text for _, text in lines])
             yield lines
 
     def absorb(self, chunk: Chunk) -> None:
-        """Write a scored chunk's rows and add its totals.
+        """Hand a scored chunk's rows to the sinks and add its totals.
 
         ``run.json`` first records the input read up to the chunk's last line, so that every
-        row in results.jsonl comes from input a resumed run checks.
+        row in results.jsonl comes from input a resumed run checks; the folder comes first
+        (a resumed run's file has every row the store has).
         """
         if self.last_lines:
-            last = self.last_lines.popleft()
-            if self.run_file is not None:
-                self.run_file.read_to(last)
-        for record in chunk.records:
-            self.handle.write(record + "\n")
-            self.handle.flush()
-        if self.recorder is not None:  # after the file: a resumed run's file has every row
-            self.recorder.in_background()  # stored while the next chunks are scored
-            self.recorder.add_rows(chunk.keys, chunk.records)  # the rows as written, not re-read
-            self.recorder.flush()
+            self.folder.read_to(self.last_lines.popleft())
+        lines = self.inputs.popleft() if self.inputs else []
+        rows = Rows.encoded(  # a row's sample is its line (unknown when they do not pair)
+            chunk.records,
+            self.names,
+            keys=chunk.keys,
+            inputs=lines if len(lines) == len(chunk.records) else None,
+        )
+        for sink in self.sinks:
+            sink.add(rows)
         for name in self.names:
             self.values[name].extend(chunk.values[name])
             self.failed[name] += chunk.failed[name]
@@ -196,10 +204,11 @@ class JsonlSink:
     def _after_rows(self, chunk: Chunk) -> None:
         """The run options' ``on_row`` for each row just written, then ``fail_on_error``."""
         if self.options.on_row is not None and chunk.records:
-            for row in EvaluationResult.from_records(map(json.loads, chunk.records)).rows:
+            records = map(json.loads, chunk.records)
+            for row in EvaluationResult.from_records(records, names=self.names).rows:
                 self.options.on_row(row)
         if chunk.failed_rows and self.options.should_abort(self.failed_rows, self.total):
-            results = Path(self.handle.name)
+            results = self.folder.results_path
             raise EvaluationAbortedError(
                 f"fail_on_error={self.options.fail_on_error!r}: {self.failed_rows} of "
                 f"{self.total} rows failed; first in the last chunk: {chunk.first_errors[0]} "
@@ -208,9 +217,17 @@ class JsonlSink:
             )
 
     def finish(
-        self, target: Path, title: str, skipped_traces: dict[str, int] | None = None
+        self,
+        target: Path,
+        title: str,
+        skipped_traces: dict[str, int] | None = None,
+        *,
+        stopped: bool = False,
     ) -> StreamResult:
-        """Summarise (the run's one summariser), write summary.json and report.html."""
+        """Summarise (the run's one summariser), end the sinks' run, write report.html.
+
+        The folder sink writes summary.json. ``stopped``: the run was stopped early (its sinks' run is ``interrupted``).
+        """
         if self.progress:
             print(file=sys.stderr)
         names = self.names
@@ -252,11 +269,9 @@ class JsonlSink:
             aggregate_errors=result.aggregate_errors,
             skipped_traces=skipped_traces,
         )
-        text = json.dumps(summary, indent=2) + "\n"
-        with naming(target / "summary.json"):
-            (target / "summary.json").write_text(text, encoding="utf-8")
-        if self.recorder is not None:
-            self.recorder.finish(summary)
+        status, error = ("interrupted", STOPPED) if stopped else ("finished", None)
+        for sink in self.sinks:
+            sink.finish(summary, status, error)
         html = render_report(
             title=title,
             metric_names=names,

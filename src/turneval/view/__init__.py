@@ -5,6 +5,7 @@ Server-rendered pages and a little inline JavaScript, nothing loaded from the ne
 the ``view`` extra (and the ``store`` extra).
 """
 
-from turneval.view._app import create_app, serve
+from turneval.view._app import create_app
+from turneval.view._serve import serve
 
 __all__ = ["create_app", "serve"]

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from turneval.report import escape_attribute, escape_text, format_value
+from turneval._html import cut, escape_attribute, escape_text, format_value
 
 __all__ = [
     "PAGE_TEXT",
@@ -67,12 +67,6 @@ def number(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return figure(float(value))
     return figure(value)
-
-
-def cut(text: object, size: int = 160) -> str:
-    """``text`` (not escaped) cut to ``size`` characters with an ellipsis."""
-    words = str(text)
-    return words if len(words) <= size else words[: size - 1] + "…"
 
 
 class Clipper:

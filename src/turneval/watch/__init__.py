@@ -23,6 +23,7 @@ from turneval.watch._alerts import (
     alert_rules,
 )
 from turneval.watch._budget import Budget
+from turneval.watch._decode import decode_body
 from turneval.watch._intake import (
     BadRequestError,
     BodyTooLargeError,
@@ -31,7 +32,7 @@ from turneval.watch._intake import (
 )
 from turneval.watch._regrade import Regrade, regrade
 from turneval.watch._scoring import parse_filter, sampled
-from turneval.watch._server import WatchServer, decode_body
+from turneval.watch._server import WatchServer
 from turneval.watch._watcher import Watcher
 
 __all__ = [

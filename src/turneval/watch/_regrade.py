@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,17 +58,6 @@ class Regrade:
         return "\n".join(lines)
 
 
-def _metric(config: dict[str, Any]) -> Any:
-    """A stored metric configuration built again, without its own judge (the new one judges)."""
-    module, _, name = str(config["class"]).rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"metric {config['name']!r}: class {config['class']} not found") from exc
-    fields = {k: v for k, v in (config.get("config") or {}).items() if k != "llm"}
-    return cls.model_validate(fields)
-
-
 def _chosen(indexes: list[int], sample: int | None) -> list[int]:
     """``sample`` rows picked by a hash of their index (the same rows every time), or all."""
     if sample is None or sample >= len(indexes):
@@ -80,7 +68,7 @@ def _chosen(indexes: list[int], sample: int | None) -> list[int]:
 
 def regrade(
     store: Any,
-    run_id: str,
+    run_id: str | Any,
     llm: Any,
     *,
     sample: int | None = None,
@@ -94,7 +82,8 @@ def regrade(
     Args:
         store: The :class:`~turneval.store.RunStore` holding the run; the new rows are kept
             there as a run named ``regrade <id> with <model>``.
-        run_id: The run (its id or a unique prefix).
+        run_id: The run: its id or a unique prefix (read with
+            :func:`turneval.runs.open_run`), or an :class:`~turneval.runs.OpenedRun` of it.
         llm: The new judge (a LangChain chat model).
         sample: Re-score this many rows, picked by a hash of their index (default: all).
         metrics: The judged metrics to re-score, by name (default: every judged metric).
@@ -104,16 +93,24 @@ def regrade(
             every judged metric) loads: the flips show what the new configuration changes.
 
     Raises:
-        ConfigError: the run has no judged metric (or none of ``metrics``), or no row with a
-            stored sample.
+        ConfigError: the run is no stored run (a folder keeps no samples to score again), its
+            metrics cannot be built again from its manifest, it has no judged metric (or none
+            of ``metrics``), or no row with a stored sample.
     """
+    from turneval.manifest import judge_model
     from turneval.metrics import JudgedMetric
     from turneval.pipeline import RunOptions, finish_recording, recording, score_batch
     from turneval.results import EvaluationResult
-    from turneval.store import judge_model
+    from turneval.runs import OpenedRun, open_run
 
-    run = store.run(run_id)
-    built = [_metric(config) for config in run.metrics]
+    opened = run_id if isinstance(run_id, OpenedRun) else open_run(run_id, store)
+    if opened.stored is None or opened.manifest is None:
+        raise ConfigError(
+            f"regrade needs a stored run (the store keeps its samples); {opened.ref} is a "
+            f"{opened.kind}: import it first (turneval store import)"
+        )
+    run = opened.stored
+    built = opened.manifest.build_metrics()  # each without its judge: the new one judges
     judged = [m for m in built if isinstance(m, JudgedMetric)]
     if metrics is not None:
         unknown = sorted(set(metrics) - {m.name for m in judged})

@@ -21,9 +21,10 @@ from turneval.traces import Span, trace_conversation
 
 from ._budget import BudgetKeeping, Spend
 from ._intake import Group, GroupBy
-from ._logs import Log
 
 if TYPE_CHECKING:
+    from turneval.runs import FolderSink
+
     from ._alerts import Alerts, ScoreHistograms
 
 __all__ = ["DONE_KEPT", "SKIP_REASONS", "Scoring", "parse_filter", "sampled"]
@@ -68,7 +69,7 @@ class Scoring(BudgetKeeping):
     skipped: dict[str, int]
     _recorder: Any
     _events: tuple[Any, Any] | None
-    _results: Log | None
+    _folder: FolderSink
     _spans: dict[str, list[Span]]
     _resource: dict[str, dict[str, Any]]
     _key: dict[str, str]
@@ -232,8 +233,7 @@ class Scoring(BudgetKeeping):
 
         Raises what the write raised; the rows are kept and written at the next tick.
         """
-        from turneval.results import json_line
-        from turneval.results_codec import encode
+        from turneval.runs import Rows
 
         with self._write_lock:
             retrying = bool(self._unwritten)
@@ -244,17 +244,12 @@ class Scoring(BudgetKeeping):
             if self._recorder is not None:
                 if retrying:  # what an earlier, failed write stored (or left buffered)
                     self._recorder.flush()
-                    stored = self.store.stored_indexes(self._recorder.run_id)
+                    stored = self._recorder.store.stored_indexes(self._recorder.run_id)
                     todo = [row for row in todo if row.index not in stored]
-                for row in todo:
-                    self._recorder.add(row)
+                self._recorder.add(Rows.of(todo, self.names, details=self.options.details))
                 self._recorder.flush()
-            else:
-                assert self._results is not None
-                lines = [
-                    json_line(encode(row, self.names, details=self.options.details)) for row in todo
-                ]
-                self._results.write("".join(line + "\n" for line in lines).encode())
+            else:  # appended whole (fsync'd) or not at all, through the folder sink
+                self._folder.add(Rows.of(todo, self.names, details=self.options.details))
             written, self._unwritten = self._unwritten, []
         with self.lock:
             self.counts["conversations_scored"] += len(written)

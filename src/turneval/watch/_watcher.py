@@ -21,7 +21,6 @@ request.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -29,8 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from turneval._version import VERSION
 from turneval.errors import ConfigError
+from turneval.manifest import RunManifest
+from turneval.runs import FolderSink, StoreSink
 from turneval.traces import SESSION_KEYS, Span, from_otlp_span
 from turneval.watch._alerts import Alerts, OtelSink, ScoreHistograms
 
@@ -157,17 +157,14 @@ class Watcher(Scoring):
         self._write_lock = threading.Lock()
         self.clock = time.time  # the wall clock budget periods follow (replaceable in tests)
         self.store = store
-        self._recorder: Any = None
-        if store is not None:
-            self._recorder = store.start_run(
-                name="watch",
-                metrics=self.metrics,
-                llm=self.options.llm,
-                out_dir=self.state,
-                resume=True,
-                details=self.options.details,
-            )
+        self._recorder: Any = None  # the store sink (rows go to the store)
+        self._folder = FolderSink(self.state, append=True, durable=True, keep_previous=True)
         self._provenance()
+        if store is not None:
+            self._recorder = StoreSink(
+                store, name="watch", out_dir=self.state, resume=True, details=self.options.details
+            )
+            self._recorder.start(self._manifest)
         owner = self.state / "owner"
         if not owner.exists():
             import uuid
@@ -184,29 +181,20 @@ class Watcher(Scoring):
         self._recover()
         self._spool = Log(self.state / "spool.jsonl")
         self._ledger = Log(self.state / "ledger.jsonl")
-        self._results = None if store is not None else Log(self.state / "results.jsonl")
 
     def _provenance(self) -> None:
         """``run.json`` in the state folder: turneval version, metrics and judge of the rows.
 
         Rewritten at each start (the configuration a restart runs with), after the previous
-        one is kept as ``run.json.previous`` when it differs.
+        one is kept as ``run.json.previous`` when it differs (the folder sink's ``start``).
         """
-        from turneval.store import judge_model, metric_configs
-
-        document = {
-            "source": "turneval watch",
-            "turneval_version": VERSION,
-            "metrics": metric_configs(self.metrics),
-            "judge": {"model": judge_model(self.options.llm), "prompt_version": None},
-            "group_by": self.group_by,
-            "sample": self.rate,
-        }
-        path = self.state / "run.json"
-        text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-        if path.exists() and path.read_text() != text:
-            os.replace(path, self.state / "run.json.previous")
-        path.write_text(text)
+        self._manifest = RunManifest.of(
+            self.metrics,
+            self.options.llm,
+            source="turneval watch",
+            extra={"group_by": self.group_by, "sample": self.rate},
+        )
+        self._folder.start(self._manifest)
 
     # -- recovery ------------------------------------------------------------------------
 
@@ -214,7 +202,7 @@ class Watcher(Scoring):
         """The indexes whose row was written (results.jsonl or the store)."""
         if self._recorder is None:
             return {int(r["index"]) for r in read_lines(self.state / "results.jsonl")}
-        written: set[int] = self.store.stored_indexes(self._recorder.run_id)
+        written: set[int] = self._recorder.store.stored_indexes(self._recorder.run_id)
         return written
 
     def _recover(self) -> None:
@@ -369,9 +357,9 @@ class Watcher(Scoring):
 
     def close(self) -> None:
         """Close the spool, the ledger and the results (the run stays ``running``)."""
-        for handle in (self._spool, self._ledger, self._results):
-            if handle is not None:
-                handle.close()
+        for handle in (self._spool, self._ledger):
+            handle.close()
+        self._folder.close()
         if self._recorder is not None:
             with contextlib.suppress(Exception):  # rows not written are scored after a restart
                 self._recorder.flush()

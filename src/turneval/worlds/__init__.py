@@ -4,11 +4,13 @@ A :class:`ToolWorld` serves tools from a Python object (its public methods; its 
 are the state) or several (``from_objects``, one state each), from recorded answers, or from a
 model simulating them; ``as_langchain_tools()`` gives them to any LangChain or LangGraph agent.
 States are compared as the backend defines equality (:func:`compare_states`: an object's own
-``__eq__``, else structurally), each :class:`Difference` at its path. A :class:`~turneval.simulation.Scenario` with
-a ``world`` gives every trial a fresh copy, and the row records the end state, the calls and
-every injected :class:`Faults`. ``EndStateMatch`` and ``StateAssertions``
-(:mod:`turneval.metrics`) grade the end state. Two small worlds ship ready-made:
-:func:`~turneval.worlds.domains.orders_world` and :func:`~turneval.worlds.domains.files_world`.
+``__eq__``, else structurally), each :class:`Difference` at its path. A
+:class:`~turneval.simulation.Scenario` with a ``world`` gives every trial a fresh copy, and the
+row records the end state, the calls and every injected :class:`Faults`. ``EndStateMatch`` and
+``StateAssertions`` (:mod:`turneval.metrics`) grade the end state. Two small worlds ship
+ready-made, with their scenarios: :func:`~turneval.simulation.domains.orders_world` and
+:func:`~turneval.simulation.domains.files_world` (the package knows nothing of the simulation:
+the scenarios that play on worlds are the simulation's).
 """
 
 from turneval.worlds._backends import TOOL_THREADS, ToolError, ToolSpec
