@@ -10,7 +10,7 @@ and rows lost. ``--fail-rate 0.1`` answers 10% of requests with 429 (``Retry-Aft
     .venv/bin/python benchmarks/run_ratelimit_bench.py --n 2000 --rpm 600 --fail-rate 0.1
     .venv/bin/python benchmarks/run_ratelimit_bench.py --n 2000 --rpm 600 --engine ray --workers 2
 
-``--engine ray`` runs ``turneval.distributed.evaluate_on_ray`` on a local Ray cluster
+``--engine ray`` runs ``evaluate_jsonl(engine=Ray(...))`` on a local Ray cluster
 (``ray.init(num_cpus=2)``) with ``--workers`` scoring actors sharing one quota actor; the judge
 is built in each actor from ``llm_factory``.
 """
@@ -115,13 +115,14 @@ def run_on_ray(
     workers: int,
     max_in_flight: int,
 ) -> tuple[float, int]:
-    """Wall time (s) and failed rows of ``evaluate_on_ray`` on a local 2-CPU cluster."""
+    """Wall time (s) and failed rows of the Ray engine on a local 2-CPU cluster."""
     import os
     import tempfile
 
     import ray
 
-    from turneval.distributed import evaluate_on_ray
+    from turneval.engines import Ray
+    from turneval.stream import evaluate_jsonl
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -134,19 +135,20 @@ def run_on_ray(
         return ChatOpenAI(model="gpt-4o-mini", base_url=url, api_key="bench")
 
     start = time.perf_counter()
-    result = evaluate_on_ray(
+    engine = Ray(
+        llm_factory=factory, workers=workers, chunk_size=len(samples) // (4 * workers) or 1
+    )
+    result = evaluate_jsonl(
         data,
         [unbound],
-        output=folder / "out",
-        llm_factory=factory,
+        folder / "out",
+        engine=engine,
         rate_limit=quota,
-        concurrency=workers,
-        batch_size=len(samples) // (4 * workers) or 1,
         max_concurrency=4 * max_in_flight,
     )
     wall = time.perf_counter() - start
     ray.shutdown()
-    return wall, result.stream.failed_rows
+    return wall, result.failed_rows
 
 
 def main() -> None:

@@ -181,7 +181,7 @@ def main() -> None:
 
         judge = ChatOpenAI(model=os.environ.get("TURNEVAL_JUDGE_MODEL", "gpt-4o-mini"))
         metrics.append("agent_goal_accuracy_with_reference")
-    result = EvalTask(DATASET, metrics, llm=judge, timeout=30, show_progress=False).evaluate(
+    result = EvalTask(DATASET, metrics, llm=judge, agent_timeout=30, show_progress=False).evaluate(
         runnable=agent
     )
     for name, summary in result.summary().items():

@@ -257,7 +257,7 @@ def main() -> None:
         TopicAdherenceScore(llm=judge),
     ]
     # One conversation at a time keeps the scripted run's output the same on every run.
-    task = EvalTask(SCENARIOS, metrics, max_concurrency=1, timeout=120, show_progress=False)
+    task = EvalTask(SCENARIOS, metrics, max_concurrency=1, agent_timeout=120, show_progress=False)
     result = task.evaluate(
         runnable=build_agent(agent_llm),
         user=SimulatedUser(user_llm, temperature=0.7 if args.judge_base_url else None),

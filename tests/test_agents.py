@@ -302,7 +302,9 @@ def test_multi_turn_script_is_replayed_turn_by_turn() -> None:
 def test_a_hanging_or_raising_agent_is_a_failed_row() -> None:
     dataset = [sample("Set the living room to 21", reference=[]), sample("x", reference=[])]
     start = time.monotonic()
-    result = EvalTask(dataset, ["tool_call_f1"], timeout=0.2).evaluate(runnable=graph(delay=5.0))
+    result = EvalTask(dataset, ["tool_call_f1"], agent_timeout=0.2).evaluate(
+        runnable=graph(delay=5.0)
+    )
     assert time.monotonic() - start < 3.0
     assert [row.failure for row in result.rows] == [1, 1]
     assert result.rows[0].agent_error == "TimeoutError: the agent did not finish within 0.2s"

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.errors",
         "turneval.usage",
         "turneval._sync",
+        "turneval._deprecation",
         "turneval._gc",
         "turneval._files",
         "turneval._dataset_rows",
@@ -94,10 +95,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turneval.agents",),  # EvalTask: a replay, or scenarios played by the simulation
     # the stream package, its modules from the bottom up (its public surface sits below)
     ("turneval.stream.chunks",),
-    ("turneval.stream.scoring", "turneval.stream.resume"),
+    ("turneval.stream.scoring", "turneval.stream.resume", "turneval.stream.sources"),
     ("turneval.stream.sink",),
-    ("turneval.stream.workers",),
     ("turneval.stream.engine",),
+    ("turneval.stream.workers",),
+    ("turneval.stream.run",),  # the run around an engine's scorer
+    # the engines evaluate_jsonl itself knows: the base and the default (Local); the others
+    # (Ray, Batch) sit with what they run on, below
+    ("turneval.engines.base",),
+    ("turneval.engines.local",),
     ("turneval.stream.evaluate",),
     # the batch engine's modules from the bottom up (the package itself is in the next row)
     ("turneval.batch._state", "turneval.batch._spec", "turneval.batch._providers"),
@@ -119,8 +125,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.stats",
         "turneval.calibration",
         "turneval.stream",
-        "turneval.distributed",
         "turneval.batch",
+        "turneval.engines",  # Ray (Ray Data actors), Batch (providers' batch APIs)
+        "turneval.distributed",
         "turneval.watch",  # turneval watch: the OTLP receiver scores with the pipeline
         "turneval.view",  # turneval view: the run store in a local web app
         "turneval.demo",

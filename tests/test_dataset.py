@@ -14,6 +14,7 @@ from turneval import (
     SingleTurnSample,
     ToolCall,
 )
+from turneval.engines import Local
 from turneval.stream import evaluate_jsonl
 
 from ._builders import call, conversation
@@ -108,7 +109,7 @@ def test_an_ai_message_with_null_content_reads_as_empty_text(tmp_path: Path) -> 
     assert messages[1]["content"] is None  # the caller's row is left as it was
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps(row) + "\n")
-    result = evaluate_jsonl(path, ["tool_call_f1"], tmp_path / "out", workers=1)
+    result = evaluate_jsonl(path, ["tool_call_f1"], tmp_path / "out", engine=Local(workers=1))
     assert result.failed_rows == 0 and list(result.values["tool_call_f1"]) == [1.0]
     messages[0]["content"] = None  # a human turn must have text: still an error
     with pytest.raises(InvalidSampleError, match=r"user_input\.0\.human\.content"):

@@ -11,6 +11,7 @@ import pytest
 
 from turneval.compare import compare_files
 from turneval.demo import DOMAINS, RULE_BASED, build_team_rows, run_demo
+from turneval.engines import Local
 from turneval.metrics import Evaluator, ToolCallAccuracy, TrajectorySingleToolUse
 from turneval.stream import evaluate_jsonl
 
@@ -43,7 +44,7 @@ def test_every_demo_run_folder_has_the_run_json_evaluate_writes(
             TrajectorySingleToolUse(tool_name=domain.key_tool),
         ]
         evaluated = tmp_path / "evaluated" / domain.name
-        evaluate_jsonl(source, metrics, evaluated, workers=1, show_progress=False)
+        evaluate_jsonl(source, metrics, evaluated, engine=Local(workers=1), show_progress=False)
         assert json.loads((evaluated / "run.json").read_text(encoding="utf-8")) == record
         assert (folder / "results.jsonl").read_text().count("\n") == len(lines)
 

@@ -1,4 +1,7 @@
-"""evaluate_on_ray on a local 2-CPU Ray cluster: the same rows as a local run, one quota."""
+"""The Ray engine on a local 2-CPU Ray cluster: the same rows as a local run, one quota.
+
+evaluate_on_ray, its deprecated front end, is checked here too (it runs the same engine).
+"""
 
 import json
 import os
@@ -10,6 +13,7 @@ from typing import Any
 import pytest
 
 from turneval import ConfigError
+from turneval.engines import Local, Ray
 from turneval.ratelimit import RateLimit
 from turneval.results import EvaluationResult
 from turneval.stream import evaluate_jsonl
@@ -79,13 +83,24 @@ def test_same_rows_and_summary_as_a_local_run(tmp_path: Path) -> None:
     local = tmp_path / "local"
     aggregates = [FailedRows()]  # a user's aggregate, computed in the driver from the rows
     here = evaluate_jsonl(
-        data, METRICS, local, chunk_size=100, workers=1, details=False, aggregates=aggregates
+        data,
+        METRICS,
+        local,
+        engine=Local(workers=1, chunk_size=100),
+        details=False,
+        aggregates=aggregates,
     )
     context = ray.data.DataContext.get_current()  # the user's own Ray Data settings
     context.enable_progress_bars, context.execution_options.preserve_order = True, False
-    result = evaluate_on_ray(
-        data, METRICS, output=tmp_path / "ray", batch_size=350, details=False, aggregates=aggregates
+    stream = evaluate_jsonl(
+        data,
+        METRICS,
+        tmp_path / "ray",
+        engine=Ray(chunk_size=350),
+        details=False,
+        aggregates=aggregates,
     )
+    result = DistributedResult(stream, tmp_path / "ray")
     # are theirs again once the run is over
     assert (context.enable_progress_bars, context.execution_options.preserve_order) == (True, False)
     assert isinstance(result, DistributedResult)
@@ -116,8 +131,9 @@ def test_four_sinks_give_one_summary_on_the_same_data(tmp_path: Path) -> None:
     ]
     EvaluationDataset(samples).to_jsonl(data)
     metrics: list[Evaluator] = [TrajectorySingleToolUse(tool_name="f"), ToolCallF1()]
-    evaluate_jsonl(data, metrics, tmp_path / "streamed", workers=1)
-    on_ray = evaluate_on_ray(data, metrics, output=tmp_path / "ray", batch_size=4)
+    evaluate_jsonl(data, metrics, tmp_path / "streamed", engine=Local(workers=1))
+    ray_run = evaluate_jsonl(data, metrics, tmp_path / "ray", engine=Ray(chunk_size=4))
+    on_ray = DistributedResult(ray_run, tmp_path / "ray")
     summaries: dict[str, dict[str, dict[str, Any]]] = {
         "memory": in_memory(data, metrics),
         "summary.json": json.loads((tmp_path / "streamed" / "summary.json").read_text())["metrics"],
@@ -146,7 +162,8 @@ def test_a_killed_worker_loses_and_duplicates_no_row(tmp_path: Path) -> None:
         return float(len(instance["user_input"]))
 
     metric = CustomMetric(name="length", metric_function=dies_once)
-    result = evaluate_on_ray(data, [metric], output=tmp_path / "out", batch_size=25)
+    stream = evaluate_jsonl(data, [metric], tmp_path / "out", engine=Ray(chunk_size=25))
+    result = DistributedResult(stream, tmp_path / "out")
     assert marker.exists()  # a worker did die
     lines = [row["line"] for row in rows(result.results_path)]
     assert lines == [n for n in range(1, 301) if n != 12]  # every row once, in order
@@ -177,8 +194,9 @@ def test_one_quota_across_workers_and_resume_pays_nothing(tmp_path: Path) -> Non
 
         quota = RateLimit(requests_per_minute=1200, max_in_flight=4)  # 20 a second
         out = tmp_path / "out"
-        result = evaluate_on_ray(
-            data, [clarity], output=out, llm_factory=judge, rate_limit=quota, batch_size=10
+        engine = Ray(llm_factory=judge, chunk_size=10)
+        result = DistributedResult(
+            evaluate_jsonl(data, [clarity], out, engine=engine, rate_limit=quota), out
         )
         assert [row["clarity"] for row in rows(result.results_path)] == [3.0] * 40
         times = sorted(stub.times)
@@ -189,9 +207,10 @@ def test_one_quota_across_workers_and_resume_pays_nothing(tmp_path: Path) -> Non
         assert times[-1] - times[0] >= 39 / 20 * 0.95
         most = max(sum(1 for t in times if start <= t < start + 1.0) for start in times)
         assert most <= 22
-        again = evaluate_on_ray(
-            data, [clarity], output=out, llm_factory=judge, rate_limit=quota, resume=True
+        resumed = evaluate_jsonl(
+            data, [clarity], out, engine=Ray(llm_factory=judge), rate_limit=quota, resume=True
         )
+        again = DistributedResult(resumed, out)
         assert len(stub.requests) == 40  # nothing scored twice
         assert rows(again.results_path) == rows(result.results_path)
         assert again.summary()["metrics"]["clarity"]["mean"] == 3.0
@@ -207,33 +226,40 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     data = tmp_path / "d.jsonl"
     data.write_text(sample_lines(20)[0] + "\n")
+    out = tmp_path / "o"
     judged = PointwiseMetric(name="c", criteria="c", rating_rubric={"1": "a", "2": "b"})
-    with pytest.raises(ConfigError, match="llm_factory"):
-        evaluate_on_ray(data, [judged], output=tmp_path / "o")
+    with pytest.raises(ConfigError, match=r"need an LLM judge: pass Ray\(llm_factory=\.\.\.\)"):
+        evaluate_jsonl(data, [judged], out, engine=Ray())
+    with pytest.raises(ConfigError, match=r"builds the judge in each worker: pass Ray\(llm_fac"):
+        evaluate_jsonl(data, [judged], out, engine=Ray(), llm=ScriptedChatModel(responses=[]))
     holding = judged.model_copy(update={"llm": ScriptedChatModel(responses=[RATED])})
     with pytest.raises(ConfigError, match="not shipped to Ray workers"):
-        evaluate_on_ray(data, [holding], output=tmp_path / "o", llm_factory=lambda: None)
+        evaluate_jsonl(data, [holding], out, engine=Ray(llm_factory=lambda: None))
     # a metric of the user's that declares it needs a judge (Evaluator.needs_judge), before
     # the input is read: the missing file is not what fails
     with pytest.raises(ConfigError, match="capability_probe_asks_when_told.*need an LLM judge"):
-        evaluate_on_ray(tmp_path / "missing.jsonl", [AsksWhenTold()], output=tmp_path / "o")
-    with pytest.raises(ConfigError, match="concurrency"):
-        evaluate_on_ray(data, METRICS, output=tmp_path / "o", concurrency=0)
-    with pytest.raises(ConfigError, match="output_format must be 'jsonl' or 'parquet'"):
-        evaluate_on_ray(data, METRICS, output=tmp_path / "o", output_format="csv")
-    # the old option names still work, with a warning naming the shared one
+        evaluate_jsonl(tmp_path / "missing.jsonl", [AsksWhenTold()], out, engine=Ray())
+    with pytest.raises(ConfigError, match="invalid Ray engine setting: workers: Input should"):
+        Ray(workers=0)
+    with pytest.raises(ConfigError, match="output_format: Input should be 'jsonl' or 'parquet'"):
+        Ray(output_format="csv")
+    # evaluate_on_ray: deprecated, with its settings checked by the engine, and its 0.x names
+    with (
+        pytest.warns(DeprecationWarning, match=r"evaluate_on_ray is deprecated: use evaluate_js"),
+        pytest.raises(ConfigError, match="invalid Ray engine setting: workers"),
+    ):
+        evaluate_on_ray(data, METRICS, output=out, concurrency=0)
     with (
         pytest.warns(DeprecationWarning, match=r"sample_concurrency=\.\.\.\) is deprecated"),
         pytest.raises(ConfigError, match="output_format"),
     ):
-        evaluate_on_ray(
-            data, METRICS, output=tmp_path / "o", output_format="csv", sample_concurrency=2
-        )
+        evaluate_on_ray(data, METRICS, output=out, output_format="csv", sample_concurrency=2)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="'sample_concurency'"):
-        evaluate_on_ray(data, METRICS, output=tmp_path / "o", sample_concurency=2)
+        evaluate_on_ray(data, METRICS, output=out, sample_concurency=2)
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"pip install 'turneval\[ray\]'"):
-        evaluate_on_ray(data, METRICS, output=tmp_path / "o")
+        evaluate_jsonl(data, METRICS, out, engine=Ray())
+    assert not out.exists()  # nothing made for a run that cannot start
 
 
 def test_cli_engine_ray_writes_what_the_local_engine_writes(tmp_path: Path) -> None:
@@ -258,20 +284,31 @@ def test_a_ray_dataset_and_a_parquet_folder_give_the_rows_of_the_same_jsonl(tmp_
     lines = [sample.model_dump_json(exclude_none=True) for sample in samples]
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in lines))
-    evaluate_jsonl(data, METRICS, tmp_path / "local", workers=1)
+    evaluate_jsonl(data, METRICS, tmp_path / "local", engine=Local(workers=1))
     expected = rows(tmp_path / "local" / "results.jsonl")
     records = [json.loads(line) for line in lines]
-    from_dataset = evaluate_on_ray(ray.data.from_items(records), METRICS, output=tmp_path / "ds")
+    # evaluate_on_ray (deprecated) runs the Ray engine as evaluate_jsonl does
+    with pytest.warns(DeprecationWarning, match="evaluate_on_ray is deprecated"):
+        from_dataset = evaluate_on_ray(
+            ray.data.from_items(records), METRICS, output=tmp_path / "ds"
+        )
     assert rows(from_dataset.results_path) == expected
     parquet = tmp_path / "parquet"
     ray.data.from_items(records, override_num_blocks=1).write_parquet(str(parquet))
-    from_parquet = evaluate_on_ray(
-        parquet, METRICS, output=tmp_path / "pq", output_format="parquet"
-    )
-    assert rows(from_parquet.results_path) == expected
+    engine = Ray(output_format="parquet")
+    evaluate_jsonl(parquet, METRICS, tmp_path / "pq", engine=engine)
+    assert rows(tmp_path / "pq" / "results.jsonl") == expected
+    # the CLI reads its input through the engine: --engine ray takes the Parquet folder too
+    from turneval.cli import main
+
+    flags = [flag for name in METRICS for flag in ("--metric", name)]
+    cli_out = tmp_path / "cli-pq"
+    command = ["evaluate", str(parquet), *flags, "--details", "--quiet", "--out", str(cli_out)]
+    assert main([*command, "--engine", "ray"]) == 0
+    assert rows(cli_out / "results.jsonl") == expected
     import pandas as pd
 
-    written = pd.read_parquet(from_parquet.parquet_path).sort_values("index")
+    written = pd.read_parquet(tmp_path / "pq" / "results.parquet").sort_values("index")
     assert written["index"].tolist() == [row["index"] for row in expected]
     for name in METRICS:
         assert written[name].tolist() == [row[name] for row in expected]
@@ -293,18 +330,18 @@ def test_a_parquet_cell_that_is_not_utf8_costs_its_row_only(tmp_path: Path) -> N
     data = tmp_path / "data.parquet"
     pq.write_table(table, data)
 
-    class Batches:  # what evaluate_on_ray reads of ray.data.read_parquet: Arrow batches
+    class Batches:  # what the Ray engine reads of ray.data.read_parquet: Arrow batches
         def iter_batches(self, *, batch_size: None, batch_format: str) -> Iterator[Any]:
             assert batch_format == "pyarrow"
             for batch in pq.read_table(data).to_batches(max_chunksize=5):
                 yield pa.Table.from_batches([batch])
 
-    # evaluate_on_ray's first step (its rows as JSONL, in order), then the local scorer (the
+    # the Ray engine's first step (the rows as JSONL, in order), then the local scorer (the
     # one its actors run); a Ray Data pass costs tens of seconds on a loaded 2-core runner.
-    from turneval.distributed import _write_rows
+    from turneval.engines._ray_rows import write_rows
 
-    written = _write_rows(Batches(), tmp_path, str(data))
-    evaluate_jsonl(written, METRICS, tmp_path / "out", workers=1)
+    written = write_rows(Batches(), tmp_path, str(data))
+    evaluate_jsonl(written, METRICS, tmp_path / "out", engine=Local(workers=1))
     scored = rows(tmp_path / "out" / "results.jsonl")
     assert [row["line"] for row in scored] == list(range(1, 13))
     assert [row["tool_call_f1"] for row in scored] == [0.0, 1.0, 0.0, 0.0, None] + [0.0] * 7
@@ -354,16 +391,15 @@ def test_a_429_burst_shrinks_the_workers_window(tmp_path: Path) -> None:
         def judge() -> Any:
             return ChatOpenAI(model="gpt-4o-mini", base_url=url, api_key="k")
 
-        result = evaluate_on_ray(
+        evaluate_jsonl(
             data,
             [clarity],
-            output=tmp_path / "out",
-            llm_factory=judge,
+            tmp_path / "out",
+            engine=Ray(llm_factory=judge, workers=1),
             rate_limit=RateLimit(requests_per_minute=60_000, max_in_flight=4),
-            concurrency=1,
             max_concurrency=8,
         )
-        assert [row["clarity"] for row in rows(result.results_path)] == [3.0] * 20
+        assert [row["clarity"] for row in rows(tmp_path / "out" / "results.jsonl")] == [3.0] * 20
         assert len(arrivals) == 20 + 4  # the burst cost 4 retries, no row
         # 4 answers of 429 (one round) halve the actor's window from 4 to 2: the requests
         # right after the burst are at most 2 in flight.
@@ -390,7 +426,7 @@ def test_to_pandas_keeps_the_rows_types(tmp_path: Path) -> None:
         "tool_call_f1",
         CustomMetric(name="budget", metric_function=broken),
     ]
-    stream = evaluate_jsonl(data, metrics, tmp_path / "out", workers=1, details=False)
+    stream = evaluate_jsonl(data, metrics, tmp_path / "out", engine=Local(workers=1), details=False)
     frame = DistributedResult(stream, tmp_path / "out").to_pandas()
     assert frame["id"].tolist()[:2] == ["001", "010"]
     assert frame["tool_call_f1"].dtype == float and frame["tool_call_f1"].tolist()[:2] == [1.0, 1.0]
@@ -414,9 +450,9 @@ def test_a_missing_input_or_a_kept_results_file_is_refused_before_ray_starts(
 
     for missing, message in (("none.jsonl", "no such file"), ("none.parquet", "no such file")):
         with pytest.raises(InvalidSampleError, match=f"{missing}: {message}"):
-            evaluate_on_ray(tmp_path / missing, METRICS, output=tmp_path / "o")
+            evaluate_jsonl(tmp_path / missing, METRICS, tmp_path / "o", engine=Ray())
     with pytest.raises(InvalidSampleError, match="a folder, not a JSONL file"):
-        evaluate_on_ray(tmp_path, METRICS, output=tmp_path / "o")
+        evaluate_jsonl(tmp_path, METRICS, tmp_path / "o", engine=Ray())
     assert not (tmp_path / "o").exists()  # nothing made for a run that cannot start
     kept = tmp_path / "kept"
     kept.mkdir()
@@ -424,7 +460,7 @@ def test_a_missing_input_or_a_kept_results_file_is_refused_before_ray_starts(
     data = tmp_path / "d.jsonl"
     data.write_text(sample_lines(20)[0] + "\n")
     with pytest.raises(ConfigError, match="already exists; resume it"):
-        evaluate_on_ray(data, METRICS, output=kept, overwrite=False)
+        evaluate_jsonl(data, METRICS, kept, engine=Ray(), overwrite=False)
 
 
 def test_a_ray_run_hands_its_rows_to_its_sinks(tmp_path: Path) -> None:
@@ -433,7 +469,9 @@ def test_a_ray_run_hands_its_rows_to_its_sinks(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in sample_lines(20)))
     memory = MemorySink()
-    on_ray = evaluate_on_ray(data, METRICS, output=tmp_path / "ray", batch_size=4, sinks=[memory])
+    on_ray = evaluate_jsonl(
+        data, METRICS, tmp_path / "ray", engine=Ray(chunk_size=4), sinks=[memory]
+    )
     assert memory.manifest is not None and memory.manifest.metric_names == METRICS
     assert memory.status == "finished"
     assert memory.summary == json.loads((tmp_path / "ray" / "summary.json").read_text())
@@ -445,4 +483,4 @@ def test_a_ray_run_hands_its_rows_to_its_sinks(tmp_path: Path) -> None:
         str(float("nan") if row["tool_call_f1"] is None else row["tool_call_f1"]) for row in written
     ]
     assert written[7]["tool_call_f1"] is None and str(kept.scores("tool_call_f1")[7]) == "nan"
-    assert on_ray.summary()["samples"] == len(written) == 19  # the blank line is no row
+    assert on_ray.total_rows == len(written) == 19  # the blank line is no row

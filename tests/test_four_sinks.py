@@ -16,6 +16,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from turneval import EvaluationDataset, MultiTurnSample, evaluate
+from turneval.engines import Local
 from turneval.metrics import ToolCallF1, TrajectorySingleToolUse
 from turneval.results import EvaluationResult
 from turneval.stream import evaluate_jsonl
@@ -94,7 +95,7 @@ def test_traces_give_the_agent_figures_in_memory_streamed_and_read_back(tmp_path
     path = traces_file(tmp_path)
     metrics = [TrajectorySingleToolUse(tool_name="f")]
     memory = in_memory(path, metrics)
-    streamed = evaluate_jsonl(path, metrics, tmp_path / "out", workers=1)
+    streamed = evaluate_jsonl(path, metrics, tmp_path / "out", engine=Local(workers=1))
     written = json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]
     back = EvaluationResult.from_jsonl(tmp_path / "out" / "results.jsonl").summary().to_dict()
     the_same({"memory": memory, "summary.json": written, "from_jsonl": back})
@@ -119,7 +120,7 @@ def test_saved_trials_give_pass_k_in_memory_streamed_and_read_back(tmp_path: Pat
     path = trials_file(tmp_path)
     metrics = [ToolCallF1()]
     memory = in_memory(path, metrics)
-    evaluate_jsonl(path, metrics, tmp_path / "out", workers=1)
+    evaluate_jsonl(path, metrics, tmp_path / "out", engine=Local(workers=1))
     written = json.loads((tmp_path / "out" / "summary.json").read_text())["metrics"]
     back = EvaluationResult.from_jsonl(tmp_path / "out" / "results.jsonl").summary().to_dict()
     the_same({"memory": memory, "summary.json": written, "from_jsonl": back})

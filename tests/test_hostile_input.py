@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from turneval.cli import main
+from turneval.engines import Local
 from turneval.errors import ConfigError
-from turneval.stream import evaluate_jsonl
+from turneval.stream import JsonlSource, evaluate_jsonl
 
 from ._builders import call, conversation
 
@@ -35,7 +36,7 @@ def rows_of(out: Path) -> list[dict[str, Any]]:
 def test_listed_hostile_lines_each_yield_one_row(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
     data.write_bytes(b"\n".join(LISTED) + b"\n")
-    result = evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "out", workers=1)
+    result = evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "out", engine=Local(workers=1))
     rows = rows_of(tmp_path / "out")
     assert [row["line"] for row in rows] == [1, 2, 3, 4, 5, 7]
     assert rows[0]["tool_call_f1"] == 1.0 and rows[5]["tool_call_f1"] == 1.0
@@ -86,11 +87,11 @@ def test_fuzzed_lines_each_yield_one_row(tmp_path: Path, lines: list[bytes]) -> 
     kind = next((kind for magic, kind in COMPRESSED.items() if content.startswith(magic)), None)
     if kind is not None:
         with pytest.raises(ConfigError, match=f"{kind}-compressed file; decompress it first"):
-            evaluate_jsonl(data, ["tool_call_f1"], out, workers=1)
+            evaluate_jsonl(data, ["tool_call_f1"], out, engine=Local(workers=1))
         assert main(args) == 2 and not (out / "results.jsonl").exists()
         return
     expected = [n for n, raw in enumerate([*lines, GOOD.encode()], 1) if raw.strip()]
-    evaluate_jsonl(data, ["tool_call_f1"], out, workers=1)
+    evaluate_jsonl(data, ["tool_call_f1"], out, engine=Local(workers=1))
     assert [row["line"] for row in rows_of(out)] == expected
     assert main([*args, "--max-failed", "1.0", "--overwrite"]) == 0
 
@@ -128,7 +129,7 @@ def test_resumed_run_counts_the_failed_rows_and_errors_the_whole_run_has(
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in lines))
     full_out, out = tmp_path / "full", tmp_path / "out"
-    full = evaluate_jsonl(data, ["tool_call_f1"], full_out, workers=1)
+    full = evaluate_jsonl(data, ["tool_call_f1"], full_out, engine=Local(workers=1))
     assert (full.total_rows, full.failed_rows, full.bad_lines) == (6, 3, 2)
     assert [error.line for error in full.first_errors] == [2, 3, 5]
     rows = (full_out / "results.jsonl").read_text().splitlines()
@@ -139,7 +140,7 @@ def test_resumed_run_counts_the_failed_rows_and_errors_the_whole_run_has(
         out.mkdir(exist_ok=True)
         (out / "results.jsonl").write_text("".join(row + "\n" for row in rows[:finished]))
         (out / "run.json").write_bytes((full_out / "run.json").read_bytes())  # same run
-        resumed = evaluate_jsonl(data, ["tool_call_f1"], out, workers=1, resume=True)
+        resumed = evaluate_jsonl(data, ["tool_call_f1"], out, engine=Local(workers=1), resume=True)
         assert (resumed.total_rows, resumed.failed_rows, resumed.bad_lines) == (6, 3, 2)
         assert resumed.first_errors == full.first_errors
         assert (out / "results.jsonl").read_text().splitlines() == rows
@@ -200,7 +201,7 @@ def test_lines_that_are_not_strict_json_are_error_rows_naming_line_and_key(
 
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in [GOOD, *(loose for loose, _ in LOOSE), GOOD]))
-    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "strict", workers=1)
+    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "strict", engine=Local(workers=1))
     rows = rows_of(tmp_path / "strict")
     assert [row["tool_call_f1"] for row in rows] == [1.0] + [None] * 6 + [1.0]
     hint = "--lenient-json or lenient_json=True reads it as before"
@@ -210,7 +211,8 @@ def test_lines_that_are_not_strict_json_are_error_rows_naming_line_and_key(
     ]
     # Lenient: read as before (the last duplicate wins; NaN and 1e400 are numbers), also in
     # worker processes.
-    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "lenient", workers=2, lenient_json=True)
+    source = JsonlSource(data, lenient_json=True)
+    evaluate_jsonl(source, ["tool_call_f1"], tmp_path / "lenient", engine=Local(workers=2))
     assert [row["tool_call_f1"] for row in rows_of(tmp_path / "lenient")] == [1.0] * 8
     args = ["evaluate", str(data), "--metric", "tool_call_f1", "--quiet"]
     assert main([*args, "--out", str(tmp_path / "c")]) == 3  # 6 failed rows

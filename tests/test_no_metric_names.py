@@ -11,7 +11,7 @@ import pytest
 import turneval
 from turneval.metrics import BUILTIN_METRICS, Evaluator
 
-GENERIC = ["runner", "results", "pipeline", "stream", "aggregate"]
+GENERIC = ["runner", "results", "pipeline", "stream", "engines", "aggregate"]
 
 
 def _metric_words() -> set[str]:

@@ -207,13 +207,23 @@ def test_evaluate_jsonl_takes_a_cache_object_or_a_path(tmp_path: Path) -> None:
         evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "o3", max_concurrency=0)
 
 
-def test_eval_task_takes_the_agent_timeout_by_either_name() -> None:
+def test_eval_task_takes_the_agent_timeout_and_its_old_name_with_a_warning() -> None:
     from turneval.agents import EvalTask
 
-    assert EvalTask(_scripts(1, ["a"]), [ToolCallF1()], agent_timeout=2.5).timeout == 2.5
-    assert EvalTask(_scripts(1, ["a"]), [ToolCallF1()], timeout=2.5).options.agent_timeout == 2.5
-    with pytest.raises(ConfigError, match="not both"):
-        EvalTask(_scripts(1, ["a"]), [ToolCallF1()], timeout=1, agent_timeout=1)
+    task = EvalTask(_scripts(1, ["a"]), [ToolCallF1()], agent_timeout=2.5)
+    assert task.agent_timeout == task.options.agent_timeout == 2.5
+    assert task.options.timeout is None  # the scoring limit is evaluate()'s
+    with pytest.warns(
+        DeprecationWarning, match=r"EvalTask\(timeout=\.\.\.\) is deprecated: pass agent_timeout="
+    ):
+        old = EvalTask(_scripts(1, ["a"]), [ToolCallF1()], timeout=2.5)  # type: ignore[call-arg]
+    assert old.options.agent_timeout == 2.5 and old.options.timeout is None
+    with pytest.warns(
+        DeprecationWarning, match=r"EvalTask.timeout is deprecated: read EvalTask.agent_timeout"
+    ):
+        assert old.timeout == 2.5
+    with pytest.raises(TypeError, match="both timeout= .* and agent_timeout="):
+        EvalTask(_scripts(1, ["a"]), [ToolCallF1()], timeout=1, agent_timeout=1)  # type: ignore[call-arg]
     with pytest.raises(ConfigError, match="agent_timeout: Input should be greater than 0"):
         EvalTask(_scripts(1, ["a"]), [ToolCallF1()], agent_timeout=-1)
 

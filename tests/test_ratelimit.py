@@ -431,9 +431,9 @@ class _SlowQuotaActor:
     """A quota actor stand-in whose answers take ``trip`` seconds to reach the worker."""
 
     def __init__(self, trip: float, rpm: float) -> None:
-        from turneval.distributed import _Quota
+        from turneval.engines._ray_quota import Quota
 
-        self.quota = _Quota(RateLimit(requests_per_minute=rpm))
+        self.quota = Quota(RateLimit(requests_per_minute=rpm))
         self.trip = trip
         self.reserve = self  # handle.reserve.remote(...) as on a Ray actor handle
 
@@ -444,7 +444,7 @@ class _SlowQuotaActor:
 
 
 def test_a_remote_budget_asks_ahead_of_a_slow_round_trip() -> None:
-    from turneval.distributed import ActorBudget
+    from turneval.engines.ray import ActorBudget
 
     # Starts 0.1 s apart, answers 0.08 s in transit: a start of "now" would arrive 0.08 s
     # late, more than half a gap, and be lost. After the first round trip the worker asks

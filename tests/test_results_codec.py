@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from turneval.engines import Local
 from turneval.metrics import TrajectorySingleToolUse
 from turneval.results import (
     AgentRun,
@@ -81,13 +82,13 @@ def test_a_file_written_before_source_existed_still_reads(tmp_path: Path) -> Non
 def test_a_resumed_trace_run_writes_the_summary_of_an_uninterrupted_one(tmp_path: Path) -> None:
     path = traces_file(tmp_path)
     metrics = [TrajectorySingleToolUse(tool_name="f")]
-    evaluate_jsonl(path, metrics, tmp_path / "whole", workers=1)
+    evaluate_jsonl(path, metrics, tmp_path / "whole", engine=Local(workers=1))
     whole = json.loads((tmp_path / "whole" / "summary.json").read_text())["metrics"]
     assert "latency_in_seconds" in whole
     partial = tmp_path / "partial"
-    evaluate_jsonl(path, metrics, partial, workers=1)
+    evaluate_jsonl(path, metrics, partial, engine=Local(workers=1))
     lines = (partial / "results.jsonl").read_text().splitlines(keepends=True)
     (partial / "results.jsonl").write_text(lines[0] + lines[1][:10])  # killed mid-row
-    evaluate_jsonl(path, metrics, partial, workers=1, resume=True)
+    evaluate_jsonl(path, metrics, partial, engine=Local(workers=1), resume=True)
     resumed = json.loads((partial / "summary.json").read_text())["metrics"]
     assert resumed == whole

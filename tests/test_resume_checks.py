@@ -10,6 +10,7 @@ from langchain_openai import ChatOpenAI
 
 from turneval import ConfigError
 from turneval.cli import main
+from turneval.engines import Local
 from turneval.metrics import ToolCallF1
 from turneval.stream import ResumeWarning, evaluate_jsonl
 from turneval.stream.sink import JsonlSink
@@ -29,7 +30,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, list[str]]:
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in LINES))
     out = tmp_path / "out"
-    evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1)
+    evaluate_jsonl(data, ["tool_call_f1"], out, engine=Local(workers=1, chunk_size=2))
     rows = (out / "results.jsonl").read_text().splitlines(keepends=True)
     (out / "results.jsonl").write_text("".join(rows[:3]))
     return data, out, rows
@@ -54,7 +55,9 @@ def test_run_json_records_the_run_before_the_first_row(
     data.write_text("".join(line + "\n" for line in LINES))
     judge = ChatOpenAI(model="gpt-4o-mini", api_key="unused", base_url="http://127.0.0.1:9/v1")
     metric = ToolCallF1(match_threshold=0.5)
-    evaluate_jsonl(data, [metric], tmp_path / "out", llm=judge, chunk_size=4, workers=1)
+    evaluate_jsonl(
+        data, [metric], tmp_path / "out", llm=judge, engine=Local(workers=1, chunk_size=4)
+    )
     first = seen[0]  # as it stood once the first chunk's 4 rows were written
     assert set(first) == {"turneval_version", "metrics", "judge", "dataset"}
     assert first["metrics"] == [
@@ -125,7 +128,7 @@ def test_resume_refuses_another_metric_set_configuration_judge_or_input(
         evaluate_jsonl(data, ["tool_call_f1"], out, resume=True)
     assert (out / "results.jsonl").read_text() == kept
     data.write_text("".join(line + "\n" for line in LINES))  # the same input, the same run
-    resumed = evaluate_jsonl(data, ["tool_call_f1"], out, resume=True, workers=1)
+    resumed = evaluate_jsonl(data, ["tool_call_f1"], out, resume=True, engine=Local(workers=1))
     assert (out / "results.jsonl").read_text().splitlines(keepends=True) == rows
     assert resumed.total_rows == 6 and resumed.summaries["tool_call_f1"].mean == 2 / 6
 
@@ -134,7 +137,7 @@ def test_a_grown_input_resumes_the_lines_it_had_not_read(tmp_path: Path) -> None
     data, out, rows = setup(tmp_path)
     (out / "results.jsonl").write_text("".join(rows))  # the run finished
     data.write_text("".join(line + "\n" for line in [*LINES, LINES[0]]))  # a line appended
-    resumed = evaluate_jsonl(data, ["tool_call_f1"], out, resume=True, workers=1)
+    resumed = evaluate_jsonl(data, ["tool_call_f1"], out, resume=True, engine=Local(workers=1))
     assert resumed.total_rows == 7
     assert json.loads((out / "results.jsonl").read_text().splitlines()[-1])["line"] == 7
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from turneval import SingleTurnSample, evaluate
+from turneval.engines import Local
 from turneval.metrics import PairwiseMetric
 from turneval.stream import evaluate_jsonl
 
@@ -54,7 +55,7 @@ def test_streamed_and_in_memory_runs_give_the_same_pairwise_win_rates(tmp_path: 
     assert in_memory == EXPECTED
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(sample.model_dump_json() + "\n" for sample in SAMPLES))
-    streamed = evaluate_jsonl(data, [_metric()], tmp_path / "out", workers=1)
+    streamed = evaluate_jsonl(data, [_metric()], tmp_path / "out", engine=Local(workers=1))
     assert streamed.summaries["p"].extra == in_memory
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert written["metrics"]["p"]["extra"] == in_memory

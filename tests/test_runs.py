@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from turneval import ConfigError, EvaluationAbortedError, SingleTurnSample, evaluate
+from turneval.engines import Local
 from turneval.metrics import ExactMatch, Explained, PairwiseMetric, SingleTurnMetric
 from turneval.results import EvaluationResult
 from turneval.runs import FolderSink, MemorySink, Rows, StoreSink, open_run
@@ -72,7 +73,9 @@ def test_a_sink_of_your_own_receives_the_run_in_memory_and_streamed(tmp_path: Pa
     assert summary["samples"] == 4
     assert summary["metrics"]["p"]["extra"] == EXPECTED == result.summary()["p"].extra
     streamed = Collecting()
-    evaluate_jsonl(_data(tmp_path), _metrics(), tmp_path / "out", sinks=[streamed], chunk_size=3)
+    evaluate_jsonl(
+        _data(tmp_path), _metrics(), tmp_path / "out", sinks=[streamed], engine=Local(chunk_size=3)
+    )
     assert [event[0] for event in streamed.events] == ["start", "add", "add", "finish"]
     assert [event[1] for event in streamed.events[1:3]] == [[0, 1, 2], [3]]  # input order
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -247,20 +250,24 @@ def test_run_folders_from_before_the_manifest_resume_and_compare_as_before(
     ]
     data = tmp_path / "data.jsonl"
     data.write_text("".join(line + "\n" for line in lines))
-    evaluate_jsonl(data, [ToolCallF1()], tmp_path / "old", chunk_size=2, workers=1)
-    evaluate_jsonl(data, [ToolCallF1()], tmp_path / "new", workers=1)
+    evaluate_jsonl(data, [ToolCallF1()], tmp_path / "old", engine=Local(chunk_size=2, workers=1))
+    evaluate_jsonl(data, [ToolCallF1()], tmp_path / "new", engine=Local(workers=1))
     _as_the_old_writer_wrote_it(tmp_path / "old")
     recorded = json.loads((tmp_path / "old" / "run.json").read_text())["metrics"][0]["class"]
     assert recorded == "turneval.metrics.tool_calls.ToolCallF1"
     assert compare_files(tmp_path / "old", tmp_path / "new").config_notes == []  # checked, equal
-    evaluate_jsonl(data, [ToolCallF1(match_threshold=0.5)], tmp_path / "other", workers=1)
+    evaluate_jsonl(
+        data, [ToolCallF1(match_threshold=0.5)], tmp_path / "other", engine=Local(workers=1)
+    )
     with pytest.raises(ConfigError, match=r"metric tool_call_f1 \(match_threshold 1.0 -> 0.5\)"):
         compare_files(tmp_path / "old", tmp_path / "other")
     rows = (tmp_path / "old" / "results.jsonl").read_text().splitlines(keepends=True)
     (tmp_path / "old" / "results.jsonl").write_text("".join(rows[:3]))  # as if killed
     with pytest.raises(ConfigError, match="match_threshold 1.0 -> 0.5; rerun without --resume"):
         evaluate_jsonl(data, [ToolCallF1(match_threshold=0.5)], tmp_path / "old", resume=True)
-    resumed = evaluate_jsonl(data, [ToolCallF1()], tmp_path / "old", resume=True, workers=1)
+    resumed = evaluate_jsonl(
+        data, [ToolCallF1()], tmp_path / "old", resume=True, engine=Local(workers=1)
+    )
     assert resumed.total_rows == 6
     assert (tmp_path / "old" / "results.jsonl").read_text().splitlines(keepends=True) == rows
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from turneval import EvalTask, MultiTurnSample, evaluate
 from turneval.cli import main
 from turneval.demo import DOMAINS
+from turneval.engines import Local
 from turneval.errors import ConfigError
 from turneval.metrics import ToolCallF1
 from turneval.results import SampleResult
@@ -114,7 +115,9 @@ def test_a_streamed_run_stores_its_rows_from_a_writer_thread_and_raises_its_erro
         insert(recorder, pending)
 
     monkeypatch.setattr(RunRecorder, "_insert", noted)
-    done = evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=url)
+    done = evaluate_jsonl(
+        data, ["tool_call_f1"], out, engine=Local(workers=1, chunk_size=2), store=url
+    )
     assert done.store_run is not None
     store = RunStore(url)
     assert set(threads) == {"turneval-store-writer"} and len(threads) == 3  # 6 rows, 2 a chunk
@@ -129,7 +132,11 @@ def test_a_streamed_run_stores_its_rows_from_a_writer_thread_and_raises_its_erro
     monkeypatch.setattr(RunRecorder, "_insert", broken)
     with pytest.raises(OSError, match="disk gone"):  # raised in the caller, not lost in a thread
         evaluate_jsonl(
-            data, ["tool_call_f1"], tmp_path / "out2", chunk_size=2, workers=1, store=url
+            data,
+            ["tool_call_f1"],
+            tmp_path / "out2",
+            engine=Local(workers=1, chunk_size=2),
+            store=url,
         )
     assert [run.status for run in store.runs()].count("failed") == 1
 
@@ -149,7 +156,9 @@ def test_a_streamed_run_stores_its_rows_as_written_without_reading_them_back(
 
     monkeypatch.setattr(module, "_loads", no_reading)
     url, out = str(tmp_path / "s.db"), tmp_path / "out"
-    done = evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=url)
+    done = evaluate_jsonl(
+        data, ["tool_call_f1"], out, engine=Local(workers=1, chunk_size=2), store=url
+    )
     monkeypatch.undo()
     assert done.store_run is not None
     with RunStore(url) as store:
@@ -189,7 +198,9 @@ def test_a_stopped_run_is_interrupted_and_resume_continues_it(
 
     monkeypatch.setattr(JsonlSink, "absorb", stop_at_second_chunk)
     with pytest.raises(KeyboardInterrupt):
-        evaluate_jsonl(data, ["tool_call_f1"], out, chunk_size=2, workers=1, store=store_url)
+        evaluate_jsonl(
+            data, ["tool_call_f1"], out, engine=Local(workers=1, chunk_size=2), store=store_url
+        )
     store = RunStore(store_url)
     (run,) = store.runs()
     assert (run.status, run.rows, run.error) == ("interrupted", 2, "KeyboardInterrupt: ")
@@ -203,7 +214,8 @@ def test_a_stopped_run_is_interrupted_and_resume_continues_it(
     monkeypatch.setattr(JsonlSink, "absorb", absorb)
     stop = threading.Event()
     stop.set()  # SIGTERM before the next chunk (as the CLI sets it): the run stops again
-    options: dict[str, Any] = {"chunk_size": 2, "workers": 1, "store": store_url, "resume": True}
+    engine = Local(workers=1, chunk_size=2)
+    options: dict[str, Any] = {"engine": engine, "store": store_url, "resume": True}
     assert evaluate_jsonl(data, ["tool_call_f1"], out, stop=stop, **options).stopped
     assert store.run(run.id).status == "interrupted"
     finished = evaluate_jsonl(data, ["tool_call_f1"], out, **options)

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from turneval import InvalidSampleError
+from turneval.engines import Local
 from turneval.stream import evaluate_jsonl
 
 from ._builders import call, conversation
@@ -33,7 +34,7 @@ def test_streams_rows_in_order_and_keeps_bad_lines(tmp_path: Path) -> None:
             good("a"),
         ],
     )
-    result = evaluate_jsonl(data, METRICS, tmp_path / "out", chunk_size=2, workers=1)
+    result = evaluate_jsonl(data, METRICS, tmp_path / "out", engine=Local(workers=1, chunk_size=2))
     rows = [
         json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()
     ]
@@ -63,8 +64,8 @@ def test_streams_rows_in_order_and_keeps_bad_lines(tmp_path: Path) -> None:
 def test_worker_processes_give_the_same_file(tmp_path: Path) -> None:
     lines = [good("a", "b"), good("b"), good("a", "x", "b")] * 40
     data = write(tmp_path / "data.jsonl", lines)
-    evaluate_jsonl(data, METRICS, tmp_path / "one", chunk_size=16, workers=1)
-    evaluate_jsonl(data, METRICS, tmp_path / "two", chunk_size=16, workers=2)
+    evaluate_jsonl(data, METRICS, tmp_path / "one", engine=Local(workers=1, chunk_size=16))
+    evaluate_jsonl(data, METRICS, tmp_path / "two", engine=Local(workers=2, chunk_size=16))
     assert (tmp_path / "one" / "results.jsonl").read_text() == (
         tmp_path / "two" / "results.jsonl"
     ).read_text()
@@ -72,7 +73,7 @@ def test_worker_processes_give_the_same_file(tmp_path: Path) -> None:
 
 def test_details_and_missing_file(tmp_path: Path) -> None:
     data = write(tmp_path / "data.jsonl", [good("a", "b")])
-    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "out", details=True, workers=1)
+    evaluate_jsonl(data, ["tool_call_f1"], tmp_path / "out", details=True, engine=Local(workers=1))
     row = json.loads((tmp_path / "out" / "results.jsonl").read_text())
     assert row["tool_call_f1_details"]["matched"][0]["call"] == "a({})"
     with pytest.raises(InvalidSampleError, match="no such file"):

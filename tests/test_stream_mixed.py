@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from turneval.cli import main
+from turneval.engines import Local
 from turneval.samples import SingleTurnSample
 from turneval.stream import evaluate_jsonl
 
@@ -69,7 +70,7 @@ def test_lines_past_5000_are_named_right_across_chunks(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
-    result = evaluate_jsonl(data, ["tool_call_f1"], out, workers=2)
+    result = evaluate_jsonl(data, ["tool_call_f1"], out, engine=Local(workers=2))
     written = rows(out)
     assert len(written) == 5003 and result.total_rows == 5003
     assert written[5000]["tool_call_f1_error"] == (

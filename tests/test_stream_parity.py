@@ -11,6 +11,7 @@ import pytest
 
 from turneval import evaluate
 from turneval._gc import YOUNG_THRESHOLD, _Policy, batch_collection, freeze_process
+from turneval.engines import Local
 from turneval.metrics import (
     CallMatchingMetric,
     Evaluator,
@@ -75,8 +76,12 @@ def test_stream_rows_equal_evaluate_rows_across_chunks_and_workers(
     expected = evaluate(SAMPLES, METRICS, details=details, show_progress=False).records(
         details=details
     )
-    one = evaluate_jsonl(data, METRICS, tmp_path / "one", chunk_size=3, workers=1, details=details)
-    evaluate_jsonl(data, METRICS, tmp_path / "two", chunk_size=2, workers=2, details=details)
+    one = evaluate_jsonl(
+        data, METRICS, tmp_path / "one", engine=Local(workers=1, chunk_size=3), details=details
+    )
+    evaluate_jsonl(
+        data, METRICS, tmp_path / "two", engine=Local(workers=2, chunk_size=2), details=details
+    )
     rows = rows_of(tmp_path / "one")
     assert rows == rows_of(tmp_path / "two")  # in-process and worker processes agree
     numbered = [(n, held) for n, (raw, held) in enumerate(LINES, start=1) if raw.strip()]
@@ -106,14 +111,14 @@ def test_stream_rows_equal_evaluate_rows_across_chunks_and_workers(
 
 def test_resumed_run_gives_the_file_an_uninterrupted_run_gives(tmp_path: Path) -> None:
     data = write_data(tmp_path / "data.jsonl")
-    evaluate_jsonl(data, METRICS, tmp_path / "full", chunk_size=2, workers=2)
+    evaluate_jsonl(data, METRICS, tmp_path / "full", engine=Local(workers=2, chunk_size=2))
     full = (tmp_path / "full" / "results.jsonl").read_text(encoding="utf-8").splitlines()
     out = tmp_path / "out"
     out.mkdir()
     torn = full[4][: len(full[4]) // 2]  # a run killed while writing its fifth row
     (out / "results.jsonl").write_text("\n".join(full[:4]) + "\n" + torn, encoding="utf-8")
     (out / "run.json").write_bytes((tmp_path / "full" / "run.json").read_bytes())
-    resumed = evaluate_jsonl(data, METRICS, out, chunk_size=2, workers=2, resume=True)
+    resumed = evaluate_jsonl(data, METRICS, out, engine=Local(workers=2, chunk_size=2), resume=True)
     assert (out / "results.jsonl").read_text(encoding="utf-8").splitlines() == full
     assert resumed.total_rows == len(full) and resumed.bad_lines == 4
 
@@ -305,8 +310,16 @@ def test_a_sample_id_is_written_by_the_plain_path_as_by_evaluate(tmp_path: Path)
     # One sample at a time, without details and with no row kept for a report: rows are
     # written from the metrics' plain functions (the workers' path).
     plain = tmp_path / "plain"
-    evaluate_jsonl(data, METRICS, plain, workers=1, details=False, max_concurrency=1, report_rows=0)
-    evaluate_jsonl(data, METRICS, tmp_path / "general", workers=1, details=True)
+    evaluate_jsonl(
+        data,
+        METRICS,
+        plain,
+        engine=Local(workers=1),
+        details=False,
+        max_concurrency=1,
+        report_rows=0,
+    )
+    evaluate_jsonl(data, METRICS, tmp_path / "general", engine=Local(workers=1), details=True)
     by_plain, general = rows_of(plain), rows_of(tmp_path / "general")
     expected = evaluate([named], METRICS, details=False, show_progress=False).records()[0]
     assert list(by_plain[0])[:2] == ["index", "id"] and by_plain[0]["id"] == "case-7"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from turneval import MultiTurnSample, evaluate
+from turneval.engines import Local
 from turneval.messages import AIMessage, HumanMessage
 from turneval.metrics import Explained, MultiTurnMetric
 from turneval.pipeline import (
@@ -84,7 +85,9 @@ def test_a_worker_process_sends_the_traceback_back(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
     lines = [_chat(None if i % 3 == 0 else 0.25).model_dump_json() for i in range(6)]
     data.write_text("".join(line + "\n" for line in lines))
-    result = evaluate_jsonl(data, [BudgetLeft()], tmp_path / "out", chunk_size=2, workers=2)
+    result = evaluate_jsonl(
+        data, [BudgetLeft()], tmp_path / "out", engine=Local(workers=2, chunk_size=2)
+    )
     assert result.failed_rows == 2
     assert result.first_errors[0].line == 1
     _helper_frame(result.first_errors[0].traceback)
@@ -217,10 +220,12 @@ def test_a_resumed_run_keeps_the_tracebacks_of_the_rows_it_had(tmp_path: Path) -
     lines = [_chat(None if i == 0 else 0.25).model_dump_json() for i in range(4)]
     data.write_text("".join(line + "\n" for line in lines))
     out = tmp_path / "out"
-    evaluate_jsonl(data, [BudgetLeft()], out, chunk_size=2, workers=1)
+    evaluate_jsonl(data, [BudgetLeft()], out, engine=Local(workers=1, chunk_size=2))
     written = (out / "results.jsonl").read_text().splitlines(keepends=True)
     (out / "results.jsonl").write_text("".join(written[:2]))  # stopped after the first chunk
-    resumed = evaluate_jsonl(data, [BudgetLeft()], out, chunk_size=2, workers=1, resume=True)
+    resumed = evaluate_jsonl(
+        data, [BudgetLeft()], out, engine=Local(workers=1, chunk_size=2), resume=True
+    )
     assert resumed.total_rows == 4 and resumed.failed_rows == 1
     _helper_frame(resumed.first_errors[0].traceback)  # read back from the row it had
     assert "in _budget_of" in (out / "report.html").read_text()

@@ -23,15 +23,18 @@ pytestmark = pytest.mark.skipif(
 ROWS, CHUNK = 400, 20
 # The CLI with chunks of CHUNK lines, each taking 0.1 s more in its worker: a run of ~2 s.
 SLOW_CLI = f"""
-import functools, sys, time
-import turneval.stream as stream
+import sys, time
+import turneval.cli.engines as engines
 import turneval.stream.workers as workers
 score = workers._score_in_worker
 def slow(*args):
     time.sleep(0.1)
     return score(*args)
 workers._score_in_worker = slow
-stream.evaluate_jsonl = functools.partial(stream.evaluate_jsonl, chunk_size={CHUNK})
+engine_of = engines.engine_of
+def small_chunks(args, **kwargs):
+    return engine_of(args, **kwargs).model_copy(update={{"chunk_size": {CHUNK}}})
+engines.engine_of = small_chunks
 from turneval.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -470,9 +470,11 @@ async def play(
     *,
     trials: int = 1,
     max_concurrency: int = 4,
-    timeout: float | None = None,
+    agent_timeout: float | None = None,
 ) -> Any:
-    task = EvalTask(scenarios, [EndStateMatch()], max_concurrency=max_concurrency, timeout=timeout)
+    task = EvalTask(
+        scenarios, [EndStateMatch()], max_concurrency=max_concurrency, agent_timeout=agent_timeout
+    )
     agent = calling_agent(world.name)
     return await task.aevaluate(runnable=agent, user=ScriptedUser([]), trials=trials)
 
@@ -717,7 +719,7 @@ async def test_a_hung_tool_fails_its_row_at_the_timeout_while_the_other_trials_f
                 scenario_of(world, "hung_reference", [], [("hang", {})]),
             ],
             trials=2,
-            timeout=1.0,
+            agent_timeout=1.0,
         )
         assert not release.is_set() and finished == []  # the run ended with the tool still hung
     finally:

@@ -1,11 +1,14 @@
 """Griffe extension for turneval's API reference (loaded by mkdocstrings, see mkdocs.yml).
 
-Two things the static reading of the source cannot do alone:
+Three things the static reading of the source cannot do alone:
 
 * Preset metrics (``Fluency``, ``Correctness``, ...) are classes made at import time from a data
   table (``preset_class``), so griffe sees a plain assignment. Every metric the registry knows
   (``turneval.metrics.base.builtin_metrics()``) that griffe read as an attribute becomes a class
   here, with its docstring and the preset's field defaults, so adding a preset documents it.
+* A sync form is made from its async function (``evaluate = sync_form(aevaluate)``: one
+  signature, one body), so griffe sees an attribute. Each becomes a function with the async
+  one's parameters and return type, documented by the docstring under the assignment.
 * The docstrings use Sphinx roles (``:class:`Metric```). Each becomes the name in code, linked
   (an optional autorefs reference, as mkdocstrings makes for the types in signatures) to where
   the reference documents it: the name is resolved in the scope of the object whose docstring
@@ -35,6 +38,7 @@ class TurnevalDocs(griffe.Extension):
         if pkg.path != "turneval":
             return
         _add_preset_classes(pkg)
+        _add_sync_forms(pkg)
         for obj in _walk(pkg):
             if obj.docstring is not None:
                 text = _ROLE.sub(partial(_crossref, obj), obj.docstring.value)
@@ -99,3 +103,33 @@ def _add_preset_classes(pkg: griffe.Module) -> None:
         )
         module.set_member(cls.__qualname__, new)
         new.docstring.parent = new  # type: ignore[union-attr]
+
+
+def _add_sync_forms(pkg: griffe.Module) -> None:
+    """Each ``name = sync_form(async_name)`` attribute as the function it is."""
+    found = [
+        member
+        for obj in _walk(pkg)
+        if obj.is_module or obj.is_class
+        for member in list(obj.members.values())
+        if not member.is_alias
+        and member.is_attribute
+        and isinstance(member.value, griffe.ExprCall)  # type: ignore[union-attr]
+        and str(member.value.function) == "sync_form"  # type: ignore[union-attr]
+    ]
+    for attribute in found:
+        parent = attribute.parent
+        assert parent is not None
+        (target,) = attribute.value.arguments  # type: ignore[union-attr]
+        source = parent.members[str(target)]
+        sync = griffe.Function(
+            attribute.name,
+            lineno=attribute.lineno,
+            endlineno=attribute.endlineno,
+            parameters=source.parameters,  # type: ignore[union-attr]
+            returns=source.returns,  # type: ignore[union-attr]
+            docstring=attribute.docstring,
+        )
+        parent.set_member(attribute.name, sync)
+        if sync.docstring is not None:
+            sync.docstring.parent = sync

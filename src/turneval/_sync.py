@@ -7,19 +7,21 @@ imported by the first sync call, not with the module (it is a good share of an i
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import threading
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from turneval.errors import SyncInAsyncContextError
 
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["run_sync"]
+__all__ = ["run_sync", "sync_form"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _Loop:
@@ -94,3 +96,34 @@ def run_sync(function: Callable[..., Awaitable[T]], *args: Any) -> T:
     except BaseException:
         future.cancel()  # e.g. KeyboardInterrupt: stop the coroutine too
         raise
+
+
+def sync_form(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The sync form of an async function (or method): same parameters, one body.
+
+    ``evaluate = sync_form(aevaluate)`` runs ``aevaluate`` with the arguments given, through
+    :func:`run_sync`; the signature (for ``inspect``, type checkers and ``help()``) is
+    ``aevaluate``'s, so the options are declared once, on the async form. The docstring says
+    which function it is the sync form of. Keywords the async form renamed
+    (:func:`~turneval._deprecation.renamed_keywords`) are renamed by the sync form too, before
+    the call, so their warning points at the caller's line.
+    """
+    renamed = getattr(function, "__renamed__", None)
+    body: Callable[P, Coroutine[Any, Any, T]] = (
+        function if renamed is None else function.__wrapped__  # type: ignore[attr-defined]
+    )
+
+    @functools.wraps(function)
+    def sync(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(functools.partial(body, *args, **kwargs))
+
+    head, dot, _ = function.__qualname__.rpartition(".")
+    sync.__name__ = function.__name__.removeprefix("a")  # aevaluate -> evaluate
+    sync.__qualname__ = f"{head}{dot}{sync.__name__}"
+    sync.__doc__ = f"Sync form of :func:`{function.__name__}` (same arguments)."
+    if renamed is None:
+        return sync
+    from turneval._deprecation import renamed_keywords
+
+    renames, why = renamed
+    return renamed_keywords(renames, why=why)(sync)

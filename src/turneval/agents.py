@@ -22,19 +22,19 @@ scenarios, :mod:`turneval.simulation` plays the user.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from turneval._deprecation import deprecated, renamed_keywords
+from turneval._sync import sync_form
 from turneval.agent_driver import arun_agent
 from turneval.aggregate import RunAggregate
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache
 from turneval.metrics import Evaluator
-from turneval.metrics.base import run_sync
 from turneval.options import RunOptions
 from turneval.pipeline import arun, score_row
 from turneval.provenance import Provenance, with_turn_timings
@@ -51,14 +51,18 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentRun", "EvalTask", "arun_agent"]
 
+_TIMEOUT_MEANS = "timeout= is the scoring limit everywhere; the agent's is agent_timeout="
+
 
 class EvalTask:
     """A dataset and metrics; ``evaluate(runnable=agent)`` runs the agent first (Vertex AI).
 
     The run options have the names and defaults of :class:`~turneval.options.RunOptions`
-    (validated there), except ``timeout`` here: Vertex AI's name for the agent step's limit,
-    RunOptions' ``agent_timeout`` (either may be given); the scoring timeout per sample is
-    :meth:`evaluate`'s ``timeout``, beside its ``fail_on_error`` and ``on_row``.
+    (validated there): ``agent_timeout`` limits the agent step here, and the scoring timeout
+    per sample is :meth:`evaluate`'s ``timeout``, beside its ``fail_on_error`` and ``on_row``.
+    ``timeout=`` here, Vertex AI's name for the agent's limit, still works as
+    ``agent_timeout``, with a :class:`DeprecationWarning` (``timeout`` means scoring
+    everywhere).
 
     Args:
         dataset: Multi-turn samples whose human turns are replayed to the agent, with their
@@ -70,8 +74,8 @@ class EvalTask:
         cache: A :class:`~turneval.llms.SQLiteCache` (or its path) for judge answers.
         max_concurrency: Samples (agent runs) in flight at once.
         max_llm_concurrency: Judge requests in flight at once.
-        timeout: Seconds allowed for one agent run (all its turns).
-        agent_timeout: The same, by its :class:`~turneval.options.RunOptions` name.
+        agent_timeout: Seconds allowed for one agent run (all its turns) or one simulated
+            conversation; past it the row fails with ``TimeoutError`` and is not scored.
         multi_turn: Replay every human turn (True) or only the first (a single prompt).
         show_progress: A tqdm progress bar; None shows it only on a terminal.
         config: A LangChain ``RunnableConfig`` passed to the graph or Runnable on every run
@@ -85,6 +89,7 @@ class EvalTask:
             once the rows are in: ``result.aggregates``.
     """
 
+    @renamed_keywords({"timeout": "agent_timeout"}, why=_TIMEOUT_MEANS)
     def __init__(
         self,
         dataset: EvaluationDataset | Iterable[Sample] | Iterable[Scenario | Mapping[str, Any]],
@@ -94,31 +99,19 @@ class EvalTask:
         cache: SQLiteCache | str | PathLike[str] | None = None,
         max_concurrency: int = 16,
         max_llm_concurrency: int = 8,
-        timeout: float | None = None,
+        agent_timeout: float | None = None,
         multi_turn: bool = True,
         show_progress: bool | None = None,
         config: dict[str, Any] | None = None,
         config_fn: Callable[[Sample], dict[str, Any] | None] | None = None,
         details: bool = True,
-        agent_timeout: float | None = None,
         aggregates: Sequence[RunAggregate] = (),
     ) -> None:
         """Check the configuration now; nothing runs before :meth:`evaluate`."""
         if config is not None and config_fn is not None:
             raise ConfigError("pass config= or config_fn=, not both")
-        if timeout is not None and agent_timeout is not None:
-            raise ConfigError("pass timeout= or agent_timeout= (the same limit), not both")
         self.config, self.config_fn = config, config_fn
-        self.options = RunOptions(
-            llm=llm,
-            cache=cache,
-            max_concurrency=max_concurrency,
-            max_llm_concurrency=max_llm_concurrency,
-            agent_timeout=timeout if agent_timeout is None else agent_timeout,
-            show_progress=show_progress,
-            details=details,
-            aggregates=aggregates,
-        )
+        self.options = RunOptions.from_arguments(locals())
         items = dataset if isinstance(dataset, EvaluationDataset) else list(dataset)
         self.scenarios = as_scenarios(items)  # validated now, before any model call
         self.dataset = EvaluationDataset.coerce([] if self.scenarios else items)  # type: ignore[arg-type]
@@ -137,8 +130,16 @@ class EvalTask:
         return self.options.cache
 
     @property
-    def timeout(self) -> float | None:
+    def agent_timeout(self) -> float | None:
         """Seconds allowed for one agent run."""
+        return self.options.agent_timeout
+
+    @property
+    def timeout(self) -> float | None:
+        """Deprecated: :attr:`agent_timeout` (``timeout`` means the scoring limit)."""
+        deprecated(
+            f"EvalTask.timeout is deprecated: read EvalTask.agent_timeout ({_TIMEOUT_MEANS})"
+        )
         return self.options.agent_timeout
 
     async def _run_agent(
@@ -157,7 +158,7 @@ class EvalTask:
         return await arun_agent(
             agent,
             sample,
-            timeout=self.timeout,
+            timeout=self.agent_timeout,
             multi_turn=self.multi_turn,
             config=config,
             max_steps=max_steps,
@@ -265,39 +266,5 @@ class EvalTask:
             name="EvalTask",
         )
 
-    def evaluate(
-        self,
-        runnable: Any = None,
-        *,
-        user: BaseUser | None = None,
-        trials: int = 1,
-        seed: int | None = None,
-        max_steps: int = 25,
-        success_thresholds: Mapping[str, float] | None = None,
-        timeout: float | None = None,
-        fail_on_error: bool | float = False,
-        on_row: Callable[[SampleResult], None] | None = None,
-        rate_limit: RateLimit | RateLimiter | None = None,
-        stop_early: StopEarly | bool | None = None,
-        store: RunStore | str | PathLike[str] | None = None,
-        sinks: Sequence[RunSink] = (),
-    ) -> EvaluationResult:
-        """Sync form of :meth:`aevaluate`."""
-        return run_sync(
-            partial(
-                self.aevaluate,
-                runnable,
-                user=user,
-                trials=trials,
-                seed=seed,
-                max_steps=max_steps,
-                success_thresholds=success_thresholds,
-                timeout=timeout,
-                fail_on_error=fail_on_error,
-                on_row=on_row,
-                rate_limit=rate_limit,
-                stop_early=stop_early,
-                store=store,
-                sinks=sinks,
-            )
-        )
+    evaluate = sync_form(aevaluate)
+    """Sync form of :meth:`aevaluate` (same arguments): run the agent, then score."""

@@ -12,7 +12,7 @@ signature against this class. :func:`option_default` gives a default to whoever 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from os import PathLike
 from typing import Any
 
@@ -23,7 +23,7 @@ from turneval.errors import ConfigError
 from turneval.judge import JudgeRun, SQLiteCache
 from turneval.ratelimit import RateLimiter
 
-__all__ = ["MIN_ROWS_FOR_FRACTION", "RunOptions", "option_default"]
+__all__ = ["MIN_ROWS_FOR_FRACTION", "RunOptions", "invalid", "option_default"]
 
 MIN_ROWS_FOR_FRACTION = 20
 """``fail_on_error=<fraction>`` is first checked once this many rows are done."""
@@ -101,11 +101,17 @@ class RunOptions(BaseModel):
         try:
             super().__init__(**options)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in error['loc']) or 'options'}: {error['msg']}"
-                for error in exc.errors(include_url=False)
-            )
-            raise ConfigError(f"invalid run option: {problems}") from None
+            raise invalid("run option", exc) from None
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any], **changes: Any) -> RunOptions:
+        """The run options among a front end's ``arguments`` (its ``locals()``), validated.
+
+        Every argument named as a field is taken (the others are the front end's own), then
+        ``changes`` are applied: a front end declares its options once, in its signature.
+        """
+        fields = cls.model_fields
+        return cls(**{**{k: v for k, v in arguments.items() if k in fields}, **changes})
 
     @field_validator("fail_on_error", mode="before")
     @classmethod
@@ -195,3 +201,15 @@ def option_default(name: str) -> Any:
         KeyError: ``name`` is no run option.
     """
     return RunOptions.model_fields[name].get_default(call_default_factory=True)
+
+
+def invalid(what: str, exc: ValidationError) -> ConfigError:
+    """A :class:`ConfigError` naming each invalid field of ``exc`` (``invalid run option: ...``).
+
+    ``what`` names the kind of settings (``"run option"``, ``"Local engine setting"``).
+    """
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'options'}: {error['msg']}"
+        for error in exc.errors(include_url=False)
+    )
+    return ConfigError(f"invalid {what}: {problems}")

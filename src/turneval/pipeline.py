@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 
 from turneval._gc import batch_collection
+from turneval._sync import sync_form
 from turneval.aggregate import compute_aggregates
 from turneval.errors import (
     ConfigError,
@@ -39,7 +40,7 @@ from turneval.judge import JudgeRun, judge_run
 from turneval.judge.clients import client_scope
 from turneval.manifest import RunManifest
 from turneval.metrics import Evaluator, Metric
-from turneval.metrics.base import RowEvaluator, run_sync
+from turneval.metrics.base import RowEvaluator
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
 from turneval.provenance import Provenance, sample_provenance
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
@@ -404,22 +405,8 @@ async def ascore_batch(
     return [row for row in rows if row is not None]
 
 
-def score_batch(
-    items: Sequence[Item],
-    metrics: Sequence[Evaluator],
-    *,
-    options: RunOptions,
-    start_index: int = 0,
-    judge: JudgeRun | None = None,
-) -> list[SampleResult]:
-    """Sync form of :func:`ascore_batch` (same arguments)."""
-
-    async def call() -> list[SampleResult]:
-        return await ascore_batch(
-            items, metrics, options=options, start_index=start_index, judge=judge
-        )
-
-    return run_sync(call)
+score_batch = sync_form(ascore_batch)
+"""Sync form of :func:`ascore_batch` (same arguments): one row per item, in order."""
 
 
 # -- the memory sink ------------------------------------------------------------------------

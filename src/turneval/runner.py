@@ -6,16 +6,16 @@ A front end of the run pipeline (:mod:`turneval.pipeline`): samples in, rows kep
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
+from turneval._sync import sync_form
 from turneval.aggregate import RunAggregate
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError
 from turneval.judge import SQLiteCache, resolve_llm
 from turneval.metrics import BUILTIN_METRICS, Evaluator, builtin_metrics, resolve_metric_name
-from turneval.metrics.base import RowEvaluator, run_sync
+from turneval.metrics.base import RowEvaluator
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
 from turneval.pipeline import arun, score_row, score_sample
 from turneval.ratelimit import RateLimit, RateLimiter
@@ -162,21 +162,7 @@ async def aevaluate(
             :class:`~turneval.runs.FolderSink`, or an object of your own with ``start``,
             ``add`` and ``finish``), each row handed to them as it finishes.
     """
-    options = RunOptions(
-        llm=llm,
-        cache=cache,
-        max_concurrency=max_concurrency,
-        max_llm_concurrency=max_llm_concurrency,
-        timeout=timeout,
-        fail_on_error=fail_on_error,
-        show_progress=show_progress,
-        on_row=on_row,
-        details=details,
-        rate_limit=rate_limit,
-        aggregates=aggregates,
-        store=store,
-        sinks=sinks,
-    )
+    options = RunOptions.from_arguments(locals())
     data = EvaluationDataset.coerce(dataset)
     resolved = resolve_metrics(metrics)
     check_judges(resolved, options.llm)
@@ -191,42 +177,5 @@ async def aevaluate(
     return result
 
 
-def evaluate(
-    dataset: EvaluationDataset | Sequence[Sample] | Sample,
-    metrics: Iterable[Evaluator | str] | Evaluator | str,
-    *,
-    llm: Any = None,
-    cache: SQLiteCache | str | PathLike[str] | None = None,
-    max_concurrency: int = 16,
-    max_llm_concurrency: int = 8,
-    timeout: float | None = None,
-    fail_on_error: bool | float = False,
-    show_progress: bool | None = None,
-    on_row: Callable[[SampleResult], None] | None = None,
-    details: bool = True,
-    rate_limit: RateLimit | RateLimiter | None = None,
-    aggregates: Sequence[RunAggregate] = (),
-    store: RunStore | str | PathLike[str] | None = None,
-    sinks: Sequence[RunSink] = (),
-) -> EvaluationResult:
-    """Sync form of :func:`aevaluate` (same arguments)."""
-    return run_sync(
-        partial(
-            aevaluate,
-            dataset,
-            metrics,
-            llm=llm,
-            cache=cache,
-            max_concurrency=max_concurrency,
-            max_llm_concurrency=max_llm_concurrency,
-            timeout=timeout,
-            fail_on_error=fail_on_error,
-            show_progress=show_progress,
-            on_row=on_row,
-            details=details,
-            rate_limit=rate_limit,
-            aggregates=aggregates,
-            store=store,
-            sinks=sinks,
-        )
-    )
+evaluate = sync_form(aevaluate)
+"""Sync form of :func:`aevaluate` (same arguments): score every sample with every metric."""

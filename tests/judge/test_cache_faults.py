@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from turneval.engines import Local
 from turneval.judge import CacheWarning, SQLiteCache
 from turneval.stream import evaluate_jsonl
 
@@ -54,7 +55,12 @@ def test_a_read_only_cache_is_found_before_the_run_and_no_row_fails(
     assert not cache.writable and cache.get("stored") == {"raw": "x"}  # still read
     model = ScriptedChatModel(responses=[VERDICT])
     result = evaluate_jsonl(
-        data_file(tmp_path, 40), [METRIC], tmp_path / "out", llm=model, cache=cache, workers=1
+        data_file(tmp_path, 40),
+        [METRIC],
+        tmp_path / "out",
+        llm=model,
+        cache=cache,
+        engine=Local(workers=1),
     )
     assert model.calls == 40 and result.usage.calls == 40  # every paid answer used
     assert result.failed_rows == 0 and result.summaries[METRIC].mean == 1.0
@@ -70,7 +76,12 @@ def test_a_cache_that_fails_during_the_run_warns_once_and_the_run_goes_on(
     model = ScriptedChatModel(responses=[VERDICT])
     with pytest.warns(CacheWarning) as caught:
         result = evaluate_jsonl(
-            data_file(tmp_path, 6), [METRIC], tmp_path / "out", llm=model, cache=cache, workers=1
+            data_file(tmp_path, 6),
+            [METRIC],
+            tmp_path / "out",
+            llm=model,
+            cache=cache,
+            engine=Local(workers=1),
         )
     assert [str(w.message).split(" (")[0] for w in caught] == [
         f"judge cache {path} cannot be written"

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import pytest
 
 from turneval import ConfigError, SingleTurnSample, evaluate
+from turneval.engines import Local
 from turneval.estimate import estimate
 from turneval.metrics import (
     AgentGoalAccuracyWithReference,
@@ -88,10 +89,10 @@ def test_a_metric_with_an_offline_method_runs_without_a_judge(tmp_path: Path) ->
     assert result.rows[0].results["capability_probe_offline_fallback"].value == 0.5
     data = tmp_path / "in.jsonl"
     data.write_text(SAMPLE.model_dump_json(exclude_none=True) + "\n")
-    streamed = evaluate_jsonl(data, [OfflineFallback()], tmp_path / "out", workers=1)
+    streamed = evaluate_jsonl(data, [OfflineFallback()], tmp_path / "out", engine=Local(workers=1))
     assert streamed.summaries["capability_probe_offline_fallback"].mean == 0.5
     with pytest.raises(ConfigError, match="capability_probe_asks_when_told"):
-        evaluate_jsonl(data, [AsksWhenTold()], tmp_path / "out2", workers=1)
+        evaluate_jsonl(data, [AsksWhenTold()], tmp_path / "out2", engine=Local(workers=1))
 
 
 def test_the_estimate_lists_a_metric_that_asks_a_model_it_cannot_count() -> None:

@@ -3,6 +3,7 @@
 from typing import Any
 
 import anyio
+import pytest
 from langchain_core.messages import AIMessage as LcAI
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import tool
@@ -19,6 +20,7 @@ from turneval.simulation import (
     ScriptedUser,
     UserTurn,
     asimulate,
+    simulate,
 )
 from turneval.testing import ScriptedChatModel
 
@@ -61,12 +63,51 @@ async def test_timeout_keeps_the_conversation() -> None:
         return [AIMessage(content="ok")]
 
     data = await asimulate(
-        slow_second_turn, [{"goal": "g"}], user=ScriptedUser(["one", "two"]), timeout=0.3
+        slow_second_turn, [{"goal": "g"}], user=ScriptedUser(["one", "two"]), agent_timeout=0.3
     )
     meta = data[0].metadata or {}
     assert meta["stop_reason"] == "timeout"
     assert meta["error"] == "TimeoutError: the conversation did not finish within 0.3s"
     assert [m.content for m in messages_of(data[0])] == ["one", "ok", "two"]
+
+
+async def slow_second_turn(messages: list[Any]) -> list[Any]:
+    if len(messages) > 1:
+        await anyio.sleep(10)
+    return [AIMessage(content="ok")]
+
+
+async def test_timeout_is_the_old_name_of_agent_timeout_with_a_warning() -> None:
+    # timeout= is the scoring limit everywhere; a simulation's limit is agent_timeout=
+    with pytest.warns(
+        DeprecationWarning, match=r"asimulate\(timeout=\.\.\.\) is deprecated: pass ag"
+    ):
+        data = await asimulate(
+            slow_second_turn,
+            [{"goal": "g"}],
+            user=ScriptedUser(["one", "two"]),
+            timeout=0.3,  # type: ignore[call-arg]
+        )
+    assert (data[0].metadata or {})["stop_reason"] == "timeout"  # it limited the conversation
+    with pytest.raises(TypeError, match="both timeout= .* and agent_timeout="):
+        await asimulate(
+            slow_second_turn,
+            [{"goal": "g"}],
+            user=ScriptedUser(["one"]),
+            timeout=0.3,  # type: ignore[call-arg]
+            agent_timeout=0.3,
+        )
+
+
+def test_simulate_takes_the_old_timeout_name_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match=r"simulate\(timeout=\.\.\.\) is deprecated"):
+        data = simulate(
+            slow_second_turn,
+            [{"goal": "g"}],
+            user=ScriptedUser(["one", "two"]),
+            timeout=0.3,  # type: ignore[call-arg]
+        )
+    assert (data[0].metadata or {})["stop_reason"] == "timeout"
 
 
 class Shy(BaseUser):

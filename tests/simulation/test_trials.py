@@ -152,7 +152,7 @@ async def test_run_configuration_and_invalid_agent_conversations() -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({"trials": 0}, "trials and max_steps must be >= 1"),
         ({"max_concurrency": 0}, "max_concurrency: Input should be greater than or equal to 1"),
-        ({"timeout": 0}, "agent_timeout: Input should be greater than 0"),
+        ({"agent_timeout": 0}, "agent_timeout: Input should be greater than 0"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ConfigError, match=message):

@@ -144,33 +144,25 @@ def evaluate_batch(args: argparse.Namespace, metrics: list[Any], out: Path, llm:
     the provider and ``turneval batch status|collect OUT`` comes back to them. Rerun on
     another input file than the run's, it is refused (exit 2), naming both files' digests.
     """
-    from turneval.batch import BatchRun, submit
+    from turneval.cli.engines import engine_of
     from turneval.cli.options import store_url
+    from turneval.engines import Batch
     from turneval.runner import resolve_metrics
 
-    if args.batch_attempts < 1:
-        raise ConfigError(f"--batch-attempts must be at least 1, got {args.batch_attempts}")
+    engine = engine_of(args)  # --batch-attempts, --batch-fallback, --poll-interval
+    assert isinstance(engine, Batch)
     if llm is None:
         raise ConfigError("--engine batch needs a judge (--judge-model, or $OPENAI_API_KEY)")
     store = store_url(args)
-    if (out / "state.sqlite").exists():  # the same command again resumes the run (planned)
-        run = BatchRun.open(out, llm=llm, metrics=resolve_metrics(metrics), data=args.data)
-    else:
-        run = submit(
-            args.data,
-            metrics,
-            llm=llm,
-            out=out,
-            cache=args.cache,
-            max_attempts=args.batch_attempts,
-            fallback=args.batch_fallback,
-        )
+    reopened = Batch.holds_run(out)  # the same command again resumes the run (planned)
+    run = engine.start(Path(args.data), resolve_metrics(metrics), out, llm, args.cache)
+    if not reopened:
         run.remember(
             {name: getattr(args, name) for name in (*_JUDGE_FLAGS, *_RUN_FLAGS)}
             | {"store": _keepable(store)}
         )
     try:
-        run.wait(progress=not args.quiet, poll_interval=args.poll_interval)
+        run.wait(progress=not args.quiet, poll_interval=engine.poll_interval)
     except KeyboardInterrupt:
         again = " --store URL" if store is not None and _keepable(store) is None else ""
         print(

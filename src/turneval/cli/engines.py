@@ -1,4 +1,11 @@
-"""Where ``evaluate`` scores: here (with SIGTERM and Ctrl-C handled) or on a Ray cluster."""
+"""Where ``evaluate`` scores: ``--engine local|ray|batch``, one engine object each, from flags.
+
+Each engine's settings come from the flags :data:`ENGINE_FLAGS` names, the source's options
+from ``--format``, ``--group-by``, ``--strict-traces`` and ``--lenient-json``
+(:func:`source_of`); the run options are the same flags whatever the engine. A local run
+handles SIGTERM and Ctrl-C (stopping between chunks); ``--engine batch`` has its own flow
+(:mod:`turneval.cli.batch`).
+"""
 
 from __future__ import annotations
 
@@ -14,9 +21,69 @@ from typing import TYPE_CHECKING, Any
 from turneval.cli.arguments import UsageError
 from turneval.cli.judge_flags import judge_from_flags
 from turneval.cli.options import store_url
+from turneval.errors import ConfigError
 
 if TYPE_CHECKING:
+    from turneval.engines import Engine
     from turneval.metrics import Evaluator
+    from turneval.stream import Source
+
+ENGINE_FLAGS: dict[str, dict[str, str]] = {
+    "local": {"workers": "workers", "chunk_bytes": "chunk_mb"},
+    "ray": {"workers": "workers", "chunk_bytes": "chunk_mb", "address": "ray_address"},
+    "batch": {
+        "poll_interval": "poll_interval",
+        "max_attempts": "batch_attempts",
+        "fallback": "batch_fallback",
+    },
+}
+"""Each engine's settings on the command line: the setting, and the flag (its ``dest``)."""
+
+
+def engine_of(args: argparse.Namespace, *, llm_factory: Any = None) -> Engine:
+    """The engine ``--engine`` names, its settings from the flags (a flag not given: its default).
+
+    ``--chunk-mb`` is in megabytes (``chunk_bytes`` in bytes). ``llm_factory`` builds the judge
+    where the engine scores (Ray).
+
+    Raises:
+        UsageError: a flag's value the engine refuses, naming the flag.
+    """
+    from turneval.engines import ENGINES
+
+    flags = ENGINE_FLAGS[args.engine]
+    settings: dict[str, Any] = {}
+    for setting, dest in flags.items():
+        value = getattr(args, dest)
+        if value is not None:
+            settings[setting] = int(value * 2**20) if dest == "chunk_mb" else value
+    if llm_factory is not None:
+        settings["llm_factory"] = llm_factory
+    try:
+        return ENGINES[args.engine](**settings)
+    except ConfigError as exc:
+        message = str(exc)
+        for setting, dest in flags.items():
+            message = message.replace(f" {setting}: ", f" --{dest.replace('_', '-')}: ")
+        raise UsageError(message) from None
+
+
+def source_of(args: argparse.Namespace, engine: Engine | None = None) -> Source:
+    """The input, read as ``--format``, ``--group-by``, ``--strict-traces``, ``--lenient-json`` say.
+
+    With ``engine``, as that engine reads it (``--engine ray`` also reads Parquet).
+    """
+    from turneval.stream.sources import as_source
+
+    options = {
+        "input_format": args.format,
+        "group_by": args.group_by,
+        "strict_traces": args.strict_traces,
+        "lenient_json": args.lenient_json,
+    }
+    return (
+        as_source(args.data, **options) if engine is None else engine.source(args.data, **options)
+    )
 
 
 def rate_limit_of(args: argparse.Namespace) -> Any:
@@ -43,34 +110,37 @@ def run_aggregates(names: Sequence[str]) -> list[Any]:
     return [known[name]() for name in dict.fromkeys(names)]
 
 
-def run_here(
+def run_streamed(
     args: argparse.Namespace, metrics: list[Evaluator | str], out: Path, llm: Any, rate_limit: Any
 ) -> Any:
-    """``evaluate`` in this process (and its workers); SIGTERM or Ctrl-C stop it between chunks.
+    """``evaluate`` with ``--engine local`` or ``ray``: one ``evaluate_jsonl`` call.
 
-    Returns the run and the signal that stopped it (None when it ran to the end).
+    A local run stops between chunks on SIGTERM or a first Ctrl-C; on Ray the judge is built in
+    each worker from the same flags (and the same environment). Returns the run and the signal
+    that stopped it (None when it ran to the end).
     """
+    from functools import partial
+
     from turneval.stream import evaluate_jsonl
 
-    with _stop_on_signals() as (stop, received):
+    local = args.engine == "local"
+    factory = None if local or llm is None else partial(judge_from_flags, args, True)
+    engine = engine_of(args, llm_factory=factory)
+    source = source_of(args, engine)
+    with _stop_on_signals() if local else _no_stop() as (stop, received):
         result = evaluate_jsonl(
-            args.data,
+            source,
             metrics,
             out,
-            llm=llm,
+            engine=engine,
+            llm=llm if local else None,
             cache=args.cache,
             max_concurrency=args.concurrency,
             max_llm_concurrency=args.llm_concurrency,
-            workers=args.workers,
             details=args.details,
             timeout=args.timeout,
             report_rows=args.report_rows,
-            show_progress=False if args.quiet else None,
-            input_format=args.format,
-            group_by=args.group_by,
-            strict_traces=args.strict_traces,
-            lenient_json=args.lenient_json,
-            chunk_bytes=int(args.chunk_mb * 2**20),
+            show_progress=False if args.quiet else (None if local else True),
             resume=args.resume,
             overwrite=args.overwrite,
             rate_limit=rate_limit,
@@ -79,6 +149,12 @@ def run_here(
             store=store_url(args),
         )
         return result, (received[0] if received else None)
+
+
+@contextmanager
+def _no_stop() -> Iterator[tuple[threading.Event | None, list[int]]]:
+    """No stop event: Ctrl-C interrupts at once (a run on Ray)."""
+    yield None, []
 
 
 @contextmanager
@@ -110,44 +186,3 @@ def _stop_on_signals() -> Iterator[tuple[threading.Event | None, list[int]]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def run_on_ray(
-    args: argparse.Namespace,
-    metrics: list[Evaluator | str],
-    out: Path,
-    judged: bool,
-    rate_limit: Any,
-) -> Any:
-    """``evaluate --engine ray``: the same run, its chunks scored by Ray Data actors.
-
-    The judge is built in each worker from the same flags (and the same environment).
-    """
-    from functools import partial
-
-    from turneval.distributed import evaluate_on_ray
-
-    return evaluate_on_ray(
-        args.data,
-        metrics,
-        output=out,
-        address=args.ray_address,
-        llm_factory=partial(judge_from_flags, args, True) if judged else None,
-        cache=args.cache,
-        rate_limit=rate_limit,
-        concurrency=args.workers or 2,
-        max_concurrency=args.concurrency,
-        max_llm_concurrency=args.llm_concurrency,
-        details=args.details,
-        timeout=args.timeout,
-        report_rows=args.report_rows,
-        show_progress=not args.quiet,
-        input_format=args.format,
-        group_by=args.group_by,
-        strict_traces=args.strict_traces,
-        lenient_json=args.lenient_json,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        aggregates=run_aggregates(args.aggregate),
-        store=store_url(args),
-    ).stream

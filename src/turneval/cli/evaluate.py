@@ -17,7 +17,7 @@ from turneval.cli.arguments import (
     whole_number,
 )
 from turneval.cli.batch import add_batch_options, evaluate_batch
-from turneval.cli.engines import rate_limit_of, run_aggregates, run_here, run_on_ray
+from turneval.cli.engines import rate_limit_of, run_aggregates, run_streamed, source_of
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags, require_judge
 from turneval.cli.optimize import add_judge_config_option, with_judge_config
 from turneval.cli.options import (
@@ -32,6 +32,9 @@ from turneval.options import option_default
 
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
+
+ENGINE_NAMES = ("local", "ray", "batch")
+"""``--engine``'s choices: the names of :data:`turneval.engines.ENGINES` (a test checks it)."""
 
 
 def add_evaluate_command(commands: Any) -> None:
@@ -77,7 +80,7 @@ def add_evaluate_command(commands: Any) -> None:
     )
     run.add_argument(
         "--engine",
-        choices=("local", "ray", "batch"),
+        choices=ENGINE_NAMES,
         default="local",
         help="score here (local), on a Ray cluster (ray; needs the ray extra), or ask the "
         "judge through the provider's batch API at about half price (batch; answers within "
@@ -94,7 +97,7 @@ def add_evaluate_command(commands: Any) -> None:
         "--timeout",
         type=float,
         default=option_default("timeout"),
-        help="seconds allowed per sample",
+        help="seconds allowed to score one sample (its metrics unfinished then fail on its row)",
     )
     run.add_argument("--details", action="store_true", help="write each metric's details too")
     run.add_argument("--report-rows", type=int, default=2000, help="rows in the HTML report")
@@ -198,15 +201,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     llm = judge_from_flags(args, needed=any(m.uses_llm for m in resolve_metrics(metrics)))
     require_judge(metrics, llm)
     received = None
-    if args.engine == "ray":
-        result = run_on_ray(args, metrics, out, llm is not None, rate_limit)
-    elif args.engine == "batch":
+    if args.engine == "batch":
         result = evaluate_batch(args, metrics, out, llm)
         if result is None:  # Ctrl-C: the batches keep running
             return EXIT_INTERRUPTED
         return gates_exit(result, bars, allowed, args.max_failed, tracebacks=args.traceback)
-    else:
-        result, received = run_here(args, metrics, out, llm, rate_limit)
+    result, received = run_streamed(args, metrics, out, llm, rate_limit)
     print_summary(result, out)
     if getattr(result, "stopped", False):
         by = "Ctrl-C (SIGINT)" if received == signal.SIGINT else "SIGTERM"
@@ -232,16 +232,20 @@ def _dry_run(args: argparse.Namespace, metrics: list[Evaluator | str]) -> int:
     from turneval.estimate import estimate
     from turneval.results import Prices
     from turneval.runner import resolve_metrics
-    from turneval.stream import is_otlp
+    from turneval.stream import OtlpSource
 
-    if args.format == "otlp" or (args.format == "auto" and is_otlp(Path(args.data))):
+    source = source_of(args)
+    if isinstance(source, OtlpSource):
         from turneval.traces import from_otlp_json
 
         dataset = from_otlp_json(
-            args.data, strict_traces=args.strict_traces, lenient_json=args.lenient_json
+            source.path,
+            group_by=source.group_by,
+            strict_traces=source.strict,
+            lenient_json=source.lenient_json,
         )
     else:
-        dataset = EvaluationDataset.from_jsonl(args.data, lenient_json=args.lenient_json)
+        dataset = EvaluationDataset.from_jsonl(source.path, lenient_json=args.lenient_json)
     result = estimate(dataset, resolve_metrics(metrics), llm=dry_run_judge(args))
     print(result)
     if args.price_input is not None:

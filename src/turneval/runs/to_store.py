@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from turneval.runs.store import StoreSink
     from turneval.store import RunStore
 
-__all__ = ["is_store_sink", "store_sink"]
+__all__ = ["is_store_sink", "open_store", "store_sink"]
 
 
 def store_sink(
@@ -42,3 +42,12 @@ def is_store_sink(sink: object) -> TypeGuard[StoreSink]:
     """
     module = sys.modules.get("turneval.runs.store")
     return module is not None and isinstance(sink, module.StoreSink)
+
+
+def open_store(store: RunStore | str | os.PathLike[str] | None) -> RunStore | None:
+    """The run store of ``store`` (a store, its URL or path), opened now (None: none)."""
+    if store is None:
+        return None
+    from turneval.store import RunStore
+
+    return RunStore.coerce(store)

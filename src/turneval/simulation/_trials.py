@@ -12,17 +12,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
-from functools import partial
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from turneval._deprecation import renamed_keywords
+from turneval._sync import sync_form
 from turneval.dataset import EvaluationDataset
 from turneval.errors import ConfigError, EvaluationAbortedError
 from turneval.judge import JudgeRun, SQLiteCache, Usage, judge_run
 from turneval.metrics import Evaluator
-from turneval.metrics.base import run_sync
 from turneval.options import RunOptions
 from turneval.pipeline import finish_recording, recording, run_rows, score_row
 from turneval.provenance import Provenance
@@ -90,6 +90,10 @@ def _check_run(user: Any, trials: int, max_steps: int) -> None:
         raise ConfigError(f"trials and max_steps must be >= 1, got {trials} and {max_steps}")
 
 
+_TIMEOUT_MEANS = "timeout= is the scoring limit everywhere; the agent's is agent_timeout="
+
+
+@renamed_keywords({"timeout": "agent_timeout"}, why=_TIMEOUT_MEANS)
 async def asimulate(
     agent: Any,
     scenarios: Iterable[Scenario | Mapping[str, Any]],
@@ -97,7 +101,7 @@ async def asimulate(
     user: BaseUser,
     trials: int = 1,
     max_concurrency: int = 16,
-    timeout: float | None = None,
+    agent_timeout: float | None = None,
     cache: SQLiteCache | str | PathLike[str] | None = None,
     seed: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
@@ -123,7 +127,8 @@ async def asimulate(
         user: A :class:`SimulatedUser`, :class:`ScriptedUser` or another :class:`BaseUser`.
         trials: Independent conversations per scenario.
         max_concurrency: Conversations in flight at once.
-        timeout: Seconds allowed for one whole conversation.
+        agent_timeout: Seconds allowed for one whole conversation (``timeout=``, its old
+            name, still works with a :class:`DeprecationWarning`).
         cache: A :class:`~turneval.llms.SQLiteCache` (or its path) for the user model's
             answers; the trial is
             part of the key, so a re-run replays every conversation with no user-model call
@@ -153,7 +158,7 @@ async def asimulate(
         )
     options = RunOptions(
         max_concurrency=max_concurrency,
-        agent_timeout=timeout,
+        agent_timeout=agent_timeout,
         cache=cache,
         seed=seed,
         show_progress=show_progress,
@@ -178,43 +183,8 @@ async def asimulate(
     return EvaluationDataset([row.sample for row in rows if row.sample is not None])
 
 
-def simulate(
-    agent: Any,
-    scenarios: Iterable[Scenario | Mapping[str, Any]],
-    *,
-    user: BaseUser,
-    trials: int = 1,
-    max_concurrency: int = 16,
-    timeout: float | None = None,
-    cache: SQLiteCache | str | PathLike[str] | None = None,
-    seed: int | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    show_progress: bool | None = None,
-    rate_limit: RateLimit | RateLimiter | None = None,
-    config: dict[str, Any] | None = None,
-    stop_early: StopEarly | None = None,
-    store: RunStore | str | PathLike[str] | None = None,
-) -> EvaluationDataset:
-    """Sync form of :func:`asimulate` (same arguments)."""
-    return run_sync(
-        partial(
-            asimulate,
-            agent,
-            scenarios,
-            user=user,
-            trials=trials,
-            max_concurrency=max_concurrency,
-            timeout=timeout,
-            cache=cache,
-            seed=seed,
-            max_steps=max_steps,
-            show_progress=show_progress,
-            rate_limit=rate_limit,
-            config=config,
-            stop_early=stop_early,
-            store=store,
-        )
-    )
+simulate = sync_form(asimulate)
+"""Sync form of :func:`asimulate` (same arguments): the conversations, one per trial."""
 
 
 def _thresholds(given: Mapping[str, float] | None, names: list[str]) -> dict[str, float]:

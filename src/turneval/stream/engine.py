@@ -1,19 +1,18 @@
-"""Engines: what scores a streamed run's chunks, and what an engine of its own builds on.
+"""What an engine builds on: the chunks it is handed, and the checks before a run starts.
 
-By default :func:`~turneval.stream.evaluate_jsonl` scores its chunks in this process or in
-worker processes (:mod:`turneval.stream.workers`). A :class:`ChunkEngine` scores them
-elsewhere (:func:`turneval.distributed.evaluate_on_ray`: Ray Data actors): it gets the chunks
-numbered (:func:`numbered`) and scores each with :func:`~turneval.stream.scoring.run_chunk`,
-as a local run does, into a :class:`~turneval.stream.chunks.Chunk`; the sink writes them in
-input order. :func:`preflight` checks the options and the output folder before anything
-starts (Ray takes seconds to).
+An engine (:mod:`turneval.engines`: ``Local``, ``Ray``, ``Batch``) scores a streamed run's
+chunks: it gets them numbered (:func:`numbered`: a :class:`ChunkWork` each) and scores each
+with :func:`~turneval.stream.scoring.run_chunk`, as a local run does, into a
+:class:`~turneval.stream.chunks.Chunk`; the sink writes them in input order. :func:`preflight`
+checks the options and the output folder before anything starts (Ray takes seconds to).
+:class:`ChunkEngine` is the bare callable form ``evaluate_jsonl(engine=...)`` still takes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from turneval.errors import ConfigError
 from turneval.metrics import Evaluator
@@ -23,20 +22,37 @@ from turneval.stream.chunks import Chunk, Line
 if TYPE_CHECKING:
     from turneval.stream.sink import JsonlSink
 
-__all__ = ["ChunkEngine", "numbered", "preflight"]
+__all__ = ["ChunkEngine", "ChunkWork", "numbered", "preflight"]
+
+
+class ChunkWork(NamedTuple):
+    """One chunk to score: its numbered lines, the index of its first row, the report's share.
+
+    A tuple, so that an engine written for the bare :class:`ChunkEngine` form unpacks it as
+    ``(lines, first_index, keep)``.
+    """
+
+    lines: list[Line]
+    """The chunk's input lines, numbered from 1 (see :data:`~turneval.stream.chunks.Line`)."""
+    first_index: int
+    """The row index of its first line (rows are numbered across the run from 0)."""
+    keep: int
+    """How many of its rows the HTML report may still keep (with their samples)."""
 
 
 class ChunkEngine(Protocol):
-    """Scores chunks of numbered lines elsewhere (e.g. on Ray actors), in input order.
+    """The bare form of an engine: a callable scoring chunks of numbered lines, in input order.
 
-    Passed as ``evaluate_jsonl(engine=...)``: called once with an iterator of
-    ``(lines, first_index, report_rows_left)`` chunks, the resolved metrics and the run's
-    options, it yields each chunk's scored rows in the order the chunks came.
+    Still taken as ``evaluate_jsonl(engine=...)`` (an engine object, :mod:`turneval.engines`,
+    is the documented form: it also checks the run and declares its settings): called once
+    with an iterator of :class:`ChunkWork` chunks, the resolved metrics and the run's options,
+    it yields each chunk's scored rows in the order the chunks came. It builds the judges where
+    it scores (no check that judged metrics have one).
     """
 
     def __call__(
         self,
-        chunks: Iterator[tuple[list[Line], int, int]],
+        chunks: Iterator[ChunkWork],
         metrics: list[Evaluator],
         options: RunOptions,
     ) -> Iterable[Chunk]:
@@ -44,13 +60,15 @@ class ChunkEngine(Protocol):
         ...
 
 
-def numbered(
-    chunks: Iterator[list[Line]], sink: JsonlSink
-) -> Iterator[tuple[list[Line], int, int]]:
-    """Each chunk with the index of its first row and the report rows it may still fill."""
+def numbered(chunks: Iterator[list[Line]], sink: JsonlSink) -> Iterator[ChunkWork]:
+    """Each chunk with the index of its first row and the report rows it may still fill.
+
+    The share is taken when the chunk is: an engine that scores one chunk at a time gets what
+    the report still lacks, one with chunks in flight no more than the rows before it leave.
+    """
     index = sink.total
     for lines in chunks:
-        yield lines, index, max(sink.report_rows - index, 0)
+        yield ChunkWork(lines, index, max(min(sink.report_rows - index, sink.keep()), 0))
         index += len(lines)
 
 

@@ -15,16 +15,13 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import TYPE_CHECKING
 
 from turneval._gc import batch_collection, freeze_process
 from turneval.metrics import Evaluator
 from turneval.options import RunOptions
-from turneval.stream.chunks import Chunk, Line, until
+from turneval.stream.chunks import Chunk, Line
+from turneval.stream.engine import ChunkWork
 from turneval.stream.scoring import run_chunk
-
-if TYPE_CHECKING:
-    from turneval.stream.sink import JsonlSink
 
 __all__ = ["score_chunks"]
 
@@ -79,16 +76,16 @@ def _score_in_worker(lines: list[Line], first_index: int, keep: int) -> Chunk:
 
 
 def score_chunks(
-    chunks: Iterator[list[Line]],
+    chunks: Iterator[ChunkWork],
     metrics: list[Evaluator],
     options: RunOptions,
     workers: int | None,
-    sink: JsonlSink,
-    stop: threading.Event | None = None,
-) -> None:
-    """The score step: each chunk through the batch core, here or in worker processes.
+) -> Iterator[Chunk]:
+    """The score step of a local run: each chunk scored here or in worker processes, in order.
 
-    Once ``stop`` is set, no new chunk is taken; those in flight are finished and written.
+    ``workers`` worker processes score rule-based metrics (None: one per core, at most two);
+    a run with a metric that will call a judge is scored in this process. Chunks are taken
+    as they are scored: here one at a time, in workers at most ``2 x workers`` in flight.
     """
     # metrics that will call a judge (grounding without one runs offline)
     judged = any(metric.needs_judge(options.llm) for metric in metrics)
@@ -96,14 +93,11 @@ def score_chunks(
         workers = 1 if judged else min(2, os.cpu_count() or 1)
     if judged:
         workers = 1
-    index = sink.total
     if workers <= 1:
-        for lines in until(chunks, stop):
-            keep = sink.keep()
+        for work in chunks:
             with batch_collection():
-                chunk = run_chunk(lines, index, metrics, keep, options)
-            sink.absorb(chunk)
-            index += len(lines)
+                chunk = run_chunk(work.lines, work.first_index, metrics, work.keep, options)
+            yield chunk
         return
     portable = options.replace(
         cache=None, llm=None, on_row=None, show_progress=False, rate_limit=None
@@ -113,11 +107,9 @@ def score_chunks(
         workers, initializer=_init_worker, initargs=(metrics, portable)
     ) as pool:
         window: deque[Future[Chunk]] = deque()
-        for lines in until(chunks, stop):
-            keep = max(sink.report_rows - index, 0)
-            window.append(pool.submit(_score_in_worker, lines, index, keep))
-            index += len(lines)
+        for work in chunks:
+            window.append(pool.submit(_score_in_worker, *work))
             if len(window) >= 2 * workers:
-                sink.absorb(window.popleft().result())
+                yield window.popleft().result()
         while window:
-            sink.absorb(window.popleft().result())
+            yield window.popleft().result()
