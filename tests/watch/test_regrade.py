@@ -19,8 +19,18 @@ def _judge(url: str) -> Any:
     return ChatOpenAI(model="old-judge", base_url=url, api_key="k")
 
 
+# 6 of the 10 rows, each way of saying it: a row count, a share of the rows (ceil(0.55 x 10)),
+# and the row count of earlier versions (deprecated, named on stderr)
+@pytest.mark.parametrize(
+    ("chosen_by", "deprecated"),
+    [(["--limit", "6"], False), (["--sample", "0.55"], False), (["--sample", "6"], True)],
+)
 def test_regrade_reports_flips_agreement_and_cost_on_hash_chosen_rows(
-    tmp_path: Path, openai_stub: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    openai_stub: Any,
+    capsys: pytest.CaptureFixture[str],
+    chosen_by: list[str],
+    deprecated: bool,
 ) -> None:
     samples = [
         MultiTurnSample(
@@ -42,9 +52,11 @@ def test_regrade_reports_flips_agreement_and_cost_on_hash_chosen_rows(
     openai_stub.reset(default=Reply(from_schema=True), schema_seed=2)  # another judge
     command = ["regrade", old.store_run[:8], "--judge-model", "new-judge"]
     command += ["--judge-base-url", openai_stub.url, "--store", str(tmp_path / "runs.db")]
-    command += ["--sample", "6", "--price-input", "1.0", "--price-output", "2.0"]
+    command += [*chosen_by, "--price-input", "1.0", "--price-output", "2.0"]
     assert main(command) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    warned = "--sample 6 as a row count is deprecated; use --limit 6" in err
+    assert warned == deprecated
     # the 6 rows whose index hashes lowest (the documented rule)
     chosen = sorted(sorted(range(10), key=lambda i: hashlib.sha256(str(i).encode()).digest())[:6])
     runs = {run.name: run for run in store.runs()}
@@ -67,6 +79,22 @@ def test_regrade_reports_flips_agreement_and_cost_on_hash_chosen_rows(
     assert calls == 6
     cost = (calls * 100 * 1.0 + calls * 20 * 2.0) / 1e6
     assert f"new judge: 6 calls, 600 input and 120 output tokens, cost {cost:.4f}" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        (["--sample", "0"], "--sample must be a share of the rows in (0, 1]"),
+        (["--sample", "2.5"], "--sample must be a share of the rows in (0, 1]"),
+        (["--sample", "0.5", "--limit", "3"], "give --sample SHARE or --limit N, not both"),
+    ],
+)
+def test_regrade_names_a_sample_that_is_no_share_nor_row_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], problem: str
+) -> None:
+    command = ["regrade", "abc", "--judge-model", "m", "--store", str(tmp_path / "runs.db")]
+    assert main([*command, *flags]) == 2
+    assert problem in capsys.readouterr().err
 
 
 def test_regrade_refuses_a_run_without_judged_metrics(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import signal
 import sys
 import threading
@@ -144,7 +145,19 @@ def add_watch_commands(commands: Any) -> None:
     )
     add_run_argument(regrading, help="the stored run (its id or a unique prefix, with --store)")
     regrading.add_argument(
-        "--sample", type=int, default=None, metavar="N", help="re-score N rows (default: all)"
+        "--limit",
+        type=whole_number,
+        default=None,
+        metavar="N",
+        help="re-score N rows, those whose index hashes lowest (default: all)",
+    )
+    regrading.add_argument(
+        "--sample",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="re-score this share of the rows, in (0, 1], as watch's --sample (a number above 1 "
+        "is the row count of earlier versions: deprecated, use --limit)",
     )
     regrading.add_argument(
         "--metric", action="append", default=None, help="only this judged metric (repeatable)"
@@ -153,6 +166,36 @@ def add_watch_commands(commands: Any) -> None:
     add_judge_options(regrading)
     add_judge_config_option(regrading)
     regrading.set_defaults(handler=_regrade)
+
+
+def _sample_share(args: argparse.Namespace) -> float | None:
+    """``regrade``'s ``--sample``: a share of the rows (None: not given).
+
+    A whole number above 1 is the row count of earlier versions: it sets ``args.limit``, with
+    a deprecation notice on stderr.
+
+    Raises:
+        UsageError: both ``--sample`` and ``--limit``, or a share that is no number in (0, 1]
+            nor a whole row count.
+    """
+    if args.sample is None:
+        return None
+    if args.limit is not None:
+        raise UsageError("give --sample SHARE or --limit N, not both")
+    value = float(args.sample)
+    if 0 < value <= 1:
+        return value
+    if value > 1 and value.is_integer():
+        print(
+            f"turneval regrade: --sample {int(value)} as a row count is deprecated; use "
+            f"--limit {int(value)} (--sample is a share of the rows, as in watch)",
+            file=sys.stderr,
+        )
+        args.limit = int(value)
+        return None
+    raise UsageError(
+        f"--sample must be a share of the rows in (0, 1] (or --limit N rows), got {args.sample}"
+    )
 
 
 def _regrade(args: argparse.Namespace) -> int:
@@ -165,8 +208,7 @@ def _regrade(args: argparse.Namespace) -> int:
         args.judge_model = args.judge_model or config.model  # the model it was made with
     if not args.judge_model:
         raise UsageError("regrade needs --judge-model: the new judge")
-    if args.sample is not None and args.sample < 1:
-        raise UsageError(f"--sample must be at least 1, got {args.sample}")
+    share = _sample_share(args)
     from turneval.pipeline import RunOptions
     from turneval.results import Prices
     from turneval.watch import regrade
@@ -182,11 +224,13 @@ def _regrade(args: argparse.Namespace) -> int:
             "again (give its id, with --store)"
         )
     with run:
+        rows = run.stored.rows if run.stored is not None else None
+        limit = args.limit if share is None or rows is None else max(1, math.ceil(share * rows))
         report = regrade(
             run.store,
             run,
             judge_from_flags(args),
-            sample=args.sample,
+            sample=limit,
             metrics=args.metric,
             prices=prices,
             options=RunOptions(cache=args.cache),
