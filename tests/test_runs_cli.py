@@ -67,13 +67,13 @@ def test_commands_take_a_stored_run_as_they_take_a_folder(
     # calibrate: a stored run's labels come from the store; a folder's from a file
     assert main(["calibrate", first[:10], "--html", "s.html"]) == 0
     from_store = capsys.readouterr().out.splitlines()[:-1]
-    assert main(["labels", "export", first, "--out", "labels.jsonl"]) == 0
+    assert main(["labels", "export", first, "--output", "labels.jsonl"]) == 0
     assert "wrote 6 labels" in capsys.readouterr().out
     assert main(["calibrate", "a", "labels.jsonl", "--html", "f.html"]) == 0
     assert capsys.readouterr().out.splitlines()[:-1] == from_store
     assert main(["calibrate", "a"]) == 2
     assert "a run on disk has no labels" in capsys.readouterr().err
-    assert main(["labels", "export", "a", "--out", "x.jsonl"]) == 2
+    assert main(["labels", "export", "a", "--output", "x.jsonl"]) == 2
     assert "labels are kept in the run store" in capsys.readouterr().err
     # store export writes the run's folder: what compare reads
     assert main(["store", "export", first[:8], "--out", "exported"]) == 0
@@ -103,11 +103,22 @@ def test_the_run_flag_still_works_and_says_it_is_deprecated(
     monkeypatch.chdir(tmp_path)
     store = ["--store", str(tmp_path / "runs.db")]
     capsys.readouterr()
-    assert main(["labels", "export", "--run", first, "--out", "l.jsonl", *store]) == 0
+    assert main(["labels", "export", "--run", first, "--output", "l.jsonl", *store]) == 0
     assert (
         f"turneval: warning: labels export --run RUN is deprecated: give the run as RUN "
         f"(labels export {first})" in capsys.readouterr().err
     )
+    labels = ["labels", "export", first, *store]
+    assert main([*labels, "--out", "old.jsonl"]) == 0  # --out FILE, as earlier versions took it
+    assert (
+        "turneval: warning: labels export --out FILE is deprecated: give --output FILE"
+        in capsys.readouterr().err
+    )
+    assert (tmp_path / "old.jsonl").read_text() == (tmp_path / "l.jsonl").read_text()
+    assert main([*labels, "--out", "a.jsonl", "--output", "b.jsonl"]) == 2
+    assert "give --output FILE, not --out" in capsys.readouterr().err
+    assert main(labels) == 2
+    assert "labels export needs --output FILE" in capsys.readouterr().err
     assert main(["calibrate", "--run", first, "--html", "c.html", *store]) == 0
     assert "calibrate --run RUN is deprecated" in capsys.readouterr().err
     assert main(["calibrate", "a", "l.jsonl", "--run", first, *store]) == 2

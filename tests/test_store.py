@@ -319,7 +319,7 @@ def test_labels_export_and_calibrate_from_the_store(
     store.close()
     labels = tmp_path / "labels.jsonl"
     args = ["--store", store_url, "--run", run.id[:10]]
-    assert main(["labels", "export", *args, "--metric", JUDGED, "--out", str(labels)]) == 0
+    assert main(["labels", "export", *args, "--metric", JUDGED, "--output", str(labels)]) == 0
     written = [json.loads(line) for line in labels.read_text().splitlines()]
     assert written[1] == {"index": 1, "metric": JUDGED, "label": "no", "reason": "n1"}
     assert [item["index"] for item in written] == [0, 1, 2, 3, 4, 5]
