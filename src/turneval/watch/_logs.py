@@ -9,66 +9,26 @@ is left between whole ones. A crash may still leave a last line without its newl
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from turneval._files import AppendLog
+
 __all__ = ["Log", "cut_torn", "read_lines"]
 
 
-class Log:
-    """An append-only JSON Lines file whose appends are on disk whole, or not in it at all.
+class Log(AppendLog):
+    """An append-only JSON Lines file whose appends are on disk whole, or not at all.
 
-    Each append is written with ``os.write`` and fsync'd; when either fails, the bytes written
-    past the last whole append are cut off again (and, should that fail too, before the next
-    append), so a full disk never leaves a torn line between whole ones.
+    :class:`~turneval._files.AppendLog` (written and fsync'd whole, a failed append cut back
+    off), with records appended as JSON lines.
     """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self.size = os.fstat(self.fd).st_size
-        self._dirty = False
 
     def append(self, records: Iterable[Any]) -> None:
         """Append ``records`` as JSON lines, fsync'd; raises ``OSError`` with nothing appended."""
         self.write(b"".join(_dumps(record) + b"\n" for record in records))
-
-    def write(self, data: bytes) -> None:
-        """Append ``data`` (whole lines), fsync'd; raises ``OSError`` with nothing appended."""
-        if not data:
-            return
-        try:
-            if self._dirty:
-                os.ftruncate(self.fd, self.size)
-                self._dirty = False
-            self._dirty = True
-            view, done = memoryview(data), 0
-            while done < len(data):
-                written = os.write(self.fd, view[done:])
-                if written <= 0:  # pragma: no cover - a regular file never writes nothing
-                    raise OSError(errno.EIO, "write wrote nothing", str(self.path))
-                done += written
-            os.fsync(self.fd)
-        except OSError as exc:
-            with contextlib.suppress(OSError):  # else cut at the next append
-                os.ftruncate(self.fd, self.size)
-                self._dirty = False
-            if exc.filename is None:
-                exc.filename = str(self.path)
-            raise
-        self._dirty = False
-        self.size += len(data)
-
-    def close(self) -> None:
-        """Close the file."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
 
 def cut_torn(path: Path) -> None:
