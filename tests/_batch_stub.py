@@ -29,6 +29,29 @@ from ._openai_stub import random_instance
 Injector = Callable[[str], str | None]
 
 
+class Failing:
+    """An injector that gives ``fate`` to the first ``count`` requests the batches answer.
+
+    Custom ids are digests of what a request holds, and that includes the judge's endpoint (a
+    free port): a rule on their digits fails none of a small run's requests now and then. This
+    one always fails exactly ``count`` of them. ``keys`` holds their custom ids without the
+    attempt number; ``every_attempt`` fails their later attempts too.
+    """
+
+    def __init__(self, count: int, fate: str = "error", *, every_attempt: bool = False) -> None:
+        self.count, self.fate, self.every_attempt = count, fate, every_attempt
+        self.keys: set[str] = set()
+
+    def __call__(self, custom_id: str) -> str | None:
+        key, attempt = custom_id.rsplit("-", 1)
+        if attempt != "1" and not self.every_attempt:
+            return None
+        if key in self.keys or (attempt == "1" and len(self.keys) < self.count):
+            self.keys.add(key)
+            return self.fate
+        return None
+
+
 def seeded_answer(schema: dict[str, Any], messages: Any) -> dict[str, Any]:
     """The verdict for a request: random under ``schema``, seeded by the request's messages."""
     text = json.dumps(messages, sort_keys=True)

@@ -14,7 +14,7 @@ from turneval.batch import BatchRun, submit
 from turneval.judge import Judge
 from turneval.llms import SQLiteCache
 
-from .._batch_stub import BatchStub, anthropic_answer
+from .._batch_stub import BatchStub, Failing, anthropic_answer
 from .test_openai_batch import Killed, once_submitted, samples, values
 
 
@@ -43,7 +43,7 @@ async def test_live_judge_through_chat_anthropic_uses_a_forced_tool(stub: BatchS
 
 
 def test_message_batches_equal_the_live_run(stub: BatchStub, tmp_path: Path) -> None:
-    stub.inject = lambda cid: "expired" if cid.endswith("-1") and cid[0] in "0123" else None
+    stub.inject = Failing(3, "expired")
     data = samples(12)
     run = submit(data, ["fluency", "exact_match"], llm=claude(stub), out=tmp_path / "run")
     status = run.wait(progress=False, poll_interval=0)

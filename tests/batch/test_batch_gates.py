@@ -11,16 +11,16 @@ from turneval import EvaluationDataset
 from turneval.batch import BatchRun
 from turneval.cli import main
 
-from .._batch_stub import BatchStub
+from .._batch_stub import BatchStub, Failing
 from .test_batch_cli import flags
 from .test_openai_batch import samples
 
 ROWS = 16
 
 
-def failing(custom_id: str) -> str | None:
-    """Every attempt of a request whose id starts with 0-3 errors (about a quarter of them)."""
-    return "error" if custom_id[0] in "0123" else None
+def failing() -> Failing:
+    """Every attempt of the first four requests the batches answer errors."""
+    return Failing(4, every_attempt=True)
 
 
 def evaluate_argv(stub: BatchStub, data: Path, out: Path, *extra: str) -> list[str]:
@@ -54,7 +54,7 @@ def test_batch_collect_exits_3_past_max_failed_as_evaluate_does(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stub.inject = failing
+    stub.inject = failing()
     data = tmp_path / "data.jsonl"
     EvaluationDataset(samples(ROWS)).to_jsonl(data)
     # The whole run through evaluate: exit 3, some rows failed.
@@ -87,7 +87,7 @@ def test_batch_collect_applies_fail_under_and_the_gates_evaluate_was_given(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stub.inject = failing
+    stub.inject = failing()
     data = tmp_path / "data.jsonl"
     EvaluationDataset(samples(ROWS)).to_jsonl(data)
     out = tmp_path / "out"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from turneval.results import Prices
 from turneval.store import RunStore
 from turneval.usage import Usage
 
-from .._batch_stub import BatchStub
+from .._batch_stub import BatchStub, Failing
 from .test_batch_cli import flags
 from .test_openai_batch import judge, samples
 
@@ -39,20 +38,6 @@ def rows() -> list[SingleTurnSample]:
 STATED, IDENTICAL, CACHED, SENT, REFUSED = 18, 4, 2, 12, 2
 
 
-def first_attempt_errors() -> Callable[[str], str | None]:
-    """The first attempts of the first 4 requests the batches see fail (custom ids are digests
-    of what a request holds: a rule on their digits would fail none of them for some data)."""
-    failed: set[str] = set()
-
-    def inject(custom_id: str) -> str | None:
-        if custom_id.endswith("-1") and (custom_id in failed or len(failed) < 4):
-            failed.add(custom_id)
-            return "error"
-        return None
-
-    return inject
-
-
 def test_a_batch_run_records_its_usage_and_cost_and_explains_the_dry_runs_count(
     stub: BatchStub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -66,7 +51,7 @@ def test_a_batch_run_records_its_usage_and_cost_and_explains_the_dry_runs_count(
     total = re.search(r"^total  (\d+)", capsys.readouterr().out, re.MULTILINE)
     assert total is not None and int(total.group(1)) == STATED
     stub.sync_requests = 0
-    stub.inject = first_attempt_errors()  # some requests need a second attempt
+    stub.inject = Failing(4)  # some requests need a second attempt
     out = tmp_path / "out"
     argv = ["evaluate", str(data), *metrics, "--quiet", "--engine", "batch", "--out", str(out)]
     argv += ["--poll-interval", "0", "--cache", str(cache), "--max-failed", str(REFUSED)]

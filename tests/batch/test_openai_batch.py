@@ -13,7 +13,7 @@ from turneval import SingleTurnSample, evaluate
 from turneval.batch import BatchRun, submit
 from turneval.llms import SQLiteCache
 
-from .._batch_stub import BatchStub
+from .._batch_stub import BatchStub, Failing
 
 
 def judge(stub: BatchStub) -> ChatOpenAI:
@@ -62,13 +62,13 @@ def test_batch_run_equals_live_run_and_fills_the_cache(stub: BatchStub, tmp_path
 
 
 def test_errors_go_to_a_follow_up_round(stub: BatchStub, tmp_path: Path) -> None:
-    stub.inject = lambda cid: "error" if cid.endswith("-1") and int(cid[:4], 16) % 4 == 0 else None
+    stub.inject = failing = Failing(6)
     run = submit(samples(24), ["fluency"], llm=judge(stub), out=tmp_path / "run")
     status = run.wait(progress=False, poll_interval=0)
     first = [c for c in stub.submitted if c.endswith("-1")]
     again = [c for c in stub.submitted if c.endswith("-2")]
-    assert len(first) == 24 and 0 < len(again) < 24
-    assert {c[:56] for c in again} == {c[:56] for c in first if int(c[:4], 16) % 4 == 0}
+    assert len(first) == 24 and len(again) == 6
+    assert {c[:56] for c in again} == failing.keys
     assert status.rounds == 2 and status.answered == 24
     assert not any(row.failures for row in run.collect().rows)
 
@@ -139,11 +139,11 @@ def test_kill_during_polling_then_restart(
 def test_invalid_answers_are_repaired_in_a_round_of_their_own(
     stub: BatchStub, tmp_path: Path
 ) -> None:
-    stub.inject = lambda cid: "invalid" if cid.endswith("-1") and cid[0] in "0123" else None
+    stub.inject = invalid = Failing(4, "invalid")
     run = submit(samples(16), ["fluency"], llm=judge(stub), out=tmp_path / "run")
     status = run.wait(progress=False, poll_interval=0)
     repaired = [c for c in stub.submitted if c.endswith("-2")]
-    assert repaired and all(c[0] in "0123" for c in repaired)
+    assert {c[:56] for c in repaired} == invalid.keys and len(repaired) == 4
     assert status.rounds == 2 and status.answered == 16
     # The repair shows the model its unusable answer and why, as a live judge does.
     lines = [line for lines in stub.lines.values() for line in lines]
@@ -155,15 +155,15 @@ def test_invalid_answers_are_repaired_in_a_round_of_their_own(
 
 
 def test_expired_requests_then_fail_or_fall_back_to_live(stub: BatchStub, tmp_path: Path) -> None:
-    stub.inject = lambda cid: "error" if cid[0] in "01234567" else None  # every attempt fails
+    stub.inject = failing_requests = Failing(10, every_attempt=True)  # every attempt fails
     stub.expire_next = True  # the first batch also expires half-way
     data = samples(20)
     run = submit(
         data, ["fluency", "exact_match"], llm=judge(stub), out=tmp_path / "run", max_attempts=2
     )
     status = run.wait(progress=False, poll_interval=0)
-    failing = {c[:56] for c in stub.submitted if c[0] in "01234567"}
-    assert status.rounds == 2 and status.failed == len(failing) > 0
+    failing = failing_requests.keys
+    assert status.rounds == 2 and status.failed == len(failing) == 10
     assert status.answered == 20 - len(failing)
     first = stub.submitted[:20]
     expired = {c[:56] for c in first[1::2]}  # the batch expired before every second request
