@@ -55,7 +55,7 @@ def test_regrade_reports_flips_agreement_and_cost_on_hash_chosen_rows(
     command += [*chosen_by, "--price-input", "1.0", "--price-output", "2.0"]
     assert main(command) == 0
     out, err = capsys.readouterr()
-    warned = "--sample 6 as a row count is deprecated; use --limit 6" in err
+    warned = "regrade --sample 6 as a row count is deprecated: use --limit 6" in err
     assert warned == deprecated
     # the 6 rows whose index hashes lowest (the documented rule)
     chosen = sorted(sorted(range(10), key=lambda i: hashlib.sha256(str(i).encode()).digest())[:6])
