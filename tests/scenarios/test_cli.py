@@ -344,7 +344,7 @@ def test_conversations_scenarios_and_a_run_folders_failures(
             str(data),
             "--metric",
             "tool_call_f1",
-            "--output",
+            "--out",
             str(run),
             "--quiet",
             "--max-failed",

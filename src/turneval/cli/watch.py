@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import signal
 import sys
 import threading
@@ -173,6 +174,7 @@ def _regrade(args: argparse.Namespace) -> int:
         args.judge_model = args.judge_model or config.model  # the model it was made with
     if not args.judge_model:
         raise UsageError("regrade needs --judge-model: the new judge")
+    limit = sample_limit(args, "regrade")  # checked (a deprecated form warned) before reading
     from turneval.pipeline import RunOptions
     from turneval.results import Prices
     from turneval.watch import regrade
@@ -189,7 +191,8 @@ def _regrade(args: argparse.Namespace) -> int:
         )
     with run:
         rows = run.stored.rows if run.stored is not None else None
-        limit = sample_limit(args, "regrade", rows)
+        if limit is None and args.sample is not None and args.sample < 1 and rows is not None:
+            limit = max(1, math.ceil(args.sample * rows))  # a share of the stored rows
         report = regrade(
             run.store,
             run,
