@@ -139,7 +139,8 @@ def test_the_command_prints_clusters_largest_first_with_examples(
 ) -> None:
     folder = _run(tmp_path)
     assert (
-        main(["clusters", str(folder), "--examples", "2", "--json", str(tmp_path / "c.json")]) == 0
+        main(["clusters", str(folder), "--examples", "2", "--output", str(tmp_path / "c.json")])
+        == 0
     )
     out = capsys.readouterr().out
     assert out.startswith("4 cluster(s) of 13 failed row(s), of 14 rows")

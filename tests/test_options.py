@@ -74,7 +74,7 @@ FRONT_ENDS: dict[str, tuple[list[Callable[..., Any]], set[str]]] = {
 OLD_NAMES = {"sample_concurrency", "llm_concurrency", "progress"}
 # The streamed front end's own options, beside the run options: StreamJob's fields (the
 # engine is the object the job is given to).
-STREAM_OPTIONS = {"engine", "report_rows", "title", "resume", "overwrite", "stop"}
+STREAM_OPTIONS = {"engine", "report_rows", "title", "name", "resume", "overwrite", "stop"}
 # Engine settings the command line does not set, and why.
 PYTHON_ONLY = {
     ("local", "chunk_size"),  # --chunk-mb bounds a chunk; 1,000 lines a chunk is the default

@@ -362,8 +362,10 @@ def test_cli_quota_flags(
     )
     base = ["evaluate", str(data), "--metric", "topic_adherence", "--out", str(tmp_path / "o")]
     judge = ["--judge-model", "m", "--judge-base-url", openai_stub.url]
-    assert main([*base, *judge, "--rpm", "0"]) == 2
-    assert "requests_per_minute" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # a quota is above 0: argparse names the flag
+        main([*base, *judge, "--rpm", "0"])
+    assert refused.value.code == 2
+    assert "argument --rpm: must be above 0, got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:  # argparse names the option
         main([*base, *judge, "--max-in-flight", "0"])
     assert info.value.code == 2

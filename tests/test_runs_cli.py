@@ -111,7 +111,7 @@ def test_the_run_flag_still_works_and_says_it_is_deprecated(
     labels = ["labels", "export", first, *store]
     assert main([*labels, "--out", "old.jsonl"]) == 0  # --out FILE, as earlier versions took it
     assert (
-        "turneval: warning: labels export --out FILE is deprecated: give --output FILE"
+        "turneval: warning: labels export --out old.jsonl is deprecated: use --output old.jsonl"
         in capsys.readouterr().err
     )
     assert (tmp_path / "old.jsonl").read_text() == (tmp_path / "l.jsonl").read_text()

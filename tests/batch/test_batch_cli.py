@@ -61,6 +61,7 @@ def test_a_batch_run_folder_remembers_the_judge_flags_and_collects_into_files(
         "fail_under": [],
         "price_input": None,
         "price_output": None,
+        "name": None,  # the run's --name, which collect names the stored run by
         "store": None,
     }
     with pytest.raises(ConfigError, match=f"{tmp_path} holds no batch run"):

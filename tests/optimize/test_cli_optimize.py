@@ -94,7 +94,7 @@ def test_optimize_from_files_keeps_the_budget_and_writes_the_config(
     assert fresh.sync_requests == 0
     out, report = tmp_path / "judge.json", tmp_path / "report.json"
     args = [*common, *stub_flags(fresh), "--budget", "90", "--rounds", "3"]
-    assert main([*args, "--out", str(out), "--report", str(report)]) == 0
+    assert main([*args, "--output", str(out), "--report", str(report)]) == 0
     assert fresh.sync_requests <= 90
     printed = capsys.readouterr().out
     assert "validation rows (never seen by the search" in printed
@@ -156,7 +156,7 @@ def test_a_stored_run_to_a_kept_config_to_the_next_run_and_a_regrade(
             )
     out = tmp_path / "judge.json"
     optimise = ["optimize", "--metric", NAME, "--run", run.id[:8], "--store", store]
-    assert main([*optimise, *stub_flags(fresh), "--rounds", "2", "--out", str(out)]) == 0
+    assert main([*optimise, *stub_flags(fresh), "--rounds", "2", "--output", str(out)]) == 0
     assert "kept as judge configuration" in capsys.readouterr().out
     with RunStore(store) as kept:
         (stored,) = kept.judge_configs(run_id=run.id)

@@ -41,7 +41,7 @@ def test_generate_writes_scenarios_report_and_progress(
         str(tools_file),
         "-n",
         "4",
-        "--out",
+        "--output",
         str(out),
         "--no-dedup",
         *flags(openai_stub),
@@ -99,7 +99,7 @@ def test_a_world_by_module_name(
             "turneval.simulation.domains:orders_world",
             "-n",
             "5",
-            "--out",
+            "--output",
             str(out),
             "--report",
             str(tmp_path / "r.html"),
@@ -130,7 +130,7 @@ def test_failed_requests_exit_3_and_a_rerun_asks_them(
         "2",
         "--llm-concurrency",
         "1",
-        "--out",
+        "--output",
         str(out),
         "--no-dedup",
         *flags(openai_stub),
@@ -176,7 +176,7 @@ def test_review_keeps_only_the_accepted(
             str(tools_file),
             "-n",
             "3",
-            "--out",
+            "--output",
             str(out),
             "--no-dedup",
             "--review",
@@ -196,7 +196,9 @@ def test_review_keeps_only_the_accepted(
     with RunStore(store) as opened:
         run_id = opened.runs()[0].id
     again = tmp_path / "again.jsonl"
-    assert main(["scenarios", "accepted", run_id[:8], "--out", str(again), "--store", store]) == 0
+    assert (
+        main(["scenarios", "accepted", run_id[:8], "--output", str(again), "--store", store]) == 0
+    )
     assert [s.id for s in Scenario.from_jsonl(again)] == ["tools-0-002", "tools-0-003"]
 
 
@@ -217,13 +219,14 @@ def test_usage_errors_are_one_line(tools_file: Path, capsys: pytest.CaptureFixtu
         )
         == 2
     )
-    assert "--out FILE is needed" in capsys.readouterr().err
+    assert "--output FILE is needed" in capsys.readouterr().err
     assert (
-        main(["scenarios", "generate", "--from", "world", "nowhere:thing", "--out", "x.jsonl"]) == 2
+        main(["scenarios", "generate", "--from", "world", "nowhere:thing", "--output", "x.jsonl"])
+        == 2
     )
     assert "cannot import nowhere" in capsys.readouterr().err
     assert (
-        main(["scenarios", "generate", "--from", "failures", "missing-run", "--out", "x.jsonl"])
+        main(["scenarios", "generate", "--from", "failures", "missing-run", "--output", "x.jsonl"])
         == 2
     )
     assert "give --store URL" in capsys.readouterr().err
@@ -248,7 +251,7 @@ def test_engine_batch_then_a_live_run_that_sends_nothing(
                 "6",
                 "--batch-size",
                 "3",
-                "--out",
+                "--output",
                 str(out),
                 "--no-dedup",
                 "--engine",
@@ -306,7 +309,7 @@ def test_conversations_scenarios_and_a_run_folders_failures(
                 "--from",
                 "conversations",
                 str(data),
-                "--out",
+                "--output",
                 str(out),
                 *base,
             ]
@@ -326,7 +329,7 @@ def test_conversations_scenarios_and_a_run_folders_failures(
                 str(out),
                 "-n",
                 "4",
-                "--out",
+                "--output",
                 str(varied),
                 *base,
             ]
@@ -358,7 +361,7 @@ def test_conversations_scenarios_and_a_run_folders_failures(
             str(run),
             "--data",
             str(data),
-            "--out",
+            "--output",
             str(near),
             *base,
         ]
@@ -368,6 +371,6 @@ def test_conversations_scenarios_and_a_run_folders_failures(
     # Oslo and Lima fail alike (the reference books Rome): one group, three near misses
     assert "generated 3 scenarios from failures (seed 0, model gen): 1 requests" in printed
     missing = main(
-        ["scenarios", "generate", "--from", "failures", str(run), "--out", str(near), *base]
+        ["scenarios", "generate", "--from", "failures", str(run), "--output", str(near), *base]
     )
     assert missing == 2 and "needs --data INPUT.jsonl" in capsys.readouterr().err

@@ -55,7 +55,7 @@ def test_regrade_reports_flips_agreement_and_cost_on_hash_chosen_rows(
     command += [*chosen_by, "--price-input", "1.0", "--price-output", "2.0"]
     assert main(command) == 0
     out, err = capsys.readouterr()
-    warned = "--sample 6 as a row count is deprecated; use --limit 6" in err
+    warned = "regrade --sample 6 as a row count is deprecated: use --limit 6" in err
     assert warned == deprecated
     # the 6 rows whose index hashes lowest (the documented rule)
     chosen = sorted(sorted(range(10), key=lambda i: hashlib.sha256(str(i).encode()).digest())[:6])
@@ -84,7 +84,7 @@ def test_regrade_reports_flips_agreement_and_cost_on_hash_chosen_rows(
 @pytest.mark.parametrize(
     ("flags", "problem"),
     [
-        (["--sample", "0"], "--sample must be a share of the rows in (0, 1]"),
+        (["--sample", "0"], "argument --sample: must be a share in (0, 1], got 0"),
         (["--sample", "2.5"], "--sample must be a share of the rows in (0, 1]"),
         (["--sample", "0.5", "--limit", "3"], "give --sample SHARE or --limit N, not both"),
     ],
@@ -93,7 +93,11 @@ def test_regrade_names_a_sample_that_is_no_share_nor_row_count(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], problem: str
 ) -> None:
     command = ["regrade", "abc", "--judge-model", "m", "--store", str(tmp_path / "runs.db")]
-    assert main([*command, *flags]) == 2
+    try:
+        code = main([*command, *flags])
+    except SystemExit as exc:  # refused by the parser: --sample's type is a share
+        code = int(str(exc.code))
+    assert code == 2
     assert problem in capsys.readouterr().err
 
 

@@ -275,6 +275,7 @@ class BatchRun(Rounds):
         show_progress: bool | None = None,
         store: RunStore | str | PathLike[str] | None = None,
         prices: Prices | None = None,
+        name: str | None = None,
     ) -> StreamResult:
         """Score the run into its folder as a live file run does (``turneval batch collect``).
 
@@ -296,6 +297,7 @@ class BatchRun(Rounds):
             store: A run store (or its URL): the run is kept there too, as
                 ``evaluate_jsonl(store=...)`` keeps a live run.
             prices: The judge's prices, for the cost in ``run.json``.
+            name: The run's name in ``run.json`` and the store (default: the input's name).
         """
         from turneval.stream.evaluate import evaluate_jsonl
 
@@ -313,6 +315,7 @@ class BatchRun(Rounds):
                     overwrite=True,
                     store=store,
                     engine=spent.engine,
+                    name=name,
                 )
             finally:
                 cache.close()

@@ -9,9 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from turneval._files import naming
+from turneval.cli._vocabulary import (
+    add_deprecated,
+    add_flag,
+    add_judge_group,
+    deprecated,
+    judge_limits,
+    paced_client,
+    with_repeats,
+)
 from turneval.cli.arguments import UsageError, named_number, whole_number
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags
-from turneval.cli.options import add_judge_options, add_run_argument, runs_store
+from turneval.cli.options import add_run_argument, runs_store
 
 
 def add_clusters_command(commands: Any) -> None:
@@ -45,13 +54,15 @@ def add_clusters_command(commands: Any) -> None:
     clusters.add_argument(
         "--examples", type=whole_number, default=3, help="example rows shown per cluster"
     )
-    clusters.add_argument("--json", help="also write the clusters to this JSON file")
+    add_flag(clusters, "--output", detail="the clusters as JSON (they are printed either way)")
+    add_deprecated(clusters, "--json", "--output FILE", metavar="FILE")
     clusters.add_argument(
-        "--name",
+        "--name-clusters",
         action="store_true",
         help="ask the judge (--judge-model, or $OPENAI_API_KEY) to name each cluster",
     )
-    add_judge_options(clusters)
+    add_deprecated(clusters, "--name", "--name-clusters", action="store_true", default=False)
+    add_judge_group(clusters, scoring=False)
     clusters.set_defaults(handler=_clusters)
 
 
@@ -76,16 +87,11 @@ def add_judge_bench_command(commands: Any) -> None:
         action="store_true",
         help="do not show the judge the task's correct answer",
     )
-    who.add_argument("--limit", type=whole_number, default=None, help="judge the first N logs")
-    who.add_argument("--data", help="other Who&When logs: a folder of N.json files or a JSONL file")
-    who.add_argument("--out", help="write the run's results.jsonl and accuracy.json here")
-    who.add_argument(
-        "--dry-run", action="store_true", help="count the judge requests and tokens; ask nothing"
-    )
-    who.add_argument(
-        "--max-llm-concurrency", type=whole_number, default=8, help="judge requests in flight"
-    )
-    add_judge_options(who)
+    add_flag(who, "--limit", detail="the first N logs are judged")
+    add_flag(who, "--data", detail="other Who&When logs: a folder of N.json files or a JSONL file")
+    add_flag(who, "--out", detail="the run's results.jsonl and accuracy.json")
+    add_flag(who, "--dry-run")
+    add_judge_group(who)
     bench.set_defaults(handler=_judge_bench)
 
 
@@ -125,14 +131,23 @@ def _clusters(args: argparse.Namespace) -> int:
         method=args.method,
         min_similarity=args.min_similarity,
     )
-    if args.name and clusters:
+    if args.name_deprecated:
+        deprecated("clusters", "--name", "--name-clusters (--name is a run's name)")
+    output = args.output
+    if args.json_deprecated is not None:
+        if output is not None:
+            raise UsageError("clusters takes its file once: give --output FILE, not --json")
+        deprecated("clusters", f"--json {args.json_deprecated}", f"--output {args.json_deprecated}")
+        output = args.json_deprecated
+    if (args.name_clusters or args.name_deprecated) and clusters:
         llm = judge_from_flags(args)
         if llm is None:
             raise UsageError(
-                "--name needs a judge: --judge-model MODEL (with $OPENAI_API_KEY or "
+                "--name-clusters needs a judge: --judge-model MODEL (with $OPENAI_API_KEY or "
                 "--judge-base-url), or $OPENAI_API_KEY alone"
             )
-        name_clusters(clusters, llm)
+        llm, cap = paced_client(llm, args, "clusters")
+        name_clusters(clusters, llm, max_concurrency=cap)
     failed = sum(cluster.size for cluster in clusters)
     print(
         f"{len(clusters)} cluster(s) of {failed} failed row(s), of {len(result.rows)} rows"
@@ -151,8 +166,8 @@ def _clusters(args: argparse.Namespace) -> int:
             reason = " ".join(row.reason.split())
             shown = reason if len(reason) <= 300 else reason[:297] + "..."
             print(f"   - {where}: {shown}")
-    if args.json:
-        out = Path(args.json)
+    if output is not None:
+        out = Path(output)
         with naming(out):
             out.write_text(
                 json.dumps(
@@ -177,9 +192,9 @@ def _judge_bench(args: argparse.Namespace) -> int:
         cases = cases[: args.limit]
     truth = not args.no_ground_truth
     samples = [to_sample(case, ground_truth=truth) for case in cases]
-    metric = FailureAttribution(mode=args.mode)
+    metrics = with_repeats([FailureAttribution(mode=args.mode)], args.repeats)
     if args.dry_run:
-        print(estimate(samples, [metric], llm=dry_run_judge(args)))
+        print(estimate(samples, metrics, llm=dry_run_judge(args)))
         return 0
     llm = judge_from_flags(args)
     if llm is None:
@@ -189,10 +204,13 @@ def _judge_bench(args: argparse.Namespace) -> int:
         )
     result = evaluate(
         samples,
-        [metric],
+        metrics,
         llm=llm,
         cache=args.cache,
-        max_llm_concurrency=args.max_llm_concurrency,
+        max_llm_concurrency=args.llm_concurrency,
+        rate_limit=judge_limits(args),
+        timeout=args.timeout,
+        show_progress=False if args.quiet else None,
     )
     accuracy = score(result, cases, mode=args.mode, ground_truth=truth)
     print(accuracy)

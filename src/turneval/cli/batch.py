@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from turneval.cli._vocabulary import add_flag
 from turneval.cli.arguments import fail_under_bars, max_failed
 from turneval.cli.judge_flags import judge_from_flags
 from turneval.cli.options import add_gate_options, add_judge_options, add_price_options
@@ -29,7 +30,7 @@ __all__ = ["add_batch_command", "add_batch_options", "evaluate_batch"]
 
 _JUDGE_FLAGS = ("judge_model", "judge_base_url", "judge_api_key_env")
 
-_RUN_FLAGS = ("max_failed", "fail_under", "price_input", "price_output")
+_RUN_FLAGS = ("max_failed", "fail_under", "price_input", "price_output", "name")
 """The other flags of ``evaluate`` that ``turneval batch collect`` takes by default."""
 
 _DEFAULT_STORE = ".turneval/runs.db"
@@ -37,12 +38,12 @@ _DEFAULT_STORE = ".turneval/runs.db"
 
 def add_batch_options(parser: argparse.ArgumentParser) -> None:
     """The ``evaluate`` options of ``--engine batch``."""
-    parser.add_argument(
+    add_flag(
+        parser,
         "--batch-fallback",
         choices=("fail", "sync"),
         default="fail",
-        help="--engine batch: a request every batch attempt failed fails its cell with the "
-        "provider's error (fail, default) or is asked live (sync)",
+        detail="--engine batch; default fail",
     )
     parser.add_argument(
         "--batch-attempts",
@@ -51,13 +52,7 @@ def add_batch_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="--engine batch: times an errored or expired request is sent at most (default 3)",
     )
-    parser.add_argument(
-        "--poll-interval",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="--engine batch: seconds between polls of the provider (default 30)",
-    )
+    add_flag(parser, "--poll-interval", default=30.0, detail="--engine batch; default 30")
 
 
 def add_batch_command(commands: Any) -> None:
@@ -67,23 +62,24 @@ def add_batch_command(commands: Any) -> None:
     )
     parser.add_argument("action", choices=("status", "collect", "cancel"))
     parser.add_argument("dir", help="the --out folder of 'evaluate --engine batch'")
-    parser.add_argument(
+    add_flag(
+        parser,
         "--batch-fallback",
         choices=("fail", "sync"),
         default=None,
-        help="collect: override the fallback chosen at submission",
+        detail="collect: overrides the fallback chosen at submission",
     )
     add_gate_options(parser, inherited="those 'evaluate --engine batch' was given")
-    parser.add_argument(
+    add_flag(
+        parser,
         "--store",
         nargs="?",
         const=_DEFAULT_STORE,
-        metavar="URL",
-        help="collect: keep the run in a run store too (alone: .turneval/runs.db; default: "
-        "the store 'evaluate --engine batch' was given, else $TURNEVAL_STORE)",
+        detail="collect: keep the run there too (alone: .turneval/runs.db; default: the store "
+        "'evaluate --engine batch' was given, else $TURNEVAL_STORE)",
     )
     add_price_options(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress line")
+    add_flag(parser, "--quiet")
     add_judge_options(parser)
     parser.set_defaults(handler=batch_command)
 
@@ -123,11 +119,19 @@ def _cost_lines(run: BatchRun, prices: Prices | None) -> None:
 
 
 def _finish(
-    run: BatchRun, args: argparse.Namespace, fallback: Fallback | None, store: str | None
+    run: BatchRun,
+    args: argparse.Namespace,
+    fallback: Fallback | None,
+    store: str | None,
+    name: str | None = None,
 ) -> Any:
     prices = _prices(args)
     result = run.collect_files(
-        fallback=fallback, show_progress=False if args.quiet else None, store=store, prices=prices
+        fallback=fallback,
+        show_progress=False if args.quiet else None,
+        store=store,
+        prices=prices,
+        name=name,
     )
     status = run.status()
     print_summary(result, run.out)
@@ -172,7 +176,7 @@ def evaluate_batch(args: argparse.Namespace, metrics: list[Any], out: Path, llm:
             file=sys.stderr,
         )
         return None
-    return _finish(run, args, None, store)
+    return _finish(run, args, None, store, args.name)
 
 
 def batch_command(args: argparse.Namespace) -> int:
@@ -212,5 +216,5 @@ def batch_command(args: argparse.Namespace) -> int:
             f"'turneval batch status {run.out}'"
         )
     store = args.store or stored.get("store") or os.environ.get("TURNEVAL_STORE") or None
-    result = _finish(run, args, args.batch_fallback, store)
+    result = _finish(run, args, args.batch_fallback, store, stored.get("name"))
     return gates_exit(result, bars, allowed, text, tracebacks=args.traceback)

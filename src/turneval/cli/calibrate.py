@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from turneval._files import naming
+from turneval.cli._vocabulary import add_deprecated, add_flag, file_flag
 from turneval.cli.arguments import UsageError, run_name
 from turneval.cli.options import add_run_argument, open_cli_run
 from turneval.errors import ConfigError
@@ -49,13 +50,8 @@ def add_labels_command(commands: Any) -> None:
         "--run", dest="run_flag", metavar="RUN", help="deprecated: give the run as RUN"
     )
     label_export.add_argument("--metric", help="only this metric's labels")
-    label_export.add_argument("--output", metavar="FILE", help="the labels file to write")
-    label_export.add_argument(
-        "--out",
-        dest="out_flag",
-        metavar="FILE",
-        help="deprecated: --output FILE (--out is a folder)",
-    )
+    add_flag(label_export, "--output", detail="the labels JSONL")
+    add_deprecated(label_export, "--out", "--output FILE", metavar="FILE")
     labeling.set_defaults(handler=_labels_command)
 
 
@@ -134,29 +130,11 @@ def _stored_labels(store: Any, run: str, metric: str | None) -> list[Any]:
     return [label for label in labels if label is not None]
 
 
-def _labels_file(args: argparse.Namespace) -> str:
-    """``--output FILE``, or the deprecated ``--out FILE`` (with a warning).
-
-    ``--out`` is a folder in every other command; a file is ``--output``.
-    """
-    if args.out_flag is None:
-        if args.output is None:
-            raise UsageError("labels export needs --output FILE: the labels file to write")
-        return str(args.output)
-    if args.output is not None:
-        raise UsageError("labels export takes its file once: give --output FILE, not --out")
-    warnings.warn(
-        "labels export --out FILE is deprecated: give --output FILE (--out is a folder in "
-        "every other command)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return str(args.out_flag)
-
-
 def _labels_command(args: argparse.Namespace) -> int:
     ref = _run_ref(args, "labels export")
-    output = _labels_file(args)
+    output = file_flag(args, "labels export")
+    if output is None:
+        raise UsageError("labels export needs --output FILE: the labels file to write")
     with open_cli_run(args, ref) as run:
         if run.stored is None or run.store is None:
             raise UsageError(

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from turneval.cli._vocabulary import add_flag
 from turneval.cli.arguments import whole_number
 from turneval.cli.options import add_store_option, run_store
 
@@ -20,7 +21,7 @@ def add_datasets_command(commands: Any) -> None:
         "add", help="keep a JSONL file as the next version of a named dataset"
     )
     adding.add_argument("file", help="the JSONL file (samples or scenarios)")
-    adding.add_argument("--name", required=True, help="the dataset's name")
+    add_flag(adding, "--name", required=True, detail="the dataset's")
     listing = actions.add_parser("list", help="every dataset version, by name then version")
     listing.add_argument("name", nargs="?", help="only this dataset's versions")
     showing = actions.add_parser("show", help="one version and its first rows")

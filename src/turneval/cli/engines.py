@@ -88,12 +88,9 @@ def source_of(args: argparse.Namespace, engine: Engine | None = None) -> Source:
 
 def rate_limit_of(args: argparse.Namespace) -> Any:
     """The RateLimit of ``--rpm``, ``--tpm`` and ``--max-in-flight`` (None without them)."""
-    if args.rpm is None and args.tpm is None and args.max_in_flight is None:
-        return None
-    from turneval.ratelimit import RateLimit
+    from turneval.cli._vocabulary import judge_limits
 
-    cap = args.llm_concurrency if args.max_in_flight is None else args.max_in_flight
-    return RateLimit(args.rpm, args.tpm, cap)
+    return judge_limits(args)
 
 
 def run_aggregates(names: Sequence[str]) -> list[Any]:
@@ -147,6 +144,7 @@ def run_streamed(
             aggregates=run_aggregates(args.aggregate),
             stop=stop,
             store=store_url(args),
+            name=args.name,
         )
         return result, (received[0] if received else None)
 

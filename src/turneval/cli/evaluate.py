@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from turneval.cli._vocabulary import add_flag, add_judge_group, with_repeats
 from turneval.cli.arguments import (
-    UsageError,
     fail_under_bars,
     max_failed,
     metric_list,
@@ -20,15 +20,8 @@ from turneval.cli.batch import add_batch_options, evaluate_batch
 from turneval.cli.engines import rate_limit_of, run_aggregates, run_streamed, source_of
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags, require_judge
 from turneval.cli.optimize import add_judge_config_option, with_judge_config
-from turneval.cli.options import (
-    add_concurrency_options,
-    add_gate_options,
-    add_judge_options,
-    add_price_options,
-)
+from turneval.cli.options import add_concurrency_options, add_gate_options
 from turneval.cli.summary import EXIT_INTERRUPTED, EXIT_TERMINATED, gates_exit, print_summary
-from turneval.errors import ConfigError
-from turneval.options import option_default
 
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
@@ -48,30 +41,15 @@ def add_evaluate_command(commands: Any) -> None:
         metavar="NAME[:key=value,...]",
         help="a metric to compute (repeatable); see 'turneval metrics'",
     )
-    run.add_argument("--out", default="turneval-out", help="output folder (default: turneval-out)")
+    add_flag(run, "--out", default="turneval-out", detail="default turneval-out")
+    add_flag(
+        run,
+        "--name",
+        detail="this run's name in the store and run.json, so two runs of one file can be told "
+        "apart in turneval view and store list (default: the input file's name)",
+    )
     add_gate_options(run)
-    run.add_argument(
-        "--repeats",
-        type=whole_number,
-        default=None,
-        metavar="N",
-        help="ask every judged metric N times per row: the value is the mean of the votes "
-        "(majority for yes/no and pairwise judges); with --fail-under, rows whose votes "
-        "straddle the bar are counted as unstable (N times the judge requests)",
-    )
     add_concurrency_options(run)
-    run.add_argument(
-        "--rpm", type=float, default=None, help="judge provider quota: requests per minute"
-    )
-    run.add_argument(
-        "--tpm", type=float, default=None, help="judge provider quota: tokens per minute"
-    )
-    run.add_argument(
-        "--max-in-flight",
-        type=whole_number,
-        default=None,
-        help="judge requests in flight at most, adapting to 429s (default: --max-llm-concurrency)",
-    )
     run.add_argument(
         "--workers",
         type=whole_number,
@@ -93,27 +71,21 @@ def add_evaluate_command(commands: Any) -> None:
         metavar="ADDR",
         help="the Ray cluster to join (default: a running one, else a local one)",
     )
-    run.add_argument(
-        "--timeout",
-        type=float,
-        default=option_default("timeout"),
-        help="seconds allowed to score one sample (its metrics unfinished then fail on its row)",
-    )
     run.add_argument("--details", action="store_true", help="write each metric's details too")
     run.add_argument("--report-rows", type=int, default=2000, help="rows in the HTML report")
-    run.add_argument("--quiet", action="store_true", help="no progress line")
     run.add_argument(
         "--format",
         choices=("auto", "jsonl", "otlp"),
         default="auto",
         help="input: samples (jsonl) or OTLP/JSON traces (otlp); auto-detected by default",
     )
-    run.add_argument(
+    add_flag(
+        run,
         "--group-by",
         choices=("trace", "session"),
         default="trace",
-        help="OTLP/JSON traces: one sample per trace, or per session (traces sharing "
-        "gen_ai.conversation.id or session.id; the file is grouped in memory)",
+        detail="OTLP/JSON traces sharing gen_ai.conversation.id or session.id (the file is "
+        "grouped in memory)",
     )
     run.add_argument(
         "--strict-traces",
@@ -136,13 +108,13 @@ def add_evaluate_command(commands: Any) -> None:
     run.add_argument(
         "--overwrite", action="store_true", help="replace an existing OUT/results.jsonl"
     )
-    run.add_argument(
+    add_flag(
+        run,
         "--store",
         nargs="?",
         const=".turneval/runs.db",
-        metavar="URL",
-        help="keep the run in a run store too: a SQLite file or postgresql://... (alone: "
-        ".turneval/runs.db; default: $TURNEVAL_STORE when set)",
+        detail="keep the run there too (alone: .turneval/runs.db; default: $TURNEVAL_STORE when "
+        "set)",
     )
     run.add_argument(
         "--chunk-mb",
@@ -157,31 +129,10 @@ def add_evaluate_command(commands: Any) -> None:
         metavar="NAME",
         help="run-level figures to add to summary.json (repeatable): databricks",
     )
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="estimate judge calls and prompt tokens; call nothing",
-    )
-    add_price_options(run)
-    add_judge_options(run)
+    add_flag(run, "--dry-run")
+    add_judge_group(run)
     add_judge_config_option(run)
     run.set_defaults(handler=_evaluate)
-
-
-def _with_votes(
-    metrics: list[Evaluator | str], repeats: int | None, bars: dict[str, float]
-) -> list[Evaluator | str]:
-    """``--repeats`` on every judged metric, ``--fail-under`` bars as their pass thresholds."""
-    from turneval.metrics.votes import with_vote_options
-    from turneval.runner import resolve_metrics
-
-    resolved = resolve_metrics(metrics)
-    if repeats is None and not any(m.votes_per_row > 1 for m in resolved):
-        return metrics  # nothing votes more than once: the metrics as given
-    try:
-        return list(with_vote_options(resolved, repeats=repeats, thresholds=bars))
-    except ConfigError as exc:
-        raise UsageError(f"--repeats {repeats}: {exc}") from exc
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -189,7 +140,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     metrics = with_judge_config(metric_list(args.metric), args.judge_config)
     bars = fail_under_bars(args.fail_under, resolve_metrics(metrics))
-    metrics = _with_votes(metrics, args.repeats, bars)
+    metrics = with_repeats(metrics, args.repeats, bars)
     allowed = max_failed(args.max_failed)
     rate_limit = rate_limit_of(args)  # a bad quota fails before any work
     run_aggregates(args.aggregate)  # so does an unknown aggregate name

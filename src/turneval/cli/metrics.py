@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from turneval.cli._vocabulary import add_flag
 from turneval.cli.judge_flags import judge_from_flags
 from turneval.cli.options import add_judge_options
 
@@ -19,14 +20,14 @@ def add_metrics_command(commands: Any) -> None:
 def add_demo_command(commands: Any) -> None:
     """``turneval demo``: evaluate the bundled example datasets."""
     demo = commands.add_parser("demo", help="evaluate the bundled example datasets")
-    demo.add_argument("--out", default="turneval-demo", help="output folder")
+    add_flag(demo, "--out", default="turneval-demo", detail="default turneval-demo")
     add_judge_options(demo)
-    demo.add_argument(
+    add_flag(
+        demo,
         "--store",
         nargs="?",
         const=".turneval/runs.db",
-        metavar="URL",
-        help="keep the three runs in a run store too (alone: .turneval/runs.db)",
+        detail="keep the three runs there too (alone: .turneval/runs.db)",
     )
     demo.set_defaults(handler=_demo)
 

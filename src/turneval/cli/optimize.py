@@ -10,9 +10,16 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from turneval.cli._vocabulary import (
+    add_deprecated,
+    add_flag,
+    add_judge_group,
+    file_flag,
+    paced_client,
+)
 from turneval.cli.arguments import UsageError, parse_metric
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags
-from turneval.cli.options import add_judge_options, add_price_options, add_store_option, run_store
+from turneval.cli.options import add_store_option, run_store
 
 if TYPE_CHECKING:
     from turneval.metrics import Evaluator
@@ -20,13 +27,7 @@ if TYPE_CHECKING:
 
 def add_judge_config_option(parser: argparse.ArgumentParser) -> None:
     """``--judge-config FILE``: a judge configuration the judged metrics load."""
-    parser.add_argument(
-        "--judge-config",
-        default=None,
-        metavar="FILE",
-        help="a judge configuration (turneval optimize writes one): its instructions and "
-        "examples go to the judged metric it names",
-    )
+    add_flag(parser, "--judge-config")
 
 
 def with_judge_config(metrics: list[Evaluator | str], path: str | None) -> list[Evaluator | str]:
@@ -69,24 +70,24 @@ def add_optimize_command(commands: Any) -> None:
     run.add_argument("--metric", required=True, help="the judged metric (NAME[:key=value,...])")
     run.add_argument("--run", help="a stored run: its samples and its labels from the store")
     add_store_option(run)
-    run.add_argument("--data", help="the samples (JSONL) the labels file's indexes name")
+    add_flag(run, "--data", detail="the samples (JSONL) the labels file's indexes name")
     run.add_argument("--labels", help='labels JSONL: {"index"|"id", "metric", "label", "item"?}')
-    run.add_argument("--out", default="judge-config.json", help="the judge configuration to write")
-    run.add_argument("--report", help="also write the report as JSON here")
+    add_flag(run, "--output", detail="the judge configuration (default: judge-config.json)")
+    add_deprecated(run, "--out", "--output FILE", metavar="FILE")
+    add_flag(run, "--report", detail="the report as JSON (it is printed either way)")
     run.add_argument("--start", help="a judge configuration to start from")
     run.add_argument("--budget", type=int, default=None, help="most model calls (hard limit)")
     run.add_argument(
         "--budget-cost", type=float, default=None, help="most money (needs --price-input)"
     )
     run.add_argument("--validation", type=float, default=0.3, help="share of rows held out")
-    run.add_argument("--seed", type=int, default=0, help="seed of the split and the search")
+    add_flag(run, "--seed", default=0, detail="of the split and the search (default 0)")
     run.add_argument("--rounds", type=int, default=20, help="search rounds at most")
     run.add_argument("--examples", type=int, default=4, help="worked examples at most (0: none)")
     run.add_argument("--engine", choices=["live", "batch"], default="live")
     run.add_argument("--reflection-model", help="the model proposing instructions (default: judge)")
-    run.add_argument("--dry-run", action="store_true", help="print the expected calls and cost")
-    add_price_options(run)
-    add_judge_options(run)
+    add_flag(run, "--dry-run")
+    add_judge_group(run, scoring=False)
     run.set_defaults(handler=_optimize)
 
 
@@ -143,6 +144,7 @@ def _optimize(args: argparse.Namespace) -> int:
     if args.budget_cost is not None and prices is None:
         raise UsageError("--budget-cost needs the prices: --price-input (and --price-output)")
     budget = Budget(args.budget, args.budget_cost, prices)
+    output = file_flag(args, "optimize") or "judge-config.json"
     labels, run_id = _labeled(args, metric.name)
     if args.dry_run:
         dry = plan_optimization(
@@ -160,10 +162,11 @@ def _optimize(args: argparse.Namespace) -> int:
     llm = judge_from_flags(args)
     if llm is None:
         raise UsageError("optimize needs a judge: --judge-model (and --judge-base-url), or a key")
+    llm, cap = paced_client(llm, args, "optimize")
     reflection = None
     if args.reflection_model:
         args_copy = argparse.Namespace(**{**vars(args), "judge_model": args.reflection_model})
-        reflection = judge_from_flags(args_copy)
+        reflection, _ = paced_client(judge_from_flags(args_copy), args, "optimize")
     report = optimize(
         metric,
         labels,
@@ -177,9 +180,10 @@ def _optimize(args: argparse.Namespace) -> int:
         cache=args.cache,
         engine=args.engine,
         prices=prices,
+        max_concurrency=cap,
     )
     print(report)
-    out = report.config.save(args.out)
+    out = report.config.save(output)
     print(f"wrote {out} (use it with --judge-config {out})")
     if args.report:
         Path(args.report).write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")

@@ -6,32 +6,24 @@ import argparse
 import os
 from typing import Any
 
-from turneval.cli.arguments import fraction, positive_number, whole_number
+from turneval.cli._vocabulary import add_flag
 from turneval.options import option_default
 
 
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    """``--judge-model``, ``--judge-base-url``, ``--judge-api-key-env`` and ``--cache``."""
-    parser.add_argument("--judge-model", help="judge model name (OpenAI-compatible chat API)")
-    parser.add_argument(
-        "--judge-base-url", help="base URL of an OpenAI-compatible server (vLLM, Ollama, ...)"
-    )
-    parser.add_argument(
-        "--judge-api-key-env",
-        default=None,
-        help="variable holding the API key (default: OPENAI_API_KEY; an error if set and empty)",
-    )
-    parser.add_argument("--cache", help="SQLite judge cache: a re-run pays for nothing twice")
+    """``--judge-model``, ``--judge-base-url``, ``--judge-api-key-env`` and ``--cache``.
+
+    A command that calls a judge takes the whole group instead
+    (:func:`~turneval.cli._vocabulary.add_judge_group`: the judge, its limits and prices).
+    """
+    for name in ("--judge-model", "--judge-base-url", "--judge-api-key-env", "--cache"):
+        add_flag(parser, name)
 
 
 def add_price_options(parser: argparse.ArgumentParser) -> None:
     """``--price-input`` and ``--price-output``: the judge's prices per 1M tokens."""
-    parser.add_argument(
-        "--price-input", type=float, default=None, help="judge price per 1M input tokens"
-    )
-    parser.add_argument(
-        "--price-output", type=float, default=None, help="judge price per 1M output tokens"
-    )
+    add_flag(parser, "--price-input")
+    add_flag(parser, "--price-output")
 
 
 def add_gate_options(parser: argparse.ArgumentParser, *, inherited: str | None = None) -> None:
@@ -48,54 +40,36 @@ def add_gate_options(parser: argparse.ArgumentParser, *, inherited: str | None =
         help="exit 1 when the metric's mean is below VALUE (repeatable"
         + (f"; default: {inherited})" if inherited else ")"),
     )
-    parser.add_argument(
+    add_flag(
+        parser,
         "--max-failed",
         default=None if inherited else "0",
-        metavar="N|FRACTION",
-        help="failed rows allowed before exit code 3: a count, a fraction or N%% (default "
-        + (f"{inherited}, else 0)" if inherited else "0)"),
+        detail="default " + (f"{inherited}, else 0" if inherited else "0"),
     )
-    parser.add_argument(
+    add_flag(
+        parser,
         "--traceback",
-        action="store_true",
-        help="with the errors printed past --max-failed, print where each metric raised (its "
-        "traceback; results.jsonl keeps it as <name>_traceback either way)",
+        detail="its traceback; results.jsonl keeps it as <name>_traceback either way",
     )
 
 
 def add_concurrency_options(parser: argparse.ArgumentParser) -> None:
-    """``--max-concurrency`` and ``--max-llm-concurrency`` (the run options' names and defaults).
+    """``--max-concurrency`` (the run option's name and default; ``--concurrency`` still works).
 
-    ``--concurrency`` and ``--llm-concurrency``, their first names, still work.
+    ``--max-llm-concurrency`` is the judge group's
+    (:func:`~turneval.cli._vocabulary.add_judge_group`).
     """
-    parser.add_argument(
+    add_flag(
+        parser,
         "--max-concurrency",
-        "--concurrency",
-        dest="concurrency",
-        type=whole_number,
         default=option_default("max_concurrency"),
-        metavar="N",
-        help="samples scored at once (default %(default)s)",
-    )
-    parser.add_argument(
-        "--max-llm-concurrency",
-        "--llm-concurrency",
-        dest="llm_concurrency",
-        type=whole_number,
-        default=option_default("max_llm_concurrency"),
-        metavar="N",
-        help="judge requests in flight at once (default %(default)s)",
+        detail="default %(default)s",
     )
 
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:
     """``--store URL`` (default: ``TURNEVAL_STORE``, else ``.turneval/runs.db``)."""
-    parser.add_argument(
-        "--store",
-        metavar="URL",
-        help="the run store: a SQLite file or sqlite:///PATH, or postgresql://... "
-        "(default: $TURNEVAL_STORE, else .turneval/runs.db)",
-    )
+    add_flag(parser, "--store", detail="default: $TURNEVAL_STORE, else .turneval/runs.db")
 
 
 RUN_HELP = (
@@ -144,22 +118,16 @@ def open_cli_run(args: argparse.Namespace, ref: str) -> Any:
 
 def add_power_options(parser: argparse.ArgumentParser, *, mde_default: float | None) -> None:
     """``--mde``, ``--alpha`` and ``--power`` of ``plan`` and ``compare``."""
-    parser.add_argument(
+    add_flag(
+        parser,
         "--mde",
-        type=positive_number,
         default=mde_default,
         required=mde_default is None,
-        metavar="D",
-        help="the drop to detect (the rise, for a metric where lower is better: seconds "
-        "for turn_latency), on the metric's scale"
-        + ("" if mde_default is None else f" (default {mde_default:g})"),
+        detail="the rise, for a metric where lower is better: seconds for turn_latency; on the "
+        "metric's scale" + ("" if mde_default is None else f" (default {mde_default:g})"),
     )
-    parser.add_argument(
-        "--alpha", type=fraction, default=0.05, help="the test's level (default 0.05)"
-    )
-    parser.add_argument(
-        "--power", type=fraction, default=0.8, help="the power wanted (default 0.8)"
-    )
+    add_flag(parser, "--alpha", default=0.05, detail="default 0.05")
+    add_flag(parser, "--power", default=0.8, detail="default 0.8")
 
 
 def store_url(args: argparse.Namespace) -> str | None:

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from turneval.cli._vocabulary import add_deprecated, add_flag, add_judge_group, file_flag
 from turneval.cli.arguments import UsageError, fraction, whole_number
 from turneval.cli.judge_flags import dry_run_judge, judge_from_flags
-from turneval.cli.options import add_judge_options, add_price_options, store_url
+from turneval.cli.options import store_url
 from turneval.errors import ConfigError
-from turneval.options import option_default
 
 __all__ = ["add_scenarios_command", "resolve_object"]
 
@@ -40,9 +40,10 @@ def add_scenarios_command(commands: Any) -> None:
     )
     generate.add_argument("--from", dest="source", choices=SOURCES, required=True)
     generate.add_argument("input", help=_INPUT_HELP)
-    generate.add_argument("--out", help="the scenario JSONL to write (needed unless --dry-run)")
+    add_flag(generate, "--output", detail="the scenario JSONL (needed unless --dry-run)")
+    add_deprecated(generate, "--out", "--output FILE", metavar="FILE")
     generate.add_argument("-n", type=whole_number, default=None, help="scenarios to generate")
-    generate.add_argument("--seed", type=int, default=0, help="the generation's seed (default 0)")
+    add_flag(generate, "--seed", default=0, detail="of the generation (default 0)")
     generate.add_argument("--batch-size", type=whole_number, default=5, metavar="N")
     generate.add_argument("--temperature", type=float, default=None, metavar="T")
     generate.add_argument("--world", metavar="MODULE:NAME", help="the world scenarios play on")
@@ -55,42 +56,29 @@ def add_scenarios_command(commands: Any) -> None:
     generate.add_argument("--no-dedup", action="store_true", help="keep near duplicates")
     generate.add_argument("--existing", metavar="FILE", help="scenarios you have (JSONL)")
     generate.add_argument("--scenarios", metavar="FILE", help="failures: the scenarios played")
-    generate.add_argument("--data", metavar="FILE", help="failures from a folder: its input")
+    add_flag(generate, "--data", detail="--from failures with a run folder: the run's input")
     generate.add_argument("--run", metavar="RUN", help="store: the stored run (also INPUT)")
-    generate.add_argument("--report", metavar="HTML", help="default: OUT with .html")
-    generate.add_argument("--progress", metavar="FILE", help="default: OUT.progress.jsonl")
-    generate.add_argument("--dry-run", action="store_true", help="count requests and cost")
+    add_flag(generate, "--report", detail="HTML (default: OUTPUT with .html)")
+    generate.add_argument("--progress", metavar="FILE", help="default: OUTPUT.progress.jsonl")
+    add_flag(generate, "--dry-run")
     generate.add_argument("--review", action="store_true", help="accept or reject in the viewer")
-    generate.add_argument("--store", metavar="URL", help="the run store (default $TURNEVAL_STORE)")
-    generate.add_argument("--port", type=int, default=8765, help="--review: the viewer's port")
+    add_flag(generate, "--store", detail="default $TURNEVAL_STORE")
+    add_flag(generate, "--port", default=8765, detail="--review (default 8765)")
     generate.add_argument("--engine", choices=("live", "batch"), default="live")
-    generate.add_argument("--batch-dir", metavar="DIR", help="default: OUT.batch")
-    generate.add_argument("--poll-interval", type=float, default=30.0, metavar="SECONDS")
-    generate.add_argument(
-        "--max-llm-concurrency",
-        "--llm-concurrency",
-        dest="llm_concurrency",
-        type=whole_number,
-        default=option_default("max_llm_concurrency"),
-        metavar="N",
-        help="requests in flight at once (default %(default)s)",
-    )
+    generate.add_argument("--batch-dir", metavar="DIR", help="default: OUTPUT.batch")
+    add_flag(generate, "--poll-interval", default=30.0, detail="--engine batch (default 30)")
     generate.add_argument(
         "--request-timeout", type=float, default=None, metavar="SECONDS", help="default 120"
     )
-    generate.add_argument("--rpm", type=float, default=None, help="requests per minute")
-    generate.add_argument("--tpm", type=float, default=None, help="tokens per minute")
-    generate.add_argument("--max-in-flight", type=whole_number, default=None, metavar="N")
-    generate.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_judge_options(generate)
-    add_price_options(generate)
+    add_judge_group(generate, scoring=False)
     generate.set_defaults(handler=_generate)
     accepted = actions.add_parser(
         "accepted", help="write the scenarios accepted in a review run (turneval view)"
     )
     accepted.add_argument("run", help="the review run's id (or a unique prefix)")
-    accepted.add_argument("--out", required=True, help="the scenario JSONL to write")
-    accepted.add_argument("--store", metavar="URL", help="the run store (default $TURNEVAL_STORE)")
+    add_flag(accepted, "--output", detail="the accepted scenarios' JSONL")
+    add_deprecated(accepted, "--out", "--output FILE", metavar="FILE")
+    add_flag(accepted, "--store", detail="default $TURNEVAL_STORE")
     accepted.set_defaults(handler=_accepted)
 
 
@@ -271,11 +259,12 @@ def _generate(args: argparse.Namespace) -> int:
     from turneval.scenarios import generate, load, write_scenarios
     from turneval.scenarios.engine import REQUEST_TIMEOUT
 
-    if args.out is None and not args.dry_run:
-        raise UsageError("--out FILE is needed: where to write the scenarios")
+    output = file_flag(args, "scenarios generate")
+    if output is None and not args.dry_run:
+        raise UsageError("--output FILE is needed: where to write the scenarios")
     if args.no_dedup and args.dedup_threshold is not None:
         raise UsageError("--no-dedup and --dedup-threshold contradict each other")
-    out = Path(args.out) if args.out else None
+    out = Path(output) if output else None
     progress = (
         Path(args.progress)
         if args.progress
@@ -325,11 +314,14 @@ def _generate(args: argparse.Namespace) -> int:
 def _accepted(args: argparse.Namespace) -> int:
     from turneval.scenarios import reviewed, write_scenarios
 
+    output = file_flag(args, "scenarios accepted")
+    if output is None:
+        raise UsageError("scenarios accepted needs --output FILE: the scenario JSONL to write")
     url = store_url(args) or ".turneval/runs.db"
     try:
         review = reviewed(url, args.run)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    write_scenarios(review.accepted, args.out)
-    print(f"{review}; wrote the {len(review.accepted)} accepted to {args.out}")
+    write_scenarios(review.accepted, output)
+    print(f"{review}; wrote the {len(review.accepted)} accepted to {output}")
     return 0

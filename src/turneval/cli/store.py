@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from turneval._hidden import shown
-from turneval.cli.arguments import whole_number
+from turneval.cli._vocabulary import add_flag
 from turneval.cli.options import (
     add_run_argument,
     add_store_option,
@@ -25,14 +25,16 @@ def add_store_command(commands: Any) -> None:
         "import", help="bring a run folder (results.jsonl, summary.json, run.json) in"
     )
     importing.add_argument("run_dir", help="a run's --out folder")
-    importing.add_argument("--name", help="the run's name (default: the folder's)")
+    add_flag(
+        importing, "--name", detail="the run's (default: its run.json's name, else the folder's)"
+    )
     exporting = store_commands.add_parser(
         "export", help="write a stored run's folder (what compare and calibrate read)"
     )
     add_run_argument(exporting)
-    exporting.add_argument("--out", required=True, help="the folder to write")
+    add_flag(exporting, "--out", required=True, detail="the run's folder to write")
     listing_runs = store_commands.add_parser("list", help="the stored runs, newest first")
-    listing_runs.add_argument("--limit", type=whole_number, default=None, help="at most this many")
+    add_flag(listing_runs, "--limit", detail="runs listed, the newest")
     deleting = store_commands.add_parser("delete", help="delete a run, its rows and labels")
     deleting.add_argument("run", help="the run's id (or a unique prefix)")
     for command in (importing, listing_runs, deleting):
@@ -49,7 +51,7 @@ def add_view_command(commands: Any) -> None:
     viewing.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
-    viewing.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    add_flag(viewing, "--port", default=8765, detail="default 8765")
     viewing.add_argument(
         "--token", help="a secret every request must carry (needed for any other host)"
     )

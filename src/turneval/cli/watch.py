@@ -10,13 +10,19 @@ import sys
 import threading
 from typing import Any
 
-from turneval.cli.arguments import UsageError, bounded, duration, metric_list, whole_number
+from turneval.cli._vocabulary import (
+    add_flag,
+    add_judge_group,
+    deprecated,
+    judge_limits,
+    sample_limit,
+    with_repeats,
+)
+from turneval.cli.arguments import UsageError, duration, metric_list, whole_number
 from turneval.cli.judge_flags import judge_from_flags, require_judge
 from turneval.cli.optimize import add_judge_config_option, with_judge_config
 from turneval.cli.options import (
     add_concurrency_options,
-    add_judge_options,
-    add_price_options,
     add_run_argument,
     open_cli_run,
     run_store,
@@ -41,22 +47,24 @@ def add_watch_commands(commands: Any) -> None:
         metavar="HOST:PORT",
         help="where to receive OTLP/HTTP (default: 127.0.0.1:4318; port 0 picks a free one)",
     )
-    watch.add_argument(
+    add_flag(
+        watch,
         "--out",
         default="turneval-watch",
-        help="state folder: spool, ledger, and results.jsonl without a store "
-        "(default: turneval-watch)",
+        detail="the state: spool, ledger, and results.jsonl without a store (default: "
+        "turneval-watch)",
     )
-    watch.add_argument(
+    add_flag(
+        watch,
         "--store",
-        metavar="URL",
-        help="write the rows to this run store (default: $TURNEVAL_STORE, else results.jsonl)",
+        detail="the rows are written there (default: $TURNEVAL_STORE, else OUT/results.jsonl)",
     )
-    watch.add_argument(
+    add_flag(
+        watch,
         "--group-by",
         choices=("trace", "session"),
         default="trace",
-        help="one conversation per trace (default) or per session id",
+        detail="traces sharing gen_ai.conversation.id or session.id",
     )
     watch.add_argument(
         "--idle",
@@ -65,13 +73,7 @@ def add_watch_commands(commands: Any) -> None:
         metavar="DURATION",
         help="a conversation is complete after this long without a new span (default: 30s)",
     )
-    watch.add_argument(
-        "--sample",
-        type=bounded(float, 0, above=True, what="a number"),
-        default=1.0,
-        metavar="RATE",
-        help="share of conversations scored, chosen by a hash of their id (default: 1)",
-    )
+    add_flag(watch, "--sample", default=1.0, detail="of their id (default: 1)")
     watch.add_argument(
         "--filter",
         action="append",
@@ -85,7 +87,6 @@ def add_watch_commands(commands: Any) -> None:
         help="judge budget, input and output tokens: e.g. 20USD/day (needs --price-input and "
         "--price-output) or 100000tokens/hour",
     )
-    add_price_options(watch)
     watch.add_argument(
         "--max-queue",
         type=int,
@@ -137,65 +138,30 @@ def add_watch_commands(commands: Any) -> None:
         "(turneval_watch_score), then exit",
     )
     add_concurrency_options(watch)
-    add_judge_options(watch)
+    add_judge_group(watch)
     add_judge_config_option(watch)
     watch.set_defaults(handler=_watch)
     regrading = commands.add_parser(
         "regrade", help="re-score a stored run's judged metrics with another judge, and compare"
     )
     add_run_argument(regrading, help="the stored run (its id or a unique prefix, with --store)")
-    regrading.add_argument(
+    add_flag(
+        regrading,
         "--limit",
-        type=whole_number,
-        default=None,
-        metavar="N",
-        help="re-score N rows, those whose index hashes lowest (default: all)",
+        detail="rows re-scored, those whose index hashes lowest (default: all)",
     )
-    regrading.add_argument(
+    add_flag(
+        regrading,
         "--sample",
-        type=float,
-        default=None,
-        metavar="SHARE",
-        help="re-score this share of the rows, in (0, 1], as watch's --sample (a number above 1 "
-        "is the row count of earlier versions: deprecated, use --limit)",
+        detail="of the row index, as watch's (a whole number above 1 is the row count of "
+        "earlier versions: deprecated, use --limit)",
     )
     regrading.add_argument(
         "--metric", action="append", default=None, help="only this judged metric (repeatable)"
     )
-    add_price_options(regrading)
-    add_judge_options(regrading)
+    add_judge_group(regrading)
     add_judge_config_option(regrading)
     regrading.set_defaults(handler=_regrade)
-
-
-def _sample_share(args: argparse.Namespace) -> float | None:
-    """``regrade``'s ``--sample``: a share of the rows (None: not given).
-
-    A whole number above 1 is the row count of earlier versions: it sets ``args.limit``, with
-    a deprecation notice on stderr.
-
-    Raises:
-        UsageError: both ``--sample`` and ``--limit``, or a share that is no number in (0, 1]
-            nor a whole row count.
-    """
-    if args.sample is None:
-        return None
-    if args.limit is not None:
-        raise UsageError("give --sample SHARE or --limit N, not both")
-    value = float(args.sample)
-    if 0 < value <= 1:
-        return value
-    if value > 1 and value.is_integer():
-        print(
-            f"turneval regrade: --sample {int(value)} as a row count is deprecated; use "
-            f"--limit {int(value)} (--sample is a share of the rows, as in watch)",
-            file=sys.stderr,
-        )
-        args.limit = int(value)
-        return None
-    raise UsageError(
-        f"--sample must be a share of the rows in (0, 1] (or --limit N rows), got {args.sample}"
-    )
 
 
 def _regrade(args: argparse.Namespace) -> int:
@@ -208,7 +174,7 @@ def _regrade(args: argparse.Namespace) -> int:
         args.judge_model = args.judge_model or config.model  # the model it was made with
     if not args.judge_model:
         raise UsageError("regrade needs --judge-model: the new judge")
-    share = _sample_share(args)
+    limit = sample_limit(args, "regrade")  # checked (a deprecated form warned) before reading
     from turneval.pipeline import RunOptions
     from turneval.results import Prices
     from turneval.watch import regrade
@@ -225,7 +191,8 @@ def _regrade(args: argparse.Namespace) -> int:
         )
     with run:
         rows = run.stored.rows if run.stored is not None else None
-        limit = args.limit if share is None or rows is None else max(1, math.ceil(share * rows))
+        if limit is None and args.sample is not None and args.sample < 1 and rows is not None:
+            limit = max(1, math.ceil(args.sample * rows))  # a share of the stored rows
         report = regrade(
             run.store,
             run,
@@ -233,8 +200,14 @@ def _regrade(args: argparse.Namespace) -> int:
             sample=limit,
             metrics=args.metric,
             prices=prices,
-            options=RunOptions(cache=args.cache),
+            options=RunOptions(
+                cache=args.cache,
+                max_llm_concurrency=args.llm_concurrency,
+                timeout=args.timeout,
+                rate_limit=judge_limits(args),
+            ),
             judge_config=config,
+            repeats=args.repeats,
         )
     print(report)
     if report.new_run_id:
@@ -247,7 +220,10 @@ def _watch(args: argparse.Namespace) -> int:
     from turneval.pipeline import RunOptions
     from turneval.runner import resolve_metrics
 
-    metrics = resolve_metrics(with_judge_config(metric_list(args.metric), args.judge_config))
+    sample = _watch_share(args.sample)  # a deprecated form warns before anything starts
+    metrics = resolve_metrics(
+        with_repeats(with_judge_config(metric_list(args.metric), args.judge_config), args.repeats)
+    )
     alerts = _alerts(args, [metric.name for metric in metrics])
     if args.write_alert_rules:
         return 0
@@ -275,12 +251,14 @@ def _watch(args: argparse.Namespace) -> int:
             cache=args.cache,
             max_concurrency=args.concurrency,
             max_llm_concurrency=args.llm_concurrency,
+            timeout=args.timeout,
+            rate_limit=judge_limits(args),
             show_progress=False,
         ),
         group_by=args.group_by,
         idle=args.idle,
         max_queue=args.max_queue,
-        sample=min(args.sample, 1.0),
+        sample=sample,
         filters=[parse_filter(item) for item in args.filter],
         budget=budget,
         prices=prices,
@@ -317,6 +295,14 @@ def _watch(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _watch_share(sample: float) -> float:
+    """``watch --sample``: a share in (0, 1]; above 1, earlier versions' "all" (deprecated)."""
+    if sample <= 1:
+        return sample
+    deprecated("watch", f"--sample {sample:g} (above 1, read as 1)", "--sample 1 (a share)")
+    return 1.0
 
 
 def _alerts(args: argparse.Namespace, names: list[str]) -> Any:

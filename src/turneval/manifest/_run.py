@@ -28,7 +28,7 @@ __all__ = [
 RUN_FILE = "run.json"
 """The name of a run folder's manifest: what the run was started with."""
 
-_KNOWN = ("turneval_version", "metrics", "judge", "dataset", "source", "batch")
+_KNOWN = ("turneval_version", "metrics", "judge", "dataset", "source", "batch", "name")
 
 
 @dataclass
@@ -153,6 +153,8 @@ class RunManifest:
         batch: A batch run's section: its requests, batches, usage and cost (None: not a
             batch run).
         extra: Other top-level keys (a front end's own settings), kept as they are.
+        name: The run's name (``turneval evaluate --name``): the store and the viewer show it,
+            so two runs of one file can be told apart (None: not named).
     """
 
     metrics: list[MetricSpec] = field(default_factory=list)
@@ -162,6 +164,7 @@ class RunManifest:
     source: str | None = None
     batch: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
 
     @classmethod
     def of(
@@ -172,8 +175,9 @@ class RunManifest:
         dataset: DatasetSpec | None = None,
         source: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        name: str | None = None,
     ) -> RunManifest:
-        """The manifest of a run of ``metrics`` with the default judge ``llm``.
+        """The manifest of a run of ``metrics`` with the default judge ``llm`` (named ``name``).
 
         The judge configurations the metrics load are recorded too (:class:`JudgeSpec`).
         """
@@ -184,6 +188,7 @@ class RunManifest:
             dataset,
             source=source,
             extra=dict(extra or {}),
+            name=name,
         )
 
     @property
@@ -207,6 +212,7 @@ class RunManifest:
         assert isinstance(document, Mapping)
         batch = document.get("batch")
         source = document.get("source")
+        name = document.get("name")
         return cls(
             [
                 MetricSpec.from_dict(item, f"{where}: metric {number}")
@@ -218,10 +224,11 @@ class RunManifest:
             None if source is None else str(source),
             dict(batch) if isinstance(batch, Mapping) else None,
             {key: value for key, value in document.items() if key not in _KNOWN},
+            None if name is None else str(name),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The run.json document (``dataset``, ``source`` and ``batch`` when set)."""
+        """The run.json document (``dataset``, ``source``, ``batch`` and ``name`` when set)."""
         document: dict[str, Any] = {
             "turneval_version": self.turneval_version,
             "metrics": [metric.to_dict() for metric in self.metrics],
@@ -233,6 +240,8 @@ class RunManifest:
             document["source"] = self.source
         if self.batch is not None:
             document["batch"] = self.batch
+        if self.name is not None:
+            document["name"] = self.name
         document.update({k: v for k, v in self.extra.items() if k not in document})
         return document
 

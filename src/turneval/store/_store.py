@@ -1482,7 +1482,7 @@ class RunStore:
         dataset = None if manifest is None else manifest.dataset
         names: list[str] | None = manifest.metric_names if manifest is not None and listed else None
         recorder = self._imported_run(
-            name or folder.resolve().name,
+            name or (manifest and manifest.name) or folder.resolve().name,
             [] if manifest is None else [metric.to_dict() for metric in manifest.metrics],
             version=VERSION if manifest is None else manifest.turneval_version,
             judge=None if manifest is None else manifest.judge.model,

@@ -81,6 +81,7 @@ def evaluate_jsonl(
     store: RunStore | str | os.PathLike[str] | None = None,
     report_rows: int = 2000,
     title: str | None = None,
+    name: str | None = None,
     resume: bool = False,
     overwrite: bool = True,
     stop: threading.Event | None = None,
@@ -145,7 +146,9 @@ def evaluate_jsonl(
             are written to results.jsonl, in one transaction; with ``resume``, the stored run
             of ``out`` is continued (its rows made those of results.jsonl first).
         report_rows: Rows kept for the HTML report's per-sample table.
-        title: The report's title.
+        title: The report's title (default: ``turneval: <name>``).
+        name: The run's name, in ``run.json`` and the run store (``turneval store list``, the
+            viewer), so two runs of one file can be told apart (default: the input file's name).
         resume: Continue ``out/results.jsonl`` of an interrupted run: its finished rows are
             kept (and counted in the summary), their lines are not scored again. The run must
             be the same: ``out/run.json`` (written by every run before its first row) records
@@ -194,6 +197,7 @@ def evaluate_jsonl(
             options,
             report_rows=report_rows,
             title=title,
+            name=name,
             resume=resume,
             overwrite=overwrite,
             stop=stop,

@@ -52,7 +52,8 @@ class StreamJob:
         chunk_size: Lines per chunk, at most.
         chunk_bytes: Input bytes per chunk, at most.
         report_rows: Rows kept for the HTML report's per-sample table.
-        title: The report's title (None: ``turneval: <input file name>``).
+        title: The report's title (None: ``turneval: <name>``).
+        name: The run's name in run.json and the store (None: the input file's name).
         resume: Continue the run folder's results.jsonl.
         overwrite: Without ``resume``, replace a non-empty results.jsonl (else refuse it).
         stop: Once set, no new chunk is read (the chunks in flight are written).
@@ -67,6 +68,7 @@ class StreamJob:
     chunk_bytes: int = 64 * 2**20
     report_rows: int = 2000
     title: str | None = None
+    name: str | None = None
     resume: bool = False
     overwrite: bool = True
     stop: threading.Event | None = None
@@ -105,14 +107,17 @@ def run_stream(job: StreamJob, score: Scorer) -> StreamResult:
         if job.store is not None:
             stored = store_sink(
                 job.store,
-                name=path.name,
+                name=job.name or path.name,
                 out_dir=target,
                 resume=job.resume,
                 details=options.details,
                 streamed=True,
             )
         manifest = RunManifest.of(
-            resolved, llm, dataset=_dataset(path, None if stored is None else stored.store)
+            resolved,
+            llm,
+            dataset=_dataset(path, None if stored is None else stored.store),
+            name=job.name,
         )
         folder = FolderSink(target, source=path, resume=continuing)
         folder.start(manifest)  # run.json before the first row (resuming: checked first)
@@ -136,7 +141,7 @@ def run_stream(job: StreamJob, score: Scorer) -> StreamResult:
             for chunk in scored:
                 sink.absorb(chunk)
         stopped = job.stop is not None and job.stop.is_set()
-        title = job.title or f"turneval: {path.name}"
+        title = job.title or f"turneval: {job.name or path.name}"
         result = sink.finish(target, title, skipped, stopped=stopped)
         result.stopped = stopped
         result.store_run = None if stored is None else stored.run_id

@@ -76,6 +76,7 @@ def regrade(
     prices: Any = None,
     options: Any = None,
     judge_config: Any = None,
+    repeats: int | None = None,
 ) -> Regrade:
     """Re-score a stored run's judged metrics with ``llm`` and compare with the stored scores.
 
@@ -91,6 +92,8 @@ def regrade(
         options: Run options (concurrency, cache); their judge is replaced by ``llm``.
         judge_config: A :class:`~turneval.judge.JudgeConfig` the judged metric it names (or
             every judged metric) loads: the flips show what the new configuration changes.
+        repeats: Ask each judged metric this many times per row (the mean, or the majority,
+            of the votes: the CLI's ``--repeats``); None: as the run asked.
 
     Raises:
         ConfigError: the run is no stored run (a folder keeps no samples to score again), its
@@ -128,6 +131,12 @@ def regrade(
         ]
     if not judged:
         raise ConfigError(f"run {run.id[:12]} has no judged metric to regrade")
+    if repeats is not None:
+        from turneval.metrics.votes import with_vote_options
+
+        judged = [
+            m for m in with_vote_options(judged, repeats=repeats) if isinstance(m, JudgedMetric)
+        ]
     records = {int(r["index"]): r for r in store.records(run.id)}
     scored = [
         i for i, r in sorted(records.items()) if any(r.get(m.name) is not None for m in judged)
