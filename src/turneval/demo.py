@@ -7,6 +7,9 @@ shipped as package data in ``turneval/data/demo_domains.json``)
 replayed under four agent behaviours out of: correct, a wrong argument value, a missing step,
 an unneeded extra call, two steps swapped, an off-topic question answered, one refused; 32
 samples per domain, each with reference tool calls, reference topics and a goal.
+
+Longer than 400 lines: the single-agent demo and the team (multi-agent) demo share the
+domains, the row builder and the run folder they write; each is a few short functions.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ A run is ``source -> [agent or simulation step] -> score -> sink``:
 front end in one place, and
 :func:`ascore_batch` is the batch core engines call (the streaming CLI per chunk, the Ray
 adapter per task).
+
+Longer than 400 lines: it is the run's one core, and its parts (scoring a sample, running the
+rows with their limits and progress, reading items into samples, the recording of a run to its
+sinks) are the steps of one loop, read together whenever a front end changes.
 """
 
 from __future__ import annotations

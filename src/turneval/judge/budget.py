@@ -17,6 +17,9 @@ max_output_tokens=...)``) and counts a request's tokens before sending it:
 A :class:`Budget` is what the context policies (:mod:`turneval.judge.context`) plan with, and
 what the judge checks last: a request whose prompt and reserved answer exceed the context
 window raises :class:`~turneval.errors.ContextBudgetError` and is never sent.
+
+Longer than 400 lines: the model limits table, the three token counters and the budget that
+fits a request are one decision (will this request fit?), and the table of models is data.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ itself (its defaults), a rule name (``"casefold"``), a dict (``{"kind": "numeric
 "tolerance": 0.5}``, handy in JSON and on the command line), a single-turn metric (it scores
 ``str(value)``) or any callable ``fn(reference_value, predicted_value) -> float | bool``, sync
 or async, which receives the JSON values as they are.
+
+Longer than 400 lines: :class:`ArgRule` (one class with every rule kind's comparison and its
+JSON form), its builders and the :class:`RuleBook` that resolves ``tool``/``*`` keys are one
+vocabulary, documented in one place.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ in this order (Databricks'):
 
 ``run_aggregates`` names the run-level figures as Databricks does
 (``response/llm_judged/correctness/rating/percentage``, ...).
+
+Longer than 400 lines: the yes/no judges and :class:`OverallAssessment` share one preset
+table and one root-cause order (Databricks'), which the overall verdict reads; splitting them
+would put the order and the judges it names in two places.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Every verdict schema admits only valid verdicts (enums; per-turn verdicts per it
 required property per judged AI message, ``message_<index>``, in order), and every verdict
 carries the judge's reason. Messages are shown to the judge numbered by their index in
 ``user_input``, escaped, between ``<conversation>`` tags; per-turn verdicts name those indices.
+
+Longer than 400 lines: six judged metrics that share one way of showing a conversation to the
+judge and of asking for per-turn verdicts (``numbered_conversation``, ``per_turn_requests``,
+``turn_verdicts``); each metric is a short class on that common part.
 """
 
 from __future__ import annotations

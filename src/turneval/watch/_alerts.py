@@ -18,6 +18,10 @@ a histogram (``turneval_watch_score{metric}``: ``_bucket``, ``_sum``, ``_count``
 :class:`ScoreHistograms`) and :func:`alert_rules` writes the rules as a Prometheus rule file
 over it (``--write-alert-rules FILE``): a mean or sum from ``increase()`` of the sum and count,
 a percentile from ``histogram_quantile`` over the buckets (as precise as they are).
+
+Longer than 400 lines: the rule grammar, the window that evaluates it, the three sinks an
+event goes to and the score histograms are read together when an alert changes; each part is
+short.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Where a world's answers come from: Python methods, recordings, or a model."""
+"""Where a world's answers come from: Python methods, recordings, or a model.
+
+Longer than 400 lines: four backends (object methods, several objects, recordings, a model)
+behind one small :class:`Backend` interface, with the tool specs they share.
+"""
 
 from __future__ import annotations
 

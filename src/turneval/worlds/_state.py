@@ -15,6 +15,10 @@ cyclic (a directory's ``parent``). Two operations, written once here:
 
 Private attributes (a leading underscore) are not state: BFCL's checker skips them too.
 States nested deeper than :data:`MAX_DEPTH` raise :class:`WorldStateError`.
+
+Longer than 400 lines: rendering and comparing are one walk written twice over the same kinds
+of values (mappings, sets, sequences, objects, cycles), with the path rules that ignore parts
+of a state; kept together so the two agree on every kind.
 """
 
 from __future__ import annotations

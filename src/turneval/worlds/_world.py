@@ -1,4 +1,9 @@
-"""ToolWorld: the tools an agent calls during an evaluation, with their state and faults."""
+"""ToolWorld: the tools an agent calls during an evaluation, with their state and faults.
+
+Longer than 400 lines: :class:`ToolWorld` is one class, whose state, fault injection, call
+log and comparison at the end are one object's life; its helpers live in ``_state``,
+``_backends`` and ``_faults``.
+"""
 
 from __future__ import annotations
 
