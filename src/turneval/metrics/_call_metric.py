@@ -7,17 +7,14 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any, ClassVar
 
-from pydantic import Field, field_validator
-
 from turneval.messages import ToolCall
-from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
+from turneval.metrics._arg_comparing import ArgComparing
 from turneval.metrics._float_core import Kernel
 from turneval.metrics._float_matching import Counter, count_kernel
 from turneval.metrics._formulas import CountFormula
 from turneval.metrics._matching import CallComparison, Pair, json_comparison, scored_comparison
 from turneval.metrics._tools import check_rule_tools
 from turneval.metrics.agents import PerAgentMetric
-from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, missing_field
 from turneval.results import MetricResult
 from turneval.samples import MultiTurnSample
@@ -46,7 +43,7 @@ def plain_result(
     return None if explained is None else MetricResult(metric.name, explained[0], explained[1])
 
 
-class CallMatchingMetric(PerAgentMetric, ABC):
+class CallMatchingMetric(ArgComparing, PerAgentMetric, ABC):
     """A multi-turn metric over the call-equality relation of :mod:`._matching`.
 
     Attributes:
@@ -60,29 +57,6 @@ class CallMatchingMetric(PerAgentMetric, ABC):
             (JSON-value equality, or ``arg_comparison_metric`` when set). With rules, the args
             score is the mean rule score over both calls' keys, ignored keys left out.
     """
-
-    arg_comparison_metric: Any = None
-    match_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
-    arg_rules: Any = None
-
-    @field_validator("arg_comparison_metric")
-    @classmethod
-    def _check_comparator(cls, value: Any) -> Any:
-        return check_comparator(value)
-
-    @field_validator("arg_rules")
-    @classmethod
-    def _check_rules(cls, value: Any) -> Any:
-        return resolve_rules(value)
-
-    @cached_property
-    def _rule_book(self) -> RuleBook | None:
-        return None if self.arg_rules is None else RuleBook(self.arg_rules)
-
-    @cached_property
-    def _comparator(self) -> ArgComparator | None:
-        # Cleared by Metric.__setattr__ when arg_comparison_metric is reassigned.
-        return resolve_comparator(self.arg_comparison_metric)
 
     @cached_property
     def _plain(self) -> bool:

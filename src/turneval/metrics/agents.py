@@ -17,11 +17,9 @@ from abc import ABC
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
-from functools import cached_property
 from typing import Any
 
 import anyio
-from pydantic import Field, field_validator
 
 from turneval.errors import InvalidSampleError
 from turneval.messages import (
@@ -34,10 +32,9 @@ from turneval.messages import (
     agent_key,
     message_agents,
 )
-from turneval.metrics._compare import ArgComparator, check_comparator, resolve_comparator
+from turneval.metrics._arg_comparing import ArgComparing
 from turneval.metrics._formulas import F1
 from turneval.metrics._matching import CallComparison, Pair, args_score, json_key
-from turneval.metrics.arg_rules import RuleBook, resolve_rules
 from turneval.metrics.base import MultiTurnMetric, Outcome, missing_field
 from turneval.results import MetricResult, ratio
 from turneval.samples import AgentSpec, MultiTurnSample
@@ -327,7 +324,7 @@ def _in_order_pairs(comparison: CallComparison) -> list[Pair]:
     return pairs
 
 
-class HandoffAccuracy(MultiTurnMetric):
+class HandoffAccuracy(ArgComparing, MultiTurnMetric):
     """F1 of the handoffs made against the reference handoffs, in order or as a set.
 
     The handoffs made are those of :attr:`MultiTurnSample.handoffs
@@ -352,27 +349,6 @@ class HandoffAccuracy(MultiTurnMetric):
 
     name: str = "handoff_accuracy"
     strict_order: bool = True
-    arg_comparison_metric: Any = None
-    match_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
-    arg_rules: Any = None
-
-    @field_validator("arg_comparison_metric")
-    @classmethod
-    def _check_comparator(cls, value: Any) -> Any:
-        return check_comparator(value)
-
-    @field_validator("arg_rules")
-    @classmethod
-    def _check_rules(cls, value: Any) -> Any:
-        return resolve_rules(value)
-
-    @cached_property
-    def _rule_book(self) -> RuleBook | None:
-        return None if self.arg_rules is None else RuleBook(self.arg_rules)
-
-    @cached_property
-    def _comparator(self) -> ArgComparator | None:
-        return resolve_comparator(self.arg_comparison_metric)
 
     async def _score(self, made: Handoff, expected: Handoff) -> float:
         if made.target != expected.target:
