@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
-from turneval._sync import run_sync
+from turneval._sync import sync_form
 from turneval.grounding.llm import grounding_request, grounding_result
 from turneval.grounding.offline import offline_grounding
 from turneval.grounding.records import Fact, GroundingResult, as_facts, check_thresholds
@@ -61,28 +60,5 @@ async def acheck_grounding(
     )
 
 
-def check_grounding(
-    answer_candidate: str,
-    facts: Sequence[Fact | str],
-    *,
-    citation_threshold: float = 0.6,
-    enable_claim_level_score: bool = False,
-    enable_anti_citations: bool = False,
-    anti_citation_threshold: float = 0.8,
-    prompt: str | None = None,
-    llm: Any = None,
-) -> GroundingResult:
-    """Sync form of :func:`acheck_grounding`."""
-    return run_sync(
-        partial(
-            acheck_grounding,
-            answer_candidate,
-            facts,
-            citation_threshold=citation_threshold,
-            enable_claim_level_score=enable_claim_level_score,
-            enable_anti_citations=enable_anti_citations,
-            anti_citation_threshold=anti_citation_threshold,
-            prompt=prompt,
-            llm=llm,
-        )
-    )
+check_grounding = sync_form(acheck_grounding)
+"""Sync form of :func:`acheck_grounding` (same arguments)."""

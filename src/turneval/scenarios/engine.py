@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from turneval._sync import run_sync
+from turneval._sync import sync_form
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, SQLiteCache, resolve_llm
 from turneval.manifest import judge_model
@@ -397,47 +396,8 @@ async def _finish(
     )
 
 
-def generate(
-    source: Any,
-    *,
-    llm: Any,
-    n: int | None = None,
-    seed: int = 0,
-    batch_size: int = 5,
-    temperature: float | None = DEFAULT_TEMPERATURE,
-    dedup_threshold: float | None = DEFAULT_DEDUP_THRESHOLD,
-    existing: Sequence[Scenario] = (),
-    cache: SQLiteCache | str | PathLike[str] | None = None,
-    progress: str | PathLike[str] | None = None,
-    max_llm_concurrency: int = 8,
-    rate_limit: RateLimit | RateLimiter | None = None,
-    show_progress: bool | None = None,
-    request_timeout: float = REQUEST_TIMEOUT,
-    max_retries: int = 4,
-    replay_timeout: float = REPLAY_TIMEOUT,
-) -> GenerationResult:
-    """Sync form of :func:`agenerate` (same arguments)."""
-    return run_sync(
-        partial(
-            agenerate,
-            source,
-            llm=llm,
-            n=n,
-            seed=seed,
-            batch_size=batch_size,
-            temperature=temperature,
-            dedup_threshold=dedup_threshold,
-            existing=existing,
-            cache=cache,
-            progress=progress,
-            max_llm_concurrency=max_llm_concurrency,
-            rate_limit=rate_limit,
-            show_progress=show_progress,
-            request_timeout=request_timeout,
-            max_retries=max_retries,
-            replay_timeout=replay_timeout,
-        )
-    )
+generate = sync_form(agenerate)
+"""Sync form of :func:`agenerate` (same arguments): plan, ask, build, replay, deduplicate."""
 
 
 def estimate_generation(
