@@ -71,3 +71,27 @@ def test_the_batch_engine_refuses_what_a_batch_run_cannot_do(
     with pytest.raises(ConfigError, match="fallback: Input should be 'fail' or 'sync'"):
         Batch(fallback="retry")
     assert stub.submitted == []  # nothing was sent for a refused run
+
+
+def test_the_batch_engine_pins_the_dataset_version_a_live_run_pins(
+    stub: BatchStub, tmp_path: Path
+) -> None:
+    from turneval._files import file_digest
+    from turneval.store import RunStore
+
+    data = tmp_path / "data.jsonl"
+    EvaluationDataset(samples(4)).to_jsonl(data)
+    store = str(tmp_path / "runs.db")
+    with RunStore(store) as kept:
+        kept.add_dataset(data, name="support")
+    expected = {"digest": file_digest(data), "name": "support", "version": 1}
+    for engine in (Batch(poll_interval=0), Local()):
+        out = tmp_path / engine.name
+        evaluate_jsonl(
+            data, METRICS, out, engine=engine, llm=judge(stub), store=store, show_progress=False
+        )
+        assert json.loads((out / "run.json").read_text())["dataset"]["version"] == expected
+    with RunStore(store) as kept:
+        runs = kept.runs()
+        assert len(runs) == 2
+        assert {kept.dataset_of(run.dataset_digest) for run in runs} == {kept.dataset("support@1")}
