@@ -349,7 +349,7 @@ def test_html_escapes_the_metric_name() -> None:
 
 
 def test_bootstrap_kappas_equal_scikit_learn_on_every_resample() -> None:
-    from turneval.calibration.statistics import resampled_kappas
+    from turneval.calibration._statistics import resampled_kappas
 
     human, judge = np.array(HUMAN_SCALE) - 1, np.array(JUDGE_SCALE) - 1
     picks = np.random.default_rng(0).integers(0, len(human), size=(50, len(human)))
@@ -424,7 +424,7 @@ def test_the_bootstrap_draws_in_bounded_chunks_with_the_same_result(
 ) -> None:
     whole = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
     monkeypatch.setattr(
-        "turneval.calibration.statistics._BOOTSTRAP_CELLS", 30
+        "turneval.calibration._statistics._BOOTSTRAP_CELLS", 30
     )  # 3 resamples at a time
     chunked = agreement(result_of("fluency", JUDGE_SCALE), HUMAN_SCALE)
     assert chunked == whole
@@ -500,7 +500,7 @@ def test_cli_calibrate_refuses_labels_off_a_yes_no_judge(
 
 
 def test_the_yes_no_judges_know_their_scale() -> None:
-    from turneval.calibration.scales import scale_of
+    from turneval.calibration._scales import scale_of
     from turneval.metrics import (
         AgentGoalAccuracyWithReference,
         ChunkRelevance,
@@ -522,7 +522,7 @@ def test_the_yes_no_judges_know_their_scale() -> None:
 
 def test_a_repeats_run_is_calibrated_on_the_judges_own_scale(tmp_path: Path) -> None:
     from turneval.metrics import TrajectoryJudge
-    from turneval.metrics.votes import Voted, combine_votes
+    from turneval.metrics._votes import Voted, combine_votes
 
     # A rubric judge asked 3 times: the row holds the mean of its votes; calibration compares
     # the scale point nearest that mean (4.667 -> 5, 2.333 -> 2, 3.5 -> 3: ties go down).
@@ -564,7 +564,7 @@ def test_a_repeats_run_is_calibrated_on_the_judges_own_scale(tmp_path: Path) -> 
 def test_a_judge_with_a_declared_scale_refuses_labels_off_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from turneval.calibration.scales import scale_of
+    from turneval.calibration._scales import scale_of
     from turneval.metrics import UserFrustration
 
     assert scale_of(UserFrustration) == (0.0, 0.5, 1.0)  # none / resolved / unresolved

@@ -332,7 +332,7 @@ def test_ragas_metric_names_work_wherever_a_metric_is_named(
     both = [str(tmp_path / "a"), str(tmp_path / "b")]
     assert main(["compare", *both, "--fail-on-regression", "bleu_score=0"]) == 0
     assert main(["compare", *both, "--pass-threshold", "bleu_score=2"]) == 0
-    from turneval.cli.compare import _pass_thresholds
+    from turneval.cli._compare import _pass_thresholds
 
     assert _pass_thresholds(["bleu_score=0.7", "rouge_score=0.2"]) == (
         0.5,

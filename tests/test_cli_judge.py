@@ -7,7 +7,7 @@ import pytest
 
 from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, evaluate
 from turneval.cli import DEFAULT_JUDGE_MODEL, UsageError, build_parser, main, parse_metric
-from turneval.cli.judge_flags import judge_from_flags
+from turneval.cli._judge_flags import judge_from_flags
 from turneval.metrics import NonLLMStringSimilarity, ToolCallAccuracy
 
 

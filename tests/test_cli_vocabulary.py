@@ -20,6 +20,7 @@ import pytest
 
 from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, evaluate
 from turneval.cli import build_parser, main
+from turneval.cli._arguments import whole_number
 from turneval.cli._vocabulary import (
     DEPRECATED,
     FLAGS,
@@ -31,7 +32,6 @@ from turneval.cli._vocabulary import (
     judge_group_flags,
     share,
 )
-from turneval.cli.arguments import whole_number
 from turneval.metrics import AgentGoalAccuracyWithoutReference
 from turneval.results import EvaluationResult, MetricResult, SampleResult
 from turneval.store import RunStore

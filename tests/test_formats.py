@@ -134,7 +134,7 @@ def test_old_converter_paths_are_the_formats_ones() -> None:
 
 
 def test_the_converters_older_module_paths_still_import() -> None:
-    from turneval.formats.langchain import from_langchain as old_from_langchain
-    from turneval.formats.openai import from_openai as old_from_openai
+    from turneval.formats._langchain import from_langchain as old_from_langchain
+    from turneval.formats._openai import from_openai as old_from_openai
 
     assert old_from_langchain is from_langchain and old_from_openai is from_openai

@@ -14,10 +14,10 @@ import random
 import re
 
 from turneval.grounding import Fact, check_grounding, split_claims
-from turneval.grounding.codepoints import code_points
-from turneval.grounding.index import Index
-from turneval.grounding.sentences import sentence_starts
-from turneval.grounding.tokens import Token, claim_tokens
+from turneval.grounding._codepoints import code_points
+from turneval.grounding._index import Index
+from turneval.grounding._sentences import sentence_starts
+from turneval.grounding._tokens import Token, claim_tokens
 
 WORDS = [
     "the", "Ship", "sank", "in", "1912", "1,500", "people", "Titanic", "ΣΟΦΟΣ", "σοφός", "café",

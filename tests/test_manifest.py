@@ -23,6 +23,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import ValidationError
 
 from turneval import ConfigError
+from turneval._moved import MOVED
 from turneval.manifest import (
     CLASS_KEY,
     DatasetSpec,
@@ -49,6 +50,8 @@ from turneval.metrics import (
     builtin_metrics,
 )
 from turneval.samples import MultiTurnSample
+
+OLD_PATHS = {new: old for old, new in MOVED.items()}  # module -> its path before it moved
 
 
 class CallsAtLeast(MultiTurnMetric):
@@ -93,15 +96,16 @@ def test_every_built_in_metric_is_built_again_from_its_record(name: str) -> None
 
 
 def test_the_class_path_is_the_public_one_in_one_form() -> None:
-    # ToolCallF1 is defined in turneval.metrics.tool_calls; its path is where users import it,
+    # ToolCallF1 is defined in turneval.metrics._tool_calls; its path is where users import it,
     # so the record does not change when it moves between turneval's modules
-    assert ToolCallF1.__module__ == "turneval.metrics.tool_calls"
+    assert ToolCallF1.__module__ == "turneval.metrics._tool_calls"
     assert class_path(ToolCallF1) == "turneval.metrics:ToolCallF1"
     assert class_path(CallsAtLeast) == "tests.test_manifest:CallsAtLeast"
     for path in (
         "turneval.metrics:ToolCallF1",
         "turneval.metrics.ToolCallF1",  # dotted: the stream's and the store's old writers
-        "turneval.metrics.tool_calls.ToolCallF1",  # the defining module
+        "turneval.metrics._tool_calls.ToolCallF1",  # the defining module
+        "turneval.metrics.tool_calls.ToolCallF1",  # the defining module before it moved
         "turneval.metrics.tool_calls:ToolCallF1",  # batch's old writer
     ):
         assert resolve_class(path) is ToolCallF1
@@ -280,7 +284,7 @@ def _old_stream_run_json(metric: Evaluator, judge: Any) -> dict[str, Any]:
         "metrics": [
             {
                 "name": metric.name,
-                "class": f"{cls.__module__}.{cls.__qualname__}",
+                "class": f"{OLD_PATHS.get(cls.__module__, cls.__module__)}.{cls.__qualname__}",
                 "config": {
                     name: (
                         getattr(metric, name).model_name

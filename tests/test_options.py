@@ -5,7 +5,7 @@ those that apply to it by the same names, with the same defaults, and honours th
 ``timeout`` is the scoring limit wherever it is taken; ``agent_timeout`` the agent's. The
 streamed front end's own options are :class:`~turneval.stream.StreamJob`'s; an engine's
 settings are its own fields (``turneval.engines``), set on the command line by the flags
-``turneval.cli.engines.ENGINE_FLAGS`` names; the input's options are the source's.
+``turneval.cli._engines.ENGINE_FLAGS`` names; the input's options are the source's.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import pytest
 from turneval import distributed, pytest_plugin, runner, simulation, stream, testing
 from turneval.agents import EvalTask
 from turneval.cli import build_parser
-from turneval.cli.engines import ENGINE_FLAGS
+from turneval.cli._engines import ENGINE_FLAGS
 from turneval.dataset import EvaluationDataset
 from turneval.engines import ENGINES, Engine, Local, Ray
 from turneval.errors import EvaluationAbortedError
 from turneval.options import RunOptions, option_default
 from turneval.results import SampleResult
 from turneval.stream import StreamJob
-from turneval.stream.evaluate import ENGINE_SETTINGS, SOURCE_OPTIONS
+from turneval.stream._evaluate import ENGINE_SETTINGS, SOURCE_OPTIONS
 
 from ._builders import call, conversation
 

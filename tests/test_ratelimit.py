@@ -446,7 +446,7 @@ class _SlowQuotaActor:
 
 
 def test_a_remote_budget_asks_ahead_of_a_slow_round_trip() -> None:
-    from turneval.engines.ray import ActorBudget
+    from turneval.engines._ray import ActorBudget
 
     # Starts 0.1 s apart, answers 0.08 s in transit: a start of "now" would arrive 0.08 s
     # late, more than half a gap, and be lost. After the first round trip the worker asks

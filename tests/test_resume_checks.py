@@ -13,7 +13,7 @@ from turneval.cli import main
 from turneval.engines import Local
 from turneval.metrics import ToolCallF1
 from turneval.stream import ResumeWarning, evaluate_jsonl
-from turneval.stream.sink import JsonlSink
+from turneval.stream._sink import JsonlSink
 
 from ._builders import call, conversation
 

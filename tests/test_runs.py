@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from turneval import ConfigError, EvaluationAbortedError, SingleTurnSample, evaluate
+from turneval._moved import MOVED
 from turneval.engines import Local
 from turneval.metrics import ExactMatch, Explained, PairwiseMetric, SingleTurnMetric
 from turneval.results import EvaluationResult
@@ -22,6 +23,8 @@ from turneval.stream import evaluate_jsonl
 
 from ._fakes import ScriptedChatModel
 from .test_run_summary import EXPECTED, SAMPLES, _judge
+
+OLD_PATHS = {new: old for old, new in MOVED.items()}  # module -> its path before it moved
 
 pytest.importorskip("sqlalchemy")
 
@@ -232,7 +235,8 @@ def _as_the_old_writer_wrote_it(folder: Path) -> None:
     for metric in document["metrics"]:
         module, _, name = metric["class"].partition(":")
         cls = getattr(__import__(module, fromlist=[name]), name)
-        metric["class"] = f"{cls.__module__}.{cls.__qualname__}"
+        module = OLD_PATHS.get(cls.__module__, cls.__module__)  # where it was defined then
+        metric["class"] = f"{module}.{cls.__qualname__}"
     (folder / "run.json").write_text(json.dumps(document, indent=2))
 
 

@@ -25,7 +25,7 @@ from turneval.results import SampleResult
 from turneval.simulation import ScriptedUser, simulate
 from turneval.store import RunStore
 from turneval.stream import evaluate_jsonl
-from turneval.stream.sink import JsonlSink
+from turneval.stream._sink import JsonlSink
 
 pytest.importorskip("sqlalchemy")
 

@@ -12,7 +12,7 @@ from turneval.engines import Local
 from turneval.errors import ConfigError, InvalidSampleError
 from turneval.metrics import TrajectorySingleToolUse
 from turneval.stream import JsonlSource, OtlpSource, evaluate_jsonl
-from turneval.stream.sources import as_source
+from turneval.stream._sources import as_source
 
 from ._builders import call, conversation
 from .test_four_sinks import traces_file

@@ -512,7 +512,7 @@ def test_the_label_api_refuses_labels_off_the_metric_scale(tmp_path: Path) -> No
         # whatever the API took, calibrate reads without a scale error
         for metric in (_YES_NO, _RUBRIC, _PAIRWISE):
             from turneval.calibration import label_from_record
-            from turneval.calibration.scales import on_scale
+            from turneval.calibration._scales import on_scale
 
             for record in store.label_records(run, metric):
                 found = label_from_record(record, "stored")

@@ -24,8 +24,8 @@ ROWS, CHUNK = 400, 20
 # The CLI with chunks of CHUNK lines, each taking 0.1 s more in its worker: a run of ~2 s.
 SLOW_CLI = f"""
 import sys, time
-import turneval.cli.engines as engines
-import turneval.stream.workers as workers
+import turneval.cli._engines as engines
+import turneval.stream._workers as workers
 score = workers._score_in_worker
 def slow(*args):
     time.sleep(0.1)

@@ -9,6 +9,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from turneval._moved import install as _install_moved
+
+_install_moved()  # the old paths of modules that moved still import, with a warning
+
 if TYPE_CHECKING:
     from turneval.agents import EvalTask
     from turneval.aggregate import MetricSummary

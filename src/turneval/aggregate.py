@@ -1,7 +1,7 @@
 """The one summariser of rows: summaries, the table, and the figures every sink adds.
 
 Failures are counted, never averaged in. The statistics it uses (the bootstrap interval of a
-mean, the exact interval of a pass rate) are :mod:`turneval.stats.inference`, which sits below
+mean, the exact interval of a pass rate) are :mod:`turneval.stats._inference`, which sits below
 it; the names that moved there (``bootstrap_ci``, ``paired_permutation_test``, ``holm``) still
 import from here, with a ``DeprecationWarning``.
 
@@ -25,7 +25,7 @@ from fractions import Fraction
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from turneval.stats import inference
+from turneval.stats import _inference as inference
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
@@ -693,9 +693,9 @@ def vote_stability(results: Sequence[MetricResult]) -> dict[str, float]:
 # -- names that moved to turneval.stats ----------------------------------------------------------
 
 _MOVED = {
-    "bootstrap_ci": "turneval.stats.inference",
-    "holm": "turneval.stats.inference",
-    "paired_permutation_test": "turneval.stats.inference",
+    "bootstrap_ci": "turneval.stats._inference",
+    "holm": "turneval.stats._inference",
+    "paired_permutation_test": "turneval.stats._inference",
 }
 
 

@@ -22,7 +22,7 @@ from turneval.errors import ConfigError
 from turneval.manifest import RUN_FILE, MetricSpec, metric_changes
 from turneval.results import EvaluationResult, SampleResult
 from turneval.runs import OpenedRun, open_run
-from turneval.stats.inference import holm, paired_permutation_test
+from turneval.stats._inference import holm, paired_permutation_test
 
 if TYPE_CHECKING:
     from turneval.store import RunStore

@@ -23,7 +23,15 @@ from typing import Any
 from turneval._files import naming
 from turneval.dataset import EvaluationDataset
 
-__all__ = ["DOMAINS", "Domain", "build_rows", "build_team_rows", "run_demo", "write_datasets"]
+__all__ = [
+    "DOMAINS",
+    "DemoCase",
+    "Domain",
+    "build_rows",
+    "build_team_rows",
+    "run_demo",
+    "write_datasets",
+]
 
 Call = dict[str, Any]
 
@@ -69,6 +77,7 @@ def _load_domains() -> tuple[Domain, ...]:
 
 
 DOMAINS = _load_domains()
+"""The three demo domains, in order: ``on_device``, ``customer_support``, ``content_creation``."""
 BEHAVIOURS = (
     "correct",
     "wrong_value",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from turneval._deprecation import deprecated
 from turneval.aggregate import RunAggregate
-from turneval.engines.ray import ActorBudget, Ray, ray_module
+from turneval.engines._ray import ActorBudget, Ray, ray_module
 from turneval.metrics import Evaluator
 from turneval.options import RunOptions
 from turneval.ratelimit import RateLimit
@@ -147,7 +147,7 @@ def evaluate_on_ray(
     ``address``, ``llm_factory``, ``num_cpus``, ``max_retries`` and ``output_format`` are the
     engine's settings of the same names, ``batch_size`` its ``chunk_size``, ``concurrency``
     its ``workers`` (:data:`RAY_SETTINGS`); ``input_format``, ``group_by``, ``strict_traces``
-    and ``lenient_json`` make the source (:func:`~turneval.stream.sources.as_source`);
+    and ``lenient_json`` make the source (:func:`~turneval.stream._sources.as_source`);
     ``output`` is ``out`` (None: a new temporary folder); the other options are
     ``evaluate_jsonl``'s. The names of turneval 0.x, ``sample_concurrency``,
     ``llm_concurrency`` and ``progress``, still work too, with a warning each.

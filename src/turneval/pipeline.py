@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 
 from turneval._gc import batch_collection
+from turneval._sample_lines import parse_line  # the per-line reader of streamed runs
 from turneval._sync import sync_form
 from turneval.aggregate import compute_aggregates
 from turneval.errors import (
@@ -41,16 +42,15 @@ from turneval.errors import (
     JudgeOutputError,
 )
 from turneval.judge import JudgeRun, judge_run
-from turneval.judge.clients import client_scope
+from turneval.judge._clients import client_scope
 from turneval.manifest import RunManifest
 from turneval.metrics import Evaluator, Metric
 from turneval.metrics.base import RowEvaluator
 from turneval.options import MIN_ROWS_FOR_FRACTION, RunOptions
 from turneval.provenance import Provenance, sample_provenance
 from turneval.results import EvaluationResult, MetricFailure, SampleResult
-from turneval.runs.sink import Rows, RunSink, end_status
-from turneval.runs.to_store import is_store_sink, store_sink
-from turneval.sample_lines import parse_line  # the per-line reader of streamed runs
+from turneval.runs._sink import Rows, RunSink, end_status
+from turneval.runs._to_store import is_store_sink, store_sink
 from turneval.samples import MultiTurnSample, Sample, SingleTurnSample
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "RunOptions",
     "arun",
     "ascore_batch",
+    "failure_traceback",
     "finish_recording",
     "has_summary_extras",
     "recording",

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from turneval._rows import AgentRun, Source, Trial, TurnTiming
 from turneval.errors import InvalidSampleError
-from turneval.rows import AgentRun, Source, Trial, TurnTiming
 from turneval.usage import Usage
 
 __all__ = [

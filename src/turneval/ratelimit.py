@@ -27,14 +27,14 @@ from typing import Protocol, runtime_checkable
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from turneval._provider_errors import classify
 from turneval.errors import ConfigError
-from turneval.provider_errors import classify
 
 __all__ = [
-    "CHARS_PER_TOKEN",
-    "OVERLOAD_STATUSES",
     "Budget",
+    "CHARS_PER_TOKEN",
     "LocalBudget",
+    "OVERLOAD_STATUSES",
     "RateLimit",
     "RateLimiter",
     "Slot",

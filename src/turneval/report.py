@@ -30,10 +30,10 @@ from turneval._html import file_policy as _file_policy
 from turneval._html import nonce as _nonce
 from turneval._html import run_figure as _figure
 from turneval._html import shade as _shade
+from turneval._rows import AGENT_FIGURES
 from turneval.aggregate import AGENT_PREFIX, BLAME_PREFIX, unstable
 from turneval.clusters.grouping import FailureCluster, cluster_failures
 from turneval.messages import AIMessage, ToolCall, ToolMessage, message_agents
-from turneval.rows import AGENT_FIGURES
 from turneval.samples import MultiTurnSample, SingleTurnSample
 from turneval.usage import Usage
 

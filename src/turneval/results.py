@@ -10,16 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval._files import naming
-from turneval.aggregate import RunFigures, summarise_metrics, trial_outcome
-from turneval.results_codec import (
-    decode,
-    decode_file,
-    early_stop_columns,
-    encode,
-    metric_names,
-    named_error,
-)
-from turneval.rows import (
+from turneval._rows import (
     AGENT_FIGURES,
     AgentRun,
     MetricFailure,
@@ -30,6 +21,15 @@ from turneval.rows import (
     TurnTiming,
     json_line,
     ratio,
+)
+from turneval.aggregate import RunFigures, summarise_metrics, trial_outcome
+from turneval.results_codec import (
+    decode,
+    decode_file,
+    early_stop_columns,
+    encode,
+    metric_names,
+    named_error,
 )
 from turneval.usage import Usage
 

@@ -27,8 +27,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, get_args
 
-from turneval.errors import ConfigError
-from turneval.rows import (
+from turneval._rows import (
     AgentRun,
     MetricFailure,
     MetricResult,
@@ -37,6 +36,7 @@ from turneval.rows import (
     Trial,
     json_line,
 )
+from turneval.errors import ConfigError
 from turneval.usage import Usage
 
 __all__ = [

@@ -17,7 +17,7 @@ from turneval.messages import (
     ToolMessage,
     find_handoffs,
 )
-from turneval.messages.tool_results import OpenToolCalls
+from turneval.messages._tool_results import OpenToolCalls
 
 __all__ = ["AgentSpec", "MultiTurnSample", "Sample", "SingleTurnSample", "sample_id"]
 

@@ -138,7 +138,7 @@ def _prepare(
     cache: SQLiteCache | None,
     thresholds: float | Mapping[str, float] | None,
 ) -> tuple[EvaluationDataset, list[Evaluator], SQLiteCache | None]:
-    from turneval.metrics.votes import with_vote_options
+    from turneval.metrics._votes import with_vote_options
     from turneval.pytest_plugin import session_state
     from turneval.runner import resolve_metrics
 

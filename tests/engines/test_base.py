@@ -15,7 +15,7 @@ from turneval.errors import ConfigError
 from turneval.metrics import Evaluator
 from turneval.options import RunOptions
 from turneval.stream import ChunkWork, StreamJob, StreamResult, evaluate_jsonl
-from turneval.stream.chunks import Chunk
+from turneval.stream._chunks import Chunk
 from turneval.stream.scoring import run_chunk
 
 from .._builders import call, conversation

@@ -13,7 +13,7 @@ from turneval.engines import Local, Ray
 from turneval.metrics import Evaluator
 from turneval.options import RunOptions
 from turneval.stream import evaluate_jsonl
-from turneval.stream.chunks import Chunk
+from turneval.stream._chunks import Chunk
 from turneval.stream.scoring import run_chunk
 
 from .test_base import METRICS, rows, write

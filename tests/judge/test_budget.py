@@ -13,6 +13,7 @@ from langchain_openai import ChatOpenAI
 
 from turneval.errors import ConfigError, ContextBudgetError
 from turneval.judge import Judge, JudgeRun, judge_run
+from turneval.judge._schema import StrictVerdict
 from turneval.judge.budget import (
     DEFAULT_LIMITS,
     EstimateCounter,
@@ -23,7 +24,6 @@ from turneval.judge.budget import (
     counter_for,
     limits_for,
 )
-from turneval.judge.schema import StrictVerdict
 
 from .._fakes import ScriptedChatModel
 from .._openai_stub import OpenAIStub, Reply, count_prompt

@@ -37,7 +37,7 @@ def read_only_connections(monkeypatch: pytest.MonkeyPatch) -> None:
         connection.execute("PRAGMA query_only=ON")
         return connection
 
-    monkeypatch.setattr("turneval.judge.cache.sqlite3.connect", read_only)
+    monkeypatch.setattr("turneval.judge._cache.sqlite3.connect", read_only)
 
 
 def test_a_read_only_cache_is_found_before_the_run_and_no_row_fails(

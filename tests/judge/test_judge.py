@@ -8,8 +8,8 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from pydantic import BaseModel
 
 from turneval import ConfigError, JudgeCallError, JudgeOutputError
+from turneval._provider_errors import classify
 from turneval.judge import Judge, JudgeRun, LangchainLLMWrapper, SQLiteCache, Usage, judge_run
-from turneval.provider_errors import classify
 
 from .._fakes import ScriptedChatModel, text_of
 

@@ -32,7 +32,7 @@ from turneval.metrics import (
     TrajectoryJudge,
     TurnRelevancy,
 )
-from turneval.metrics.conversation import ai_turns
+from turneval.metrics._conversation import ai_turns
 
 from .._long_conversations import long_conversation
 from .._openai_stub import OpenAIStub, Reply

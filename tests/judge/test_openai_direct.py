@@ -149,7 +149,7 @@ def test_the_direct_path_can_be_turned_off(
 def test_private_http_clients_share_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
     import ssl
 
-    from turneval.judge.clients import _shared_tls
+    from turneval.judge._clients import _shared_tls
 
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)

@@ -12,8 +12,9 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from turneval import JudgeCallError, aevaluate, evaluate
-from turneval.judge import Judge, clients
-from turneval.judge.clients import client_scope, loop_bound, sending
+from turneval.judge import Judge
+from turneval.judge import _clients as clients
+from turneval.judge._clients import client_scope, loop_bound, sending
 from turneval.metrics import AgentGoalAccuracyWithoutReference
 
 from .._openai_stub import OpenAIStub, Reply

@@ -36,8 +36,8 @@ from turneval.metrics import (
     _float_unordered,
 )
 from turneval.metrics._float_core import args_text, same_text
+from turneval.metrics._text import DistanceMeasure
 from turneval.metrics.base import MultiTurnMetric
-from turneval.metrics.text import DistanceMeasure
 
 _GENERATE = Path(__file__).resolve().parents[2] / "benchmarks" / "generate.py"
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from turneval import AIMessage, HumanMessage, MultiTurnSample, ToolCall, ToolMessage
 from turneval.errors import InvalidSampleError
 from turneval.metrics import EndStateMatch, StateAssertions, ToolCallF1, TrajectoryExactMatch
-from turneval.metrics.world import state_differences
+from turneval.metrics._world import state_differences
 from turneval.simulation import Scenario
 from turneval.simulation.domains import files_scenarios, orders_scenarios
 from turneval.worlds import ToolError, path_segments

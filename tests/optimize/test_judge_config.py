@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from turneval.errors import ConfigError
 from turneval.judge import JudgeConfig, JudgeExample
-from turneval.judge.config import INSTRUCTIONS_HEADING
+from turneval.judge._config import INSTRUCTIONS_HEADING
 from turneval.metrics import AgentGoalAccuracyWithoutReference, JudgedMetric, builtin_metrics
 
 from ._judges import sample

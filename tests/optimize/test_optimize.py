@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from turneval.calibration import Budget, measure, optimize, plan_optimization
-from turneval.calibration.candidates import CandidateScorer
+from turneval.calibration._candidates import CandidateScorer
 from turneval.errors import ConfigError
 from turneval.judge import JudgeConfig, SQLiteCache
 from turneval.metrics import AgentGoalAccuracyWithoutReference

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, cohen_kappa_score
 
 from turneval.calibration import paired_difference, stratified_split
-from turneval.calibration.paired import agreement_value
+from turneval.calibration._paired import agreement_value
 
 units = st.integers(min_value=2, max_value=40).flatmap(
     lambda n: st.tuples(
@@ -109,7 +109,7 @@ def test_the_split_is_stratified_seeded_and_disjoint(
     ],
 )
 def test_the_statistic_follows_the_metrics_scale(name: str, statistic: str, label: float) -> None:
-    from turneval.calibration.units import LabeledRow, Task
+    from turneval.calibration._units import LabeledRow, Task
     from turneval.metrics import builtin_metrics
     from turneval.samples import SingleTurnSample
 
@@ -126,7 +126,7 @@ def test_the_statistic_follows_the_metrics_scale(name: str, statistic: str, labe
 
 
 def test_a_label_off_the_scale_is_refused_naming_the_row() -> None:
-    from turneval.calibration.units import LabeledRow, Task
+    from turneval.calibration._units import LabeledRow, Task
     from turneval.errors import ConfigError
     from turneval.metrics import builtin_metrics
     from turneval.samples import SingleTurnSample

@@ -13,7 +13,7 @@ from turneval import EvalTask
 from turneval.errors import ConfigError
 from turneval.metrics import EndStateMatch
 from turneval.scenarios import from_failures, generate
-from turneval.scenarios.failures import group_failures
+from turneval.scenarios._failures import group_failures
 from turneval.simulation import ScriptedUser
 from turneval.simulation.domains import orders_scenarios, orders_world
 from turneval.testing import ScriptedChatModel

@@ -137,7 +137,7 @@ def reference_dedup(
     scenarios: list[Scenario], existing: list[Scenario], threshold: float
 ) -> list[str | None]:
     """The rule as written: each goal against the kept ones of its bucket, one at a time."""
-    from turneval.scenarios.quality import dedup_text
+    from turneval.scenarios._quality import dedup_text
 
     kept: list[Scenario] = list(existing)
     ids: list[str | None] = []

@@ -154,7 +154,7 @@ def test_the_summariser_loads_the_pure_statistics_and_not_the_comparison() -> No
     code = (
         "import sys, turneval.aggregate\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('turneval.'))\n"
-        "assert 'turneval.stats.inference' in loaded, loaded\n"
+        "assert 'turneval.stats._inference' in loaded, loaded\n"
         "assert not {'turneval.compare', 'turneval.stats._plan', 'numpy'} & set(sys.modules)\n"
         "from turneval.stats import plan, gate_report, MAX_ROWS\n"
         "assert plan.__module__ == 'turneval.stats._plan' and MAX_ROWS == 10**15\n"

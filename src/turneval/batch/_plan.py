@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from pydantic import BaseModel
 
-    from turneval.judge.core import Judge
+    from turneval.judge._core import Judge
     from turneval.metrics.base import Evaluator
     from turneval.samples import Sample
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval.errors import JudgeCallError
-from turneval.judge.cache import SQLiteCache
+from turneval.judge._cache import SQLiteCache
 from turneval.usage import Usage
 
 from ._plan import Planned, may_ask_unstated
@@ -30,7 +30,7 @@ from ._usage import BatchCache
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-    from turneval.judge.core import Judge
+    from turneval.judge._core import Judge
     from turneval.samples import Sample
 
 __all__ = ["Rounds"]
@@ -76,7 +76,7 @@ class Rounds:
     # -- submission -----------------------------------------------------------------------------
 
     def _body(self, key: str, feedback: list[list[str]]) -> dict[str, Any]:
-        from turneval.judge.core import with_feedback
+        from turneval.judge._core import with_feedback
 
         planned = self._plan[key]
         messages = planned.messages
@@ -226,7 +226,7 @@ class Rounds:
 
     def _find_unstated(self) -> dict[str, Planned]:
         """The requests a scoring pass would make that the plan lacks (none are sent)."""
-        from turneval.judge.core import DEFERRED_REQUESTS
+        from turneval.judge._core import DEFERRED_REQUESTS
         from turneval.runner import evaluate
 
         found: dict[str, Planned] = {}
@@ -256,7 +256,7 @@ class Rounds:
         """Store the answers of an ended batch; plan follow-ups and repairs."""
         from pydantic import ValidationError
 
-        from turneval.judge.core import (
+        from turneval.judge._core import (
             describe_parse_error,
             message_text,
             message_tokens,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval.errors import ConfigError
-from turneval.judge.cache import SQLiteCache
+from turneval.judge._cache import SQLiteCache
 from turneval.manifest import RunManifest
 
 from ._plan import Counts, plan_requests
@@ -299,7 +299,7 @@ class BatchRun(Rounds):
             prices: The judge's prices, for the cost in ``run.json``.
             name: The run's name in ``run.json`` and the store (default: the input's name).
         """
-        from turneval.stream.evaluate import evaluate_jsonl
+        from turneval.stream._evaluate import evaluate_jsonl
 
         with self._lock.held():
             cache = BatchCache(self.cache_path, self.failed_requests(), fallback or self.fallback)

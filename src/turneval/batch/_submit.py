@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turneval.errors import ConfigError
-from turneval.judge.cache import SQLiteCache
+from turneval.judge._cache import SQLiteCache
 
 from ._providers import provider_for
 from ._run import BatchRun

@@ -13,7 +13,7 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from turneval.errors import JudgeCallError
-from turneval.judge.cache import SQLiteCache
+from turneval.judge._cache import SQLiteCache
 from turneval.usage import Usage
 
 from ._plan import Planned
@@ -22,7 +22,7 @@ from ._state import Fallback, State
 if TYPE_CHECKING:
     from turneval.metrics.base import Evaluator
     from turneval.options import RunOptions
-    from turneval.stream.chunks import Chunk, Line
+    from turneval.stream._chunks import Chunk, Line
 
 __all__ = ["BatchCache", "Spent", "with_spent"]
 

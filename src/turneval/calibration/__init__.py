@@ -27,19 +27,19 @@ and its HTML page), ``alignment`` (:func:`align`), and for :func:`optimize`: ``u
 (the dry run), ``outcome`` (the report), ``measuring`` (:func:`measure`) and ``optimizing``.
 """
 
-from turneval.calibration.alignment import AlignedMetric, aalign, align
-from turneval.calibration.budget import Budget, BudgetExhaustedError
-from turneval.calibration.labels import Label, label_from_record, load_labels
-from turneval.calibration.measuring import ameasure, measure
-from turneval.calibration.optimizing import aoptimize, optimize
-from turneval.calibration.outcome import OptimizationReport
-from turneval.calibration.paired import PairedDifference, paired_difference
-from turneval.calibration.pairing import agreement
-from turneval.calibration.planning import OptimizationPlan, plan_optimization
-from turneval.calibration.report import AgreementReport, ClassScores, render_agreement_html
-from turneval.calibration.scales import verdict_text
-from turneval.calibration.statistics import krippendorff_alpha
-from turneval.calibration.units import LabeledRow, stratified_split
+from turneval.calibration._alignment import AlignedMetric, aalign, align
+from turneval.calibration._budget import Budget, BudgetExhaustedError
+from turneval.calibration._labels import Label, label_from_record, load_labels
+from turneval.calibration._measuring import ameasure, measure
+from turneval.calibration._optimizing import aoptimize, optimize
+from turneval.calibration._outcome import OptimizationReport
+from turneval.calibration._paired import PairedDifference, paired_difference
+from turneval.calibration._pairing import agreement
+from turneval.calibration._planning import OptimizationPlan, plan_optimization
+from turneval.calibration._report import AgreementReport, ClassScores, render_agreement_html
+from turneval.calibration._scales import verdict_text
+from turneval.calibration._statistics import krippendorff_alpha
+from turneval.calibration._units import LabeledRow, stratified_split
 
 __all__ = [
     "AgreementReport",

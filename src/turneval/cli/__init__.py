@@ -10,24 +10,24 @@ by SIGTERM after writing the chunks in flight; 130 (:data:`EXIT_INTERRUPTED`) Ct
 stops as on SIGTERM (a second Ctrl-C stops at once). When rows failed beyond the allowance, 3
 wins over 1; a bar not met (1) wins over 4.
 
-The package holds one module per seam: :mod:`~turneval.cli.entry` (``main``: errors as one line
-and an exit code), :mod:`~turneval.cli.parser` (the parser, assembled from the command modules),
-:mod:`~turneval.cli.arguments` (metric specs, typed values) and :mod:`~turneval.cli.options`
-(option groups several commands share), :mod:`~turneval.cli.judge_flags` (the judge the flags
-configure), :mod:`~turneval.cli.summary` (what a run prints when it ends, and the exit codes), then
-the commands: :mod:`~turneval.cli.evaluate` with :mod:`~turneval.cli.engines` and
-:mod:`~turneval.cli.batch`, :mod:`~turneval.cli.compare` (and ``plan``),
-:mod:`~turneval.cli.calibrate` (and ``labels``), :mod:`~turneval.cli.store` (and ``view``),
-:mod:`~turneval.cli.watch` (and ``regrade``), :mod:`~turneval.cli.metrics` (and ``demo``),
-:mod:`~turneval.cli.scenarios` (``scenarios generate|accepted``).
+The package holds one module per seam: :mod:`~turneval.cli._entry` (``main``: errors as one line
+and an exit code), :mod:`~turneval.cli._parser` (the parser, assembled from the command modules),
+:mod:`~turneval.cli._arguments` (metric specs, typed values) and :mod:`~turneval.cli._options`
+(option groups several commands share), :mod:`~turneval.cli._judge_flags` (the judge the flags
+configure), :mod:`~turneval.cli._summary` (what a run prints when it ends, and the exit codes), then
+the commands: :mod:`~turneval.cli._evaluate` with :mod:`~turneval.cli._engines` and
+:mod:`~turneval.cli._batch`, :mod:`~turneval.cli._compare` (and ``plan``),
+:mod:`~turneval.cli._calibrate` (and ``labels``), :mod:`~turneval.cli._store` (and ``view``),
+:mod:`~turneval.cli._watch` (and ``regrade``), :mod:`~turneval.cli._metrics` (and ``demo``),
+:mod:`~turneval.cli._scenarios` (``scenarios generate|accepted``).
 """
 
-from turneval.cli.arguments import UsageError, max_failed, parse_metric
-from turneval.cli.compare import SHOWN_ROWS, UNDERPOWERED
-from turneval.cli.entry import main
-from turneval.cli.judge_flags import API_KEY_ENV, DEFAULT_JUDGE_MODEL
-from turneval.cli.parser import build_parser
-from turneval.cli.summary import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_TERMINATED, SHOWN_ERRORS
+from turneval.cli._arguments import UsageError, max_failed, parse_metric
+from turneval.cli._compare import SHOWN_ROWS, UNDERPOWERED
+from turneval.cli._entry import main
+from turneval.cli._judge_flags import API_KEY_ENV, DEFAULT_JUDGE_MODEL
+from turneval.cli._parser import build_parser
+from turneval.cli._summary import EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_TERMINATED, SHOWN_ERRORS
 
 __all__ = [
     "API_KEY_ENV",

@@ -2,7 +2,7 @@
 
 import sys
 
-from turneval.cli.entry import main
+from turneval.cli._entry import main
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

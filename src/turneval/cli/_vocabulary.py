@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from turneval.cli.arguments import (
+from turneval.cli._arguments import (
     UsageError,
     fraction,
     positive_number,
@@ -395,7 +395,7 @@ def with_repeats(
         UsageError: a metric that cannot vote (naming it).
     """
     from turneval.errors import ConfigError
-    from turneval.metrics.votes import with_vote_options
+    from turneval.metrics._votes import with_vote_options
     from turneval.runner import resolve_metrics
 
     resolved = resolve_metrics(metrics)

@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from turneval.results import EvaluationResult
 
 __all__ = [
-    "DEFAULT_FAIL_UNDER",
     "ClusterMethod",
     "ClusterName",
+    "DEFAULT_FAIL_UNDER",
     "FailedRow",
     "FailureCluster",
     "aname_clusters",

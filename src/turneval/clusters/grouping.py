@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from turneval.rows import SampleResult
+from turneval._rows import SampleResult
 
 __all__ = [
-    "DEFAULT_FAIL_UNDER",
     "ClusterMethod",
+    "DEFAULT_FAIL_UNDER",
     "FailedRow",
     "FailureCluster",
     "cluster_failures",

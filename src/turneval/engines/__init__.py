@@ -15,10 +15,10 @@ A new engine is one class in one file: subclass :class:`ChunkedEngine` and write
 (each chunk scored, yielded in order), or subclass :class:`Engine` and write ``run``.
 """
 
-from turneval.engines.base import ChunkedEngine, Engine
-from turneval.engines.batch import Batch
-from turneval.engines.local import Local
-from turneval.engines.ray import Ray
+from turneval.engines._base import ChunkedEngine, Engine
+from turneval.engines._batch import Batch
+from turneval.engines._local import Local
+from turneval.engines._ray import Ray
 
 __all__ = ["Batch", "ChunkedEngine", "ENGINES", "Engine", "Local", "Ray"]
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from turneval._sample_lines import UNDECODABLE_ROW
 from turneval.errors import ConfigError
-from turneval.sample_lines import UNDECODABLE_ROW
-from turneval.stream.sources import Source
+from turneval.stream._sources import Source
 
 __all__ = ["RayRows", "is_parquet", "write_rows"]
 

@@ -20,7 +20,7 @@ stripping ("starred" finds "stars"), numbers after removing thousands separators
 "5" not in "2.5").
 
 It also reads the claim's and the facts' values (numbers, dates, percentages, amounts of money,
-quantities with units, names; see :mod:`turneval.grounding.values`) and compares them whatever
+quantities with units, names; see :mod:`turneval.grounding._values`) and compares them whatever
 their surface form: "2021-03-03" states "March 3, 2021", "3,700,000" states "3.7 million",
 "$21.50" states "21.50 USD", "5 kilometers" states "5 km". A claim whose value differs from
 the fact passage it otherwise matches ("founded by Larry Page and Sergey Brin in 1975" against
@@ -48,16 +48,16 @@ a text states), ``index`` (the facts' passages and where tokens occur), ``offlin
 ``turneval.grounding``; the modules' other names are the engine's and may change.
 """
 
-from turneval.grounding.check import acheck_grounding, check_grounding
-from turneval.grounding.llm import (
+from turneval.grounding._check import acheck_grounding, check_grounding
+from turneval.grounding._llm import (
     ClaimVerdict,
     GroundingVerdict,
     grounding_request,
     grounding_result,
     grounding_verdict_model,
 )
-from turneval.grounding.offline import offline_grounding
-from turneval.grounding.records import (
+from turneval.grounding._offline import offline_grounding
+from turneval.grounding._records import (
     MAX_CANDIDATE_TOKENS,
     MAX_FACT_CHARS,
     MAX_FACTS,
@@ -66,7 +66,7 @@ from turneval.grounding.records import (
     Fact,
     GroundingResult,
 )
-from turneval.grounding.sentences import split_claims
+from turneval.grounding._sentences import split_claims
 
 __all__ = [
     "CitedChunk",

@@ -9,9 +9,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from turneval.judge.cache import CacheWarning, SQLiteCache
-from turneval.judge.config import JudgeConfig
-from turneval.judge.schema import (
+from turneval.judge._cache import CacheWarning, SQLiteCache
+from turneval.judge._config import JudgeConfig
+from turneval.judge._schema import (
     StrictVerdict,
     enum_field,
     list_field,
@@ -20,7 +20,7 @@ from turneval.judge.schema import (
     rubric_score_model,
     strict_schema_problems,
 )
-from turneval.judge.template import (
+from turneval.judge._template import (
     SYSTEM_PROMPT,
     JudgeExample,
     JudgeRequest,
@@ -37,7 +37,7 @@ from turneval.judge.template import (
 from turneval.usage import Usage
 
 if TYPE_CHECKING:
-    from turneval.judge.core import (
+    from turneval.judge._core import (
         Judge,
         JudgeReply,
         JudgeRun,
@@ -49,13 +49,13 @@ if TYPE_CHECKING:
 
 # Public name -> the module that defines it, imported on first use.
 _LAZY: dict[str, str] = {
-    "Judge": "turneval.judge.core",
-    "JudgeReply": "turneval.judge.core",
-    "JudgeRun": "turneval.judge.core",
-    "LangchainLLMWrapper": "turneval.judge.core",
-    "current_run": "turneval.judge.core",
-    "judge_run": "turneval.judge.core",
-    "resolve_llm": "turneval.judge.core",
+    "Judge": "turneval.judge._core",
+    "JudgeReply": "turneval.judge._core",
+    "JudgeRun": "turneval.judge._core",
+    "LangchainLLMWrapper": "turneval.judge._core",
+    "current_run": "turneval.judge._core",
+    "judge_run": "turneval.judge._core",
+    "resolve_llm": "turneval.judge._core",
 }
 
 __all__ = [

@@ -1,6 +1,6 @@
 """A judge's answers: their text and tokens, parsed into a verdict, repaired, cached.
 
-What :class:`~turneval.judge.core.Judge` does with a model's reply: read its text and billed
+What :class:`~turneval.judge._core.Judge` does with a model's reply: read its text and billed
 tokens, parse JSON (in text or a tool call's arguments) into the verdict's schema, describe a
 parse error for the model to repair, and keep or read a verdict (or a tool round) in the cache.
 """

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from turneval.errors import ConfigError
-from turneval.judge.cache import SQLiteCache
+from turneval.judge._cache import SQLiteCache
 from turneval.ratelimit import RateLimiter
 from turneval.usage import Usage
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # LangChain is imported when a judge is used, not with turnev
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
 
-    from turneval.judge.core import Judge
+    from turneval.judge._core import Judge
 
 __all__ = [
     "DEFERRED_REQUESTS",

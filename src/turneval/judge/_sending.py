@@ -1,6 +1,6 @@
 """How a judge's request is sent: the run's limiter, retries of transient errors, the timeout.
 
-:class:`Sender` is the part of :class:`~turneval.judge.core.Judge` that talks to the model: it
+:class:`Sender` is the part of :class:`~turneval.judge._core.Judge` that talks to the model: it
 waits for a slot of the run's limiter (or its rate limiter), sends, retries transient errors
 with backoff (honouring ``Retry-After``), and holds a timed-out request's slot until its
 connection is released (see :meth:`Sender._send`).
@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import ValidationError
 
+from turneval._provider_errors import classify
 from turneval.errors import JudgeCallError
+from turneval.judge._clients import sending
 from turneval.judge._replies import (
     OutputProblem,
     describe_parse_error,
@@ -23,8 +25,6 @@ from turneval.judge._replies import (
     message_tokens,
     raw_from,
 )
-from turneval.judge.clients import sending
-from turneval.provider_errors import classify
 from turneval.ratelimit import RateLimiter, estimate_tokens
 from turneval.usage import Usage
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from turneval.judge._schema import StrictVerdict
+from turneval.judge._template import JudgeRequest, RequestContext, TranscriptView, escape
 from turneval.judge.budget import Budget
-from turneval.judge.schema import StrictVerdict
-from turneval.judge.template import JudgeRequest, RequestContext, TranscriptView, escape
 from turneval.messages import ToolMessage
 from turneval.samples import MultiTurnSample
 

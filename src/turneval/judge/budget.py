@@ -37,14 +37,14 @@ from turneval.errors import ConfigError, ContextBudgetError
 
 __all__ = [
     "ANSWER_TOKENS",
-    "DEFAULT_LIMITS",
-    "MESSAGE_TOKENS",
-    "MODEL_LIMITS",
-    "TOKENS_PER_ITEM",
     "Budget",
+    "DEFAULT_LIMITS",
     "EstimateCounter",
     "FunctionCounter",
+    "MESSAGE_TOKENS",
+    "MODEL_LIMITS",
     "ModelLimits",
+    "TOKENS_PER_ITEM",
     "TiktokenCounter",
     "TokenCounter",
     "budget_for",

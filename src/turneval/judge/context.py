@@ -52,15 +52,15 @@ from turneval.judge._summary import (
 )
 from turneval.judge._summary import SUMMARY_PROMPT as SUMMARY_PROMPT  # its old import path
 from turneval.judge._summary import SUMMARY_SYSTEM as SUMMARY_SYSTEM
+from turneval.judge._template import JudgeRequest, RequestContext, TranscriptView, showing
 from turneval.judge.budget import Budget
-from turneval.judge.template import JudgeRequest, RequestContext, TranscriptView, showing
 from turneval.messages import ToolMessage
 from turneval.samples import MultiTurnSample
 
 __all__ = [
+    "Layout",
     "SEGMENT_TOKENS",
     "SUMMARY_SLOT",
-    "Layout",
     "SummaryVerdict",
     "compacted_requests",
     "cut_middle",

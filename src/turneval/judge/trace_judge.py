@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from turneval.errors import JudgeOutputError
-from turneval.judge.core import Judge, JudgeReply, describe_parse_error
+from turneval.judge._core import Judge, JudgeReply, describe_parse_error
 from turneval.samples import MultiTurnSample
 from turneval.usage import Usage
 

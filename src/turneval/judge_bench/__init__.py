@@ -1,9 +1,9 @@
 """Judges measured against people's labels on public benchmarks (``turneval judge-bench``).
 
-:mod:`turneval.judge_bench.who_and_when`: failure attribution on Who&When.
+:mod:`turneval.judge_bench._who_and_when`: failure attribution on Who&When.
 """
 
-from turneval.judge_bench.who_and_when import (
+from turneval.judge_bench._who_and_when import (
     HEADLINE,
     PUBLISHED,
     RANDOM_BASELINE,
@@ -16,10 +16,10 @@ from turneval.judge_bench.who_and_when import (
 )
 
 __all__ = [
+    "AttributionAccuracy",
     "HEADLINE",
     "PUBLISHED",
     "RANDOM_BASELINE",
-    "AttributionAccuracy",
     "WhoAndWhenCase",
     "load_cases",
     "score",

@@ -2,9 +2,10 @@
 
 A class path is ``module:Qualname`` (the entry-point form: where the module ends is never a
 guess). A turneval class is named by the shortest public package that exports it
-(``turneval.metrics:ToolCallF1``, not its defining ``turneval.metrics.tool_calls``), so a
+(``turneval.metrics:ToolCallF1``, not its defining ``turneval.metrics._tool_calls``), so a
 class that moves between turneval's private modules keeps its path. The dotted form
-``module.Qualname`` of run files written before the manifest is read too.
+``module.Qualname`` of run files written before the manifest is read too, and a module that
+moved since (:data:`turneval._moved.MOVED`) is read as the module it is now, without a warning.
 
 Finding a class imports its module only when that is safe: a module of turneval, a module
 already imported (the user's own metrics, once their module is loaded), or with
@@ -20,6 +21,7 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
+from turneval._moved import current_module
 from turneval.errors import ConfigError
 
 __all__ = [
@@ -123,7 +125,7 @@ def _resolve(
             refused.append(module)
             continue
         try:
-            target: object = importlib.import_module(module)
+            target: object = importlib.import_module(current_module(module))
         except ImportError:
             continue
         for part in qualname.split("."):

@@ -5,15 +5,15 @@ message list round-trips through JSON losslessly::
 
     {"type": "ai", "content": "...", "tool_calls": [{"name": "...", "args": {...}}]}
 
-The package holds the message model (:mod:`turneval.messages.model`), the one rule for tool
-results (:mod:`turneval.messages.tool_results`) and the converters from and to LangChain
-(:mod:`turneval.messages.langchain`) and OpenAI chat messages
-(:mod:`turneval.messages.openai`); :mod:`turneval.formats` re-exports the converters.
-:mod:`turneval.messages.agents` says which agent produced each message and finds the
+The package holds the message model (:mod:`turneval.messages._model`), the one rule for tool
+results (:mod:`turneval.messages._tool_results`) and the converters from and to LangChain
+(:mod:`turneval.messages._langchain`) and OpenAI chat messages
+(:mod:`turneval.messages._openai`); :mod:`turneval.formats` re-exports the converters.
+:mod:`turneval.messages._agents` says which agent produced each message and finds the
 handoffs between agents.
 """
 
-from turneval.messages.agents import (
+from turneval.messages._agents import (
     Handoff,
     HandoffAt,
     agent_key,
@@ -21,8 +21,8 @@ from turneval.messages.agents import (
     handoff_target,
     message_agents,
 )
-from turneval.messages.langchain import from_langchain, to_langchain
-from turneval.messages.model import (
+from turneval.messages._langchain import from_langchain, to_langchain
+from turneval.messages._model import (
     AIMessage,
     HumanMessage,
     Message,
@@ -34,8 +34,8 @@ from turneval.messages.model import (
     messages_from_json,
     messages_to_json,
 )
-from turneval.messages.openai import from_openai, to_openai
-from turneval.messages.tool_results import OpenToolCalls
+from turneval.messages._openai import from_openai, to_openai
+from turneval.messages._tool_results import OpenToolCalls
 
 __all__ = [
     "AIMessage",

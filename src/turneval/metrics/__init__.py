@@ -12,8 +12,54 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from turneval.metrics._behaviour import (
+        AgentLoopDetection,
+        StepBudget,
+        ToolCallEfficiency,
+        ToolPermission,
+    )
     from turneval.metrics._call_metric import CallMatchingMetric
+    from turneval.metrics._conversation import (
+        ConversationCompleteness,
+        KnowledgeRetention,
+        RoleAdherence,
+        TrajectoryJudge,
+        TurnRelevancy,
+        UserFrustration,
+    )
+    from turneval.metrics._custom import CustomMetric
+    from turneval.metrics._goal import (
+        AgentGoalAccuracyWithoutReference,
+        AgentGoalAccuracyWithReference,
+    )
+    from turneval.metrics._grounding import Groundedness, ToolOutputGroundedness
     from turneval.metrics._judged import JudgedMetric
+    from turneval.metrics._text import (
+        BleuScore,
+        DistanceMeasure,
+        ExactMatch,
+        NonLLMStringSimilarity,
+        RougeScore,
+        StringMetric,
+    )
+    from turneval.metrics._tool_calls import ToolCallAccuracy, ToolCallF1
+    from turneval.metrics._tool_json import (
+        ToolCallValid,
+        ToolNameMatch,
+        ToolParameterKeyMatch,
+        ToolParameterKVMatch,
+    )
+    from turneval.metrics._topic import TopicAdherenceScore
+    from turneval.metrics._trace import TraceJudge
+    from turneval.metrics._trajectory import (
+        TrajectoryAnyOrderMatch,
+        TrajectoryExactMatch,
+        TrajectoryInOrderMatch,
+        TrajectoryPrecision,
+        TrajectoryRecall,
+        TrajectorySingleToolUse,
+    )
+    from turneval.metrics._world import EndStateMatch, StateAssertions
     from turneval.metrics.agents import HandoffAccuracy, PerAgentMetric
     from turneval.metrics.arg_rules import ArgRule
     from turneval.metrics.assessments import (
@@ -41,26 +87,6 @@ if TYPE_CHECKING:
         registered_metrics,
         resolve_metric_name,
     )
-    from turneval.metrics.behaviour import (
-        AgentLoopDetection,
-        StepBudget,
-        ToolCallEfficiency,
-        ToolPermission,
-    )
-    from turneval.metrics.conversation import (
-        ConversationCompleteness,
-        KnowledgeRetention,
-        RoleAdherence,
-        TrajectoryJudge,
-        TurnRelevancy,
-        UserFrustration,
-    )
-    from turneval.metrics.custom import CustomMetric
-    from turneval.metrics.goal import (
-        AgentGoalAccuracyWithoutReference,
-        AgentGoalAccuracyWithReference,
-    )
-    from turneval.metrics.grounding import Groundedness, ToolOutputGroundedness
     from turneval.metrics.operations import (
         ConversationCost,
         TokensPerTurn,
@@ -84,67 +110,41 @@ if TYPE_CHECKING:
         SummarizationQuality,
         SummarizationVerbosity,
     )
-    from turneval.metrics.text import (
-        BleuScore,
-        DistanceMeasure,
-        ExactMatch,
-        NonLLMStringSimilarity,
-        RougeScore,
-        StringMetric,
-    )
-    from turneval.metrics.tool_calls import ToolCallAccuracy, ToolCallF1
-    from turneval.metrics.tool_json import (
-        ToolCallValid,
-        ToolNameMatch,
-        ToolParameterKeyMatch,
-        ToolParameterKVMatch,
-    )
-    from turneval.metrics.topic import TopicAdherenceScore
-    from turneval.metrics.trace import TraceJudge
-    from turneval.metrics.trajectory import (
-        TrajectoryAnyOrderMatch,
-        TrajectoryExactMatch,
-        TrajectoryInOrderMatch,
-        TrajectoryPrecision,
-        TrajectoryRecall,
-        TrajectorySingleToolUse,
-    )
-    from turneval.metrics.world import EndStateMatch, StateAssertions
 
 # Public name -> the module that defines it. Add a line here to export a new name.
 _LAZY: dict[str, str] = {
-    "AgentGoalAccuracyWithReference": "turneval.metrics.goal",
-    "AgentGoalAccuracyWithoutReference": "turneval.metrics.goal",
-    "AgentLoopDetection": "turneval.metrics.behaviour",
+    "AgentGoalAccuracyWithReference": "turneval.metrics._goal",
+    "AgentGoalAccuracyWithoutReference": "turneval.metrics._goal",
+    "AgentLoopDetection": "turneval.metrics._behaviour",
     "ArgRule": "turneval.metrics.arg_rules",
     "AssessmentJudge": "turneval.metrics.assessments",
-    "BleuScore": "turneval.metrics.text",
+    "BleuScore": "turneval.metrics._text",
     "CallMatchingMetric": "turneval.metrics._call_metric",
     "ChunkRelevance": "turneval.metrics.assessments",
     "Coherence": "turneval.metrics.rubric",
     "ContextSufficiency": "turneval.metrics.assessments",
-    "ConversationCompleteness": "turneval.metrics.conversation",
+    "ConversationCompleteness": "turneval.metrics._conversation",
     "ConversationCost": "turneval.metrics.operations",
     "Correctness": "turneval.metrics.assessments",
-    "CustomMetric": "turneval.metrics.custom",
+    "CustomMetric": "turneval.metrics._custom",
     "DatabricksAggregates": "turneval.metrics.assessments",
-    "DistanceMeasure": "turneval.metrics.text",
-    "EndStateMatch": "turneval.metrics.world",
+    "DistanceMeasure": "turneval.metrics._text",
+    "EndStateMatch": "turneval.metrics._world",
     "Evaluator": "turneval.metrics.base",
-    "ExactMatch": "turneval.metrics.text",
+    "ExactMatch": "turneval.metrics._text",
     "Explained": "turneval.metrics.base",
     "FailureAttribution": "turneval.metrics.attribution",
     "Fluency": "turneval.metrics.rubric",
     "Fulfillment": "turneval.metrics.rubric",
-    "Groundedness": "turneval.metrics.grounding",
+    "Groundedness": "turneval.metrics._grounding",
     "GuidelineAdherence": "turneval.metrics.assessments",
     "HandoffAccuracy": "turneval.metrics.agents",
     "JudgedMetric": "turneval.metrics._judged",
-    "KnowledgeRetention": "turneval.metrics.conversation",
+    "KnowledgeRetention": "turneval.metrics._conversation",
     "Metric": "turneval.metrics.base",
     "MultiTurnMetric": "turneval.metrics.base",
     "MultiTurnScoring": "turneval.metrics.base",
-    "NonLLMStringSimilarity": "turneval.metrics.text",
+    "NonLLMStringSimilarity": "turneval.metrics._text",
     "Outcome": "turneval.metrics.base",
     "OverallAssessment": "turneval.metrics.assessments",
     "PairwiseMetric": "turneval.metrics.rubric",
@@ -157,41 +157,41 @@ _LAZY: dict[str, str] = {
     "QuestionAnsweringQuality": "turneval.metrics.rubric",
     "QuestionAnsweringRelevance": "turneval.metrics.rubric",
     "RelevanceToQuery": "turneval.metrics.assessments",
-    "RoleAdherence": "turneval.metrics.conversation",
-    "RougeScore": "turneval.metrics.text",
+    "RoleAdherence": "turneval.metrics._conversation",
+    "RougeScore": "turneval.metrics._text",
     "RowEvaluator": "turneval.metrics.base",
     "Safety": "turneval.metrics.rubric",
     "SingleTurnMetric": "turneval.metrics.base",
     "SingleTurnScoring": "turneval.metrics.base",
-    "StateAssertions": "turneval.metrics.world",
-    "StepBudget": "turneval.metrics.behaviour",
-    "StringMetric": "turneval.metrics.text",
+    "StateAssertions": "turneval.metrics._world",
+    "StepBudget": "turneval.metrics._behaviour",
+    "StringMetric": "turneval.metrics._text",
     "SummarizationHelpfulness": "turneval.metrics.rubric",
     "SummarizationQuality": "turneval.metrics.rubric",
     "SummarizationVerbosity": "turneval.metrics.rubric",
     "TokensPerTurn": "turneval.metrics.operations",
-    "ToolCallAccuracy": "turneval.metrics.tool_calls",
-    "ToolCallEfficiency": "turneval.metrics.behaviour",
-    "ToolCallF1": "turneval.metrics.tool_calls",
-    "ToolCallValid": "turneval.metrics.tool_json",
+    "ToolCallAccuracy": "turneval.metrics._tool_calls",
+    "ToolCallEfficiency": "turneval.metrics._behaviour",
+    "ToolCallF1": "turneval.metrics._tool_calls",
+    "ToolCallValid": "turneval.metrics._tool_json",
     "ToolLatency": "turneval.metrics.operations",
-    "ToolNameMatch": "turneval.metrics.tool_json",
-    "ToolOutputGroundedness": "turneval.metrics.grounding",
-    "ToolParameterKVMatch": "turneval.metrics.tool_json",
-    "ToolParameterKeyMatch": "turneval.metrics.tool_json",
-    "ToolPermission": "turneval.metrics.behaviour",
-    "TopicAdherenceScore": "turneval.metrics.topic",
-    "TraceJudge": "turneval.metrics.trace",
-    "TrajectoryAnyOrderMatch": "turneval.metrics.trajectory",
-    "TrajectoryExactMatch": "turneval.metrics.trajectory",
-    "TrajectoryInOrderMatch": "turneval.metrics.trajectory",
-    "TrajectoryJudge": "turneval.metrics.conversation",
-    "TrajectoryPrecision": "turneval.metrics.trajectory",
-    "TrajectoryRecall": "turneval.metrics.trajectory",
-    "TrajectorySingleToolUse": "turneval.metrics.trajectory",
+    "ToolNameMatch": "turneval.metrics._tool_json",
+    "ToolOutputGroundedness": "turneval.metrics._grounding",
+    "ToolParameterKVMatch": "turneval.metrics._tool_json",
+    "ToolParameterKeyMatch": "turneval.metrics._tool_json",
+    "ToolPermission": "turneval.metrics._behaviour",
+    "TopicAdherenceScore": "turneval.metrics._topic",
+    "TraceJudge": "turneval.metrics._trace",
+    "TrajectoryAnyOrderMatch": "turneval.metrics._trajectory",
+    "TrajectoryExactMatch": "turneval.metrics._trajectory",
+    "TrajectoryInOrderMatch": "turneval.metrics._trajectory",
+    "TrajectoryJudge": "turneval.metrics._conversation",
+    "TrajectoryPrecision": "turneval.metrics._trajectory",
+    "TrajectoryRecall": "turneval.metrics._trajectory",
+    "TrajectorySingleToolUse": "turneval.metrics._trajectory",
     "TurnLatency": "turneval.metrics.operations",
-    "TurnRelevancy": "turneval.metrics.conversation",
-    "UserFrustration": "turneval.metrics.conversation",
+    "TurnRelevancy": "turneval.metrics._conversation",
+    "UserFrustration": "turneval.metrics._conversation",
     "builtin_metrics": "turneval.metrics.base",
     "registered_metrics": "turneval.metrics.base",
     "resolve_metric_name": "turneval.metrics.base",
@@ -206,20 +206,20 @@ _MODULES: tuple[str, ...] = (
     "turneval.metrics.assessments",
     "turneval.metrics.attribution",
     "turneval.metrics.base",
-    "turneval.metrics.behaviour",
-    "turneval.metrics.conversation",
-    "turneval.metrics.custom",
-    "turneval.metrics.goal",
-    "turneval.metrics.grounding",
+    "turneval.metrics._behaviour",
+    "turneval.metrics._conversation",
+    "turneval.metrics._custom",
+    "turneval.metrics._goal",
+    "turneval.metrics._grounding",
     "turneval.metrics.operations",
     "turneval.metrics.rubric",
-    "turneval.metrics.text",
-    "turneval.metrics.tool_calls",
-    "turneval.metrics.tool_json",
-    "turneval.metrics.topic",
-    "turneval.metrics.trace",
-    "turneval.metrics.trajectory",
-    "turneval.metrics.world",
+    "turneval.metrics._text",
+    "turneval.metrics._tool_calls",
+    "turneval.metrics._tool_json",
+    "turneval.metrics._topic",
+    "turneval.metrics._trace",
+    "turneval.metrics._trajectory",
+    "turneval.metrics._world",
 )
 
 __all__ = [

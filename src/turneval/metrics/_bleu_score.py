@@ -1,8 +1,8 @@
-"""ragas-compatible import path ``ragas.metrics._bleu_score``: a thin re-export of ``turneval.metrics.text``.
+"""ragas-compatible import path ``ragas.metrics._bleu_score``: a thin re-export of ``turneval.metrics._text``.
 
 Kept so that code written for ragas ports by renaming ``ragas`` to ``turneval``.
 """
 
-from turneval.metrics.text import BleuScore
+from turneval.metrics._text import BleuScore
 
 __all__ = ["BleuScore"]

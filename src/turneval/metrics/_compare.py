@@ -9,8 +9,8 @@ from functools import partial
 from typing import Any
 
 from turneval.errors import ConfigError
+from turneval.metrics._text import ExactMatch, StringMetric
 from turneval.metrics.base import Metric, SingleTurnScoring
-from turneval.metrics.text import ExactMatch, StringMetric
 from turneval.samples import SingleTurnSample
 
 __all__ = ["ArgComparator", "check_comparator", "comparator_names", "resolve_comparator"]
@@ -71,7 +71,7 @@ def comparator_names() -> dict[str, Any]:
     ``jaro_winkler``, ...; a :class:`NonLLMStringSimilarity` with that measure), ``bleu`` and
     ``rouge``.
     """
-    from turneval.metrics.text import (
+    from turneval.metrics._text import (
         BleuScore,
         DistanceMeasure,
         ExactMatch,

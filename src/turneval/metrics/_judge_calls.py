@@ -17,9 +17,9 @@ import anyio
 
 from turneval.errors import ContextBudgetError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
+from turneval.judge._template import JudgeRequest, RequestContext
 from turneval.judge.budget import Budget
 from turneval.judge.context import request_tokens
-from turneval.judge.template import JudgeRequest, RequestContext
 from turneval.usage import Usage
 
 __all__ = [

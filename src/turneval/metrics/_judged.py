@@ -40,20 +40,20 @@ from pydantic import Field, field_validator, model_validator
 
 from turneval.errors import ConfigError
 from turneval.judge import Judge, JudgeReply, current_run, resolve_llm
-from turneval.judge.budget import Budget
-from turneval.judge.config import JudgeConfigField
-from turneval.judge.context import (
-    SUMMARY_SLOT,
-    compacted_requests,
-    fill_summary,
-    summary_tokens,
-)
-from turneval.judge.template import (
+from turneval.judge._config import JudgeConfigField
+from turneval.judge._template import (
     JudgeExample,
     JudgeRequest,
     render_conversation,
     render_examples,
     tagged,
+)
+from turneval.judge.budget import Budget
+from turneval.judge.context import (
+    SUMMARY_SLOT,
+    compacted_requests,
+    fill_summary,
+    summary_tokens,
 )
 from turneval.metrics._judge_calls import (
     context_record,

@@ -1,8 +1,8 @@
-"""ragas-compatible import path ``ragas.metrics._string``: a thin re-export of ``turneval.metrics.text``.
+"""ragas-compatible import path ``ragas.metrics._string``: a thin re-export of ``turneval.metrics._text``.
 
 Kept so that code written for ragas ports by renaming ``ragas`` to ``turneval``.
 """
 
-from turneval.metrics.text import DistanceMeasure, ExactMatch, NonLLMStringSimilarity
+from turneval.metrics._text import DistanceMeasure, ExactMatch, NonLLMStringSimilarity
 
 __all__ = ["DistanceMeasure", "ExactMatch", "NonLLMStringSimilarity"]

@@ -1,8 +1,8 @@
-"""ragas-compatible import path ``ragas.metrics._topic_adherence``: a thin re-export of ``turneval.metrics.topic``.
+"""ragas-compatible import path ``ragas.metrics._topic_adherence``: a thin re-export of ``turneval.metrics._topic``.
 
 Kept so that code written for ragas ports by renaming ``ragas`` to ``turneval``.
 """
 
-from turneval.metrics.topic import TopicAdherenceScore
+from turneval.metrics._topic import TopicAdherenceScore
 
 __all__ = ["TopicAdherenceScore"]

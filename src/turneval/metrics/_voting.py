@@ -1,6 +1,6 @@
 """The arithmetic of repeated votes: refuse useless repeats, reduce N votes to one, re-mark them.
 
-It sits below the judged metric, which reduces its votes with it; :mod:`turneval.metrics.votes`
+It sits below the judged metric, which reduces its votes with it; :mod:`turneval.metrics._votes`
 (which sets a run's votes on its judged metrics, above them) documents the rule and re-exports
 these names.
 """

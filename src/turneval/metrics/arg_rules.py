@@ -31,8 +31,8 @@ from turneval.errors import ConfigError
 from turneval.messages import ToolCall
 from turneval.metrics._compare import ArgComparator, resolve_comparator
 from turneval.metrics._matching import json_key
+from turneval.metrics._text import DistanceMeasure, similarity_functions
 from turneval.metrics.base import SingleTurnScoring
-from turneval.metrics.text import DistanceMeasure, similarity_functions
 
 __all__ = [
     "ANY",

@@ -72,6 +72,7 @@ WITH_GROUND_TRUTH = (
     "safety",
     "guideline_adherence",
 )
+"""The root-cause order of :class:`OverallAssessment` when the sample has a ``reference``."""
 WITHOUT_GROUND_TRUTH = (
     "chunk_relevance",
     "groundedness",
@@ -79,6 +80,7 @@ WITHOUT_GROUND_TRUTH = (
     "safety",
     "guideline_adherence",
 )
+"""The root-cause order of :class:`OverallAssessment` without a ``reference``."""
 
 SYSTEM = (
     "You are a strict quality judge of an AI application. Answer yes or no with a short "
@@ -304,7 +306,7 @@ CUSTOM = "custom"
 @lru_cache(maxsize=1)
 def _built_in_parts() -> tuple[tuple[type[Any], str], ...]:
     """The built-in judge types and the part each plays (imported late: no import cycle)."""
-    from turneval.metrics.grounding import Groundedness
+    from turneval.metrics._grounding import Groundedness
     from turneval.metrics.rubric import Safety
 
     return (

@@ -38,9 +38,9 @@ from pydantic import Field, create_model
 
 from turneval.errors import InvalidSampleError
 from turneval.judge import JudgeReply, JudgeRequest, StrictVerdict, escape, tagged
+from turneval.judge._schema import enum_field, list_field
+from turneval.judge._template import conversation_lines, render_examples
 from turneval.judge.context import compacted_requests
-from turneval.judge.schema import enum_field, list_field
-from turneval.judge.template import conversation_lines, render_examples
 from turneval.messages import HumanMessage, SystemMessage, message_agents
 from turneval.metrics._judged import JudgedMetric
 from turneval.metrics.base import Explained, MultiTurnMetric
@@ -51,6 +51,8 @@ __all__ = [
     "ATTRIBUTION_SYSTEM_PROMPT",
     "AttributionMode",
     "FailureAttribution",
+    "HalfChoice",
+    "Step",
     "StepCheck",
     "StepMark",
     "binary_rounds",

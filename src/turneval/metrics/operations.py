@@ -35,9 +35,9 @@ from turneval.samples import MultiTurnSample
 from turneval.usage import Usage
 
 __all__ = [
+    "ConversationCost",
     "DEFAULT_PRICES",
     "PRICES_AS_OF",
-    "ConversationCost",
     "TokensPerTurn",
     "ToolLatency",
     "TurnLatency",

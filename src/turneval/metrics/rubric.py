@@ -36,8 +36,8 @@ from turneval.judge import (
     StrictVerdict,
     rubric_score_model,
 )
+from turneval.judge._template import conversation_lines
 from turneval.judge.context import windowed_requests
-from turneval.judge.template import conversation_lines
 from turneval.messages import AIMessage
 from turneval.metrics._judged import JudgedMetric, preset_class
 from turneval.metrics._rubric_inputs import render_rubric, rubric_inputs, score_confidence

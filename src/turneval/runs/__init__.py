@@ -15,12 +15,12 @@ rebuilt), the summary, and :meth:`OpenedRun.write` to send the run into other si
 
 from typing import TYPE_CHECKING, Any
 
-from turneval.runs.folder import FolderSink
-from turneval.runs.open import OpenedRun, open_run
-from turneval.runs.sink import STATUSES, MemorySink, RowKey, Rows, RunSink, end_status, row_key
+from turneval.runs._folder import FolderSink
+from turneval.runs._open import OpenedRun, open_run
+from turneval.runs._sink import STATUSES, MemorySink, RowKey, Rows, RunSink, end_status, row_key
 
 if TYPE_CHECKING:
-    from turneval.runs.store import StoreSink
+    from turneval.runs._store import StoreSink
 
 __all__ = [
     "FolderSink",
@@ -40,7 +40,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """``StoreSink`` on first use: importing :mod:`turneval.runs` loads no store (SQLAlchemy)."""
     if name == "StoreSink":
-        from turneval.runs.store import StoreSink
+        from turneval.runs._store import StoreSink
 
         return StoreSink
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,14 +26,14 @@ with its world attached; :func:`submit_for_review` puts scenarios in the viewer'
 queue to accept or reject first.
 """
 
-from turneval.scenarios.distill import (
+from turneval.scenarios._distill import (
     ConversationsSource,
     from_conversations,
     from_stored_run,
     from_traces,
 )
-from turneval.scenarios.drafts import DIFFICULTIES, FAULT_KINDS, MAX_TURNS, PERSONA_TYPES
-from turneval.scenarios.engine import (
+from turneval.scenarios._drafts import DIFFICULTIES, FAULT_KINDS, MAX_TURNS, PERSONA_TYPES
+from turneval.scenarios._engine import (
     DEFAULT_TEMPERATURE,
     OUTPUT_TOKENS_PER_SCENARIO,
     FailedRequest,
@@ -47,11 +47,10 @@ from turneval.scenarios.engine import (
     open_batch,
     submit_batch,
 )
-from turneval.scenarios.failures import NEAR_MISSES, FailuresSource, from_failures
-from turneval.scenarios.files import faulty_world, load, write_scenarios
-from turneval.scenarios.perturbations import PERTURBATIONS, PerturbSource, perturb
-from turneval.scenarios.pii import Scrubber
-from turneval.scenarios.quality import (
+from turneval.scenarios._failures import NEAR_MISSES, FailuresSource, from_failures
+from turneval.scenarios._files import faulty_world, load, write_scenarios
+from turneval.scenarios._perturbations import PERTURBATIONS, PerturbSource, perturb
+from turneval.scenarios._quality import (
     DEFAULT_DEDUP_THRESHOLD,
     Coverage,
     Discarded,
@@ -59,8 +58,8 @@ from turneval.scenarios.quality import (
     deduplicate,
     goal_similarity,
 )
-from turneval.scenarios.review import Review, review_path, reviewed, submit_for_review
-from turneval.scenarios.sources import (
+from turneval.scenarios._review import Review, review_path, reviewed, submit_for_review
+from turneval.scenarios._sources import (
     Ask,
     ScenarioSource,
     Slot,
@@ -69,7 +68,8 @@ from turneval.scenarios.sources import (
     from_tools,
     from_world,
 )
-from turneval.scenarios.tools import ToolInfo, read_tools
+from turneval.scenarios._tools import ToolInfo, read_tools
+from turneval.scenarios.pii import Scrubber
 
 __all__ = [
     "Ask",

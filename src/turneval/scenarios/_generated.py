@@ -1,6 +1,6 @@
 """What a generation gives back: the scenarios and what was left out, or what it would cost.
 
-Defined here and re-exported by :mod:`turneval.scenarios.engine` and the package.
+Defined here and re-exported by :mod:`turneval.scenarios._engine` and the package.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from os import PathLike
 from pathlib import Path
 
 from turneval.results import Prices
-from turneval.scenarios.quality import Coverage, Discarded
+from turneval.scenarios._quality import Coverage, Discarded
 from turneval.simulation import Scenario
 from turneval.usage import Usage
 
@@ -64,13 +64,13 @@ class GenerationResult:
 
     def write_jsonl(self, path: str | PathLike[str]) -> Path:
         """Write the kept scenarios, one JSON object a line (``Scenario.from_jsonl`` reads it)."""
-        from turneval.scenarios.files import write_scenarios
+        from turneval.scenarios._files import write_scenarios
 
         return write_scenarios(self.scenarios, path)
 
     def to_html(self, path: str | PathLike[str]) -> Path:
         """Write the report: coverage tables, the scenarios, what was left out and why."""
-        from turneval.scenarios.report import generation_html
+        from turneval.scenarios._report import generation_html
 
         target = Path(path)
         target.write_text(generation_html(self), encoding="utf-8")

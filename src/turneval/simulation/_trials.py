@@ -355,7 +355,7 @@ async def evaluate_scenarios(
             "or user=ScriptedUser([...])"
         )
     thresholds = _thresholds(success_thresholds, [metric.name for metric in metrics])
-    from turneval.metrics.votes import with_vote_options
+    from turneval.metrics._votes import with_vote_options
 
     # judged metrics voting several times flag trials whose votes straddle the threshold
     bars = {metric.name: thresholds.get(metric.name, 1.0) for metric in metrics}

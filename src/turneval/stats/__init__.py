@@ -1,6 +1,6 @@
 """Statistics: intervals, tests and corrections; power for release gates; run sizes planned.
 
-The pure statistics (:mod:`turneval.stats.inference`) sit low in the layers: the one
+The pure statistics (:mod:`turneval.stats._inference`) sit low in the layers: the one
 summariser (:mod:`turneval.aggregate`) uses them, for the bootstrap interval of each mean and
 the exact interval of a flaky scenario's pass rate, and ``turneval compare`` for its paired
 permutation test and Holm's correction.
@@ -32,7 +32,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from turneval.stats.inference import (
+from turneval.stats._inference import (
     binomial_interval,
     bootstrap_ci,
     holm,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from turneval.compare import TEST
 from turneval.errors import ConfigError
 
+from ._inference import bootstrap_ci, holm
 from ._power import achieved_power, check_levels, detectable_drop, fmt, rise_notes, sd_of
-from .inference import bootstrap_ci, holm
 
 if TYPE_CHECKING:
     from turneval.compare import Comparison

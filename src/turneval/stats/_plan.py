@@ -192,7 +192,7 @@ def _drop(drop: float | None, span: float | None, units: str) -> str:
 
 def _span(name: str, values: np.ndarray) -> float | None:
     """The width of metric ``name``'s scale: its own, else 1 for values in [0, 1], or None."""
-    from turneval.calibration.scales import metric_class, scale_of
+    from turneval.calibration._scales import metric_class, scale_of
 
     scale = scale_of(metric_class(name))
     if scale:

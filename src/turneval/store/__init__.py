@@ -27,12 +27,12 @@ from turneval.store._store import (
 
 __all__ = [
     "DEFAULT_STORE",
-    "STORE_ENV",
     "DatasetDiff",
     "DatasetRow",
     "RunColumns",
     "RunRecorder",
     "RunStore",
+    "STORE_ENV",
     "StoredDataset",
     "StoredJudgeConfig",
     "StoredLabel",

@@ -1806,8 +1806,8 @@ class RunRecorder:
 
     def add(self, row: SampleResult) -> None:
         """Write a finished row (written with the next batch)."""
+        from turneval._rows import json_line
         from turneval.results_codec import encode
-        from turneval.rows import json_line
 
         record = encode(row, self.names, details=self.details)
         sample = None if row.sample is None else row.sample.model_dump_json(exclude_none=True)

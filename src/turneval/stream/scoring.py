@@ -1,10 +1,10 @@
 """Scoring a chunk of lines: each line read into a sample and scored, its row written at once.
 
 :func:`run_chunk` is the one place a chunk is scored, whatever the engine (this process,
-worker processes, Ray actors): it reads each line (:func:`~turneval.sample_lines.parse_line`),
+worker processes, Ray actors): it reads each line (:func:`~turneval._sample_lines.parse_line`),
 scores the samples with the batch core (:func:`~turneval.pipeline.ascore_batch`), or one at a
 time for rule-based metrics in turn, and turns the rows into results.jsonl lines and totals
-(:class:`~turneval.stream.chunks.Chunk`). A line that holds no sample becomes a row whose
+(:class:`~turneval.stream._chunks.Chunk`). A line that holds no sample becomes a row whose
 errors name the line.
 """
 
@@ -17,10 +17,11 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
+from turneval._sample_lines import parse_line
 from turneval.aggregate import RunFigures
 from turneval.errors import InvalidSampleError
 from turneval.judge import Usage, judge_run
-from turneval.judge.clients import client_scope
+from turneval.judge._clients import client_scope
 from turneval.messages import ToolCall
 from turneval.metrics import Evaluator
 from turneval.options import RunOptions
@@ -28,9 +29,8 @@ from turneval.pipeline import ascore_batch, has_summary_extras, score_sample
 from turneval.provenance import DATASET, sample_provenance
 from turneval.results import MetricFailure, MetricResult, SampleResult
 from turneval.results_codec import encode, fast_line
-from turneval.sample_lines import parse_line
 from turneval.samples import MultiTurnSample, Sample
-from turneval.stream.chunks import FIRST_ERRORS, UNREADABLE, Chunk, Line, RowError
+from turneval.stream._chunks import FIRST_ERRORS, UNREADABLE, Chunk, Line, RowError
 
 __all__ = ["plain_explainers", "run_chunk"]
 

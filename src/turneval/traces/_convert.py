@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from turneval._rows import TurnTiming
 from turneval.messages import AIMessage, HumanMessage, Message, ToolCall, ToolMessage
 from turneval.provenance import with_turn_timings
-from turneval.rows import TurnTiming
 from turneval.samples import MultiTurnSample
 from turneval.traces import _genai as g
 from turneval.traces._agents import Team

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from turneval._rows import ToolTiming, TurnTiming
 from turneval.messages import AIMessage, HumanMessage, Message, ToolMessage
-from turneval.rows import ToolTiming, TurnTiming
 from turneval.traces import _genai as g
 from turneval.traces._spans import Span
 

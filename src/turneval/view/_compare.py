@@ -21,7 +21,7 @@ import numpy as np
 from turneval.aggregate import flaky_scenarios
 from turneval.compare import RowPairing, match_keys, pairing_notes, trial_key
 from turneval.errors import ConfigError
-from turneval.stats.inference import paired_permutation_test
+from turneval.stats._inference import paired_permutation_test
 
 if TYPE_CHECKING:
     from turneval.store import RunColumns

@@ -144,8 +144,8 @@ class LabelScale:
 
     def problem(self, label: Any) -> str | None:
         """Why ``label`` is refused (naming the allowed values), None when it is on the scale."""
-        from turneval.calibration.labels import coerce_label
-        from turneval.calibration.scales import on_scale
+        from turneval.calibration._labels import coerce_label
+        from turneval.calibration._scales import on_scale
 
         try:
             value = coerce_label(label, "label")
@@ -161,21 +161,19 @@ class LabelScale:
 
 def scale_of(run: StoredRun, metric: str) -> LabelScale:
     """The scale of ``metric``'s labels in ``run`` (see :class:`LabelScale`)."""
-    import importlib
-
-    from turneval.calibration.scales import metric_class
-    from turneval.calibration.scales import scale_of as points_of
+    from turneval.calibration._scales import metric_class
+    from turneval.calibration._scales import scale_of as points_of
+    from turneval.manifest import resolve_class
     from turneval.metrics.base import Evaluator
 
     known: Any = metric_class(metric)
     stored = next((m for m in run.metrics if m.get("name") == metric), None)
     if known is None:  # a metric named by the user: its stored class, when it is turneval's
         qualified = str((stored or {}).get("class") or "")
-        module, _, name = qualified.rpartition(".")
-        if module.startswith("turneval."):
+        if qualified.startswith("turneval."):  # either form; a module that moved is found
             with contextlib.suppress(Exception):
-                found = getattr(importlib.import_module(module), name, None)
-                if isinstance(found, type) and issubclass(found, Evaluator):
+                found = resolve_class(qualified)
+                if issubclass(found, Evaluator):
                     known = found
     try:
         points = points_of(known)

@@ -40,8 +40,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from turneval._rows import SampleResult
 from turneval.errors import ConfigError
-from turneval.rows import SampleResult
 
 __all__ = [
     "AlertEvent",

@@ -132,7 +132,7 @@ def regrade(
     if not judged:
         raise ConfigError(f"run {run.id[:12]} has no judged metric to regrade")
     if repeats is not None:
-        from turneval.metrics.votes import with_vote_options
+        from turneval.metrics._votes import with_vote_options
 
         judged = [
             m for m in with_vote_options(judged, repeats=repeats) if isinstance(m, JudgedMetric)

@@ -443,7 +443,7 @@ class SimulatedBackend(Backend):
 
     async def invoke(self, name: str, args: dict[str, Any]) -> Any:
         """Ask the model for the answer, in the tool's schema."""
-        from turneval.judge.template import escape
+        from turneval.judge._template import escape
 
         spec, schema = self.specs[name], self.schemas[name]
         system = _SIMULATOR_SYSTEM.format(
