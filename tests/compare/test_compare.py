@@ -6,7 +6,7 @@ from turneval import ConfigError, MetricFailure, MetricResult, SampleResult
 from turneval.compare import compare, compare_files
 from turneval.results import EvaluationResult
 
-from .stats._helpers import trials_run
+from ..stats._helpers import trials_run
 
 
 def run(values: list[float | None]) -> EvaluationResult:

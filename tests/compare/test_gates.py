@@ -22,7 +22,7 @@ from turneval.compare import compare, regression_gates
 from turneval.results import EvaluationResult
 from turneval.stats import paired_permutation_test
 
-from .stats._helpers import statsmodels_holm
+from ..stats._helpers import statsmodels_holm
 
 
 def run(columns: dict[str, list[float | None]], ids: list[str] | None = None) -> EvaluationResult:

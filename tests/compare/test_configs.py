@@ -15,7 +15,7 @@ from turneval.compare import check_metric_configs, compare, compare_files
 from turneval.metrics import Explained, MultiTurnMetric, ToolCallF1
 from turneval.samples import MultiTurnSample
 
-from ._builders import call, conversation
+from .._builders import call, conversation
 
 RULES = {"*": {"request_id": "ignore"}}
 
