@@ -449,6 +449,7 @@ def test_old_import_paths_still_work() -> None:
     from turneval.judge import Usage as JudgeUsage
     from turneval.usage import Usage
 
+    sys.modules.pop("turneval.judge.usage", None)  # as if never imported in this process
     with pytest.warns(DeprecationWarning, match=r"turneval\.judge\.usage is deprecated"):
         from turneval.judge.usage import Usage as OldUsage  # type: ignore[import-not-found]
     from turneval.metrics.base import run_sync as old_run_sync

@@ -27,14 +27,22 @@ def _file_of(module: str) -> Path:
     return SRC.joinpath(*module.split("."))
 
 
+def forget(old: str) -> None:
+    """Undo an import of ``old``: its sys.modules entry and its parent package's attribute."""
+    sys.modules.pop(old, None)
+    parent, _, leaf = old.rpartition(".")
+    package = sys.modules.get(parent)
+    if package is not None:
+        vars(package).pop(leaf, None)
+
+
 @pytest.mark.parametrize("old", sorted(MOVED))
-def test_an_old_path_imports_the_moved_module_with_a_warning(
-    old: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_old_path_imports_the_moved_module_with_a_warning(old: str) -> None:
     new = importlib.import_module(MOVED[old])
-    monkeypatch.delitem(sys.modules, old, raising=False)
+    forget(old)
     with pytest.warns(DeprecationWarning, match=rf"^{re.escape(old)} is deprecated: .*turneval"):
         module = importlib.import_module(old)
+    forget(old)  # the next import of the old path warns again (other tests import it)
     assert module is new
     for name in getattr(new, "__all__", ()):
         assert getattr(module, name) is getattr(new, name)
@@ -42,13 +50,14 @@ def test_an_old_path_imports_the_moved_module_with_a_warning(
     assert not _file_of(old).with_suffix(".py").exists() and not _file_of(old).is_dir()
 
 
-def test_from_a_package_import_its_old_module_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(sys.modules, "turneval.cli.agents", raising=False)
-    monkeypatch.delitem(vars(importlib.import_module("turneval.cli")), "agents", raising=False)
+def test_from_a_package_import_its_old_module_name() -> None:
+    importlib.import_module("turneval.cli")
+    forget("turneval.cli.agents")
     with pytest.warns(DeprecationWarning, match="turneval.cli.agents is deprecated") as caught:
         from turneval.cli import agents  # type: ignore[attr-defined]  # the old layout's form
     assert agents is importlib.import_module("turneval.cli._agents")
     assert caught[0].filename == __file__  # the warning points at the importing line
+    forget("turneval.cli.agents")
 
 
 def test_class_paths_recorded_under_old_paths_resolve_without_a_warning() -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from turneval._sync import sync_form
 from turneval.calibration._budget import Budget, BudgetGuard
 from turneval.calibration._candidates import EXAMPLES, INSTRUCTIONS, CandidateScorer, RowOutcome
 from turneval.calibration._outcome import OptimizationReport
@@ -226,7 +226,30 @@ async def ameasure(
     max_concurrency: int = 8,
     resamples: int = 1000,
 ) -> OptimizationReport:
-    """Async form of :func:`measure`."""
+    """Measure a judge configuration against the metric's own judge, as :func:`optimize` does.
+
+    The labels are split as :func:`optimize` splits them (same ``validation`` and ``seed``:
+    same rows); both judges are scored on the validation rows (agreement with intervals, the
+    paired difference, an improvement only when its interval excludes 0) and on the
+    optimisation rows (training agreement: a configuration fitted to those rows gains there
+    and not on the validation rows, and the report says so).
+
+    Args:
+        metric: The judged metric (its ``judge_config``, if any, is the starting judge).
+        labels: The labeled rows, as :func:`optimize` takes them.
+        config: The judge configuration to measure.
+        llm: The judge model (default: the metric's).
+        validation: Share of rows held out.
+        seed: Seed of the split and the bootstrap.
+        cache: The judge cache (default: a temporary one).
+        budget: Most model calls, or a :class:`Budget`.
+        prices: Prices, for the cost.
+        max_concurrency: Samples scored at once.
+        resamples: Bootstrap resamples.
+
+    Raises:
+        ConfigError: as :func:`optimize`.
+    """
     from turneval.judge import SQLiteCache
 
     require_extra()
@@ -265,59 +288,5 @@ async def ameasure(
     return report
 
 
-def measure(
-    metric: Any,
-    labels: Sequence[Any],
-    config: JudgeConfig,
-    *,
-    llm: Any = None,
-    validation: float = 0.3,
-    seed: int = 0,
-    cache: SQLiteCache | str | Path | None = None,
-    budget: Budget | int | None = None,
-    prices: Prices | None = None,
-    max_concurrency: int = 8,
-    resamples: int = 1000,
-) -> OptimizationReport:
-    """Measure a judge configuration against the metric's own judge, as :func:`optimize` does.
-
-    The labels are split as :func:`optimize` splits them (same ``validation`` and ``seed``:
-    same rows); both judges are scored on the validation rows (agreement with intervals, the
-    paired difference, an improvement only when its interval excludes 0) and on the
-    optimisation rows (training agreement: a configuration fitted to those rows gains there
-    and not on the validation rows, and the report says so).
-
-    Args:
-        metric: The judged metric (its ``judge_config``, if any, is the starting judge).
-        labels: The labeled rows, as :func:`optimize` takes them.
-        config: The judge configuration to measure.
-        llm: The judge model (default: the metric's).
-        validation: Share of rows held out.
-        seed: Seed of the split and the bootstrap.
-        cache: The judge cache (default: a temporary one).
-        budget: Most model calls, or a :class:`Budget`.
-        prices: Prices, for the cost.
-        max_concurrency: Samples scored at once.
-        resamples: Bootstrap resamples.
-
-    Raises:
-        ConfigError: as :func:`optimize`.
-    """
-    from turneval._sync import run_sync
-
-    return run_sync(
-        partial(
-            ameasure,
-            metric,
-            labels,
-            config,
-            llm=llm,
-            validation=validation,
-            seed=seed,
-            cache=cache,
-            budget=budget,
-            prices=prices,
-            max_concurrency=max_concurrency,
-            resamples=resamples,
-        )
-    )
+measure = sync_form(ameasure)
+"""Sync form of :func:`ameasure` (same arguments): a judge configuration measured against the metric's own judge."""

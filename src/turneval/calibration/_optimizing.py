@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio.from_thread
 import anyio.to_thread
 
+from turneval._sync import sync_form
 from turneval.calibration._budget import Budget, BudgetGuard
 from turneval.calibration._candidates import EXAMPLES, INSTRUCTIONS, CandidateScorer
 from turneval.calibration._measuring import measure_arms, splits, statistic_on, task_of
@@ -123,7 +124,45 @@ async def aoptimize(
     poll_interval: float = 30.0,
     resamples: int = 1000,
 ) -> OptimizationReport:
-    """Async form of :func:`optimize`."""
+    """Search a judge's instructions and examples to agree with human labels, measured honestly.
+
+    The labeled rows are split, stratified by label and seeded, into optimisation rows and
+    ``validation`` rows. GEPA searches on the optimisation rows only (half of them to reflect
+    on and draw examples from, half to choose between candidates); the starting judge, the
+    best candidate and the few-shot baseline (``align``'s rule) are then scored on the
+    validation rows. The report gives each one's agreement with its bootstrap interval, the
+    paired difference with its interval, and calls a change an improvement only when that
+    interval excludes 0; agreement on the optimisation rows is shown as training agreement.
+
+    Args:
+        metric: A judged metric (built-in or a user's ``JudgedMetric``); its ``judge_config``,
+            if any, is where the search starts.
+        labels: ``(sample, label)`` or ``(sample, label, reason)`` tuples, at least 10: a label
+            on the metric's scale, or a dict of item labels (``{"message_4": "irrelevant"}``)
+            for judges with per-item verdicts.
+        llm: The judge model (default: the metric's).
+        reflection_llm: The model that proposes instructions (default: ``llm``).
+        budget: Most model calls (an int), or a :class:`Budget` in calls and/or money.
+        validation: Share of rows held out, in (0, 1).
+        seed: Seed of the split, the search and the bootstrap.
+        rounds: Search rounds at most.
+        examples: Most worked examples a candidate shows (0: instructions only).
+        minibatch: Rows a round reflects on.
+        cache: The judge cache (a :class:`~turneval.judge.SQLiteCache` or its path; default a
+            temporary one). With a cache kept on disk, a rerun after a crash pays for nothing
+            it already asked.
+        engine: ``"live"``, or ``"batch"``: requests the cache lacks are first sent through the
+            provider's batch API.
+        prices: The models' prices, for the cost.
+        max_concurrency: Samples scored at once.
+        batch_dir: Folder for the batch runs (default: a temporary folder).
+        poll_interval: Seconds between polls of a batch run.
+        resamples: Bootstrap resamples for the intervals.
+
+    Raises:
+        ConfigError: the metric is not judged, fewer than 10 rows, a label off the scale, no
+            judge model, or a budget too small for the measurement.
+    """
     require_extra()
     try:
         from gepa.api import optimize as gepa_optimize
@@ -233,86 +272,5 @@ async def aoptimize(
     return report
 
 
-def optimize(
-    metric: Any,
-    labels: Sequence[Any],
-    *,
-    llm: Any = None,
-    reflection_llm: Any = None,
-    budget: Budget | int | None = None,
-    validation: float = 0.3,
-    seed: int = 0,
-    rounds: int = 20,
-    examples: int = 4,
-    minibatch: int = 8,
-    cache: SQLiteCache | str | Path | None = None,
-    engine: str = "live",
-    prices: Prices | None = None,
-    max_concurrency: int = 8,
-    batch_dir: str | Path | None = None,
-    poll_interval: float = 30.0,
-    resamples: int = 1000,
-) -> OptimizationReport:
-    """Search a judge's instructions and examples to agree with human labels, measured honestly.
-
-    The labeled rows are split, stratified by label and seeded, into optimisation rows and
-    ``validation`` rows. GEPA searches on the optimisation rows only (half of them to reflect
-    on and draw examples from, half to choose between candidates); the starting judge, the
-    best candidate and the few-shot baseline (``align``'s rule) are then scored on the
-    validation rows. The report gives each one's agreement with its bootstrap interval, the
-    paired difference with its interval, and calls a change an improvement only when that
-    interval excludes 0; agreement on the optimisation rows is shown as training agreement.
-
-    Args:
-        metric: A judged metric (built-in or a user's ``JudgedMetric``); its ``judge_config``,
-            if any, is where the search starts.
-        labels: ``(sample, label)`` or ``(sample, label, reason)`` tuples, at least 10: a label
-            on the metric's scale, or a dict of item labels (``{"message_4": "irrelevant"}``)
-            for judges with per-item verdicts.
-        llm: The judge model (default: the metric's).
-        reflection_llm: The model that proposes instructions (default: ``llm``).
-        budget: Most model calls (an int), or a :class:`Budget` in calls and/or money.
-        validation: Share of rows held out, in (0, 1).
-        seed: Seed of the split, the search and the bootstrap.
-        rounds: Search rounds at most.
-        examples: Most worked examples a candidate shows (0: instructions only).
-        minibatch: Rows a round reflects on.
-        cache: The judge cache (a :class:`~turneval.judge.SQLiteCache` or its path; default a
-            temporary one). With a cache kept on disk, a rerun after a crash pays for nothing
-            it already asked.
-        engine: ``"live"``, or ``"batch"``: requests the cache lacks are first sent through the
-            provider's batch API.
-        prices: The models' prices, for the cost.
-        max_concurrency: Samples scored at once.
-        batch_dir: Folder for the batch runs (default: a temporary folder).
-        poll_interval: Seconds between polls of a batch run.
-        resamples: Bootstrap resamples for the intervals.
-
-    Raises:
-        ConfigError: the metric is not judged, fewer than 10 rows, a label off the scale, no
-            judge model, or a budget too small for the measurement.
-    """
-    from turneval._sync import run_sync
-
-    return run_sync(
-        partial(
-            aoptimize,
-            metric,
-            labels,
-            llm=llm,
-            reflection_llm=reflection_llm,
-            budget=budget,
-            validation=validation,
-            seed=seed,
-            rounds=rounds,
-            examples=examples,
-            minibatch=minibatch,
-            cache=cache,
-            engine=engine,
-            prices=prices,
-            max_concurrency=max_concurrency,
-            batch_dir=batch_dir,
-            poll_interval=poll_interval,
-            resamples=resamples,
-        )
-    )
+optimize = sync_form(aoptimize)
+"""Sync form of :func:`aoptimize` (same arguments): search a judge to agree with human labels, measured honestly."""
