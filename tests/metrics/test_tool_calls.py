@@ -184,7 +184,7 @@ def test_unknown_option_and_bad_values_fail_at_construction() -> None:
     with pytest.raises(ValidationError, match="match_threshold"):
         ToolCallF1(match_threshold=1.5)
     with pytest.raises(ValidationError, match="must be a single-turn metric"):
-        ToolCallF1(arg_comparison_metric=3)  # names are accepted (see test_cli_judge)
+        ToolCallF1(arg_comparison_metric=3)  # names are accepted (see tests/cli/test_judge.py)
     metric = ToolCallAccuracy()
     with pytest.raises(ValidationError, match="cannot be None"):
         metric.arg_comparison_metric = None

@@ -14,8 +14,8 @@ from turneval.metrics import TrajectorySingleToolUse
 from turneval.stream import JsonlSource, OtlpSource, evaluate_jsonl
 from turneval.stream._sources import as_source
 
-from ._builders import call, conversation
-from .test_four_sinks import traces_file
+from .._builders import call, conversation
+from ..test_four_sinks import traces_file
 
 GOOD = conversation([call("a")], reference=[call("a")]).model_dump_json()
 LOOSE = GOOD[:-1] + ',"metadata":{"score":NaN}}'  # not strict JSON: NaN

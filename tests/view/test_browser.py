@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (make test installs it)"
 )
 
-IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 JUDGED = "agent_goal_accuracy_with_reference"  # calibrate checks judged metrics: a judge's name
 PAYLOAD = "<img src=x onerror=\"document.body.setAttribute('data-pwned', '1')\">"
 CALL = {"name": "refund", "args": {"order": "A-17", "amount": 20}}

@@ -28,7 +28,7 @@ from turneval.runner import resolve_metrics
 from turneval.stream import evaluate_jsonl, scoring
 from turneval.stream.scoring import plain_explainers, run_chunk
 
-from ._builders import call, conversation
+from .._builders import call, conversation
 
 METRICS = ["tool_call_accuracy", "tool_call_f1", "trajectory_precision", "trajectory_recall"]
 REFERENCE = [call("search", q="x"), call("book", id=1)]

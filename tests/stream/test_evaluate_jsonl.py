@@ -7,7 +7,7 @@ from turneval import InvalidSampleError
 from turneval.engines import Local
 from turneval.stream import evaluate_jsonl
 
-from ._builders import call, conversation
+from .._builders import call, conversation
 
 METRICS = ["tool_call_f1", "trajectory_in_order_match"]
 
@@ -85,7 +85,7 @@ def test_details_and_missing_file(tmp_path: Path) -> None:
 
 
 def test_judged_metrics_stream_with_the_cache(tmp_path: Path) -> None:
-    from ._fakes import ScriptedChatModel
+    from .._fakes import ScriptedChatModel
 
     verdict = json.dumps({"user_goal": "g", "end_state": "e", "reason": "r", "achieved": True})
     data = write(tmp_path / "data.jsonl", [good("a", "b"), good("a"), good("b")])

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._builders import call, conversation
+from .._builders import call, conversation
 
 
 def test_killed_run_leaves_valid_partial_results(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from turneval.cli import main
 
-from ._builders import call, conversation
+from .._builders import call, conversation
 
 GOOD = conversation([call("a")], reference=[call("a")]).model_dump_json(exclude_none=True)
 HALF = conversation([call("a")], reference=[call("a"), call("b")]).model_dump_json(

@@ -10,7 +10,7 @@ import pytest
 
 from turneval.cli import EXIT_DISK_FULL, main
 
-from ._builders import call, conversation
+from .._builders import call, conversation
 
 GOOD = conversation([call("a")], reference=[call("a")]).model_dump_json(exclude_none=True)
 FULL = Path("/dev/full")  # every write fails with ENOSPC, as on a full disk

@@ -16,7 +16,7 @@ from turneval.cli import main
 from turneval.grounding import Fact, check_grounding, split_claims
 from turneval.metrics import Groundedness, ToolOutputGroundedness
 
-from ._fakes import ScriptedChatModel
+from .._fakes import ScriptedChatModel
 
 # The facts of the check-grounding documentation (seed).
 TITANIC = [

@@ -10,9 +10,9 @@ from turneval.cli import main, parse_metric
 from turneval.demo import DOMAINS, build_rows
 from turneval.metrics import RougeScore
 
-from ._builders import call, conversation
+from .._builders import call, conversation
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def data_file(tmp_path: Path) -> Path:
@@ -280,7 +280,7 @@ def test_cli_table_and_report_show_the_agent_figures_of_traces(
 
     from turneval.traces import write_otlp_json
 
-    from .traces._spans import Recorder, assistant, chat, user
+    from ..traces._spans import Recorder, assistant, chat, user
 
     r = Recorder()
     start = 1_700_000_000_000_000_000

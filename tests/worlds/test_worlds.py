@@ -26,7 +26,7 @@ from turneval.simulation.domains import OrderDesk, orders_scenarios, orders_worl
 from turneval.testing import ScriptedChatModel
 from turneval.worlds import Faults, ToolError, ToolWorld, bind_worlds, current_world
 
-from ._builders import messages_of, metadata_of
+from .._builders import messages_of, metadata_of
 
 
 class Counter:

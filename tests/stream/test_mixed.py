@@ -10,7 +10,7 @@ from turneval.engines import Local
 from turneval.samples import SingleTurnSample
 from turneval.stream import evaluate_jsonl
 
-from ._builders import call, conversation
+from .._builders import call, conversation
 
 MULTI = conversation([call("a")], reference=[call("a")]).model_dump_json(exclude_none=True)
 SINGLE = SingleTurnSample(user_input="q", response="yes", reference="yes").model_dump_json(

@@ -36,7 +36,7 @@ from turneval.metrics import AgentGoalAccuracyWithoutReference
 from turneval.results import EvaluationResult, MetricResult, SampleResult
 from turneval.store import RunStore
 
-from ._openai_stub import OpenAIStub, Reply
+from .._openai_stub import OpenAIStub, Reply
 
 ALIASES = {alias: flag for flag in FLAGS.values() for alias in flag.names}
 

@@ -15,8 +15,8 @@ from turneval.metrics import Correctness, DatabricksAggregates, Evaluator, Overa
 from turneval.results import EvaluationResult
 from turneval.stream import evaluate_jsonl
 
-from ._openai_stub import Reply
-from .test_row_evaluators import TRUTH, Broken, FailedRows, _yes_no
+from .._openai_stub import Reply
+from ..test_row_evaluators import TRUTH, Broken, FailedRows, _yes_no
 
 
 def _write(path: Path, samples: list[SingleTurnSample]) -> Path:
