@@ -30,7 +30,6 @@ import json
 import math
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -204,7 +203,10 @@ def work_tool_calls() -> Figures:
         seconds = best_cpu(loop(made[name], samples), passes)
         figures[f"tool-call kernels: {name}"] = (seconds, f"CPU s, {n:,} samples x {size('reps')}")
     seconds = best_cpu(loop(made["tool_call_accuracy"], varied), passes)
-    figures["tool-call kernels: tool_call_accuracy, varied"] = (seconds, f"CPU s, {n:,} samples x {size('reps')}")
+    figures["tool-call kernels: tool_call_accuracy, varied"] = (
+        seconds,
+        f"CPU s, {n:,} samples x {size('reps')}",
+    )
     return figures
 
 
@@ -442,7 +444,9 @@ def work_grounding() -> Figures:
     def large() -> None:
         for _ in range(repeat):
             check_grounding(seed, prose, **full)
-            check_grounding(seed + " The ship sank in 1912 after hitting an iceberg.", synthetic, **full)
+            check_grounding(
+                seed + " The ship sank in 1912 after hitting an iceberg.", synthetic, **full
+            )
 
     return {
         "grounding: seed example": (best_cpu(small, size("passes")), "CPU s, 50 checks"),
@@ -489,7 +493,9 @@ def work_batch() -> Figures:
     stub = BatchStub()
     judge = ChatOpenAI(model="gpt-4o-mini", base_url=stub.url, api_key="bench", max_retries=0)
     data = [
-        SingleTurnSample(user_input=f"question {i}", response=f"answer {i}", reference=f"answer {i}")
+        SingleTurnSample(
+            user_input=f"question {i}", response=f"answer {i}", reference=f"answer {i}"
+        )
         for i in range(n)
     ]
     try:
@@ -612,8 +618,11 @@ def work_view_paging() -> Figures:
             "2 MB message": [f"/runs/{huge}/rows/0"],
         }
         for label, paths in cases.items():
-            seconds = timed_pages(client, paths)
-            figures[f"view paging: {label}"] = (seconds, f"wall s, 3 x {len(paths)} of {n:,} rows")
+            seconds = timed_pages(client, paths, 10)
+            figures[f"view paging: {label}"] = (
+                seconds,
+                f"wall s, 10 x {len(paths)} pages, {n:,} rows",
+            )
     return figures
 
 
@@ -636,7 +645,9 @@ def work_watch() -> Figures:
             connection = http.client.HTTPConnection("127.0.0.1", port)
             cpu, start = _cpu_seconds(process.pid), time.perf_counter()
             for body in bodies:
-                connection.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+                connection.request(
+                    "POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"}
+                )
                 answer = connection.getresponse()
                 answer.read()
                 assert answer.status == 200, answer.status
@@ -780,7 +791,9 @@ def commit_of(src: Path) -> str:
 
 def run_child(name: str, src: Path, quick: bool, timeout: float) -> dict[str, Any]:
     """One workload in a fresh process on the tree at ``src``; its JSON (or its error)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
+    }
     env.update(PYTHONPATH=str(src), RAGAS_DO_NOT_TRACK="true", OMP_NUM_THREADS="1")
     if quick:
         env["SPEED_HOLDS_QUICK"] = "1"
@@ -823,7 +836,9 @@ def markdown(rows: list[dict[str, Any]], header: list[str]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default="/tmp/speed-before", help="the tree before (or its src)")
+    parser.add_argument(
+        "--before", default="/tmp/speed-before", help="the tree before (or its src)"
+    )
     parser.add_argument("--after", default=str(ROOT), help="the tree after (default: this one)")
     parser.add_argument("--rounds", type=int, help="rounds (default 3; 1 with --quick)")
     parser.add_argument("--only", action="append", choices=sorted(WORKLOADS), help="repeatable")
@@ -863,7 +878,10 @@ def main() -> int:
                 found = run_child(name, sides[side], args.quick, args.timeout)
                 if "error" in found:
                     errors[name] = f"{side}: {found['error']}"
-                    print(f"round {number + 1} {name:<12} {side:<6} FAILED {found['error']}", file=sys.stderr)
+                    print(
+                        f"round {number + 1} {name:<12} {side:<6} FAILED {found['error']}",
+                        file=sys.stderr,
+                    )
                     continue
                 files[side].add(str(Path(found["file"]).parent))
                 for label, (value, unit) in found["figures"].items():
@@ -884,7 +902,9 @@ def main() -> int:
             if len(values["before"]) != len(values["after"]) or not values["before"]:
                 rows.append({"label": label, "error": "a side is missing"})
                 continue
-            rows.append({"label": label, "unit": units[label], **verdict(values["before"], values["after"])})
+            rows.append(
+                {"label": label, "unit": units[label], **verdict(values["before"], values["after"])}
+            )
     elapsed = time.perf_counter() - started
     load_end = os.getloadavg()
     commits = {side: commit_of(src) for side, src in sides.items()}
@@ -905,7 +925,9 @@ def main() -> int:
         Path(args.markdown).write_text(table, encoding="utf-8")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"header": header, "figures": figures, "units": units, "errors": errors}, indent=1)
+            json.dumps(
+                {"header": header, "figures": figures, "units": units, "errors": errors}, indent=1
+            )
         )
     return 0 if all(row.get("verdict") == "holds" for row in rows) else 1
 
