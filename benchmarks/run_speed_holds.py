@@ -462,7 +462,7 @@ def work_text() -> Figures:
 
     data = pairs(size("text"), 3)
     bleu = BleuScore()
-    rouges = [RougeScore(rouge_type=kind) for kind in ("rouge1", "rougeL", "rougeLsum")]  # type: ignore[arg-type]
+    rouges = [RougeScore(rouge_type=kind) for kind in ("rouge1", "rougeL", "rougeLsum")]
 
     def bleu_pass() -> None:
         for pred, ref in data:
@@ -756,7 +756,8 @@ def verdict(before: list[float], after: list[float]) -> dict[str, float | str]:
     """Medians, the ratio after / before, the before side's noise (max / min) and the verdict.
 
     Figures are seconds (lower is better). The after side holds when its median is no more
-    than the before median times the before side's own spread across rounds.
+    than the before median times the before side's own spread across rounds; one round has
+    no spread, so no verdict.
     """
     low, high = min(before), max(before)
     noise = high / low if low > 0 else math.inf
@@ -767,7 +768,11 @@ def verdict(before: list[float], after: list[float]) -> dict[str, float | str]:
         "after": median_after,
         "ratio": ratio,
         "noise": noise,
-        "verdict": "holds" if ratio <= noise else "SLOWER",
+        "verdict": "one round: no noise"
+        if len(before) < 2
+        else "holds"
+        if ratio <= noise
+        else "SLOWER",
     }
 
 
@@ -909,6 +914,8 @@ def main() -> int:
     load_end = os.getloadavg()
     commits = {side: commit_of(src) for side, src in sides.items()}
     held = sum(row.get("verdict") == "holds" for row in rows)
+    slower = sum(row.get("verdict") == "SLOWER" for row in rows)
+    failed = sum("error" in row for row in rows)
     header = [
         f"Measured {when}: {rounds} round(s), before {commits['before']} ({sides['before']}), "
         f"after {commits['after']} ({sides['after']}); {'quick workloads; ' if args.quick else ''}"
@@ -917,7 +924,9 @@ def main() -> int:
         f"{load_end[0]:.2f} / {load_end[1]:.2f} / {load_end[2]:.2f} at the end.",
         f"turneval imported from: before {', '.join(sorted(files['before']))}; "
         f"after {', '.join(sorted(files['after']))}.",
-        f"{held} of {len(rows)} figures hold.",
+        f"{held} of {len(rows)} figures hold; {slower} SLOWER; {failed} not run."
+        if rounds > 1
+        else "One round: no noise measured, so no verdicts (a smoke run).",
     ]
     table = markdown(rows, header)
     print(table)
@@ -929,7 +938,7 @@ def main() -> int:
                 {"header": header, "figures": figures, "units": units, "errors": errors}, indent=1
             )
         )
-    return 0 if all(row.get("verdict") == "holds" for row in rows) else 1
+    return 1 if any(row.get("verdict") == "SLOWER" or "error" in row for row in rows) else 0
 
 
 if __name__ == "__main__":

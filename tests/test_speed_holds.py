@@ -37,11 +37,13 @@ def test_verdict_on_hand_computed_rounds() -> None:
     assert speed_holds.verdict([2.0, 2.2, 2.5], [2.9, 2.8, 3.0])["verdict"] == "SLOWER"
     # faster always holds, even with no noise at all
     assert speed_holds.verdict([1.0, 1.0, 1.0], [0.5, 0.6, 0.7])["verdict"] == "holds"
+    # one round has no spread: no verdict either way
+    assert speed_holds.verdict([1.0], [2.0])["verdict"] == "one round: no noise"
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    before=st.lists(st.floats(0.01, 100.0), min_size=1, max_size=7),
+    before=st.lists(st.floats(0.01, 100.0), min_size=2, max_size=7),
     factor=st.floats(0.1, 10.0),
 )
 def test_the_after_side_holds_exactly_within_the_before_noise(
@@ -59,7 +61,7 @@ def test_the_after_side_holds_exactly_within_the_before_noise(
 
 def test_the_markdown_table_has_one_line_per_figure_and_names_what_failed() -> None:
     rows = [
-        {"label": "stream: CPU", "unit": "CPU s", **speed_holds.verdict([2.0], [1.0])},
+        {"label": "stream: CPU", "unit": "CPU s", **speed_holds.verdict([2.0, 2.0], [1.0, 1.0])},
         {"label": "ray", "error": "before: exit 1"},
     ]
     table = speed_holds.markdown(rows, ["Measured now."]).splitlines()
