@@ -164,12 +164,17 @@ def lean_stub(latency: float, answer: str = "") -> Iterator[str]:
 
 
 def side_tag() -> str:
-    """A file-name-safe tag of the tree this process imports turneval from."""
+    """A file-name-safe tag of the tree this process imports turneval from and of its store code
+    (a store kept for the viewer's workloads is rebuilt when the store's code changes)."""
     import hashlib
 
     import turneval
 
-    return hashlib.sha1(str(Path(turneval.__file__).resolve()).encode()).hexdigest()[:10]
+    package = Path(turneval.__file__).resolve().parent
+    digest = hashlib.sha1(str(package).encode())
+    for path in sorted((package / "store").rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
 
 
 # -- the workloads: each returns {label: (seconds, what the seconds are)} ---------------------------
