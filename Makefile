@@ -84,6 +84,18 @@ bench: install
 	$(BIN)/python benchmarks/run_judge_bench.py && \
 	$(BIN)/python benchmarks/run_simulation_bench.py
 
+# Issue 44's "speed holds": every benchmark of benchmarks/README.md on the tree before issue 44
+# (SPEED_BEFORE: a worktree of 3762701, made when missing) and on this one, rounds alternating in
+# one session (~15 min on 2 cores); the Markdown table is also written to SPEED_MD, ready to
+# paste. SPEED_ARGS passes more options (--rounds 5, --only stream, --quick).
+.PHONY: speed-holds
+SPEED_BEFORE ?= /tmp/speed-before
+SPEED_MD ?= benchmarks/.data/speed-holds.md
+speed-holds: install
+	test -d $(SPEED_BEFORE) || git worktree add --detach $(SPEED_BEFORE) 3762701
+	mkdir -p $(dir $(SPEED_MD))
+	$(BIN)/python benchmarks/run_speed_holds.py --before $(SPEED_BEFORE) --markdown $(SPEED_MD) $(SPEED_ARGS)
+
 # Needs the network (the package index): run after changing constraints.txt.
 check-constraints: install
 	$(BIN)/python .ci/check_constraints.py
