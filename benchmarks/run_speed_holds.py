@@ -672,10 +672,10 @@ def work_watch() -> Figures:
 def work_scenarios() -> Figures:
     """run_scenarios_bench: deduplication of generated goals, a world generation (scripted)."""
     from run_scenarios_bench import answer, goals
+    from turneval.worlds.domains import orders_world
 
     from turneval.scenarios import deduplicate, from_world, generate
     from turneval.testing import ScriptedChatModel
-    from turneval.worlds.domains import orders_world
 
     count, n = size("dedup"), size("generate")
     items = goals(count, 0)
