@@ -144,7 +144,7 @@ def test_a_streamed_run_stores_its_rows_from_a_writer_thread_and_raises_its_erro
 def test_a_streamed_run_stores_its_rows_as_written_without_reading_them_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import turneval.store._store as module
+    from turneval.store import _engine, _rows
 
     rows = [_row(0, True), _row(1, False), _row(2, True) | {"reference_tool_calls": None}]
     rows.append({key: value for key, value in _row(3, True).items() if key != "metadata"})
@@ -154,7 +154,8 @@ def test_a_streamed_run_stores_its_rows_as_written_without_reading_them_back(
     def no_reading(text: Any) -> Any:
         raise AssertionError("a streamed row is read back from its text")
 
-    monkeypatch.setattr(module, "_loads", no_reading)
+    for module in (_engine, _rows):  # the store's JSON reader, where it is defined and used
+        monkeypatch.setattr(module, "loads", no_reading)
     url, out = str(tmp_path / "s.db"), tmp_path / "out"
     done = evaluate_jsonl(
         data, ["tool_call_f1"], out, engine=Local(workers=1, chunk_size=2), store=url
@@ -403,7 +404,7 @@ def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> No
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import create_engine, inspect, text
 
-    import turneval.store._store as module
+    from turneval.store._engine import MIGRATIONS
     from turneval.store._schema import metadata
 
     raw = store_url if "://" in store_url else f"sqlite:///{store_url}"
@@ -411,7 +412,7 @@ def test_an_older_store_upgrades_itself_and_keeps_its_runs(store_url: str) -> No
     if "://" not in store_url:
         Path(store_url).parent.mkdir(exist_ok=True)
     config = Config()
-    config.set_main_option("script_location", str(Path(module.__file__).parent / "migrations"))
+    config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:  # the store as the first release left it
         config.attributes["connection"] = connection
         command.upgrade(config, "0001")
