@@ -63,7 +63,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "turneval.traces",
         "turneval.integrations",
     ),
-    ("turneval.store",),  # the run store: one sink's database, below no generic module
+    # the run store's modules from the bottom up (RunStore is made of its parts), then the
+    # package: one sink's database, below no generic module
+    ("turneval.store._schema", "turneval.store._migrations"),  # the tables, their revisions
+    (
+        "turneval.store._engine",  # the database: URL, engine, transactions, migrations at open
+        "turneval.store._skips",  # the queries of watch's skips, dataset versions and judge
+        "turneval.store._datasets",  # configurations (RunStore's methods call them)
+        "turneval.store._judge_configs",
+    ),
+    ("turneval.store._recorder",),  # a run's rows written as they finish (RunRecorder)
+    ("turneval.store._runs",),  # runs' metadata
+    ("turneval.store._rows", "turneval.store._labels"),  # rows read back; human labels
+    ("turneval.store._transfer",),  # run folders imported and exported
+    ("turneval.store._store",),  # RunStore: the parts together
+    ("turneval.store",),
     ("turneval.runs._store", "turneval.runs._open"),  # the store sink; a run read back
     ("turneval.runs._to_store",),  # the store sink made and recognised without loading the store
     ("turneval.runs",),

@@ -15,7 +15,7 @@ from turneval.metrics import ToolCallF1
 from turneval.store import RunStore
 from turneval.stream import evaluate_jsonl
 
-from .test_store import GOOD, JUDGED, _write_data
+from .store._helpers import GOOD, JUDGED, write_data
 
 pytest.importorskip("sqlalchemy")
 
@@ -24,7 +24,7 @@ def _runs(tmp_path: Path) -> tuple[str, str, str]:
     """A store with two runs of one input (the second scores row 2 right too) and a third
     whose metric is configured differently; returns the three ids."""
     url = str(tmp_path / "runs.db")
-    data = _write_data(tmp_path / "data.jsonl")
+    data = write_data(tmp_path / "data.jsonl")
     evaluate_jsonl(data, [ToolCallF1(name=JUDGED)], tmp_path / "a", store=url)
     lenient = ToolCallF1(name=JUDGED, arg_rules={"*": {"q": "ignore"}})  # every row scores 1
     evaluate_jsonl(data, [ToolCallF1(name=JUDGED)], tmp_path / "b", store=url)

@@ -120,6 +120,7 @@ MOVED: dict[str, str] = {
     "turneval.scenarios.sources": "turneval.scenarios._sources",
     "turneval.scenarios.tools": "turneval.scenarios._tools",
     "turneval.stats.inference": "turneval.stats._inference",
+    "turneval.store.migrations": "turneval.store._migrations",
     "turneval.stream.chunks": "turneval.stream._chunks",
     "turneval.stream.engine": "turneval.stream._engine",
     "turneval.stream.evaluate": "turneval.stream._evaluate",

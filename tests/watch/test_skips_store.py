@@ -139,12 +139,12 @@ def test_an_older_store_gains_the_skips_table_and_can_go_back(store_url: str) ->
     from alembic.config import Config
     from sqlalchemy import create_engine, inspect
 
-    import turneval.store._store as module
+    from turneval.store._engine import MIGRATIONS
 
     raw = store_url if "://" in store_url else f"sqlite:///{store_url}"
     engine = create_engine(raw.replace("postgresql://", "postgresql+psycopg://"))
     config = Config()
-    config.set_main_option("script_location", str(Path(module.__file__).parent / "migrations"))
+    config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:  # the store as revision 0004 left it
         config.attributes["connection"] = connection
         command.upgrade(config, "0004")

@@ -7,23 +7,16 @@
 kept by content digest) work on it from the command line. Needs the ``store`` extra.
 """
 
+from turneval._files import file_digest
 from turneval.store._datasets import DatasetDiff, DatasetRow, StoredDataset, diff_files
+from turneval.store._engine import DEFAULT_STORE, STORE_ENV
 from turneval.store._judge_configs import StoredJudgeConfig
+from turneval.store._labels import StoredLabel
+from turneval.store._recorder import RunRecorder
+from turneval.store._rows import RunColumns, StoredRow
+from turneval.store._runs import StoredRun
 from turneval.store._skips import StoredSkip
-from turneval.store._store import (
-    DEFAULT_STORE,
-    STORE_ENV,
-    RunColumns,
-    RunRecorder,
-    RunStore,
-    StoredLabel,
-    StoredRow,
-    StoredRun,
-    dataset_version,
-    file_digest,
-    judge_model,
-    metric_configs,
-)
+from turneval.store._store import RunStore, dataset_version, judge_model, metric_configs
 
 __all__ = [
     "DEFAULT_STORE",

@@ -1,6 +1,6 @@
 """The store's tables (SQLAlchemy Core): runs, rows, labels, watch claims, skips, judges, datasets.
 
-The migrations in ``migrations/versions`` create exactly these; a change here needs a new
+The migrations in ``_migrations/versions`` create exactly these; a change here needs a new
 migration (and the store's schema revision moves with it).
 """
 
