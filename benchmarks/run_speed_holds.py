@@ -671,11 +671,15 @@ def work_watch() -> Figures:
 
 def work_scenarios() -> Figures:
     """run_scenarios_bench: deduplication of generated goals, a world generation (scripted)."""
+    import importlib
+
     from run_scenarios_bench import answer, goals
-    from turneval.worlds.domains import orders_world
 
     from turneval.scenarios import deduplicate, from_world, generate
     from turneval.testing import ScriptedChatModel
+
+    # the BEFORE tree's path (deprecated on the AFTER tree, where it still imports)
+    orders_world = importlib.import_module("turneval.worlds.domains").orders_world
 
     count, n = size("dedup"), size("generate")
     items = goals(count, 0)
