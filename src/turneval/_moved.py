@@ -13,12 +13,15 @@ the user's code.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import sys
 import warnings
-from collections.abc import Sequence
-from types import ModuleType
+from importlib.machinery import ModuleSpec
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.abc import Loader
+    from types import ModuleType
 
 __all__ = ["MOVED", "current_module", "install"]
 
@@ -147,13 +150,17 @@ def _public_home(new: str) -> str:
     return ".".join(parts) or "turneval"
 
 
-class _Alias(importlib.abc.Loader):
-    """Loads an old path as the module it moved to (the same module object)."""
+class _Alias:
+    """Loads an old path as the module it moved to (the same module object).
+
+    A loader by its two methods (``importlib.abc`` is not imported: it costs ``import
+    turneval`` more than the rest of the package module).
+    """
 
     def __init__(self, new: str) -> None:
         self.new = new
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return None  # a placeholder: exec_module puts the real module in its place
 
     def exec_module(self, module: ModuleType) -> None:
@@ -162,12 +169,12 @@ class _Alias(importlib.abc.Loader):
         sys.modules[module.__name__] = importlib.import_module(self.new)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds the old paths of :data:`MOVED` (and nothing else)."""
+class _Finder:
+    """Finds the old paths of :data:`MOVED` (and nothing else): a meta path finder."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         new = MOVED.get(fullname)
         if new is None:
             return None
@@ -179,7 +186,7 @@ class _Finder(importlib.abc.MetaPathFinder):
             DeprecationWarning,
             stacklevel=2,
         )
-        return importlib.machinery.ModuleSpec(fullname, _Alias(new))
+        return ModuleSpec(fullname, cast("Loader", _Alias(new)))
 
 
 _FINDER = _Finder()
