@@ -40,6 +40,7 @@ __all__ = [
     "add_judge_group",
     "deprecated",
     "file_flag",
+    "in_flight",
     "judge_limits",
     "paced_client",
     "sample_limit",
@@ -335,13 +336,11 @@ def sample_limit(args: argparse.Namespace, command: str, rows: int | None = None
         UsageError: both given, or a share above 1 that is no whole number.
     """
     sample = args.sample
+    if sample is not None and args.limit is not None:
+        raise UsageError("give --sample SHARE or --limit N, not both")
     if sample is None or sample == 1.0:
-        if sample is not None and args.limit is not None:
-            raise UsageError("give --sample SHARE or --limit N, not both")
         limit: int | None = args.limit
         return limit
-    if args.limit is not None:
-        raise UsageError("give --sample SHARE or --limit N, not both")
     if sample <= 1:
         return None if rows is None else max(1, math.ceil(sample * rows))
     if not float(sample).is_integer():
@@ -417,8 +416,13 @@ def judge_limits(args: argparse.Namespace) -> Any:
         return None
     from turneval.ratelimit import RateLimit
 
-    cap = args.llm_concurrency if args.max_in_flight is None else args.max_in_flight
-    return RateLimit(args.rpm, args.tpm, cap)
+    return RateLimit(args.rpm, args.tpm, in_flight(args))
+
+
+def in_flight(args: argparse.Namespace) -> int:
+    """Judge requests in flight at most: ``--max-in-flight``, else ``--max-llm-concurrency``."""
+    cap: int = args.llm_concurrency if args.max_in_flight is None else args.max_in_flight
+    return cap
 
 
 def paced_client(llm: Any, args: argparse.Namespace, command: str) -> tuple[Any, int]:
@@ -436,7 +440,7 @@ def paced_client(llm: Any, args: argparse.Namespace, command: str) -> tuple[Any,
         raise UsageError(
             f"{command} cannot hold to --tpm: its requests are paced by count only (use --rpm)"
         )
-    cap = args.llm_concurrency if args.max_in_flight is None else args.max_in_flight
+    cap = in_flight(args)
     if llm is None or args.rpm is None:
         return llm, cap
     from langchain_core.rate_limiters import InMemoryRateLimiter
